@@ -1,0 +1,71 @@
+# a0py — the two commands: `make demo` and `make test` (see README.md).
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+VPY := $(VENV)/bin/python
+CFLAGS_STRICT := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+                 -Wno-unused-parameter -D_GNU_SOURCE -Icsrc
+CORE_SRC := $(wildcard csrc/*.c)
+CORE_HDR := $(wildcard csrc/*.h)
+CTEST_SRC := $(wildcard csrc/tests/*.c)
+PYTEST_ARGS ?=
+
+.PHONY: all venv build demo test pytest ctest sanitize bench lint clean
+
+all: build
+
+$(VENV)/.created:
+	$(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip "setuptools>=68" wheel "Cython>=3.0"
+	touch $@
+
+# One stamp per set of extras, so `make demo` and `make test` share the venv.
+$(VENV)/.installed-%: $(VENV)/.created pyproject.toml setup.py
+	$(VPY) -m pip install -q --no-build-isolation -e ".[$(subst +,$(comma),$*)]"
+	touch $@
+
+comma := ,
+
+venv: $(VENV)/.installed-test
+
+# Rebuild the compiled modules in place (editable install picks them up).
+build: $(VENV)/.installed-test
+	$(VPY) setup.py -q build_ext --inplace
+
+demo: $(VENV)/.installed-test
+	$(VPY) setup.py -q build_ext --inplace
+	$(VPY) examples/demo.py
+
+test: build ctest
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+pytest: build
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+build/ctest/%: csrc/tests/%.c $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_STRICT) -O2 -o $@ $< $(CORE_SRC) -lpthread
+
+ctest: $(patsubst csrc/tests/%.c,build/ctest/%,$(CTEST_SRC))
+	@set -e; for t in $^; do echo "== $$t"; $$t; done
+
+# The C tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+sanitize:
+	@mkdir -p build/sanitize
+	@set -e; for src in $(CTEST_SRC); do \
+	  out=build/sanitize/$$(basename $$src .c); \
+	  $(CC) $(CFLAGS_STRICT) -O1 -g -fno-omit-frame-pointer \
+	    -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    -o $$out $$src $(CORE_SRC) -lpthread; \
+	  echo "== $$out (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $$out; \
+	done
+
+bench: build
+	$(VPY) bench/transport.py
+
+lint: $(VENV)/.installed-test+lint
+	$(VPY) -m ruff check a0py tests bench examples
+	$(VPY) -m cython_lint a0py
+
+clean:
+	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/_index.c .pytest_cache .hypothesis

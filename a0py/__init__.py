@@ -1,0 +1,46 @@
+"""a0py: shared-memory IPC for Python on Linux.
+
+The transport names (:class:`Arena`, :class:`Transport`, :class:`Frame`,
+:class:`Deadman`) come from the compiled core ``a0py._core`` and are loaded on
+first use, so pure-Python subpackages (``a0py.dataspace``, ``a0py.actor``)
+import without touching it.
+"""
+
+from .errors import (
+    A0Error,
+    A0TimeoutError,
+    ArenaCorruptError,
+    ArenaExistsError,
+    ArenaFormatError,
+    ArenaNotFoundError,
+    ClosedError,
+    EmptyError,
+    FrameTooLargeError,
+    LockError,
+    NoFrameError,
+    SeqNotFoundError,
+)
+
+__version__ = "0.1.0"
+
+_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
+
+__all__ = [
+    "A0Error", "A0TimeoutError", "ArenaCorruptError", "ArenaExistsError", "ArenaFormatError",
+    "ArenaNotFoundError", "ClosedError", "EmptyError", "FrameTooLargeError", "LockError",
+    "NoFrameError", "SeqNotFoundError", *_CORE_NAMES,
+]
+
+
+def __getattr__(name):
+    if name in _CORE_NAMES:
+        from . import _core
+
+        value = getattr(_core, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'a0py' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_CORE_NAMES))

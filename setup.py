@@ -1,0 +1,73 @@
+"""Build a0py: the C core (csrc/, warnings are errors) and the Cython modules.
+
+Every ``a0py/**/*.pyx`` becomes an extension module. Modules that use the C
+core (``a0py._core``) get the core's objects linked in; those objects are
+compiled first, on their own, with ``-Wall -Wextra -Werror`` so a warning in
+the core fails the build, while Cython's generated C keeps milder flags.
+
+``A0PY_ONLY=a0py._index,a0py._core`` builds only the named modules (handy while
+one of them is being edited); ``A0PY_DEBUG=1`` builds without optimisation.
+"""
+
+import glob
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
+CORE_USERS = {"a0py._core"}
+DEBUG = os.environ.get("A0PY_DEBUG") == "1"
+OPT = ["-O0", "-g"] if DEBUG else ["-O2"]
+CORE_CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
+               "-Wstrict-prototypes", "-Wno-unused-parameter", "-fPIC",
+               "-D_GNU_SOURCE", *OPT]
+CYTHON_CFLAGS = ["-Wno-unused-function", "-Wno-unreachable-code", *OPT]
+
+
+class BuildExtStrictCore(build_ext):
+    """Compile the C core with warnings as errors, then the Cython modules."""
+
+    def build_extension(self, ext):
+        if ext.name in CORE_USERS:
+            objects = self.compiler.compile(
+                CORE_SOURCES,
+                output_dir=self.build_temp,
+                include_dirs=["csrc"],
+                extra_postargs=CORE_CFLAGS,
+                depends=glob.glob("csrc/*.h"),
+            )
+            ext.extra_objects = list(objects)
+        super().build_extension(ext)
+
+
+def module_name(path):
+    return os.path.splitext(path)[0].replace(os.sep, ".")
+
+
+def extensions():
+    only = {m.strip() for m in os.environ.get("A0PY_ONLY", "").split(",") if m.strip()}
+    exts = []
+    for pyx in sorted(glob.glob("a0py/**/*.pyx", recursive=True)):
+        name = module_name(pyx)
+        if only and name not in only:
+            continue
+        exts.append(Extension(
+            name, [pyx],
+            include_dirs=["csrc"],
+            extra_compile_args=CYTHON_CFLAGS,
+            depends=glob.glob("csrc/*.h") if name in CORE_USERS else [],
+        ))
+    return exts
+
+
+setup(
+    ext_modules=cythonize(
+        extensions(),
+        compiler_directives={"language_level": "3", "embedsignature": True},
+        quiet=True,
+    ),
+    cmdclass={"build_ext": BuildExtStrictCore},
+)
