@@ -8,6 +8,8 @@ import without touching it.
 
 from .errors import (
     A0Error,
+    A0OSError,
+    ArgumentError,
     A0TimeoutError,
     ArenaCorruptError,
     ArenaExistsError,
@@ -26,7 +28,7 @@ __version__ = "0.1.0"
 _CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
 
 __all__ = [
-    "A0Error", "A0TimeoutError", "ArenaCorruptError", "ArenaExistsError", "ArenaFormatError",
+    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "ArenaExistsError", "ArenaFormatError",
     "ArenaNotFoundError", "ClosedError", "EmptyError", "FrameTooLargeError", "LockError",
     "NoFrameError", "SeqNotFoundError", *_CORE_NAMES,
 ]

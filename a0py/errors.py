@@ -63,3 +63,11 @@ class A0TimeoutError(A0Error, TimeoutError):
 
 class ClosedError(A0Error, ValueError):
     """The arena or transport was closed."""
+
+
+class ArgumentError(A0Error, ValueError):
+    """An argument is out of range or of the wrong kind (names which)."""
+
+
+class A0OSError(A0Error, OSError):
+    """A system call made by the core failed (errno and strerror are set)."""

@@ -1,0 +1,51 @@
+# The binding's classes, for other Cython modules that cimport them.
+from libc.stdint cimport uint8_t, uint64_t
+
+from ._a0 cimport a0_locked_t, a0_transport_t
+
+
+cdef class Arena:
+    cdef uint8_t* base
+    cdef uint64_t size
+    cdef int fd
+    cdef object _kind
+    cdef object _name
+    cdef Py_ssize_t exports
+    cdef Py_ssize_t locks_held
+    cdef bint deadman_held
+    cdef bint closing
+    cdef object __weakref__
+    cdef int _check_open(self) except -1
+    cdef _unmap(self)
+
+
+cdef class Transport:
+    cdef a0_transport_t t
+    cdef readonly Arena arena
+    cdef LockedTransport _locked
+    cdef int _acquire(self, a0_locked_t* lk) except -1
+    cdef int _release(self, a0_locked_t lk) except -1
+
+
+cdef class LockedTransport:
+    cdef Transport tr
+    cdef a0_locked_t lk
+    cdef list views
+    cdef bint active
+    cdef uint64_t generation
+    cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable)
+    cdef _drop_views(self)
+    cdef int _check(self) except -1
+
+
+cdef class Frame:
+    cdef LockedTransport owner
+    cdef uint64_t generation
+    cdef readonly uint64_t seq
+    cdef uint8_t* ptr
+    cdef readonly uint64_t size
+    cdef object _view
+
+
+cdef class Deadman:
+    cdef readonly Arena arena

@@ -1,0 +1,87 @@
+/* a0_sync.h — internal: futex calls and robust-mutex helpers (not public). */
+#ifndef A0_SYNC_H
+#define A0_SYNC_H
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "a0_err.h"
+
+#define A0_ATOMIC_U32(p) ((_Atomic uint32_t*)(p))
+
+/* Sleeps while *word == expected, until woken or the absolute CLOCK_MONOTONIC
+ * deadline (NULL: none). Shared (not PRIVATE): the word lives in a mapping
+ * other processes share. Returns 0, or ETIMEDOUT. Spurious wakes are fine:
+ * every caller re-checks its condition. */
+static inline int a0_futex_wait(uint32_t* word, uint32_t expected, const struct timespec* deadline) {
+  long rc = syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, deadline, NULL,
+                    FUTEX_BITSET_MATCH_ANY);
+  if (rc == -1 && errno == ETIMEDOUT) return ETIMEDOUT;
+  return 0;
+}
+
+static inline void a0_futex_wake_all(uint32_t* word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline int a0_deadline_passed(const struct timespec* deadline) {
+  if (!deadline) return 0;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec > deadline->tv_sec ||
+         (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+}
+
+static inline void a0_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* pthread_mutex_(timed)lock with robust recovery: on EOWNERDEAD the mutex is
+ * made consistent and *recovered set. deadline NULL blocks. */
+static inline a0_err_t a0_robust_lock(pthread_mutex_t* m, const struct timespec* deadline,
+                                      int* recovered) {
+  int rc = deadline ? pthread_mutex_clocklock(m, CLOCK_MONOTONIC, deadline) : pthread_mutex_lock(m);
+  *recovered = 0;
+  if (rc == EOWNERDEAD) {
+    pthread_mutex_consistent(m);
+    *recovered = 1;
+    return A0_OK;
+  }
+  switch (rc) {
+    case 0: return A0_OK;
+    case ETIMEDOUT: return A0_ERR_TIMEOUT;
+    case EDEADLK: return A0_ERR_DEADLOCK;
+    case ENOTRECOVERABLE: return A0_ERR_NOT_RECOVERABLE;
+    default: errno = rc; return A0_ERR_SYS;
+  }
+}
+
+static inline a0_err_t a0_robust_trylock(pthread_mutex_t* m, int* recovered) {
+  int rc = pthread_mutex_trylock(m);
+  *recovered = 0;
+  if (rc == EOWNERDEAD) {
+    pthread_mutex_consistent(m);
+    *recovered = 1;
+    return A0_OK;
+  }
+  switch (rc) {
+    case 0: return A0_OK;
+    case EBUSY: return A0_ERR_BUSY;
+    case EDEADLK: return A0_ERR_DEADLOCK;
+    case ENOTRECOVERABLE: return A0_ERR_NOT_RECOVERABLE;
+    default: errno = rc; return A0_ERR_SYS;
+  }
+}
+
+#endif /* A0_SYNC_H */
