@@ -1,0 +1,82 @@
+"""Actors over a0py: mailboxes over arenas, labelled in-order channels, scatter-gather.
+
+* :class:`ActorSystem` spawns actors on threads (:meth:`~ActorSystem.spawn`), on an
+  asyncio loop (:meth:`~ActorSystem.spawn_async`), or with an arena mailbox addressable
+  from other processes (``spawn(..., arena=True)``, :func:`spawn_process`,
+  :class:`ArenaRef`); schedules messages (``send_after``, ``send_at``); supervises
+  failures. Inside a handler, :func:`current` and :func:`become`.
+* The ordered channel: :class:`Labeller` and :class:`OrderedProxy` (the reordering proxy).
+* Scatter-gather: :func:`scatter_gather`, :func:`start_gather`, :class:`Registrar`,
+  :class:`ContentRouter`.
+
+The cross-process parts import the compiled core on first use only, so everything
+in-process works without it. See ``docs/actors.md``.
+"""
+
+from .errors import (
+    ActorConfigError,
+    ActorError,
+    ActorNameTakenError,
+    ActorNotFoundError,
+    ActorStoppedError,
+    GatherError,
+    MailboxFullError,
+    MessageTooLargeError,
+    NotInActorError,
+    NotPicklableRefError,
+    OrderingWindowError,
+)
+from .gather import (
+    ContentRouter,
+    Gather,
+    GatherResult,
+    Register,
+    Registrar,
+    Reply,
+    Request,
+    Unregister,
+    new_correlation_id,
+    scatter_gather,
+    start_gather,
+)
+from .mailbox import Mailbox, QueueMailbox
+from .ordered import Labeller, OrderedProxy, cyclic
+from .system import (
+    STOP,
+    ActorContext,
+    ActorRef,
+    ActorSystem,
+    Failure,
+    LocalRef,
+    Stop,
+    Timer,
+    become,
+    current,
+)
+
+__all__ = [
+    "STOP", "ActorConfigError", "ActorContext", "ActorError", "ActorNameTakenError",
+    "ActorNotFoundError", "ActorRef", "ActorStoppedError", "ActorSystem", "ArenaMailbox",
+    "ArenaRef", "ContentRouter", "Failure", "Gather", "GatherError", "GatherResult",
+    "Labeller", "LocalRef", "Mailbox", "MailboxFullError", "MessageTooLargeError",
+    "NotInActorError", "NotPicklableRefError", "OrderedProxy", "OrderingWindowError",
+    "ProcessActors", "QueueMailbox", "Register", "Registrar", "Reply", "Request", "Stop",
+    "Timer", "Unregister", "become", "current", "cyclic", "new_correlation_id",
+    "scatter_gather", "spawn_process", "start_gather",
+]
+
+_LAZY = {
+    "ArenaMailbox": ".arena", "ArenaRef": ".arena", "unlink_mailbox": ".arena",
+    "ProcessActors": ".process", "spawn_process": ".process",
+}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'a0py.actor' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value

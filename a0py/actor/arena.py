@@ -1,0 +1,410 @@
+"""Cross-process mailboxes: one shared-memory arena per actor, addressable by name.
+
+The actor ``name`` owns the POSIX shared-memory arena ``a0py.actor.<name>``. Any process
+sends to it with ``ArenaRef(name).send(message)``: the message is pickled into one frame.
+The actor's own thread is the only reader.
+
+Invariants:
+
+* **No message is evicted unread.** A writer allocates only when ``alloc_evicts`` says
+  nothing would be evicted, else it sleeps on the arena (lock released) until the reader
+  makes room. The reader makes room by clearing the arena once it has read every frame
+  in it (the clear and the check are under one lock, so nothing unread is cleared). The
+  mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
+  up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
+  actor is dead drops the message (like any send to a dead actor).
+* **Liveness.** The actor's thread takes the arena's :class:`a0py.Deadman` before its
+  first message and releases it after its last. While it holds it the actor is alive;
+  if its process exits or is killed, the kernel releases the robust lock at once, so
+  :meth:`ArenaRef.is_alive` turns false immediately (no heartbeat, no timeout).
+  A second live reader of the same name is refused (:class:`ActorNameTakenError`).
+* **One Transport per thread.** A transport holds a cursor and the lock state, so each
+  thread of a process sends through its own (kept in a thread-local cache); mapped arenas
+  are shared by the threads of a process. Caches are dropped in a forked child.
+* Messages already in the arena when the actor starts are delivered (a parent may send
+  before the child process is up). Stale close markers of an earlier reader are ignored.
+"""
+
+import os
+import pickle
+import threading
+import time
+
+from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, FrameTooLargeError
+from .errors import (
+    ActorConfigError,
+    ActorNameTakenError,
+    ActorNotFoundError,
+    MailboxFullError,
+    MessageTooLargeError,
+)
+from .mailbox import Mailbox
+from .system import ActorRef
+
+__all__ = ["ARENA_PREFIX", "DEFAULT_ARENA_SIZE", "ArenaMailbox", "ArenaRef", "arena_name",
+           "unlink_mailbox"]
+
+ARENA_PREFIX = "a0py.actor."
+DEFAULT_ARENA_SIZE = 1 << 20
+_WAIT_SLICE = 0.05     # how often a blocked sender re-checks the reader's liveness
+_READER_SLICE = 1.0    # how often an idle reader re-checks that it was not closed
+
+
+def arena_name(name):
+    """The shared-memory name of actor ``name``'s mailbox. Raises
+    :class:`ActorConfigError` for a name that is empty, has a ``/`` or is too long."""
+    if not isinstance(name, str) or not name or "/" in name or "\0" in name:
+        raise ActorConfigError(f"an arena actor name must be a non-empty str without '/', got {name!r}")
+    full = ARENA_PREFIX + name
+    if len(full) > 250:
+        raise ActorConfigError(f"actor name too long for a shared-memory name: {name!r}")
+    return full
+
+
+class _Cache(threading.local):
+    def __init__(self):
+        self.transports = {}
+
+
+_arenas = {}               # actor name -> Arena (shared by the threads of this process)
+_deadmen = {}              # actor name -> Deadman
+_arenas_lock = threading.Lock()
+_local = _Cache()
+
+
+def _reset_after_fork():
+    global _arenas_lock, _local
+    _arenas.clear()
+    _deadmen.clear()
+    _arenas_lock = threading.Lock()
+    _local = _Cache()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _core():
+    import a0py
+
+    return a0py
+
+
+def _arena(name, size=None):
+    """The mapped arena of actor ``name`` (created with ``size`` if given and missing)."""
+    arena = _arenas.get(name)
+    if arena is not None and not arena.closed:
+        return arena
+    with _arenas_lock:
+        arena = _arenas.get(name)
+        if arena is None or arena.closed:
+            try:
+                arena = _core().Arena.shm(arena_name(name), size)
+            except ArenaNotFoundError:
+                raise ActorNotFoundError(f"no mailbox for actor {name!r} "
+                                         f"(shared memory {arena_name(name)!r} does not exist)") from None
+            _arenas[name] = arena
+            _deadmen.pop(name, None)
+    return arena
+
+
+def _forget(name):
+    with _arenas_lock:
+        arena = _arenas.pop(name, None)
+        _deadmen.pop(name, None)
+    _local.transports.pop(name, None)
+    return arena
+
+
+def _transport(name):
+    transport = _local.transports.get(name)
+    if transport is None or transport.arena.closed:
+        transport = _core().Transport(_arena(name))
+        _local.transports[name] = transport
+    return transport
+
+
+def _deadman(name):
+    deadman = _deadmen.get(name)
+    if deadman is None:
+        deadman = _core().Deadman(_arena(name))
+        _deadmen[name] = deadman
+    return deadman
+
+
+class _CloseMarker:
+    __slots__ = ("token",)
+
+    def __init__(self, token):
+        self.token = token
+
+    def __reduce__(self):
+        return (_CloseMarker, (self.token,))
+
+
+def _write(name, data, timeout):
+    """Append one frame without evicting; False if dropped because the reader is dead."""
+    transport = _transport(name)
+    n = len(data)
+    if n > transport.max_frame_size:
+        raise MessageTooLargeError(
+            f"a message of {n} bytes (pickled) does not fit the mailbox of actor {name!r}: "
+            f"at most {transport.max_frame_size} bytes per message")
+    with transport.lock() as t:
+        if t.alloc_evicts(n):
+            deadline = None if timeout is None else time.monotonic() + timeout
+
+            def has_room(t):
+                return not t.alloc_evicts(n)
+
+            while True:
+                step = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - time.monotonic())
+                try:
+                    t.wait(has_room, timeout=max(step, 0.0))
+                    break
+                except A0TimeoutError:
+                    if not _deadman(name).is_taken():
+                        return False
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise MailboxFullError(
+                            f"the mailbox of actor {name!r} stayed full for {timeout}s") from None
+        try:
+            t.alloc(n)[:] = data
+        except FrameTooLargeError as exc:
+            raise MessageTooLargeError(str(exc)) from None
+        t.commit()
+    return True
+
+
+class ArenaRef(ActorRef):
+    """A ref to the arena actor ``name``, in this process or any other.
+
+    ``send_timeout``: how long :meth:`send` waits for room in a full mailbox (None: for
+    ever). Refs pickle as their name, so they can be put in messages (e.g. a reply-to).
+
+    Raises :class:`ActorConfigError` for a bad name or timeout.
+    """
+
+    __slots__ = ("_name", "send_timeout")
+
+    def __init__(self, name, send_timeout=10.0):
+        arena_name(name)
+        if send_timeout is not None and (not isinstance(send_timeout, (int, float)) or send_timeout < 0):
+            raise ActorConfigError(f"send_timeout must be a number >= 0 or None, got {send_timeout!r}")
+        self._name = name
+        self.send_timeout = send_timeout
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def address(self):
+        """The actor's name, which is also its address."""
+        return self._name
+
+    def send(self, message, timeout=...):
+        """Pickle ``message`` into the actor's mailbox. Returns True if written, False if
+        the mailbox was full and its actor is dead (the message is dropped). ``timeout``
+        overrides :attr:`send_timeout` for this call.
+
+        Raises :class:`ActorNotFoundError` (no mailbox of that name),
+        :class:`MailboxFullError` (still full at the timeout), :class:`MessageTooLargeError`,
+        :class:`pickle.PicklingError` or :class:`TypeError` for an unpicklable message."""
+        data = pickle.dumps(message, protocol=5)
+        return _write(self._name, data, self.send_timeout if timeout is ... else timeout)
+
+    def __call__(self, message):
+        self.send(message)
+
+    def is_alive(self):
+        """Whether a live thread holds the actor's liveness lock (False if its mailbox does
+        not exist)."""
+        try:
+            return _deadman(self._name).is_taken()
+        except (ActorNotFoundError, A0Error):
+            return False
+
+    @property
+    def owner_pid(self):
+        """The pid of the process running the actor, or None if it is not alive."""
+        try:
+            return _deadman(self._name).owner_pid
+        except (ActorNotFoundError, A0Error):
+            return None
+
+    def wait_alive(self, timeout=None):
+        """Block until the actor is alive; True if it is, False at the timeout. Raises
+        :class:`ActorNotFoundError` if its mailbox does not exist."""
+        try:
+            _deadman(self._name).wait_taken(timeout)
+            return True
+        except A0TimeoutError:
+            return False
+
+    def wait_dead(self, timeout=None):
+        """Block until the actor is dead (released its liveness lock, or its process
+        died); True if dead, False at the timeout. A missing mailbox counts as dead."""
+        try:
+            _deadman(self._name).wait_released(timeout)
+            return True
+        except A0TimeoutError:
+            return False
+        except ActorNotFoundError:
+            return True
+
+    def __eq__(self, other):
+        if isinstance(other, ArenaRef):
+            return other._name == self._name
+        return getattr(other, "address", None) == self._name
+
+    def __hash__(self):
+        return hash(self._name)
+
+    def __reduce__(self):
+        return (ArenaRef, (self._name, self.send_timeout))
+
+
+class ArenaMailbox(Mailbox):
+    """The mailbox of arena actor ``name``: the shared-memory arena ``a0py.actor.<name>``.
+
+    ``create=True`` creates it (``size`` bytes, default 1 MiB) or attaches to an existing
+    one; ``create=False`` attaches only. ``batch`` bounds the messages one :meth:`take`
+    returns. The creator calls :meth:`release` to unlink it.
+
+    Raises :class:`ActorConfigError` (bad name, size or batch), :class:`ActorNotFoundError`
+    (``create=False`` and it does not exist), and :class:`a0py.A0Error` from the arena.
+    """
+
+    def __init__(self, name, size=None, *, create=True, batch=1024):
+        if size is None:
+            size = DEFAULT_ARENA_SIZE
+        if not isinstance(size, int) or size < 4096:
+            raise ActorConfigError(f"an arena mailbox needs size >= 4096 bytes, got {size!r}")
+        if not isinstance(batch, int) or batch < 1:
+            raise ActorConfigError(f"batch must be an int >= 1, got {batch!r}")
+        self.address = name
+        self._name = name
+        self._arena = _arena(name, size if create else None)
+        self._batch = batch
+        self._reader = None
+        self._reader_thread = None
+        self._deadman = None
+        self._closed = False
+        self._token = os.urandom(8)
+        self.undecodable = 0
+
+    @property
+    def name(self):
+        """The actor name this mailbox belongs to."""
+        return self._name
+
+    @property
+    def closed(self):
+        """True once closed."""
+        return self._closed
+
+    def put(self, message):
+        """Send ``message`` to this mailbox (as :meth:`ArenaRef.send`)."""
+        if not self._closed:
+            _write(self._name, pickle.dumps(message, protocol=5), None)
+
+    def open_reader(self):
+        """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
+        if a live actor already reads this mailbox."""
+        core = _core()
+        self._deadman = core.Deadman(self._arena)
+        if not self._deadman.try_take():
+            pid = self._deadman.owner_pid
+            self._deadman = None
+            raise ActorNameTakenError(f"actor {self._name!r} is already alive (pid {pid})")
+        self._reader = core.Transport(self._arena)
+        self._reader_thread = threading.get_ident()
+
+    def close_reader(self):
+        """Release the liveness lock (the actor is now seen dead)."""
+        if self._deadman is not None:
+            try:
+                self._deadman.release()
+            finally:
+                self._deadman = None
+
+    def take(self, timeout=None):
+        if self._closed or self._reader is None:
+            return []
+        reader = self._reader
+        frames = reader.read_many(self._batch)
+        if not frames:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not frames:
+                with reader.lock() as t:
+                    if not t.empty and t.seq_high == reader.cursor_seq:
+                        t.clear()  # everything was read: give the room back to the senders
+                    step = _READER_SLICE
+                    if deadline is not None:
+                        step = min(step, deadline - time.monotonic())
+                    try:
+                        t.wait(t.has_next, timeout=max(step, 0.0))
+                    except A0TimeoutError:
+                        pass
+                if self._closed:
+                    return []
+                frames = reader.read_many(self._batch)
+                if not frames and deadline is not None and time.monotonic() >= deadline:
+                    return []
+        if len(frames) < self._batch:
+            with reader.lock() as t:
+                if t.seq_high == reader.cursor_seq:
+                    t.clear()
+        messages = []
+        loads = pickle.loads
+        for _seq, data in frames:
+            try:
+                message = loads(data)
+            except Exception:  # noqa: BLE001 - one bad frame must not stop the actor
+                self.undecodable += 1
+                continue
+            if type(message) is _CloseMarker:
+                if message.token == self._token:
+                    self._closed = True
+                    break
+                continue  # an earlier reader's marker
+            messages.append(message)
+        return messages
+
+    def close(self):
+        """Stop the reader: it returns the messages before this point, then ``[]``."""
+        if self._closed:
+            return
+        if self._reader is not None and threading.get_ident() == self._reader_thread:
+            # On the reader's own thread: no marker needed, take() sees the flag.
+            self._closed = True
+            return
+        try:
+            transport = _transport(self._name)
+            transport.write(pickle.dumps(_CloseMarker(self._token), protocol=5))
+        except A0Error:
+            pass
+        self._closed = True
+
+    def release(self):
+        """Unlink the arena (other processes' mappings stay valid until they close)."""
+        _forget(self._name)
+        try:
+            self._arena.unlink()
+        except A0Error:
+            pass
+        except OSError:
+            pass
+
+    def __repr__(self):
+        return f"<ArenaMailbox {self._name!r}>"
+
+
+def unlink_mailbox(name):
+    """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
+    _forget(name)
+    try:
+        _core().Arena.unlink_shm(arena_name(name))
+        return True
+    except (ArenaNotFoundError, FileNotFoundError):
+        return False
