@@ -1,0 +1,54 @@
+"""Dataspaces: values, patterns, the skeleton index and an in-process dataspace.
+
+The model (docs/dataspace.md): participants *assert* values into a shared
+space and *retract* them; observers register *patterns* and hear ``+`` when a
+matching capture tuple appears, ``-`` when it disappears, and ``!`` for each
+matching message. The :class:`Index` is the skeleton index of Garnock-Jones'
+"Efficient, Imperative Dataspaces for Conversational Concurrency", compiled
+with Cython (``a0py._index``).
+
+>>> from a0py.dataspace import Index, Record, capture, parse
+>>> idx = Index()
+>>> h = idx.add_handler(parse('present($who)'), lambda ev, caps: print(ev, caps))
+>>> idx.add_assertion(Record("present", "Alice"))
++ ('Alice',)
+"""
+
+from a0py.dataspace._codec import MAX_DEPTH, decode, encode
+from a0py.dataspace._dataspace import AssertionHandle, Dataspace, Facet, Observer
+from a0py.dataspace._errors import (
+    DataspaceError,
+    DataspaceTypeError,
+    DecodeError,
+    FacetStoppedError,
+    InvalidValueError,
+    NotAssertedError,
+    ParseError,
+    UnknownHandlerError,
+)
+from a0py.dataspace._impl import COMPILED, impl
+from a0py.dataspace._patterns import DISCARD, Capture, Discard, capture
+from a0py.dataspace._syntax import format_term, parse
+
+Record = impl.Record
+Index = impl.Index
+Skeleton = impl.Skeleton
+HandlerHandle = impl.HandlerHandle
+analyse = impl.analyse
+canonical_equal = impl.canonical_equal
+canonical_hash = impl.canonical_hash
+value_key = impl.value_key
+format_shape = impl.format_shape
+float_bits = impl.float_bits
+TUPLE_LABEL = impl.TUPLE_LABEL
+
+_ = DISCARD
+
+__all__ = [
+    "Record", "capture", "Capture", "DISCARD", "Discard", "_", "Index", "parse", "format_term",
+    "encode", "decode", "MAX_DEPTH", "analyse", "Skeleton", "HandlerHandle", "format_shape",
+    "canonical_equal", "canonical_hash", "value_key", "float_bits", "TUPLE_LABEL",
+    "Dataspace", "Facet", "AssertionHandle", "Observer", "COMPILED",
+    "DataspaceError", "DataspaceTypeError", "InvalidValueError", "DecodeError", "ParseError",
+    "NotAssertedError", "UnknownHandlerError", "FacetStoppedError",
+]

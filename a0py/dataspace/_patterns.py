@@ -1,0 +1,94 @@
+"""Pattern-only building blocks: the discard ``_`` and captures ``$``.
+
+They live in a plain Python module of their own so that both builds of the
+skeleton code (compiled ``a0py._index`` and interpreted
+``a0py.dataspace._skeleton``) recognise the same objects.
+"""
+
+import struct
+
+_DOUBLE = struct.Struct("<d")
+
+
+def _same(a, b):
+    # Canonical equality without knowing the Record class: Records compare
+    # canonically themselves; atoms compare with their type (1, 1.0 and True
+    # differ); floats compare by bit pattern.
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return _DOUBLE.pack(a) == _DOUBLE.pack(b)
+    if type(a) is tuple:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+class Discard:
+    """The pattern ``_``: matches anything and binds nothing. Use the
+    singleton :data:`DISCARD` (also exported as ``_``)."""
+
+    __slots__ = ()
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "_"
+
+    def __reduce__(self):
+        return (Discard, ())
+
+
+DISCARD = Discard()
+
+
+class Capture:
+    """The pattern ``$name:sub``: matches what ``sub`` matches and binds the
+    matched value. Build it with :func:`capture`."""
+
+    __slots__ = ("pattern", "name")
+
+    def __init__(self, pattern=DISCARD, name=None):
+        if name is not None and type(name) is not str:
+            from a0py.dataspace._errors import DataspaceTypeError
+
+            raise DataspaceTypeError(f"a capture's name must be a str or None, got {type(name).__name__}")
+        object.__setattr__(self, "pattern", pattern)
+        object.__setattr__(self, "name", name)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Capture is immutable")
+
+    def __eq__(self, other):
+        if type(other) is not Capture:
+            return NotImplemented
+        return self.name == other.name and _same(self.pattern, other.pattern)
+
+    def __hash__(self):
+        return hash(("$", self.name, type(self.pattern).__name__))
+
+    def __repr__(self):
+        from a0py.dataspace._syntax import format_term
+
+        return format_term(self)
+
+    def __reduce__(self):
+        return (Capture, (self.pattern, self.name))
+
+
+def capture(sub=DISCARD, *, name=None):
+    """A capture pattern: matches what ``sub`` matches (anything by default)
+    and reports the matched value in the event's captures tuple.
+
+    Captures appear in the tuple in the order a left-to-right, outside-in walk
+    meets them: ``capture(Record("A", capture()))`` gives ``(A(x), x)``.
+
+    Raises :class:`DataspaceTypeError` when ``name`` is not a str. ``sub`` is
+    checked when the pattern is used (``Index.add_handler``, ``analyse``).
+    """
+    return Capture(sub, name)

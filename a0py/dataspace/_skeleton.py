@@ -1,0 +1,1035 @@
+"""Canonical values, skeletons and the skeleton index.
+
+The index is the structure of Garnock-Jones, "Efficient, Imperative
+Dataspaces for Conversational Concurrency" (2018): the bag of assertions; a
+trie whose edges are (pop-count, index) *selectors* and (label, arity)
+*classes*; at each trie node a *continuation* with its cached assertions and
+its *constant tables*; in each table, *leaves* keyed by constant values, each
+with its cached assertions and its *handlers*; each handler with its bag of
+capture tuples and its callbacks. The names below are the paper's.
+
+This one source file is built twice (see docs/dataspace.md, "Two builds"):
+
+* compiled: ``a0py/_index.pyx`` ``include``\\ s it, so Cython turns every
+  ``@cython.cclass`` into an extension type with C fields and every
+  annotation into a C type; this is ``a0py._index``, the build the package
+  uses;
+* interpreted: imported as ``a0py.dataspace._skeleton``, CPython runs it as
+  ordinary Python (Cython's shadow module makes the ``cython.*`` decorators
+  no-ops). The benchmark runs both on the same workload.
+
+Each build has its own classes; values of one build are not values of the
+other.
+
+Invariants (I1-I5 are the paper's; I6 and I7 are ours):
+
+I1. ``bag[k]`` is how many times the value with canonical key ``k`` is
+    asserted; keys with count 0 are absent.
+I2. The cache of the continuation at the trie node reached by a shape prefix
+    holds the key of every asserted value that has that prefix.
+I3. A leaf's cache holds the keys in its continuation's cache whose values
+    carry the leaf's constants at the table's constant paths.
+I4. A handler's bag counts, for each capture tuple, the values in its leaf's
+    cache that project to it; ``+`` fires on its 0->1 and ``-`` on its 1->0
+    transitions, and on nothing else. Messages touch no cache and no bag.
+I5. Empty leaves and empty constant tables are pruned. A leaf is empty when
+    it has no handlers: unlike the paper's code we never create a leaf for
+    constants nobody observes (a new handler builds its leaf from the
+    continuation's cache), so each leaf lives exactly as long as its handlers.
+I6. A trie node other than the root is pruned when it has no constant table
+    and no edge: the trie follows the live patterns instead of growing forever.
+I7. Callbacks never run while the structure is being changed: an operation
+    collects its events and delivers them once every invariant holds again,
+    so a callback may call back into the index.
+"""
+
+import struct
+
+import cython
+
+from a0py.dataspace._errors import (
+    DataspaceTypeError,
+    InvalidValueError,
+    NotAssertedError,
+    UnknownHandlerError,
+)
+from a0py.dataspace._patterns import Capture, Discard
+
+TUPLE_LABEL = ""
+
+_ADD = cython.declare(cython.int, 1)
+_REMOVE = cython.declare(cython.int, 2)
+_MESSAGE = cython.declare(cython.int, 3)
+
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
+_SALT_BOOL = cython.declare(cython.Py_hash_t, 0x5BD1E995)
+_SALT_FLOAT = cython.declare(cython.Py_hash_t, 0x1B873593)
+_SALT_TUPLE = cython.declare(cython.Py_hash_t, 0x2545F491)
+
+# (label, arity) -> the class key "label/arity". Interned, so a record's class
+# is one shared str whose hash is cached and whose comparisons are identity.
+_CLASSES = cython.declare(dict, {})
+
+
+def class_key(label: str, arity: cython.Py_ssize_t) -> str:
+    """The trie's class of records with this label and arity (``"label/arity"``).
+
+    Tuples are records of the reserved label ``""``: a 2-tuple has class ``"/2"``.
+    """
+    k = (label, arity)
+    c = _CLASSES.get(k)
+    if c is None:
+        c = f"{label}/{arity}"
+        _CLASSES[k] = c
+    return c
+
+
+_TUPLE_CLASSES = cython.declare(tuple, tuple([class_key(TUPLE_LABEL, n) for n in range(64)]))
+
+
+def float_bits(x: float) -> int:
+    """The IEEE-754 binary64 bit pattern of ``x`` as a signed 64-bit int.
+
+    Floats are compared by it: -0.0 != 0.0, and NaN == NaN when the bits match.
+    """
+    return _INT64.unpack(_DOUBLE.pack(x))[0]
+
+
+# ---------------------------------------------------------------- values
+
+
+@cython.cfunc
+def _value_error(v: object) -> Exception:
+    t = type(v)
+    if t is list:
+        return InvalidValueError("a list is not a dataspace value; use a tuple")
+    if isinstance(v, (bool, int, float, str, bytes, tuple)):
+        return InvalidValueError(
+            f"{t.__name__} (a subclass of {t.__mro__[1].__name__}) is not a dataspace value;"
+            " convert it to the exact built-in type"
+        )
+    return InvalidValueError(
+        f"{t.__name__} is not a dataspace value (values are None, bool, int, float, str,"
+        " bytes, Record and tuples of values)"
+    )
+
+
+@cython.cfunc
+def _classify(v: object) -> cython.bint:
+    """True when ``v`` is a pattern (holds ``_`` or a capture), False when it
+    is a value; raises InvalidValueError for anything else."""
+    t = type(v)
+    if t is str or t is int or t is bytes or t is float or t is bool or v is None:
+        return False
+    if t is Record:
+        return cython.cast(Record, v)._pattern
+    if t is tuple:
+        pattern: cython.bint = False
+        for x in cython.cast(tuple, v):
+            if _classify(x):
+                pattern = True
+        return pattern
+    if t is Capture:
+        _classify(cython.cast(object, v).pattern)
+        return True
+    if t is Discard:
+        return True
+    raise _value_error(v)
+
+
+@cython.cfunc
+def _chash(v: object) -> cython.Py_hash_t:
+    """Canonical hash: consistent with _ceq, and 1, 1.0 and True hash apart."""
+    t = type(v)
+    if t is Record:
+        return cython.cast(Record, v)._hash
+    if t is str or t is int or t is bytes or v is None:
+        return hash(v)
+    if t is bool:
+        return _SALT_BOOL + (1 if v else 0)
+    if t is float:
+        return hash(float_bits(v)) ^ _SALT_FLOAT
+    if t is tuple:
+        return hash(tuple([_chash(x) for x in cython.cast(tuple, v)])) ^ _SALT_TUPLE
+    if t is Canon:
+        return cython.cast(Canon, v)._hash
+    return hash(v)  # Capture, Discard: only inside patterns
+
+
+@cython.cfunc
+def _ceq(a: object, b: object) -> cython.bint:
+    """Canonical equality: same type, then same value; floats by bit pattern."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b):
+        return False
+    if t is Record:
+        ra: Record = cython.cast(Record, a)
+        rb: Record = cython.cast(Record, b)
+        if ra._hash != rb._hash or ra._cls != rb._cls:
+            return False
+        return _ceq_items(ra.fields, rb.fields)
+    if t is float:
+        return float_bits(a) == float_bits(b)
+    if t is tuple:
+        return _ceq_items(cython.cast(tuple, a), cython.cast(tuple, b))
+    if t is Canon:
+        return _ceq(cython.cast(Canon, a).value, cython.cast(Canon, b).value)
+    return a == b
+
+
+@cython.cfunc
+def _ceq_items(fa: tuple, fb: tuple) -> cython.bint:
+    n: cython.Py_ssize_t = len(fa)
+    i: cython.Py_ssize_t
+    if n != len(fb):
+        return False
+    for i in range(n):
+        if not _ceq(fa[i], fb[i]):
+            return False
+    return True
+
+
+def canonical_equal(a, b) -> bool:
+    """Canonical equality of two values: ``canonical_equal(1, True)`` is False,
+    ``canonical_equal(-0.0, 0.0)`` is False, ``canonical_equal(nan, nan)`` is
+    True for NaNs with the same bits. Never raises."""
+    return _ceq(a, b)
+
+
+def canonical_hash(v) -> int:
+    """A hash consistent with :func:`canonical_equal`. Raises nothing for
+    values; for other objects it falls back to ``hash`` (which may raise
+    ``TypeError``)."""
+    return _chash(v)
+
+
+@cython.final
+@cython.cclass
+class Record:
+    """A record: a label and fields, ``Record("speak", "Alice", "hi")``.
+
+    ``label`` is a non-empty ``str``; fields are values (None, bool, int,
+    float, str, bytes, Record, tuple) or, in a pattern, patterns (``_``,
+    captures). The empty label is reserved: a tuple is the record of label
+    ``""``, so there is one way to write it, a Python tuple.
+
+    Equality and hashing are canonical: ``Record("a", 1) != Record("a", True)
+    != Record("a", 1.0)``. Records are immutable.
+
+    Raises :class:`InvalidValueError` for a label that is not a non-empty
+    ``str`` or a field that is neither a value nor a pattern.
+    """
+
+    label = cython.declare(str, visibility="readonly")
+    fields = cython.declare(tuple, visibility="readonly")
+    _cls = cython.declare(str)
+    _hash = cython.declare(cython.Py_hash_t)
+    _pattern = cython.declare(cython.bint)
+
+    def __init__(self, label, *fields):
+        if type(label) is not str:
+            raise InvalidValueError(
+                f"a record label must be a str, got {type(label).__name__} {label!r}"
+            )
+        if not label:
+            raise InvalidValueError(
+                "the empty label is reserved for tuples; write a tuple instead of Record('', ...)"
+            )
+        pattern: cython.bint = False
+        for f in fields:
+            if _classify(f):
+                pattern = True
+        self.label = label
+        self.fields = fields
+        self._cls = class_key(label, len(fields))
+        self._pattern = pattern
+        self._hash = hash(tuple([hash(label)] + [_chash(f) for f in fields]))
+
+    @property
+    def is_pattern(self) -> bool:
+        """True when some field is (or holds) ``_`` or a capture."""
+        return self._pattern
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        if type(other) is not Record:
+            return NotImplemented
+        return _ceq(self, other)
+
+    def __ne__(self, other):
+        if type(other) is not Record:
+            return NotImplemented
+        return not _ceq(self, other)
+
+    def __repr__(self):
+        from a0py.dataspace._syntax import format_term
+
+        return format_term(self)
+
+    def __reduce__(self):
+        return (Record, (self.label,) + self.fields)
+
+
+@cython.final
+@cython.cclass
+class Canon:
+    """The canonical key of a value whose Python equality is not canonical
+    (a bool, a float, or a tuple), used inside the index's sets and dicts.
+
+    Records, str, bytes, int and None are their own keys."""
+
+    value = cython.declare(object, visibility="readonly")
+    _hash = cython.declare(cython.Py_hash_t)
+
+    def __init__(self, value):
+        self.value = value
+        self._hash = _chash(value)
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        if type(other) is not Canon:
+            return NotImplemented
+        return _ceq(self.value, cython.cast(Canon, other).value)
+
+    def __ne__(self, other):
+        if type(other) is not Canon:
+            return NotImplemented
+        return not _ceq(self.value, cython.cast(Canon, other).value)
+
+    def __repr__(self):
+        return f"Canon({self.value!r})"
+
+
+@cython.cfunc
+@cython.inline
+def _subkey(v: object) -> object:
+    """The canonical key of a part of a value already checked."""
+    t = type(v)
+    if t is bool or t is float or t is tuple:
+        return Canon(v)
+    return v
+
+
+@cython.cfunc
+def _key(v: object) -> object:
+    """The canonical key of ``v``; raises InvalidValueError unless ``v`` is a value."""
+    t = type(v)
+    if t is Record:
+        if cython.cast(Record, v)._pattern:
+            raise InvalidValueError(f"{v!r} is a pattern (it holds _ or $), not a value")
+        return v
+    if t is str or t is int or t is bytes or v is None:
+        return v
+    if t is bool or t is float:
+        return Canon(v)
+    if t is tuple:
+        if _classify(v):
+            raise InvalidValueError(f"{v!r} is a pattern (it holds _ or $), not a value")
+        return Canon(v)
+    raise _value_error(v)
+
+
+@cython.cfunc
+@cython.inline
+def _unkey(k: object) -> object:
+    if type(k) is Canon:
+        return cython.cast(Canon, k).value
+    return k
+
+
+@cython.cfunc
+def _unkey_tuple(t: tuple) -> tuple:
+    for x in t:
+        if type(x) is Canon:
+            return tuple([_unkey(y) for y in t])
+    return t
+
+
+def value_key(v):
+    """The canonical key the index files ``v`` under: ``v`` itself for Records,
+    str, bytes, int and None, a :class:`Canon` wrapper for bool, float and
+    tuples. Raises :class:`InvalidValueError` unless ``v`` is a value."""
+    return _key(v)
+
+
+@cython.cfunc
+@cython.inline
+def _step(v: object, i: cython.Py_ssize_t) -> object:
+    if type(v) is Record:
+        return cython.cast(Record, v).fields[i]
+    return cython.cast(tuple, v)[i]
+
+
+@cython.cfunc
+@cython.inline
+def _class_of(v: object) -> object:
+    t = type(v)
+    if t is Record:
+        return cython.cast(Record, v)._cls
+    if t is tuple:
+        n: cython.Py_ssize_t = len(cython.cast(tuple, v))
+        if n < 64:
+            return _TUPLE_CLASSES[n]
+        return class_key(TUPLE_LABEL, n)
+    return None
+
+
+@cython.cfunc
+def _project(v: object, path: tuple) -> object:
+    for i in path:
+        v = _step(v, i)
+    return v
+
+
+# ---------------------------------------------------------------- skeletons
+
+
+@cython.final
+@cython.cclass
+class Skeleton:
+    """A pattern compiled once, as the paper defines it.
+
+    * ``shape``: ``None`` where the pattern does not look inside the value
+      (``_``, a capture of ``_``, a constant), or ``(label, arity, *kid_shapes)``
+      for a record (label ``""`` for a tuple);
+    * ``constants``: the constant map, ``((path, value), ...)`` in
+      left-to-right order;
+    * ``captures``: the capture map, ``(path, ...)`` in the order captures
+      are reported (outside-in, left to right).
+
+    A path is a tuple of field indices from the root: ``(1, 0)`` is field 0
+    of field 1.
+    """
+
+    pattern = cython.declare(object, visibility="readonly")
+    shape = cython.declare(object, visibility="readonly")
+    constants = cython.declare(tuple, visibility="readonly")
+    captures = cython.declare(tuple, visibility="readonly")
+    names = cython.declare(tuple, visibility="readonly")
+    _const_paths = cython.declare(tuple)
+    _const_key = cython.declare(object)
+
+    def __init__(self, pattern):
+        constants: list = []
+        captures: list = []
+        names: list = []
+        self.pattern = pattern
+        self.shape = _analyse(pattern, (), constants, captures, names)
+        self.constants = tuple(constants)
+        self.captures = tuple(captures)
+        self.names = tuple(names)
+        self._const_paths = tuple([c[0] for c in constants])
+        self._const_key = _constant_key(tuple([c[1] for c in constants]))
+
+    def __repr__(self):
+        return (
+            f"Skeleton(shape={format_shape(self.shape)}, constants={self.constants!r},"
+            f" captures={self.captures!r})"
+        )
+
+
+@cython.cfunc
+def _constant_key(values: tuple) -> object:
+    # One constant is keyed by its own key (no 1-tuple to build per lookup).
+    if len(values) == 1:
+        return _subkey(values[0])
+    return tuple([_subkey(v) for v in values])
+
+
+def _analyse(p, path: tuple, constants: list, captures: list, names: list):
+    t = type(p)
+    if t is Discard:
+        return None
+    if t is Capture:
+        captures.append(path)
+        names.append(p.name)
+        return _analyse(p.pattern, path, constants, captures, names)
+    if t is Record or t is tuple:
+        fields = cython.cast(Record, p).fields if t is Record else p
+        label = cython.cast(Record, p).label if t is Record else TUPLE_LABEL
+        kids = [
+            _analyse(f, path + (i,), constants, captures, names) for i, f in enumerate(fields)
+        ]
+        return (label, len(fields), *kids)
+    if t is str or t is int or t is bytes or t is float or t is bool or p is None:
+        constants.append((path, p))
+        return None
+    raise InvalidValueError(
+        f"{t.__name__} is not a pattern (patterns are values, _, capture(...), and records"
+        " and tuples of patterns)"
+    )
+
+
+def analyse(pattern) -> Skeleton:
+    """Compile ``pattern`` into its :class:`Skeleton` (shape, constant map,
+    capture map). Raises :class:`InvalidValueError` when ``pattern`` holds
+    something that is neither a value nor a pattern."""
+    return Skeleton(pattern)
+
+
+def format_shape(shape) -> str:
+    """A shape as text: ``A/2(B/1(_), _)``. A hole prints ``_``; a tuple's
+    class has the empty label, so a pair prints ``/2(_, _)``."""
+    if shape is None:
+        return "_"
+    label, arity, *kids = shape
+    return f"{label}/{arity}(" + ", ".join(format_shape(k) for k in kids) + ")"
+
+
+# ---------------------------------------------------------------- the index
+
+
+@cython.final
+@cython.cclass
+class Handler:
+    """The handlers of a leaf for one capture map: the bag of capture tuples
+    of the leaf's cached assertions, and the callbacks (by handle)."""
+
+    paths = cython.declare(tuple)
+    captures = cython.declare(dict)
+    callbacks = cython.declare(dict)
+
+    def __init__(self, paths: tuple):
+        self.paths = paths
+        self.captures = {}
+        self.callbacks = {}
+
+
+@cython.final
+@cython.cclass
+class Leaf:
+    """The assertions of a continuation that carry given constants, and the
+    handlers interested in them, keyed by capture map."""
+
+    cache = cython.declare(set)
+    handlers = cython.declare(dict)
+
+    def __init__(self):
+        self.cache = set()
+        self.handlers = {}
+
+
+@cython.final
+@cython.cclass
+class ConstantTable:
+    """For one constant map's paths: leaves keyed by the constants' values."""
+
+    paths = cython.declare(tuple)
+    leaves = cython.declare(dict)
+    _single = cython.declare(cython.bint)
+    _first = cython.declare(tuple)
+
+    def __init__(self, paths: tuple):
+        self.paths = paths
+        self.leaves = {}
+        self._single = len(paths) == 1
+        self._first = paths[0] if self._single else ()
+
+    @cython.cfunc
+    def key_of(self, v: object) -> object:
+        if self._single:
+            return _subkey(_project(v, self._first))
+        return tuple([_subkey(_project(v, p)) for p in self.paths])
+
+
+@cython.final
+@cython.cclass
+class Continuation:
+    """What the index knows at a trie node: every asserted value with the
+    node's shape prefix (``cache``) and the constant tables of the patterns
+    whose shape ends here."""
+
+    cache = cython.declare(set)
+    tables = cython.declare(dict)
+
+    def __init__(self, cache: set):
+        self.cache = cache
+        self.tables = {}
+
+
+@cython.final
+@cython.cclass
+class Selector:
+    """A trie edge set: pop ``pop_count`` levels, take field ``index``, then
+    branch on the class of what is there (``table``: class -> Node)."""
+
+    pop_count = cython.declare(cython.Py_ssize_t)
+    index = cython.declare(cython.Py_ssize_t)
+    table = cython.declare(dict)
+
+    def __init__(self, pop_count: cython.Py_ssize_t, index: cython.Py_ssize_t):
+        self.pop_count = pop_count
+        self.index = index
+        self.table = {}
+
+
+@cython.final
+@cython.cclass
+class Node:
+    """A trie node: a continuation and the outgoing selectors."""
+
+    continuation = cython.declare(Continuation)
+    edges = cython.declare(dict)
+    selectors = cython.declare(list)
+
+    def __init__(self, continuation: Continuation):
+        self.continuation = continuation
+        self.edges = {}
+        self.selectors = []
+
+    @cython.cfunc
+    def is_empty(self) -> cython.bint:
+        return not self.continuation.tables and not self.selectors
+
+
+@cython.final
+@cython.cclass
+class HandlerHandle:
+    """What :meth:`Index.add_handler` returns; pass it to
+    :meth:`Index.remove_handler`. ``pattern``, ``callback`` and ``skeleton``
+    are readable; ``active`` is False once removed."""
+
+    pattern = cython.declare(object, visibility="readonly")
+    callback = cython.declare(object, visibility="readonly")
+    skeleton = cython.declare(Skeleton, visibility="readonly")
+    active = cython.declare(cython.bint, visibility="readonly")
+    _index = cython.declare(object)
+    _trail = cython.declare(list)
+    _continuation = cython.declare(Continuation)
+    _table = cython.declare(ConstantTable)
+    _leaf = cython.declare(Leaf)
+    _handler = cython.declare(Handler)
+    _const_key = cython.declare(object)
+
+    def __repr__(self):
+        state = "active" if self.active else "removed"
+        return f"<HandlerHandle {self.pattern!r} {state}>"
+
+
+@cython.cfunc
+def _deliver(events: list):
+    """Run the callbacks of collected events; a callback that raises does not
+    stop the others. One error is re-raised as is; several as an
+    ExceptionGroup."""
+    errors: list = None
+    n: cython.Py_ssize_t = len(events)
+    i: cython.Py_ssize_t = 0
+    while i < n:
+        try:
+            events[i](events[i + 1], events[i + 2])
+        except Exception as e:  # noqa: BLE001 - re-raised below
+            if errors is None:
+                errors = []
+            errors.append(e)
+        i += 3
+    if errors is not None:
+        if len(errors) == 1:
+            raise errors[0]
+        raise ExceptionGroup("several dataspace callbacks raised", errors)
+
+
+@cython.final
+@cython.cclass
+class Index:
+    """The skeleton index: assertions, handlers, and the events between them.
+
+    ``add_handler(pattern, callback)`` registers ``callback(event, captures)``;
+    ``event`` is ``"+"`` when a capture tuple appears among the asserted
+    values matching ``pattern`` (count 0->1), ``"-"`` when it disappears
+    (1->0), ``"!"`` for each matching message. Assertions are counted (a bag):
+    asserting a value twice needs two retractions.
+
+    Callbacks run after the operation that caused them has finished, so they
+    may call the index again; events of one operation are delivered in the
+    order they arose. If callbacks raise, the others still run, and then the
+    error (or an ``ExceptionGroup`` of several) propagates; the index is
+    consistent either way. Not thread-safe: guard it with a lock if threads
+    share it.
+    """
+
+    _bag = cython.declare(dict)
+    _root = cython.declare(Node)
+
+    def __init__(self):
+        self._bag = {}
+        self._root = Node(Continuation(set()))
+
+    # ------------------------------------------------------------ queries
+
+    def __len__(self):
+        """The number of distinct values asserted."""
+        return len(self._bag)
+
+    def __contains__(self, v):
+        """True when ``v`` is asserted (at least once)."""
+        return _key(v) in self._bag
+
+    def count(self, v) -> int:
+        """How many times ``v`` is asserted (0 when it is not). Raises
+        :class:`InvalidValueError` unless ``v`` is a value."""
+        return self._bag.get(_key(v), 0)
+
+    def assertions(self) -> list:
+        """The distinct asserted values, in no particular order."""
+        return [_unkey(k) for k in self._bag]
+
+    def stats(self) -> dict:
+        """Sizes of the structure (trie nodes, constant tables, leaves,
+        handlers, callbacks), for tests and tuning."""
+        counts = {"assertions": len(self._bag), "nodes": 0, "tables": 0, "leaves": 0,
+                  "handlers": 0, "callbacks": 0}
+        todo = [self._root]
+        while todo:
+            node: Node = todo.pop()
+            counts["nodes"] += 1
+            for table in node.continuation.tables.values():
+                counts["tables"] += 1
+                for leaf in cython.cast(ConstantTable, table).leaves.values():
+                    counts["leaves"] += 1
+                    for handler in cython.cast(Leaf, leaf).handlers.values():
+                        counts["handlers"] += 1
+                        counts["callbacks"] += len(cython.cast(Handler, handler).callbacks)
+            for sel in node.selectors:
+                todo.extend(cython.cast(Selector, sel).table.values())
+        return counts
+
+    # ------------------------------------------------------------ assertions
+
+    def add_assertion(self, v):
+        """Assert ``v`` once more. Handlers see ``+`` for capture tuples that
+        were not present before. Raises :class:`InvalidValueError` unless
+        ``v`` is a value (a pattern is not)."""
+        key = _key(v)
+        events: list = []
+        self._add(v, key, events)
+        if events:
+            _deliver(events)
+
+    def remove_assertion(self, v):
+        """Retract one assertion of ``v``. When its count drops to 0, handlers
+        see ``-`` for capture tuples no longer present. Raises
+        :class:`NotAssertedError` (and changes nothing) when ``v`` is not
+        asserted, :class:`InvalidValueError` unless ``v`` is a value."""
+        key = _key(v)
+        events: list = []
+        self._remove(v, key, events)
+        if events:
+            _deliver(events)
+
+    def send_message(self, v):
+        """Deliver ``v`` as a message: every handler whose pattern matches it
+        sees ``!`` with its captures. Nothing is stored. Raises
+        :class:`InvalidValueError` unless ``v`` is a value."""
+        key = _key(v)
+        events: list = []
+        self._walk(self._root, ((v,), None), v, key, _MESSAGE, events)
+        if events:
+            _deliver(events)
+
+    def patch(self, additions=(), removals=()):
+        """Apply several changes as one step: every addition first, then every
+        removal, then deliver the events. Retracting ``[3]`` and asserting
+        ``[4]`` in one patch never shows a ``[_]`` observer an empty set.
+
+        Checks everything before changing anything: raises
+        :class:`InvalidValueError` for a non-value and
+        :class:`NotAssertedError` for a removal not covered by the current
+        assertions plus this patch's additions.
+        """
+        adds: list = list(additions)
+        add_keys: list = [_key(v) for v in adds]
+        rem_vals: list = list(removals)
+        rem_keys: list = [_key(v) for v in rem_vals]
+        need: dict = {}
+        for k in rem_keys:
+            need[k] = need.get(k, 0) + 1
+        if need:
+            have: dict = {}
+            for k in add_keys:
+                if k in need:
+                    have[k] = have.get(k, 0) + 1
+            for k, n in need.items():
+                if self._bag.get(k, 0) + have.get(k, 0) < n:
+                    raise NotAssertedError(
+                        f"patch retracts {_unkey(k)!r} more times than it is asserted"
+                    )
+        events: list = []
+        i: cython.Py_ssize_t
+        for i in range(len(add_keys)):
+            self._add(adds[i], add_keys[i], events)
+        for i in range(len(rem_keys)):
+            self._remove(rem_vals[i], rem_keys[i], events)
+        if events:
+            _deliver(events)
+
+    @cython.cfunc
+    def _add(self, v: object, key: object, events: list):
+        bag: dict = self._bag
+        n = bag.get(key)
+        if n is None:
+            bag[key] = 1
+            self._walk(self._root, ((v,), None), v, key, _ADD, events)
+        else:
+            bag[key] = n + 1
+
+    @cython.cfunc
+    def _remove(self, v: object, key: object, events: list):
+        bag: dict = self._bag
+        n = bag.get(key)
+        if n is None:
+            raise NotAssertedError(f"{v!r} is not asserted")
+        if n == 1:
+            del bag[key]
+            self._walk(self._root, ((v,), None), v, key, _REMOVE, events)
+        else:
+            bag[key] = n - 1
+
+    @cython.cfunc
+    def _walk(self, node: Node, stack: tuple, v: object, key: object, op: cython.int,
+              events: list):
+        """The paper's modify: update (or, for messages, just visit) the
+        continuation, its leaves and handlers, then follow every selector
+        whose class matches ``v``. ``stack`` is a cons list (value, rest) of
+        the values on the path from the root, the wrapper ``(v,)`` at the
+        bottom."""
+        cont: Continuation = node.continuation
+        if op == _ADD:
+            cont.cache.add(key)
+        elif op == _REMOVE:
+            cont.cache.discard(key)
+        if cont.tables:
+            for t in cont.tables.values():
+                table: ConstantTable = cython.cast(ConstantTable, t)
+                lf = table.leaves.get(table.key_of(v))
+                if lf is None:
+                    continue
+                leaf: Leaf = cython.cast(Leaf, lf)
+                if op == _ADD:
+                    leaf.cache.add(key)
+                elif op == _REMOVE:
+                    leaf.cache.discard(key)
+                for h in leaf.handlers.values():
+                    _visit_handler(cython.cast(Handler, h), v, op, events)
+        s: tuple
+        sel: Selector
+        j: cython.Py_ssize_t
+        for x in node.selectors:
+            sel = cython.cast(Selector, x)
+            s = stack
+            for j in range(sel.pop_count):
+                s = s[1]
+            child = _step(s[0], sel.index)
+            cls = _class_of(child)
+            if cls is None:
+                continue
+            nxt = sel.table.get(cls)
+            if nxt is not None:
+                self._walk(cython.cast(Node, nxt), (child, s), v, key, op, events)
+
+    # ------------------------------------------------------------ handlers
+
+    def add_handler(self, pattern, callback) -> HandlerHandle:
+        """Register ``callback(event, captures)`` for values matching
+        ``pattern``; returns the handle for :meth:`remove_handler`.
+
+        Before returning, ``callback`` sees ``+`` once for each capture tuple
+        of the matching values already asserted. The same callback may be
+        registered several times; each registration gets its own events.
+
+        Raises :class:`DataspaceTypeError` when ``callback`` is not callable,
+        :class:`InvalidValueError` when ``pattern`` holds something that is
+        neither a value nor a pattern.
+        """
+        if not callable(callback):
+            raise DataspaceTypeError(
+                f"callback must be callable, got {type(callback).__name__}"
+            )
+        skel: Skeleton = Skeleton(pattern)
+        handle: HandlerHandle = HandlerHandle()
+        handle.pattern = pattern
+        handle.callback = callback
+        handle.skeleton = skel
+        handle._index = self
+        handle._trail = []
+        node: Node = self._extend(skel.shape, handle._trail)
+        cont: Continuation = node.continuation
+        table: ConstantTable = cont.tables.get(skel._const_paths)
+        if table is None:
+            table = ConstantTable(skel._const_paths)
+            cont.tables[skel._const_paths] = table
+        leaf: Leaf = table.leaves.get(skel._const_key)
+        if leaf is None:
+            leaf = Leaf()
+            for k in cont.cache:
+                if table.key_of(_unkey(k)) == skel._const_key:
+                    leaf.cache.add(k)
+            table.leaves[skel._const_key] = leaf
+        handler: Handler = leaf.handlers.get(skel.captures)
+        if handler is None:
+            handler = Handler(skel.captures)
+            bag: dict = handler.captures
+            for k in leaf.cache:
+                ck = _capture_key(_captures_of(_unkey(k), handler.paths))
+                bag[ck] = bag.get(ck, 0) + 1
+            leaf.handlers[skel.captures] = handler
+        handler.callbacks[handle] = callback
+        handle._continuation = cont
+        handle._table = table
+        handle._leaf = leaf
+        handle._handler = handler
+        handle._const_key = skel._const_key
+        handle.active = True
+        events: list = []
+        for ck in handler.captures:
+            events.append(callback)
+            events.append("+")
+            events.append(_unkey_tuple(ck))
+        if events:
+            _deliver(events)
+        return handle
+
+    def remove_handler(self, handle):
+        """Unregister a handler. Its callback gets no further events (and no
+        ``-`` for what it was told of). Empty leaves, constant tables and trie
+        nodes are pruned. Raises :class:`UnknownHandlerError` when ``handle``
+        was already removed or comes from another index,
+        :class:`DataspaceTypeError` when it is not a handle."""
+        if type(handle) is not HandlerHandle:
+            raise DataspaceTypeError(
+                f"remove_handler takes what add_handler returned, got {type(handle).__name__}"
+            )
+        h: HandlerHandle = cython.cast(HandlerHandle, handle)
+        if h._index is not self:
+            raise UnknownHandlerError("this handler belongs to another index")
+        if not h.active:
+            raise UnknownHandlerError(f"handler for {h.pattern!r} was already removed")
+        h.active = False
+        handler: Handler = h._handler
+        del handler.callbacks[h]
+        if handler.callbacks:
+            return
+        leaf: Leaf = h._leaf
+        del leaf.handlers[handler.paths]
+        if leaf.handlers:
+            return
+        table: ConstantTable = h._table
+        del table.leaves[h._const_key]
+        if table.leaves:
+            return
+        del h._continuation.tables[table.paths]
+        # Prune the trie back towards the root (invariant I6).
+        i: cython.Py_ssize_t = len(h._trail) - 4
+        while i >= 0:
+            parent: Node = h._trail[i]
+            sel: Selector = h._trail[i + 1]
+            child: Node = h._trail[i + 3]
+            if not child.is_empty():
+                break
+            del sel.table[h._trail[i + 2]]
+            if not sel.table:
+                del parent.edges[(sel.pop_count, sel.index)]
+                parent.selectors.remove(sel)
+            i -= 4
+
+    @cython.cfunc
+    def _extend(self, shape: object, trail: list) -> Node:
+        """The node whose continuation serves ``shape``, creating the missing
+        nodes (each with the cache its shape prefix calls for). ``trail`` gets
+        (parent, selector, class, child) for each edge, root first."""
+        if shape is None:
+            return self._root
+        result = self._extend_walk(self._root, 0, 0, shape, (), trail)
+        return cython.cast(Node, result[1])
+
+    @cython.cfunc
+    def _extend_walk(self, node: Node, pop_count: cython.Py_ssize_t,
+                     index: cython.Py_ssize_t, shape: object, path: tuple,
+                     trail: list) -> tuple:
+        if shape is None:
+            return (pop_count, node)
+        cls = class_key(shape[0], shape[1])
+        selkey = (pop_count, index)
+        sel: Selector = node.edges.get(selkey)
+        if sel is None:
+            sel = Selector(pop_count, index)
+            node.edges[selkey] = sel
+            node.selectors.append(sel)
+        nxt: Node = sel.table.get(cls)
+        if nxt is None:
+            cache: set = set()
+            for k in node.continuation.cache:
+                if _class_of(_project(_unkey(k), path)) == cls:
+                    cache.add(k)
+            nxt = Node(Continuation(cache))
+            sel.table[cls] = nxt
+        trail.append(node)
+        trail.append(sel)
+        trail.append(cls)
+        trail.append(nxt)
+        pop: cython.Py_ssize_t = 0
+        cur: Node = nxt
+        i: cython.Py_ssize_t
+        kids: tuple = shape[2:]
+        for i in range(len(kids)):
+            r = self._extend_walk(cur, pop, i, kids[i], path + (i,), trail)
+            pop = r[0]
+            cur = r[1]
+        return (pop + 1, cur)
+
+
+@cython.cfunc
+def _captures_of(v: object, paths: tuple) -> tuple:
+    n: cython.Py_ssize_t = len(paths)
+    if n == 1:
+        return (_project(v, paths[0]),)
+    if n == 0:
+        return ()
+    return tuple([_project(v, p) for p in paths])
+
+
+@cython.cfunc
+def _capture_key(caps: tuple) -> tuple:
+    for x in caps:
+        t = type(x)
+        if t is bool or t is float or t is tuple:
+            return tuple([_subkey(y) for y in caps])
+    return caps
+
+
+@cython.cfunc
+def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
+    caps: tuple = _captures_of(v, handler.paths)
+    if op == _MESSAGE:
+        for cb in handler.callbacks.values():
+            events.append(cb)
+            events.append("!")
+            events.append(caps)
+        return
+    bag: dict = handler.captures
+    ck = _capture_key(caps)
+    n = bag.get(ck)
+    if op == _ADD:
+        if n is None:
+            bag[ck] = 1
+            for cb in handler.callbacks.values():
+                events.append(cb)
+                events.append("+")
+                events.append(caps)
+        else:
+            bag[ck] = n + 1
+    else:
+        if n == 1:
+            del bag[ck]
+            for cb in handler.callbacks.values():
+                events.append(cb)
+                events.append("-")
+                events.append(caps)
+        else:
+            bag[ck] = n - 1

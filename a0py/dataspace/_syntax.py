@@ -1,0 +1,261 @@
+"""The text syntax of values and patterns (from the paper's notation).
+
+::
+
+    present("Alice")            a record: label, then fields in parentheses
+    speak("Alice", $what)       $name captures; $ alone captures anonymously
+    [_, _]                      a tuple (the record of the reserved label "")
+    $who:present(_)             a capture with a subpattern
+    "two words"(1, 2.5, b"\\x00", None, True, -0.0, nan, inf)
+
+``repr`` of a Record prints this syntax, and ``parse(repr(v))`` gives back
+``v`` for every value whose floats are not NaNs with unusual bits (the text
+has one NaN; the byte encoding keeps all bits).
+"""
+
+import json
+import re
+
+from a0py.dataspace._errors import DataspaceTypeError, InvalidValueError, ParseError
+from a0py.dataspace._patterns import DISCARD, Capture, Discard
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
+_NUMBER = re.compile(
+    r"[+-]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+"
+    r"|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+)
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+_WORDS = {"None": None, "True": True, "False": False, "nan": float("nan"), "inf": float("inf")}
+_BYTES_ESCAPES = {"\\": 0x5C, '"': 0x22, "n": 0x0A, "r": 0x0D, "t": 0x09, "0": 0x00}
+
+
+class _Parser:
+    def __init__(self, text, record):
+        self.text = text
+        self.pos = 0
+        self.record = record
+
+    def error(self, message, pos=None):
+        return ParseError(message, self.text, self.pos if pos is None else pos)
+
+    def skip(self):
+        text, n = self.text, len(self.text)
+        while self.pos < n:
+            c = text[self.pos]
+            if c in " \t\r\n":
+                self.pos += 1
+            elif c == "#":
+                end = text.find("\n", self.pos)
+                self.pos = n if end < 0 else end + 1
+            else:
+                break
+
+    def peek(self):
+        self.skip()
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def expect(self, ch):
+        if self.peek() != ch:
+            found = repr(self.text[self.pos]) if self.pos < len(self.text) else "end of text"
+            raise self.error(f"expected {ch!r}, found {found}")
+        self.pos += 1
+
+    def items(self, close):
+        items = []
+        if self.peek() == close:
+            self.pos += 1
+            return items
+        while True:
+            items.append(self.term())
+            c = self.peek()
+            if c == ",":
+                self.pos += 1
+                if self.peek() == close:  # trailing comma
+                    self.pos += 1
+                    return items
+            elif c == close:
+                self.pos += 1
+                return items
+            else:
+                found = repr(c) if c else "end of text"
+                raise self.error(f"expected ',' or {close!r}, found {found}")
+
+    def term(self, depth=0):
+        if depth > 200:
+            raise self.error("nesting deeper than 200")
+        c = self.peek()
+        text, start = self.text, self.pos
+        if not c:
+            raise self.error("expected a value or pattern, found end of text")
+        if c == "[":
+            self.pos += 1
+            return tuple(self.items("]"))
+        if c == "$":
+            self.pos += 1
+            m = _IDENT.match(text, self.pos)
+            name = None
+            if m:
+                name = m.group()
+                self.pos = m.end()
+            if self.pos < len(text) and text[self.pos] == ":":
+                self.pos += 1
+                return Capture(self.term(depth + 1), name)
+            if self.peek() == "(":
+                raise self.error("a capture's subpattern follows a colon: write $name:label(...)")
+            return Capture(DISCARD, name)
+        if c == '"':
+            m = _STRING.match(text, self.pos)
+            if not m:
+                raise self.error("unterminated string or bad escape")
+            self.pos = m.end()
+            s = json.loads(m.group())
+            if self.peek() == "(":
+                if not s:
+                    raise self.error(
+                        "the empty label is reserved for tuples; write [...]", start
+                    )
+                self.pos += 1
+                return self.make_record(s, self.items(")"), start)
+            return s
+        if c == "b" and text.startswith('b"', self.pos):
+            return self.bytes_literal()
+        m = _IDENT.match(text, self.pos)
+        if m:
+            word = m.group()
+            self.pos = m.end()
+            if self.peek() == "(":
+                self.pos += 1
+                return self.make_record(word, self.items(")"), start)
+            if word == "_":
+                return DISCARD
+            if word in _WORDS:
+                return _WORDS[word]
+            raise self.error(
+                f"bare word {word!r} is not a value; a record needs parentheses ({word}())"
+                " and a string needs quotes",
+                start,
+            )
+        if c in "+-" and text.startswith(("inf", "nan"), self.pos + 1):
+            word = text[self.pos + 1:self.pos + 4]
+            self.pos += 4
+            value = _WORDS[word]
+            return -value if c == "-" else value
+        m = _NUMBER.match(text, self.pos)
+        if m:
+            self.pos = m.end()
+            literal = m.group()
+            body = literal.lstrip("+-")
+            if body[:2].lower() in ("0x", "0o", "0b"):
+                return int(literal, 0)
+            if any(ch in body for ch in ".eE"):
+                return float(literal)
+            return int(literal)
+        raise self.error(f"unexpected character {c!r}")
+
+    def bytes_literal(self):
+        text, n = self.text, len(self.text)
+        start = self.pos
+        self.pos += 2
+        out = bytearray()
+        while True:
+            if self.pos >= n:
+                raise self.error("unterminated bytes literal", start)
+            c = text[self.pos]
+            if c == '"':
+                self.pos += 1
+                return bytes(out)
+            if c == "\\":
+                e = text[self.pos + 1:self.pos + 2]
+                if e == "x":
+                    hexdigits = text[self.pos + 2:self.pos + 4]
+                    if len(hexdigits) != 2 or not all(h in "0123456789abcdefABCDEF" for h in hexdigits):
+                        raise self.error("\\x in bytes needs two hex digits")
+                    out.append(int(hexdigits, 16))
+                    self.pos += 4
+                    continue
+                if e in _BYTES_ESCAPES:
+                    out.append(_BYTES_ESCAPES[e])
+                    self.pos += 2
+                    continue
+                raise self.error(f"unknown escape \\{e} in bytes")
+            if not " " <= c <= "~":
+                raise self.error("bytes literals hold printable ASCII; write other bytes as \\xNN")
+            out.append(ord(c))
+            self.pos += 1
+
+    def make_record(self, label, fields, start):
+        try:
+            return self.record(label, *fields)
+        except InvalidValueError as e:
+            raise self.error(str(e), start) from None
+
+
+def parse(text, *, record=None):
+    """Parse the text syntax into a value or a pattern.
+
+    ``parse('present("Alice")')`` is ``Record("present", "Alice")``;
+    ``parse('speak("Alice", $what)')`` is a pattern with one capture;
+    ``parse("[_, _]")`` is the tuple pattern ``(DISCARD, DISCARD)``. ``#``
+    starts a comment. ``record`` is the Record class to build with (the
+    package's by default; the benchmark passes the interpreted build's).
+
+    Raises :class:`ParseError` (with ``position``) for text that is not in the
+    syntax, :class:`DataspaceTypeError` when ``text`` is not a str.
+    """
+    if type(text) is not str:
+        raise DataspaceTypeError(f"parse takes a str, got {type(text).__name__}")
+    if record is None:
+        from a0py.dataspace._impl import impl
+
+        record = impl.Record
+    p = _Parser(text, record)
+    result = p.term()
+    if p.peek():
+        raise p.error(f"unexpected {p.text[p.pos]!r} after the end of the term")
+    return result
+
+
+def _format_bytes(b):
+    out = ['b"']
+    for x in b:
+        if x == 0x5C:
+            out.append("\\\\")
+        elif x == 0x22:
+            out.append('\\"')
+        elif 0x20 <= x <= 0x7E:
+            out.append(chr(x))
+        else:
+            out.append(f"\\x{x:02x}")
+    out.append('"')
+    return "".join(out)
+
+
+def _format_label(label):
+    m = _IDENT.fullmatch(label)
+    return label if m else json.dumps(label, ensure_ascii=False)
+
+
+def format_term(v):
+    """The text syntax of a value or pattern (what ``repr`` of a Record
+    prints). Raises :class:`InvalidValueError` for other objects."""
+    t = type(v)
+    if v is None or t is bool or t is int:
+        return repr(v)
+    if t is float:
+        return repr(v)  # 'nan', 'inf', '-inf', '-0.0', '1e+16' all parse back
+    if t is str:
+        return json.dumps(v, ensure_ascii=False)
+    if t is bytes:
+        return _format_bytes(v)
+    if t is tuple:
+        return "[" + ", ".join(format_term(x) for x in v) + "]"
+    if t is Discard:
+        return "_"
+    if t is Capture:
+        s = "$" + (v.name or "")
+        if v.pattern is not DISCARD:
+            s += ":" + format_term(v.pattern)
+        return s
+    if t.__name__ == "Record" and hasattr(v, "label") and hasattr(v, "fields"):
+        return _format_label(v.label) + "(" + ", ".join(format_term(f) for f in v.fields) + ")"
+    raise InvalidValueError(f"{t.__name__} is not a dataspace value or pattern")
