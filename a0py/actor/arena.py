@@ -391,9 +391,7 @@ class ArenaMailbox(Mailbox):
         _forget(self._name)
         try:
             self._arena.unlink()
-        except A0Error:
-            pass
-        except OSError:
+        except (A0Error, OSError):
             pass
 
     def __repr__(self):
@@ -403,8 +401,4 @@ class ArenaMailbox(Mailbox):
 def unlink_mailbox(name):
     """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
     _forget(name)
-    try:
-        _core().Arena.unlink_shm(arena_name(name))
-        return True
-    except (ArenaNotFoundError, FileNotFoundError):
-        return False
+    return bool(_core().Arena.unlink_shm(arena_name(name)))

@@ -13,8 +13,8 @@ computed by iterating ``next``:
 * the *ahead* window: the ``window`` labels starting at the expected one. A label there is
   delivered (the expected one) or held (an early one). At most ``window - 1`` messages are
   ever held: that is the bound on memory.
-* the *past* window: the last ``window`` labels delivered or skipped. A label there is a
-  duplicate and is dropped.
+* the *past* window: the last ``history`` (default: ``window``) labels delivered or
+  skipped. A label there is a duplicate and is dropped.
 
 A label in neither is *out of window*: it is more than ``window - 1`` labels early (a gap
 that never filled) or a stale duplicate older than ``window`` labels; the two look the
@@ -25,12 +25,14 @@ same. The ``on_overflow`` policy decides:
 * ``"reset"``: give up on the gap: step through the whole ahead window, delivering the
   held messages in label order (the missing labels are skipped and counted in
   :attr:`OrderedProxy.skipped`), then handle the message against the new window; if it is
-  still out of window, restart the sequence at its label. A "reset" trusts that no stale
-  duplicate older than the window arrives.
+  still out of window, restart the sequence at its label. A skipped message that arrives
+  later is dropped as a duplicate while it is in the past window (make ``history`` longer
+  than ``window`` to keep recognising it after a reset). A "reset" trusts that no stale
+  duplicate older than the past window arrives.
 
-Invariant: the past and ahead windows are ``2 * window`` consecutive labels of the
-sequence, so they are disjoint only if the cycle is at least ``2 * window`` long; the
-constructor checks this by iterating ``next``. Pick a cycle far longer than the number of
+Invariant: the past and ahead windows are ``window + history`` consecutive labels of the
+sequence, so they are disjoint only if the cycle is at least that long; the constructor
+checks this by iterating ``next``. Pick a cycle far longer than the number of
 messages in flight, and a window at least as large as that number.
 """
 
@@ -126,17 +128,18 @@ class OrderedProxy:
     them), duplicates are dropped (counted in :attr:`dropped`), and the label sequence may
     wrap around (``cycle=N`` is shorthand for ``next=cyclic(N)``). See the module docstring
     for the windows and the ``on_overflow`` policies (``"error"``, ``"drop"``,
-    ``"reset"``). Usable directly or as an actor behaviour.
+    ``"reset"``); ``history`` (default ``window``) is the length of the past window, i.e.
+    how long a duplicate is recognised. Usable directly or as an actor behaviour.
 
-    Raises :class:`ActorConfigError` for a bad delegate, ``next``, ``cycle``, ``window`` or
-    policy, or a cycle shorter than ``2 * window``. :meth:`handle` raises
+    Raises :class:`ActorConfigError` for a bad delegate, ``next``, ``cycle``, ``window``,
+    ``history`` or policy, or a cycle shorter than ``window + history``. :meth:`handle` raises
     :class:`ActorConfigError` for a message that is not a ``(label, message)`` pair,
     :class:`OrderingWindowError` under ``on_overflow="error"``, and the first error the
     delegate raised, after every message that was in order has been delivered (a message
     whose delivery raised counts as delivered).
     """
 
-    def __init__(self, delegate, label=0, next=None, *, cycle=None, window=1024,
+    def __init__(self, delegate, label=0, next=None, *, cycle=None, window=1024, history=None,
                  on_overflow="error"):
         self.delegate = delegate
         self._deliver = _as_callable(delegate, "OrderedProxy delegate")
@@ -146,7 +149,12 @@ class OrderedProxy:
         if on_overflow not in _OVERFLOW_POLICIES:
             raise ActorConfigError(
                 f"OrderedProxy on_overflow must be one of {_OVERFLOW_POLICIES}, got {on_overflow!r}")
+        if history is None:
+            history = window
+        if not isinstance(history, int) or isinstance(history, bool) or history < 1:
+            raise ActorConfigError(f"OrderedProxy history must be an int >= 1, got {history!r}")
         self.window = window
+        self.history = history
         self.on_overflow = on_overflow
         self.delivered = 0    # messages passed to the delegate
         self.dropped = 0      # duplicates dropped
@@ -165,12 +173,13 @@ class OrderedProxy:
     def _check_cycle(self, label):
         seen = {label}
         current = label
-        for _ in range(2 * self.window - 1):
+        span = self.window + self.history
+        for _ in range(span - 1):
             current = self._next(current)
             if current in seen:
                 raise ActorConfigError(
-                    f"OrderedProxy: the label sequence repeats {current!r} within "
-                    f"2 * window = {2 * self.window} labels; use a longer cycle or a smaller window")
+                    f"OrderedProxy: the label sequence repeats {current!r} within window + "
+                    f"history = {span} labels; use a longer cycle or a smaller window")
             seen.add(current)
 
     def _restart(self, label):
@@ -211,7 +220,7 @@ class OrderedProxy:
         past[done] = tick
         past_order = self._past_order
         past_order.append((done, tick))
-        if len(past_order) > self.window:
+        if len(past_order) > self.history:
             old, old_tick = past_order.popleft()
             if past.get(old) == old_tick:
                 del past[old]
