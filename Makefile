@@ -16,7 +16,7 @@ all: build
 
 $(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip "setuptools>=68" wheel "Cython>=3.0"
+	$(VPY) -m pip install -q --upgrade pip "setuptools>=77" wheel "Cython>=3.0"
 	touch $@
 
 # One stamp per set of extras, so `make demo` and `make test` share the venv.

@@ -532,8 +532,10 @@ cdef class Transport:
                 err = a0_transport_lock(&self.t, lk)
         if err:
             if err == A0_ERR_DEADLOCK:
-                raise LockError(f"{self.arena._describe()}: this thread already holds the lock "
-                                "(nested lock(), or two Transports of one arena in one thread)")
+                raise LockError(f"{self.arena._describe()}: the lock is already held by this thread "
+                                "or through this Transport (nested lock(), two Transports of one "
+                                "arena in one thread, or one Transport shared by threads: use one "
+                                "Transport per thread)")
             _raise(err, f"locking {self.arena._describe()}")
         self.arena.locks_held += 1
         return 0
@@ -567,11 +569,13 @@ cdef class Transport:
     @property
     def notify_count(self):
         """The arena's notify word (bumped on every commit, eviction, clear)."""
+        self.arena._check_open()
         return a0_transport_notify_count(&self.t)
 
     @property
     def waiter_count(self):
         """Processes asleep (or about to sleep) waiting on this arena."""
+        self.arena._check_open()
         return a0_transport_waiter_count(&self.t)
 
     @property
