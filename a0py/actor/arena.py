@@ -380,14 +380,22 @@ class ArenaMailbox(Mailbox):
             self._closed = True
             return
         try:
-            transport = _transport(self._name)
-            transport.write(pickle.dumps(_CloseMarker(self._token), protocol=5))
+            # A transport of its own: close() may run on any thread, at any time.
+            _core().Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
         except A0Error:
             pass
         self._closed = True
 
     def release(self):
-        """Unlink the arena (other processes' mappings stay valid until they close)."""
+        """Unlink the arena (other processes' mappings stay valid until they close), unless
+        a live actor that is not ours reads it (a spawn that lost a name race must not
+        unlink the winner's mailbox)."""
+        if self._deadman is None:
+            try:
+                if _core().Deadman(self._arena).is_taken():
+                    return
+            except A0Error:
+                pass
         _forget(self._name)
         try:
             self._arena.unlink()

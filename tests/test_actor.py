@@ -1,0 +1,465 @@
+"""Actors: one message at a time, become, supervision, scheduled messages, asyncio actors,
+arena mailboxes and actors in other processes."""
+
+import asyncio
+import datetime
+import os
+import pickle
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+
+from a0py.actor import (
+    STOP,
+    ActorConfigError,
+    ActorNameTakenError,
+    ActorNotFoundError,
+    ActorStoppedError,
+    ActorSystem,
+    Failure,
+    MailboxFullError,
+    MessageTooLargeError,
+    NotInActorError,
+    NotPicklableRefError,
+    become,
+    current,
+)
+
+
+def unique(prefix="t"):
+    return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def system():
+    s = ActorSystem()
+    yield s
+    s.shutdown()
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.002)
+    return predicate()
+
+
+# -- one message at a time, become, context ---------------------------------------------
+
+def test_an_actor_handles_one_message_at_a_time_without_locks(system):
+    state = {"inside": 0, "overlaps": 0, "count": 0}
+
+    def behaviour(_m):
+        state["inside"] += 1
+        if state["inside"] > 1:
+            state["overlaps"] += 1
+        time.sleep(0)  # let other threads run while "inside"
+        state["count"] += 1
+        state["inside"] -= 1
+
+    ref = system.spawn(behaviour)
+    senders = [threading.Thread(target=lambda: [ref.send(i) for i in range(500)]) for _ in range(4)]
+    for t in senders:
+        t.start()
+    for t in senders:
+        t.join()
+    assert wait_for(lambda: state["count"] == 2000)
+    assert state["overlaps"] == 0
+
+
+def test_messages_from_one_sender_arrive_in_send_order(system):
+    got = []
+    ref = system.spawn(got.append)
+    for i in range(1000):
+        ref.send(i)
+    assert wait_for(lambda: len(got) == 1000)
+    assert got == list(range(1000))
+
+
+def test_become_changes_the_behaviour_for_the_next_message(system):
+    log = []
+
+    def locked(m):
+        log.append(("locked", m))
+        if m == "unlock":
+            become(unlocked)
+
+    def unlocked(m):
+        log.append(("unlocked", m))
+        if m == "lock":
+            current().become(locked)
+
+    ref = system.spawn(locked)
+    for m in ["a", "unlock", "b", "lock", "c"]:
+        ref.send(m)
+    assert wait_for(lambda: len(log) == 5)
+    assert log == [("locked", "a"), ("locked", "unlock"), ("unlocked", "b"),
+                   ("unlocked", "lock"), ("locked", "c")]
+
+
+def test_current_outside_an_actor_raises():
+    with pytest.raises(NotInActorError):
+        current()
+    with pytest.raises(NotInActorError):
+        become(print)
+
+
+def test_context_gives_self_and_name(system):
+    seen = []
+    ref = system.spawn(lambda m: seen.append((current().self, current().name)), name="ctx-actor")
+    ref.send("x")
+    assert wait_for(lambda: seen)
+    assert seen == [(ref, "ctx-actor")]
+
+
+def test_object_with_handle_is_a_behaviour(system):
+    class Counter:
+        def __init__(self):
+            self.n = 0
+
+        def handle(self, m):
+            self.n += m
+
+    counter = Counter()
+    ref = system.spawn(counter)
+    for _ in range(10):
+        ref.send(2)
+    assert wait_for(lambda: counter.n == 20)
+
+
+def test_bad_spawn_arguments_raise_config_errors(system):
+    with pytest.raises(ActorConfigError):
+        system.spawn(42)
+    with pytest.raises(ActorConfigError):
+        system.spawn(print, on_failure="explode")
+    system.spawn(print, name="dup")
+    with pytest.raises(ActorConfigError, match="already running"):
+        system.spawn(print, name="dup")
+    with pytest.raises(ActorConfigError):
+        system.send_after("soon", print, 1)
+
+
+# -- supervision ------------------------------------------------------------------------
+
+def test_a_raising_actor_is_reported_to_its_supervisor_and_goes_on():
+    failures = []
+    with ActorSystem(supervisor=failures.append) as system:
+        handled = []
+
+        def fragile(m):
+            if m == "bad":
+                raise ValueError("cannot handle bad")
+            handled.append(m)
+
+        ref = system.spawn(fragile, name="fragile")
+        for m in ["a", "bad", "b"]:
+            ref.send(m)
+        assert wait_for(lambda: handled == ["a", "b"])
+        assert ref.is_alive()
+        assert len(failures) == 1
+        failure = failures[0]
+        assert isinstance(failure, Failure)
+        assert failure.actor == "fragile" and failure.message == "bad"
+        assert isinstance(failure.error, ValueError) and "cannot handle bad" in failure.traceback
+
+
+def test_a_supervisor_can_be_an_actor_and_on_failure_stop_stops_the_actor():
+    with ActorSystem() as system:
+        reports = []
+        supervisor = system.spawn(reports.append)
+        system.supervisor = supervisor
+        ref = system.spawn(lambda m: 1 / 0, on_failure="stop")
+        ref.send("x")
+        ref.send("y")
+        assert wait_for(lambda: not ref.is_alive())
+        assert wait_for(lambda: len(reports) == 1)
+        assert isinstance(reports[0].error, ZeroDivisionError)
+
+
+def test_a_failing_supervisor_does_not_kill_the_actor():
+    def bad_supervisor(_failure):
+        raise RuntimeError("supervisor broken")
+
+    with ActorSystem(supervisor=bad_supervisor) as system:
+        got = []
+
+        def beh(m):
+            if m == 0:
+                raise KeyError(m)
+            got.append(m)
+
+        ref = system.spawn(beh)
+        for m in range(3):
+            ref.send(m)
+        assert wait_for(lambda: got == [1, 2])
+        assert len(system.failures) == 1
+
+
+# -- stopping ----------------------------------------------------------------------------
+
+def test_stop_processes_earlier_messages_then_drops_later_ones(system):
+    got = []
+    ref = system.spawn(got.append)
+    for m in range(5):
+        ref.send(m)
+    assert system.stop(ref)
+    ref.send("after")
+    assert got == list(range(5))
+    assert not ref.is_alive()
+
+
+def test_shutdown_stops_everything_and_refuses_new_work():
+    system = ActorSystem()
+    ref = system.spawn(print)
+    system.send_after(60, ref, "never")
+    assert system.shutdown() == []
+    assert not ref.is_alive()
+    with pytest.raises(ActorStoppedError):
+        system.spawn(print)
+    with pytest.raises(ActorStoppedError):
+        system.send_after(1, ref, "x")
+
+
+# -- scheduled messages ----------------------------------------------------------------
+
+def test_send_after_delivers_in_deadline_order_and_cancel_prevents(system):
+    got = []
+    ref = system.spawn(got.append)
+    start = time.monotonic()
+    system.send_after(0.06, ref, "third")
+    system.send_after(0.02, ref, "first")
+    system.send_after(0.04, ref, "second")
+    cancelled = system.send_after(0.03, ref, "cancelled")
+    assert cancelled.cancel()
+    assert wait_for(lambda: len(got) == 3)
+    assert got == ["first", "second", "third"]
+    assert time.monotonic() - start >= 0.06
+    time.sleep(0.02)
+    assert "cancelled" not in got and not cancelled.fired
+
+
+def test_send_at_accepts_a_datetime_and_a_timestamp(system):
+    got = []
+    ref = system.spawn(got.append)
+    system.send_at(datetime.datetime.now() + datetime.timedelta(milliseconds=30), ref, "dt")
+    system.send_at(time.time() + 0.01, ref, "ts")
+    assert wait_for(lambda: len(got) == 2)
+    assert got == ["ts", "dt"]
+
+
+def test_an_actor_can_schedule_messages_to_itself(system):
+    ticks = []
+
+    def ticker(m):
+        ticks.append(m)
+        if m < 4:
+            current().send_after(0.001, current().self, m + 1)
+
+    system.spawn(ticker).send(0)
+    assert wait_for(lambda: ticks == [0, 1, 2, 3, 4])
+
+
+# -- asyncio actors ----------------------------------------------------------------------
+
+def test_asyncio_actors_handle_sync_and_async_behaviours_in_order():
+    async def main():
+        system = ActorSystem()
+        got = []
+        inside = {"n": 0, "overlap": False}
+
+        async def slow(m):
+            inside["n"] += 1
+            inside["overlap"] |= inside["n"] > 1
+            await asyncio.sleep(0.001)
+            got.append(m)
+            inside["n"] -= 1
+
+        ref = system.spawn_async(slow)
+        sync_got = []
+        sync_ref = system.spawn_async(sync_got.append)
+        for i in range(20):
+            ref.send(i)
+        # sends from another thread and from the scheduler reach the loop too
+        threading.Thread(target=lambda: [sync_ref.send(i) for i in range(10)]).start()
+        system.send_after(0.01, sync_ref, "timer")
+        for _ in range(500):
+            if len(got) == 20 and len(sync_got) == 11:
+                break
+            await asyncio.sleep(0.005)
+        system.shutdown()
+        return got, sync_got, inside["overlap"]
+
+    got, sync_got, overlap = asyncio.run(main())
+    assert got == list(range(20))
+    assert sync_got[:10] == list(range(10)) and sync_got[10] == "timer"
+    assert not overlap
+
+
+def test_spawn_async_without_a_loop_is_a_config_error(system):
+    with pytest.raises(ActorConfigError, match="loop"):
+        system.spawn_async(print)
+
+
+# -- arena mailboxes in one process ------------------------------------------------------
+
+def test_arena_actor_in_process_is_reachable_by_name_and_keeps_order(system):
+    from a0py.actor import ArenaRef
+
+    name = unique()
+    got = []
+    ref = system.spawn(got.append, name=name, arena=True)
+    by_name = ArenaRef(name)
+    assert by_name.is_alive() and by_name.owner_pid == os.getpid()
+    assert by_name == ref
+    for i in range(2000):
+        by_name.send({"i": i})
+    assert wait_for(lambda: len(got) == 2000)
+    assert [m["i"] for m in got] == list(range(2000))
+    assert system.stop(ref)
+    assert not by_name.is_alive()
+
+
+def test_local_ref_without_arena_does_not_pickle_but_arena_ref_does(system):
+    from a0py.actor import ArenaRef
+
+    local = system.spawn(print)
+    with pytest.raises(NotPicklableRefError):
+        pickle.dumps(local)
+    name = unique()
+    arena_actor = system.spawn(print, name=name, arena=True)
+    assert pickle.loads(pickle.dumps(arena_actor)) == ArenaRef(name)
+
+
+def test_sending_to_a_missing_mailbox_raises_not_found():
+    from a0py.actor import ArenaRef
+
+    ref = ArenaRef(unique("missing"))
+    with pytest.raises(ActorNotFoundError):
+        ref.send("x")
+    assert not ref.is_alive()
+
+
+def test_a_full_mailbox_blocks_the_sender_then_raises_and_never_evicts(system):
+    from a0py.actor import ArenaRef
+
+    name = unique()
+    release = threading.Event()
+    got = []
+
+    def blocked(m):
+        release.wait(10)
+        got.append(m)
+
+    system.spawn(blocked, name=name, arena=True, arena_size=16384)
+    ref = ArenaRef(name, send_timeout=0.2)
+    sent = 0
+    with pytest.raises(MailboxFullError):
+        for i in range(10_000):
+            ref.send(i)
+            sent += 1
+    assert 0 < sent < 10_000
+    release.set()
+    # Every message accepted before the full mailbox is delivered: none was evicted.
+    assert wait_for(lambda: len(got) == sent)
+    assert got == list(range(sent))
+    ref.send("after", timeout=5)
+    assert wait_for(lambda: got[-1] == "after")
+
+
+def test_a_message_larger_than_the_mailbox_is_refused(system):
+    from a0py.actor import ArenaRef
+
+    name = unique()
+    system.spawn(print, name=name, arena=True, arena_size=8192)
+    with pytest.raises(MessageTooLargeError):
+        ArenaRef(name).send(b"x" * 100_000)
+
+
+def test_two_live_actors_cannot_share_a_name(system):
+    name = unique()
+    system.spawn(print, name=name, arena=True)
+    other = ActorSystem()
+    try:
+        with pytest.raises(ActorNameTakenError):
+            other.spawn(print, name=name, arena=True)
+    finally:
+        other.shutdown()
+
+
+# -- actors in other processes -----------------------------------------------------------
+
+class Echo:
+    """Child-process behaviour: replies (pid, message) to the ref inside the message."""
+
+    def __call__(self, message):
+        reply_to, body = message
+        if body == "crash":
+            raise RuntimeError("asked to crash")
+        reply_to.send((os.getpid(), body))
+
+
+class Countdown:
+    """Child-process behaviour that uses become and stops itself after n messages."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self, message):
+        reply_to, body = message
+        self.n -= 1
+        reply_to.send(("counted", body, self.n))
+        if self.n == 0:
+            current().stop()
+
+
+@pytest.mark.slow
+def test_process_actor_is_addressable_by_name_survives_a_failure_and_is_seen_dead_when_killed(system):
+    from a0py.actor import ArenaRef, spawn_process
+
+    tag = unique()
+    replies = []
+    inbox = system.spawn(replies.append, name=f"{tag}-inbox", arena=True)
+    with spawn_process({f"{tag}-echo": Echo, f"{tag}-count": (Countdown, (2,))},
+                       start_method="spawn") as node:
+        echo = ArenaRef(f"{tag}-echo")          # addressed by name, not through the handle
+        assert echo.is_alive() and echo.owner_pid == node.pid
+        echo.send((inbox, "hello"))
+        echo.send((inbox, "crash"))             # reported in the child; the actor goes on
+        echo.send((inbox, "again"))
+        assert wait_for(lambda: len(replies) == 2)
+        assert replies == [(node.pid, "hello"), (node.pid, "again")]
+        count = node[f"{tag}-count"]
+        count.send((inbox, 1))
+        count.send((inbox, 2))
+        assert wait_for(lambda: not count.is_alive())  # stopped itself: seen dead at once
+        assert echo.is_alive()
+        os.kill(node.pid, signal.SIGKILL)
+        assert echo.wait_dead(5)
+        assert not echo.is_alive() and echo.owner_pid is None
+        # A send to a dead actor's mailbox is accepted and goes nowhere.
+        echo.send((inbox, "into the void"))
+    assert ("counted", 2, 0) in replies
+
+
+@pytest.mark.slow
+def test_messages_sent_before_a_fork_started_node_is_up_are_delivered(system):
+    from a0py.actor import ArenaRef, spawn_process
+    from a0py.actor.arena import ArenaMailbox
+
+    tag = unique()
+    replies = []
+    inbox = system.spawn(replies.append, name=f"{tag}-inbox", arena=True)
+    early = ArenaMailbox(f"{tag}-echo")            # create the mailbox before the actor
+    try:
+        ArenaRef(f"{tag}-echo").send((inbox, "early"))
+        with spawn_process({f"{tag}-echo": Echo}, start_method="fork") as node:
+            node[f"{tag}-echo"].send((inbox, "late"))
+            assert wait_for(lambda: len(replies) == 2)
+            assert [body for _pid, body in replies] == ["early", "late"]
+    finally:
+        early.release()
