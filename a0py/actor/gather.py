@@ -247,10 +247,8 @@ class _GatherService:
                     raise ActorConfigError(f"a recipient must be an ActorRef, got {ref!r}")
                 named.setdefault(ref.name, ref)
         except Exception as exc:  # noqa: BLE001 - the caller sees it through the Gather
-            error = exc if isinstance(exc, ActorConfigError) else GatherError(
-                f"computing the recipient list of gather {cid} failed: {exc!r}")
-            if error is not exc:
-                error.__cause__ = exc
+            error = GatherError(f"computing the recipient list of gather {cid} failed: {exc!r}")
+            error.__cause__ = exc
             gather._future.set_exception(error)
             return
         agg = _Aggregation(start, named)
@@ -429,9 +427,11 @@ def start_gather(system, request, recipients, *, timeout=1.0, retries=0, aggrega
     a cross-process mailbox wait at most ``send_timeout`` seconds for room. Callbacks run on
     the gather service's thread and must not block.
 
-    Raises :class:`ActorConfigError` for a bad timeout, retries, interval or callback, and
-    :class:`~a0py.actor.ActorStoppedError` after shutdown. A failing recipient list or
-    aggregate function surfaces as :class:`GatherError` from :meth:`Gather.result`.
+    Raises :class:`ActorConfigError` for a bad timeout, retries, interval or callback, or a
+    static recipient list holding something that is not an :class:`ActorRef`, and
+    :class:`~a0py.actor.ActorStoppedError` after shutdown. A recipient-list function that
+    raises or returns a non-ref, and an aggregate function that raises, surface as
+    :class:`GatherError` from :meth:`Gather.result`.
     """
     timeout = _check_delay(timeout, "timeout")
     if timeout <= 0:
@@ -453,6 +453,9 @@ def start_gather(system, request, recipients, *, timeout=1.0, retries=0, aggrega
         except TypeError:
             raise ActorConfigError(
                 f"recipients must be an iterable of refs or a callable, got {recipients!r}") from None
+        for ref in recipients:
+            if not isinstance(ref, ActorRef):
+                raise ActorConfigError(f"a recipient must be an ActorRef, got {ref!r}")
     if correlation_id is None:
         correlation_id = new_correlation_id()
     gather = Gather(correlation_id)
@@ -577,10 +580,12 @@ class Registrar:
                     dropped.append((topic, ref))
                     if not members:
                         del self._topics[topic]
-        self.dropped += len(dropped)
-        if self.on_drop is not None:
-            for topic, ref in dropped:
-                self.on_drop(topic, ref)
+            self.dropped += len(dropped)
+            # Under the (reentrant) lock: once a lookup has returned, on_drop has been told
+            # of every drop, whichever thread found the actor dead.
+            if self.on_drop is not None:
+                for topic, ref in dropped:
+                    self.on_drop(topic, ref)
         return dropped
 
     def lookup(self, topic):
