@@ -406,6 +406,22 @@ class ArenaMailbox(Mailbox):
         return f"<ArenaMailbox {self._name!r}>"
 
 
+def close_cached_arenas():
+    """Unmap every arena this process opened for actor mailboxes and refs. Only call it
+    once no thread of this process uses them (a node process does, on its way out, so
+    the arenas are not left to interpreter finalization)."""
+    with _arenas_lock:
+        arenas = list(_arenas.values())
+        _arenas.clear()
+        _deadmen.clear()
+    _local.transports.clear()
+    for arena in arenas:
+        try:
+            arena.close()
+        except A0Error:
+            pass
+
+
 def unlink_mailbox(name):
     """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
     _forget(name)

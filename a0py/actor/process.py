@@ -13,7 +13,7 @@ import signal
 import time
 
 from ..errors import A0TimeoutError
-from .arena import DEFAULT_ARENA_SIZE, ArenaMailbox, ArenaRef, unlink_mailbox
+from .arena import DEFAULT_ARENA_SIZE, ArenaMailbox, ArenaRef, close_cached_arenas, unlink_mailbox
 from .errors import ActorConfigError, ActorError
 from .system import STOP, ActorSystem
 
@@ -34,6 +34,12 @@ def _node_main(specs, arena_size, supervisor_name):
             actor.done.wait()
     finally:
         system.shutdown(timeout=1.0)
+        # Let the actor threads end before the interpreter does: a daemon thread still
+        # unwinding during finalization makes noise on stderr.
+        for actor in actors:
+            actor.thread.join(1.0)
+        del actors, system
+        close_cached_arenas()
 
 
 def _normalise(actors):
