@@ -26,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from a0py.actor import (  # noqa: E402
+from a0py.actor import (
     ActorSystem,
     ArenaRef,
     Labeller,
@@ -42,7 +42,7 @@ def median(xs):
 
 def p99(xs):
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.99 * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(0.99 * (len(xs) - 1)))]
 
 
 # -- 1. ordered-channel throughput ------------------------------------------------------

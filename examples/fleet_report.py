@@ -24,7 +24,7 @@ import time
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from a0py.actor import (  # noqa: E402
+from a0py.actor import (
     ActorSystem,
     Registrar,
     Reply,
@@ -105,10 +105,10 @@ def format_report(result, elapsed, offline):
         totals = [t + r for t, r in zip(totals, row)]
         lines.append(f"{name:<14}{row[0]:>6}{row[1]:>10.1f}{row[2]:>10}{row[3]:>10.2f}{row[4]:>12.2f}")
     lines += ["-" * 66,
-              f"{'fleet':<14}{totals[0]:>6}{totals[1]:>10.1f}{totals[2]:>10}{totals[3]:>10.2f}"
-              f"{totals[4]:>12.2f}", "",
-              f"answered: {len(result.replies)} of {len(result.recipients)} asked, in "
-              f"{result.attempts} round(s), {elapsed:.2f} s (correlation id {result.correlation_id})",
+              (f"{'fleet':<14}{totals[0]:>6}{totals[1]:>10.1f}{totals[2]:>10}{totals[3]:>10.2f}"
+               f"{totals[4]:>12.2f}"), "",
+              (f"answered: {len(result.replies)} of {len(result.recipients)} asked, in "
+               f"{result.attempts} round(s), {elapsed:.2f} s (correlation id {result.correlation_id})"),
               f"never answered: {', '.join(result.missing) or 'none'}",
               f"offline (dropped by the registrar when their process died): {offline}"]
     return "\n".join(lines)

@@ -13,7 +13,6 @@ import uuid
 import pytest
 
 from a0py.actor import (
-    STOP,
     ActorConfigError,
     ActorNameTakenError,
     ActorNotFoundError,

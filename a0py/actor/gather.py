@@ -209,6 +209,7 @@ class _GatherService:
         self.finished_set = set()
         self.late = 0
         self.unknown = 0
+        self.send_errors = 0
         self.duplicates = 0
 
     def reply_to(self, ref):
@@ -281,7 +282,7 @@ class _GatherService:
             except ActorNotFoundError:
                 agg.dead.add(name)
             except Exception:  # noqa: BLE001 - a full or failing mailbox: retried, then missing
-                pass
+                self.send_errors += 1
 
     def _reply(self, reply):
         agg = self.gathers.get(reply.correlation_id)

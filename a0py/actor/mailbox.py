@@ -61,7 +61,7 @@ class QueueMailbox(Mailbox):
     seen between batches). Raises :class:`ActorConfigError` for a bad ``batch``.
     """
 
-    __slots__ = ("_queue", "_closed", "_batch")
+    __slots__ = ("_batch", "_closed", "_queue")
 
     def __init__(self, batch=256):
         if not isinstance(batch, int) or batch < 1:

@@ -100,7 +100,7 @@ class Labeller:
     by ``target`` or ``next`` propagate; the label advances only after ``target`` returned.
     """
 
-    __slots__ = ("label", "_next", "_send", "target")
+    __slots__ = ("_next", "_send", "label", "target")
 
     def __init__(self, target, label=0, next=None, *, cycle=None):
         self.target = target

@@ -26,6 +26,7 @@ import heapq
 import inspect
 import itertools
 import logging
+import math
 import os
 import threading
 import time
@@ -42,8 +43,16 @@ from .errors import (
 from .mailbox import Mailbox, QueueMailbox
 
 __all__ = [
-    "ActorContext", "ActorRef", "ActorSystem", "Failure", "LocalRef", "STOP", "Stop", "Timer",
-    "become", "current",
+    "STOP",
+    "ActorContext",
+    "ActorRef",
+    "ActorSystem",
+    "Failure",
+    "LocalRef",
+    "Stop",
+    "Timer",
+    "become",
+    "current",
 ]
 
 log = logging.getLogger("a0py.actor")
@@ -435,7 +444,7 @@ class _AsyncMailbox(Mailbox):
 class Timer:
     """A scheduled send. :meth:`cancel` prevents it if it has not fired yet."""
 
-    __slots__ = ("deadline", "target", "message", "cancelled", "fired")
+    __slots__ = ("cancelled", "deadline", "fired", "message", "target")
 
     def __init__(self, deadline, target, message):
         self.deadline = deadline
@@ -522,7 +531,7 @@ class _Scheduler:
 
 
 def _check_delay(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         raise ActorConfigError(f"{what} must be a number of seconds, got {value!r}")
     return float(value)
 
@@ -716,7 +725,7 @@ class ActorSystem:
             return
         try:
             supervisor(failure)
-        except Exception:  # noqa: BLE001 - a failing supervisor must not kill the actor
+        except Exception:
             log.exception("the supervisor of %s failed while handling a failure", actor.name)
 
     def _report_scheduler(self, timer, exc):
@@ -761,7 +770,7 @@ class ActorSystem:
         for mailbox in owned:
             try:
                 mailbox.release()
-            except Exception:  # noqa: BLE001 - shutdown goes on
+            except Exception:
                 log.exception("releasing the mailbox of %s failed", mailbox)
         return stuck
 
