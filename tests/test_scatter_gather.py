@@ -307,3 +307,17 @@ def test_registrar_drops_a_killed_process_at_once(system):
         assert sorted(dropped) == [("fleet", f"{tag}-a"), ("fleet", f"{tag}-b")]
         assert not registrar.register("fleet", node[f"{tag}-a"])   # dead: refused
     registrar.close()
+
+
+@pytest.mark.slow
+def test_a_request_forwarded_to_another_process_is_answered_through_the_arena_inbox(system):
+    from a0py.actor import spawn_process
+
+    tag = unique()
+    with spawn_process({f"{tag}-remote": (Vehicle, (7,))}, start_method="fork") as node:
+        remote = node[f"{tag}-remote"]
+        forwarder = system.spawn(remote.send, name=f"{tag}-router")  # content-based hop
+        result = scatter_gather(system, "q", [forwarder], timeout=10)
+        assert result.complete
+        value, pid, asked = result.replies[f"{tag}-router"]
+        assert (value, pid, asked) == (7, node.pid, 1)

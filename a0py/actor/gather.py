@@ -191,6 +191,36 @@ class _Aggregation:
         return [n for n in self.recipients if n not in self.replies and n not in self.dead]
 
 
+class _ReplyRef(ActorRef):
+    """The reply-to of requests sent in-process: delivers straight to the gather service,
+    and pickles as the service's arena inbox, so a recipient may forward the request to
+    an actor in another process and the reply still comes back."""
+
+    __slots__ = ("_service",)
+
+    def __init__(self, service):
+        self._service = service
+
+    @property
+    def name(self):
+        return self._service.self_ref.name
+
+    def send(self, message):
+        self._service.self_ref.send(message)
+
+    def __call__(self, message):
+        self._service.self_ref.send(message)
+
+    def is_alive(self):
+        return self._service.self_ref.is_alive()
+
+    def wait_dead(self, timeout=None):
+        return self._service.self_ref.wait_dead(timeout)
+
+    def __reduce__(self):
+        return self._service.inbox().__reduce__()
+
+
 def _is_remote(ref):
     from .arena import ArenaRef
 
@@ -204,6 +234,8 @@ class _GatherService:
         self.system = system
         self.self_ref = None
         self.inbox_ref = None  # arena-mailbox forwarder, for replies from other processes
+        self.inbox_lock = threading.Lock()
+        self.local_reply_ref = _ReplyRef(self)
         self.gathers = {}
         self.finished = deque(maxlen=10000)
         self.finished_set = set()
@@ -214,10 +246,16 @@ class _GatherService:
 
     def reply_to(self, ref):
         if not _is_remote(ref):
-            return self.self_ref
-        if self.inbox_ref is None:
-            self.inbox_ref = self.system.spawn(self.self_ref, arena=True)
-        return self.inbox_ref
+            return self.local_reply_ref
+        return self.inbox()
+
+    def inbox(self):
+        """The arena-mailbox forwarder that replies from other processes go to (started on
+        first need; any thread may ask)."""
+        with self.inbox_lock:
+            if self.inbox_ref is None:
+                self.inbox_ref = self.system.spawn(self.self_ref, arena=True)
+            return self.inbox_ref
 
     def handle(self, message):
         if isinstance(message, Reply):
