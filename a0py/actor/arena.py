@@ -46,6 +46,7 @@ __all__ = ["ARENA_PREFIX", "DEFAULT_ARENA_SIZE", "ArenaMailbox", "ArenaRef", "ar
 
 ARENA_PREFIX = "a0py.actor."
 DEFAULT_ARENA_SIZE = 1 << 20
+DEFAULT_SEND_TIMEOUT = 10.0
 _WAIT_SLICE = 0.05     # how often a blocked sender re-checks the reader's liveness
 _READER_SLICE = 1.0    # how often an idle reader re-checks that it was not closed
 
@@ -186,7 +187,7 @@ class ArenaRef(ActorRef):
 
     __slots__ = ("_name", "send_timeout")
 
-    def __init__(self, name, send_timeout=10.0):
+    def __init__(self, name, send_timeout=DEFAULT_SEND_TIMEOUT):
         arena_name(name)
         if send_timeout is not None and (not isinstance(send_timeout, (int, float)) or send_timeout < 0):
             raise ActorConfigError(f"send_timeout must be a number >= 0 or None, got {send_timeout!r}")
@@ -304,9 +305,10 @@ class ArenaMailbox(Mailbox):
         return self._closed
 
     def put(self, message):
-        """Send ``message`` to this mailbox (as :meth:`ArenaRef.send`)."""
+        """Send ``message`` to this mailbox (as :meth:`ArenaRef.send`, with its default
+        send timeout)."""
         if not self._closed:
-            _write(self._name, pickle.dumps(message, protocol=5), None)
+            _write(self._name, pickle.dumps(message, protocol=5), DEFAULT_SEND_TIMEOUT)
 
     def open_reader(self):
         """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
