@@ -86,6 +86,7 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_alloc(a0_locked_t lk, uint64_t n, uint8_t** data)
     a0_err_t a0_transport_alloc_evicts(a0_locked_t lk, uint64_t n, c_bool* evicts)
     a0_err_t a0_transport_commit(a0_locked_t lk)
+    a0_err_t a0_transport_commit_unlock(a0_locked_t lk)
     a0_err_t a0_transport_clear(a0_locked_t lk)
     uint64_t a0_transport_seq_low(a0_locked_t lk)
     uint64_t a0_transport_seq_high(a0_locked_t lk)

@@ -598,11 +598,14 @@ cdef class Transport:
         try:
             self._acquire(&lk)
             err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
-            if not err:
-                memcpy(dst, buf.buf, buf.len)
-                err = a0_transport_commit(lk)
             seq = a0_transport_seq_high(lk)
-            self._release(lk)
+            if err:
+                self._release(lk)
+            else:
+                memcpy(dst, buf.buf, buf.len)
+                # Wakes sleepers after unlocking, so they find the lock free.
+                err = a0_transport_commit_unlock(lk)
+                self.arena.locks_held -= 1
             if err:
                 _raise(err, f"writing {buf.len} bytes to {self.arena._describe()}")
             return seq
@@ -631,12 +634,16 @@ cdef class Transport:
                 if err:
                     _raise(err, f"writing frame {count} to {self.arena._describe()}")
                 count += 1
-            err = a0_transport_commit(lk)
-            if err:
-                _raise(err, f"committing to {self.arena._describe()}")
-            return a0_transport_seq_high(lk) if count else None
-        finally:
+            seq = a0_transport_seq_high(lk) if count else None
+        except BaseException:
             self._release(lk)
+            raise
+        # Wakes sleepers after unlocking, so they find the lock free.
+        err = a0_transport_commit_unlock(lk)
+        self.arena.locks_held -= 1
+        if err:
+            _raise(err, f"committing to {self.arena._describe()}")
+        return seq
 
     def read_next(self, timeout=0):
         """Moves the cursor to the next frame and returns ``(seq, bytes)``.

