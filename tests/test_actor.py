@@ -422,9 +422,11 @@ def test_process_actor_is_addressable_by_name_survives_a_failure_and_is_seen_dea
 
     tag = unique()
     replies = []
+    failures = []
     inbox = system.spawn(replies.append, name=f"{tag}-inbox", arena=True)
+    system.spawn(failures.append, name=f"{tag}-supervisor", arena=True)
     with spawn_process({f"{tag}-echo": Echo, f"{tag}-count": (Countdown, (2,))},
-                       start_method="spawn") as node:
+                       start_method="spawn", supervisor=f"{tag}-supervisor") as node:
         echo = ArenaRef(f"{tag}-echo")          # addressed by name, not through the handle
         assert echo.is_alive() and echo.owner_pid == node.pid
         echo.send((inbox, "hello"))
@@ -432,6 +434,11 @@ def test_process_actor_is_addressable_by_name_survives_a_failure_and_is_seen_dea
         echo.send((inbox, "again"))
         assert wait_for(lambda: len(replies) == 2)
         assert replies == [(node.pid, "hello"), (node.pid, "again")]
+        assert wait_for(lambda: len(failures) == 1)   # the child's supervisor is ours
+        failure = failures[0]
+        assert isinstance(failure, Failure) and failure.actor == f"{tag}-echo"
+        assert failure.pid == node.pid and "asked to crash" in str(failure.error)
+        assert "RuntimeError" in failure.traceback
         count = node[f"{tag}-count"]
         count.send((inbox, 1))
         count.send((inbox, 2))

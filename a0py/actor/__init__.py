@@ -62,7 +62,7 @@ __all__ = [
     "NotInActorError", "NotPicklableRefError", "OrderedProxy", "OrderingWindowError",
     "ProcessActors", "QueueMailbox", "Register", "Registrar", "Reply", "Request", "Stop",
     "Timer", "Unregister", "become", "current", "cyclic", "new_correlation_id",
-    "scatter_gather", "spawn_process", "start_gather",
+    "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
 ]
 
 _LAZY = {
