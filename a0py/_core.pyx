@@ -14,6 +14,7 @@ from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, PROT_WRITE, mmap, munmap
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.unistd cimport close as c_close
 
 from ._a0 cimport *
 
@@ -496,7 +497,8 @@ cdef class Arena:
                 munmap(self.base, <size_t>self.size)
             self.base = NULL
         if self.fd >= 0:
-            os.close(self.fd)
+            # C close(): at interpreter exit the os module may be gone already.
+            c_close(self.fd)
             self.fd = -1
 
 
