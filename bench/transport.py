@@ -1,0 +1,454 @@
+"""Benchmark the a0py transport from Python, with its peers in the same run.
+
+    python bench/transport.py            # full run (about 2 minutes on 2 cores)
+    python bench/transport.py --quick    # smoke run (seconds)
+    python bench/transport.py --json out.json --pin cross
+
+Measures, each repeated --repeats times (medians reported):
+
+  throughput  frames/s and ns/frame written (Transport.write; `with lock()`
+              + alloc + copy + commit) and read (read_next; read_many;
+              zero-copy next/frame under one lock) for 64 B, 4 KiB, 1 MiB
+              frames, and GB/s for 1 MiB;
+  syscalls    futex/total syscalls a writer makes with nobody waiting and
+              with a sleeping waiter (strace -c when installed), plus the
+              arena's waiter count;
+  ping-pong   cross-process round trips of 64-byte messages: a0py (two
+              arenas, read_next(timeout=None)) at several Transport.spin
+              settings, and the peers that are installed: os.pipe,
+              multiprocessing Pipe/Queue, pyzmq ipc://, faster-fifo, POSIX
+              message queues. p50/p99/mean over >= 20k round trips a run.
+
+This is a script, not a test: it asserts nothing about speed. Targets
+(issue 2) are printed beside the figures.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if __package__ in (None, ""):
+    # Run as a script from a source checkout: make `import a0py` find it
+    # (after `pip install -e .` it is found anyway).
+    sys.path.insert(1, os.path.dirname(HERE))
+
+import a0py  # noqa: E402
+
+import _peers  # noqa: E402
+
+KiB, MiB = 1024, 1024 * 1024
+SIZES = (64, 4 * KiB, 1 * MiB)
+SIZE_NAMES = {64: "64 B", 4 * KiB: "4 KiB", 1 * MiB: "1 MiB"}
+
+
+def unique(prefix):
+    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def percentile(sorted_xs, q):
+    """Nearest-rank percentile of an already sorted sequence."""
+    if not sorted_xs:
+        return float("nan")
+    k = max(0, min(len(sorted_xs) - 1, int(round(q / 100 * len(sorted_xs) + 0.5)) - 1))
+    return sorted_xs[k]
+
+
+class ShmArena:
+    """A fresh shm arena, closed and unlinked on exit."""
+
+    def __init__(self, size):
+        self.name = unique("a0bench")
+        self.arena = a0py.Arena.shm(self.name, size)
+
+    def __enter__(self):
+        return self.arena
+
+    def __exit__(self, *exc):
+        self.arena.close()
+        a0py.Arena.unlink_shm(self.name)
+
+
+def frame_span(size):
+    return (32 + size + 15) // 16 * 16
+
+
+# ------------------------------------------------------------ throughput
+
+
+def time_write(size, n, arena_size, path):
+    """ns per frame written by `path` ('write' or 'alloc'), n frames."""
+    data = os.urandom(size)
+    with ShmArena(arena_size) as arena:
+        tr = a0py.Transport(arena)
+        # Touch every page of the arena once, so page faults are not timed.
+        for _ in range(arena_size // frame_span(size) + 1):
+            tr.write(data)
+        rep = itertools.repeat(None, n)
+        if path == "write":
+            write = tr.write
+            t0 = time.perf_counter_ns()
+            for _ in rep:
+                write(data)
+            t1 = time.perf_counter_ns()
+        else:
+            lock = tr.lock()
+            t0 = time.perf_counter_ns()
+            for _ in rep:
+                with lock as t:
+                    t.alloc(size)[:] = data
+                    t.commit()
+            t1 = time.perf_counter_ns()
+    return (t1 - t0) / n
+
+
+# Frames read per lock hold by read_many and the zero-copy loop, as a reader
+# draining a backlog in chunks would (holding thousands of views or copies at
+# once measures the allocator, not the transport).
+BATCH = 100
+
+
+def time_read(size, n, arena_size, path):
+    """ns per frame read by `path` ('read_next', 'read_many', 'zero_copy').
+
+    Rounds: clear the arena and fill it (untimed), then read every frame
+    (timed), until n frames have been read."""
+    data = os.urandom(size)
+    per_round = (arena_size - 512) // frame_span(size)
+    with ShmArena(arena_size) as arena:
+        writer, reader = a0py.Transport(arena), a0py.Transport(arena)
+        batch = [data] * min(per_round, 1000)
+        read_next, read_many, lock = reader.read_next, reader.read_many, reader.lock()
+        done, elapsed = 0, 0
+        while done < n:
+            with writer.lock() as t:
+                t.clear()
+            left = per_round
+            while left:
+                writer.write_many(batch[:left])
+                left -= min(left, len(batch))
+            if path == "read_next":
+                t0 = time.perf_counter_ns()
+                for _ in itertools.repeat(None, per_round):
+                    read_next()
+                t1 = time.perf_counter_ns()
+            elif path == "read_many":
+                got = 0
+                t0 = time.perf_counter_ns()
+                while got < per_round:
+                    got += len(read_many(BATCH))
+                t1 = time.perf_counter_ns()
+            else:
+                t0 = time.perf_counter_ns()
+                more = True
+                while more:
+                    with lock as t:
+                        for _ in range(BATCH):
+                            if not t.has_next():
+                                more = False
+                                break
+                            t.next()
+                            t.frame().data
+                t1 = time.perf_counter_ns()
+            elapsed += t1 - t0
+            done += per_round
+    return elapsed / done
+
+
+def throughput(args):
+    rows = []
+    q = args.quick
+    plan = {
+        64: dict(n=20_000 if q else 500_000, arena=16 * MiB),
+        4 * KiB: dict(n=5_000 if q else 100_000, arena=16 * MiB),
+        1 * MiB: dict(n=100 if q else 2_000, arena=16 * MiB),
+    }
+    for size in SIZES:
+        p = plan[size]
+        cases = [("write", "Transport.write", time_write),
+                 ("alloc", "lock+alloc+copy+commit", time_write),
+                 ("read_next", "read_next (copy)", time_read),
+                 ("read_many", f"read_many({BATCH}) (copy)", time_read),
+                 ("zero_copy", f"lock, {BATCH}x next+frame().data", time_read)]
+        for path, label, fn in cases:
+            runs = [fn(size, p["n"], p["arena"], path) for _ in range(args.repeats)]
+            ns = median(runs)
+            rows.append({
+                "size": size, "op": label, "path": path, "ns_per_frame": ns,
+                "ns_runs": runs, "frames_per_s": 1e9 / ns, "gb_per_s": size / ns,
+                "arena_bytes": p["arena"], "frames": p["n"],
+            })
+            progress(f"  {SIZE_NAMES[size]:>6} {label:<24} {ns:10.1f} ns  {1e9 / ns:12,.0f} frames/s"
+                     f"  {size / ns:7.2f} GB/s")
+    # 1 MiB writes into an arena that fits the 32 MiB L3 vs one that does not.
+    for arena_size in (4 * MiB, 128 * MiB) if not q else ():
+        runs = [time_write(MiB, 1_000, arena_size, "write") for _ in range(args.repeats)]
+        ns = median(runs)
+        rows.append({"size": MiB, "op": f"Transport.write, {arena_size // MiB} MiB arena",
+                     "path": "write", "ns_per_frame": ns, "ns_runs": runs,
+                     "frames_per_s": 1e9 / ns, "gb_per_s": MiB / ns,
+                     "arena_bytes": arena_size, "frames": 1_000})
+        progress(f"  1 MiB write, {arena_size // MiB:>3} MiB arena {ns:10.1f} ns  {MiB / ns:7.2f} GB/s")
+    return rows
+
+
+def memcpy_floor(args):
+    """bytearray slice assignment of 1 MiB (a memcpy), in cache and not."""
+    out = {}
+    src = os.urandom(MiB)
+    for label, total in (("in cache", 4 * MiB), ("cold", 256 * MiB)):
+        dst = bytearray(total)
+        dst[:] = b"\x01" * total  # fault the pages in
+        slots = total // MiB
+        n = 200 if args.quick else 2_000
+        runs = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter_ns()
+            for i in range(n):
+                off = (i % slots) * MiB
+                dst[off:off + MiB] = src
+            runs.append((time.perf_counter_ns() - t0) / n)
+        out[label] = MiB / median(runs)
+        progress(f"  memcpy 1 MiB {label:<9} {out[label]:6.2f} GB/s")
+    return out
+
+
+# -------------------------------------------------------------- syscalls
+
+
+WRITE_LOOP = """
+import sys
+sys.path[:0] = {path!r}
+import a0py
+tr = a0py.Transport(a0py.Arena.shm({name!r}))
+before = tr.notify_count
+data = bytes(64)
+for _ in range({n}):
+    tr.write(data)
+print("notify", (tr.notify_count - before) % 2**32, "waiters", tr.waiter_count)
+"""
+
+
+def strace_counts(name, n):
+    """(futex calls, all syscalls, writer's stdout) for n writes under strace -c."""
+    code = WRITE_LOOP.format(path=sys.path[:3], name=name, n=n)
+    with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
+        proc = subprocess.run(["strace", "-f", "-c", "-o", out.name, sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise RuntimeError(f"strace failed: {proc.stderr.strip()[-300:]}")
+        report = out.read()
+    futex = total = 0
+    for line in report.splitlines():
+        fields = line.split()
+        if len(fields) >= 5 and fields[-1] == "futex":
+            futex = int(fields[3])
+        if len(fields) >= 5 and fields[-1] == "total":
+            total = int(fields[3])
+    return futex, total, proc.stdout.strip()
+
+
+def _sleeping_reader(name, ready):
+    tr = a0py.Transport(a0py.Arena.shm(name))
+    tr.spin = 0
+    ready.set()
+    while tr.read_next(timeout=5.0) is not None:
+        pass
+
+
+def syscalls(args):
+    """Counts a writer's syscalls with nobody waiting and with a sleeper."""
+    n = 20_000 if args.quick else 100_000
+    res = {"writes": n}
+    with ShmArena(16 * MiB) as arena:
+        tr = a0py.Transport(arena)
+        before = tr.notify_count
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            tr.write(b"x" * 64)
+        res["ns_per_write_no_waiter"] = (time.perf_counter_ns() - t0) / n
+        res["notify_delta"] = (tr.notify_count - before) % 2**32
+        res["waiter_count"] = tr.waiter_count
+    if not shutil.which("strace"):
+        res["strace"] = "strace not installed: argued from waiter_count (0 => no FUTEX_WAKE)"
+        progress(f"  {res['strace']}")
+        return res
+    try:
+        with ShmArena(16 * MiB) as arena:
+            base_futex, base_total, _ = strace_counts(arena.name, 0)
+            futex, total, out = strace_counts(arena.name, n)
+            res["no_waiter"] = {"futex_per_write": (futex - base_futex) / n,
+                                "syscalls_per_write": (total - base_total) / n, "writer": out}
+            ready = _peers.CTX.Event()
+            p = _peers.CTX.Process(target=_sleeping_reader, args=(arena.name, ready), daemon=True)
+            p.start()
+            ready.wait(10)
+            while a0py.Transport(arena).waiter_count == 0:
+                time.sleep(0.001)
+            futex, total, out = strace_counts(arena.name, n)
+            p.join(30)
+            res["sleeping_reader"] = {"futex_per_write": (futex - base_futex) / n,
+                                      "syscalls_per_write": (total - base_total) / n, "writer": out}
+    except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+        res["strace"] = f"strace unusable here ({e}); argued from waiter_count"
+        progress(f"  {res['strace']}")
+        return res
+    for key in ("no_waiter", "sleeping_reader"):
+        r = res[key]
+        progress(f"  {key:<16} futex/write {r['futex_per_write']:.4f}  "
+                 f"syscalls/write {r['syscalls_per_write']:.4f}  ({r['writer']})")
+    return res
+
+
+# ------------------------------------------------------------- ping-pong
+
+
+def summarize(runs):
+    """Medians over runs of each run's p50, p99 and mean (µs)."""
+    per = []
+    for lat in runs:
+        s = sorted(lat)
+        per.append((percentile(s, 50) / 1e3, percentile(s, 99) / 1e3, sum(s) / len(s) / 1e3))
+    return {"p50_us": median([p[0] for p in per]), "p99_us": median([p[1] for p in per]),
+            "mean_us": median([p[2] for p in per]),
+            "runs": [{"p50_us": a, "p99_us": b, "mean_us": c} for a, b, c in per]}
+
+
+def pingpong(args):
+    n = 2_000 if args.quick else args.round_trips
+    warmup = 200 if args.quick else 2_000
+    cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
+    if cpus and max(cpus) >= os.cpu_count():
+        cpus = None
+    rows = []
+    cases = [(f"a0py spin={s}", lambda n, w, z, c, s=s: _peers.pingpong_a0py(n, w, z, c, spin=s))
+             for s in args.spins]
+    if not args.no_peers:
+        cases += list(_peers.PEERS.items())
+    for label, fn in cases:
+        try:
+            runs = [fn(n, warmup, args.msg_size, cpus) for _ in range(args.repeats)]
+        except _peers.Missing as e:
+            rows.append({"peer": label, "skipped": str(e)})
+            progress(f"  {label:<16} skipped: {e}")
+            continue
+        row = {"peer": label, "round_trips": n, **summarize(runs)}
+        rows.append(row)
+        progress(f"  {label:<16} p50 {row['p50_us']:7.2f} µs  p99 {row['p99_us']:7.2f} µs  "
+                 f"mean {row['mean_us']:7.2f} µs")
+    return rows
+
+
+# ----------------------------------------------------------------- report
+
+
+def progress(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def machine():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpus": os.cpu_count(), "cpu_model": model, "python": sys.version.split()[0],
+            "kernel": platform.release(), "a0py": a0py.__version__}
+
+
+def report(res, args):
+    lines = []
+    m = res["machine"]
+    lines.append(f"a0py transport benchmark — {m['cpus']} CPUs ({m['cpu_model']}), Python "
+                 f"{m['python']}, kernel {m['kernel']}; medians of {args.repeats} runs")
+    if "throughput" in res:
+        lines.append("")
+        lines.append(f"{'frame':>6}  {'operation':<30} {'ns/frame':>10} {'frames/s':>12} {'GB/s':>7}")
+        for r in res["throughput"]:
+            lines.append(f"{SIZE_NAMES[r['size']]:>6}  {r['op']:<30} {r['ns_per_frame']:10.1f} "
+                         f"{r['frames_per_s']:12,.0f} {r['gb_per_s']:7.2f}")
+        if "memcpy" in res:
+            lines.append("  floor: memcpy 1 MiB from Python " + ", ".join(
+                f"{k} {v:.1f} GB/s" for k, v in res["memcpy"].items()))
+    if "syscalls" in res:
+        s = res["syscalls"]
+        lines.append("")
+        lines.append(f"syscalls: {s['writes']} writes of 64 B, nobody waiting: waiter_count "
+                     f"{s['waiter_count']}, notify bumped {s['notify_delta']}x")
+        for key, label in (("no_waiter", "nobody waiting"), ("sleeping_reader", "a reader asleep")):
+            if key in s:
+                lines.append(f"  {label:<16} futex calls/write {s[key]['futex_per_write']:.4f}, "
+                             f"all syscalls/write {s[key]['syscalls_per_write']:.4f}  (strace -c)")
+        if "strace" in s:
+            lines.append(f"  {s['strace']}")
+    if "pingpong" in res:
+        lines.append("")
+        lines.append(f"ping-pong, {args.msg_size}-byte messages, pin={args.pin}")
+        base = next((r for r in res["pingpong"] if r["peer"].startswith("a0py") and "p50_us" in r
+                     and r["peer"] == f"a0py spin={args.spins[0]}"), None)
+        lines.append(f"  {'peer':<16} {'p50 µs':>8} {'p99 µs':>8} {'mean µs':>8}  {'p50 vs a0py':>11}")
+        for r in res["pingpong"]:
+            if "skipped" in r:
+                lines.append(f"  {r['peer']:<16} skipped: {r['skipped']}")
+                continue
+            ratio = f"{r['p50_us'] / base['p50_us']:10.2f}x" if base else ""
+            lines.append(f"  {r['peer']:<16} {r['p50_us']:8.2f} {r['p99_us']:8.2f} "
+                         f"{r['mean_us']:8.2f}  {ratio:>11}")
+    lines.append("")
+    lines.append("targets (issue 2): 64 B write <= 300 ns and read <= 300 ns; no syscall "
+                 "when nobody waits; ping-pong p50 <= 12 µs; 1 MiB write >= 10 GB/s")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="smoke run: few frames, 2 repeats")
+    ap.add_argument("--repeats", type=int, default=None, help="runs per measurement (default 5)")
+    ap.add_argument("--round-trips", type=int, default=20_000, help="timed round trips per run")
+    ap.add_argument("--msg-size", type=int, default=64, help="ping-pong message bytes")
+    ap.add_argument("--spins", type=lambda s: [int(x) for x in s.split(",")],
+                    default=[0, 200, 2_000, 20_000],
+                    help="Transport.spin values for a0py ping-pong (first is the ratio base)")
+    ap.add_argument("--pin", choices=("none", "cross", "same"), default="none",
+                    help="ping-pong placement: scheduler's choice, one core each, both on one")
+    ap.add_argument("--no-peers", action="store_true", help="ping-pong: a0py only")
+    ap.add_argument("--only", default="throughput,memcpy,syscalls,pingpong",
+                    help="comma-separated subset of throughput,memcpy,syscalls,pingpong")
+    ap.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
+    args = ap.parse_args(argv)
+    if args.repeats is None:
+        args.repeats = 2 if args.quick else 5
+    only = set(args.only.split(","))
+    res = {"machine": machine(), "args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    for key, fn in (("throughput", throughput), ("memcpy", memcpy_floor),
+                    ("syscalls", syscalls), ("pingpong", pingpong)):
+        if key in only:
+            progress(f"{key}:")
+            res[key] = fn(args)
+    text = report(res, args)
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
