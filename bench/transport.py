@@ -28,7 +28,6 @@ import itertools
 import json
 import os
 import platform
-import re
 import shutil
 import statistics
 import subprocess
@@ -44,9 +43,9 @@ if __package__ in (None, ""):
     # (after `pip install -e .` it is found anyway).
     sys.path.insert(1, os.path.dirname(HERE))
 
-import a0py  # noqa: E402
+import _peers
 
-import _peers  # noqa: E402
+import a0py
 
 KiB, MiB = 1024, 1024 * 1024
 SIZES = (64, 4 * KiB, 1 * MiB)
@@ -65,7 +64,7 @@ def percentile(sorted_xs, q):
     """Nearest-rank percentile of an already sorted sequence."""
     if not sorted_xs:
         return float("nan")
-    k = max(0, min(len(sorted_xs) - 1, int(round(q / 100 * len(sorted_xs) + 0.5)) - 1))
+    k = max(0, min(len(sorted_xs) - 1, round(q / 100 * len(sorted_xs) + 0.5) - 1))
     return sorted_xs[k]
 
 
@@ -163,7 +162,7 @@ def time_read(size, n, arena_size, path):
                                 more = False
                                 break
                             t.next()
-                            t.frame().data
+                            _ = t.frame().data
                 t1 = time.perf_counter_ns()
             elapsed += t1 - t0
             done += per_round
@@ -174,9 +173,9 @@ def throughput(args):
     rows = []
     q = args.quick
     plan = {
-        64: dict(n=20_000 if q else 500_000, arena=16 * MiB),
-        4 * KiB: dict(n=5_000 if q else 100_000, arena=16 * MiB),
-        1 * MiB: dict(n=100 if q else 2_000, arena=16 * MiB),
+        64: {"n": 20_000 if q else 500_000, "arena": 16 * MiB},
+        4 * KiB: {"n": 5_000 if q else 100_000, "arena": 16 * MiB},
+        1 * MiB: {"n": 100 if q else 2_000, "arena": 16 * MiB},
     }
     for size in SIZES:
         p = plan[size]
@@ -249,7 +248,7 @@ def strace_counts(name, n):
     code = WRITE_LOOP.format(path=sys.path[:3], name=name, n=n)
     with tempfile.NamedTemporaryFile("r", suffix=".strace") as out:
         proc = subprocess.run(["strace", "-f", "-c", "-o", out.name, sys.executable, "-c", code],
-                              capture_output=True, text=True, timeout=120)
+                              check=False, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise RuntimeError(f"strace failed: {proc.stderr.strip()[-300:]}")
         report = out.read()
