@@ -46,6 +46,7 @@ I7. Callbacks never run while the structure is being changed: an operation
 import struct
 
 import cython
+from cython.cimports.libc.math import floor
 
 from a0py.dataspace._errors import (
     DataspaceTypeError,
@@ -66,6 +67,7 @@ _INT64 = struct.Struct("<q")
 _SALT_BOOL = cython.declare(cython.Py_hash_t, 0x5BD1E995)
 _SALT_FLOAT = cython.declare(cython.Py_hash_t, 0x1B873593)
 _SALT_TUPLE = cython.declare(cython.Py_hash_t, 0x2545F491)
+_INF = cython.declare(cython.double, float("inf"))
 
 # (label, arity) -> the class key "label/arity". Interned, so a record's class
 # is one shared str whose hash is cached and whose comparisons are identity.
@@ -206,6 +208,10 @@ def canonical_hash(v) -> int:
     return _chash(v)
 
 
+# Records and Canon keys are immutable and hold only values built before
+# them, so they cannot be part of a reference cycle: keeping them out of the
+# cyclic GC saves traversing every asserted value on each full collection.
+@cython.no_gc
 @cython.final
 @cython.cclass
 class Record:
@@ -275,13 +281,12 @@ class Record:
         return (Record, (self.label,) + self.fields)
 
 
+@cython.no_gc
 @cython.final
 @cython.cclass
 class Canon:
-    """The canonical key of a value whose Python equality is not canonical
-    (a bool, a float, or a tuple), used inside the index's sets and dicts.
-
-    Records, str, bytes, int and None are their own keys."""
+    """The canonical key of a value whose Python equality is not canonical,
+    used inside the index's sets and dicts (see :func:`value_key`)."""
 
     value = cython.declare(object, visibility="readonly")
     _hash = cython.declare(cython.Py_hash_t)
@@ -307,14 +312,45 @@ class Canon:
         return f"Canon({self.value!r})"
 
 
+_CANON_TRUE = cython.declare(object, Canon(True))
+_CANON_FALSE = cython.declare(object, Canon(False))
+
+
+@cython.cfunc
+def _self_keyed(v: object) -> cython.bint:
+    """True when Python's == and hash already agree with canonical equality
+    for ``v`` against every other self-keyed value: str, bytes, None, int,
+    Record, a finite float with a fraction (no int, bool or other float
+    equals it), and tuples of such values. Bools, integral or infinite or NaN
+    floats, and -0.0/0.0 are not (1 == 1.0 == True; -0.0 == 0.0; nan != nan).
+    """
+    t = type(v)
+    if t is str or t is int or t is Record or t is bytes or v is None:
+        return True
+    if t is float:
+        x: cython.double = v
+        return x == x and x != _INF and x != -_INF and x != floor(x)
+    if t is tuple:
+        for y in cython.cast(tuple, v):
+            if not _self_keyed(y):
+                return False
+        return True
+    return False
+
+
 @cython.cfunc
 @cython.inline
 def _subkey(v: object) -> object:
-    """The canonical key of a part of a value already checked."""
+    """The canonical key of a part of a value already checked: the value
+    itself when it is self-keyed, else a Canon wrapper (bools are shared)."""
     t = type(v)
-    if t is bool or t is float or t is tuple:
-        return Canon(v)
-    return v
+    if t is str or t is int or t is Record or t is bytes or v is None:
+        return v
+    if t is bool:
+        return _CANON_TRUE if v else _CANON_FALSE
+    if _self_keyed(v):
+        return v
+    return Canon(v)
 
 
 @cython.cfunc
@@ -328,11 +364,11 @@ def _key(v: object) -> object:
     if t is str or t is int or t is bytes or v is None:
         return v
     if t is bool or t is float:
-        return Canon(v)
+        return _subkey(v)
     if t is tuple:
         if _classify(v):
             raise InvalidValueError(f"{v!r} is a pattern (it holds _ or $), not a value")
-        return Canon(v)
+        return _subkey(v)
     raise _value_error(v)
 
 
@@ -344,19 +380,27 @@ def _unkey(k: object) -> object:
     return k
 
 
-@cython.cfunc
-def _unkey_tuple(t: tuple) -> tuple:
-    for x in t:
-        if type(x) is Canon:
-            return tuple([_unkey(y) for y in t])
-    return t
-
-
 def value_key(v):
-    """The canonical key the index files ``v`` under: ``v`` itself for Records,
-    str, bytes, int and None, a :class:`Canon` wrapper for bool, float and
-    tuples. Raises :class:`InvalidValueError` unless ``v`` is a value."""
+    """The canonical key the index files ``v`` under: ``v`` itself when
+    Python's equality is already canonical for it (str, bytes, None, int,
+    Record, a finite float with a fraction, tuples of those), else a
+    :class:`Canon` wrapper (bools, integral/infinite/NaN floats, 0.0, -0.0,
+    tuples holding one of those). Raises :class:`InvalidValueError` unless
+    ``v`` is a value."""
     return _key(v)
+
+
+@cython.cfunc
+@cython.inline
+def _untrack(o: object):
+    """Keep one of the index's big sets or dicts (or a bag key tuple) out of
+    the cyclic GC, in the compiled build. They hold only keys (values and
+    Canon wrappers) and counts, which cannot refer back to any container, so
+    no reference cycle passes through them; untracked, a full collection
+    does not walk every asserted value in every cache. (The interpreted build
+    has no such hook; the algorithm is the same.)"""
+    if cython.compiled:
+        PyObject_GC_UnTrack(o)  # noqa: F821 - declared in a0py/_index.pxd
 
 
 @cython.cfunc
@@ -490,30 +534,68 @@ def format_shape(shape) -> str:
 @cython.cclass
 class Handler:
     """The handlers of a leaf for one capture map: the bag of capture tuples
-    of the leaf's cached assertions, and the callbacks (by handle)."""
+    of the leaf's cached assertions, and the callbacks (by handle).
+
+    The bag is keyed by the canonical key of the capture tuple; with one
+    capture, by the key of the captured value alone (no 1-tuple is kept per
+    entry), with none by ``()``."""
 
     paths = cython.declare(tuple)
+    arity = cython.declare(cython.Py_ssize_t)
+    first = cython.declare(tuple)
     captures = cython.declare(dict)
     callbacks = cython.declare(dict)
+    callback_list = cython.declare(list)
 
     def __init__(self, paths: tuple):
         self.paths = paths
+        self.arity = len(paths)
+        self.first = paths[0] if self.arity else ()
         self.captures = {}
         self.callbacks = {}
+        self.callback_list = []
+
+    @cython.cfunc
+    def set_callbacks(self):
+        self.callback_list = list(self.callbacks.values())
+
+    @cython.cfunc
+    def captures_of_key(self, ck: object) -> tuple:
+        if self.arity == 1:
+            return (_unkey(ck),)
+        for x in cython.cast(tuple, ck):
+            if type(x) is Canon:
+                return tuple([_unkey(y) for y in cython.cast(tuple, ck)])
+        return ck
 
 
 @cython.final
 @cython.cclass
 class Leaf:
     """The assertions of a continuation that carry given constants, and the
-    handlers interested in them, keyed by capture map."""
+    handlers interested in them, keyed by capture map.
+
+    A leaf of a table without constants holds exactly its continuation's
+    assertions (I3 with nothing to filter), so it shares that cache:
+    ``cache`` is None there instead of a second set kept equal to the first.
+    """
 
     cache = cython.declare(set)
     handlers = cython.declare(dict)
+    handler_list = cython.declare(list)
 
-    def __init__(self):
-        self.cache = set()
+    def __init__(self, shared: cython.bint):
+        if shared:
+            self.cache = None
+        else:
+            self.cache = set()
+            _untrack(self.cache)
         self.handlers = {}
+        self.handler_list = []
+
+    @cython.cfunc
+    def set_handlers(self):
+        self.handler_list = list(self.handlers.values())
 
 
 @cython.final
@@ -523,19 +605,21 @@ class ConstantTable:
 
     paths = cython.declare(tuple)
     leaves = cython.declare(dict)
-    _single = cython.declare(cython.bint)
+    _n = cython.declare(cython.Py_ssize_t)
     _first = cython.declare(tuple)
 
     def __init__(self, paths: tuple):
         self.paths = paths
         self.leaves = {}
-        self._single = len(paths) == 1
-        self._first = paths[0] if self._single else ()
+        self._n = len(paths)
+        self._first = paths[0] if self._n else ()
 
     @cython.cfunc
     def key_of(self, v: object) -> object:
-        if self._single:
+        if self._n == 1:
             return _subkey(_project(v, self._first))
+        if self._n == 0:
+            return ()
         return tuple([_subkey(_project(v, p)) for p in self.paths])
 
 
@@ -544,14 +628,25 @@ class ConstantTable:
 class Continuation:
     """What the index knows at a trie node: every asserted value with the
     node's shape prefix (``cache``) and the constant tables of the patterns
-    whose shape ends here."""
+    whose shape ends here.
+
+    At the root every asserted value has the (empty) prefix, so the root's
+    cache is the bag's key set itself: ``cache`` is None there."""
 
     cache = cython.declare(set)
     tables = cython.declare(dict)
+    table_list = cython.declare(list)
 
-    def __init__(self, cache: set):
+    def __init__(self, cache):
         self.cache = cache
+        if cache is not None:
+            _untrack(cache)
         self.tables = {}
+        self.table_list = []
+
+    @cython.cfunc
+    def set_tables(self):
+        self.table_list = list(self.tables.values())
 
 
 @cython.final
@@ -656,10 +751,38 @@ class Index:
 
     _bag = cython.declare(dict)
     _root = cython.declare(Node)
+    _token = cython.declare(object)
+    _spare = cython.declare(list)
 
     def __init__(self):
         self._bag = {}
-        self._root = Node(Continuation(set()))
+        self._root = Node(Continuation(None))
+        # Handles point at this token, not at the index, so an index and its
+        # handles form no reference cycle and are freed as soon as unused.
+        self._token = object()
+        self._spare = []
+
+    @cython.cfunc
+    def _take_events(self) -> list:
+        # One list is reused from operation to operation; an operation
+        # started by a callback (while the list is being delivered) gets a
+        # fresh one.
+        events: list = self._spare
+        if events is None:
+            return []
+        self._spare = None
+        return events
+
+    @cython.cfunc
+    def _finish(self, events: list):
+        if not events:
+            self._spare = events
+            return
+        try:
+            _deliver(events)
+        finally:
+            del events[:]
+            self._spare = events
 
     # ------------------------------------------------------------ queries
 
@@ -707,10 +830,9 @@ class Index:
         were not present before. Raises :class:`InvalidValueError` unless
         ``v`` is a value (a pattern is not)."""
         key = _key(v)
-        events: list = []
+        events: list = self._take_events()
         self._add(v, key, events)
-        if events:
-            _deliver(events)
+        self._finish(events)
 
     def remove_assertion(self, v):
         """Retract one assertion of ``v``. When its count drops to 0, handlers
@@ -718,20 +840,18 @@ class Index:
         :class:`NotAssertedError` (and changes nothing) when ``v`` is not
         asserted, :class:`InvalidValueError` unless ``v`` is a value."""
         key = _key(v)
-        events: list = []
+        events: list = self._take_events()
         self._remove(v, key, events)
-        if events:
-            _deliver(events)
+        self._finish(events)
 
     def send_message(self, v):
         """Deliver ``v`` as a message: every handler whose pattern matches it
         sees ``!`` with its captures. Nothing is stored. Raises
         :class:`InvalidValueError` unless ``v`` is a value."""
         key = _key(v)
-        events: list = []
+        events: list = self._take_events()
         self._walk(self._root, ((v,), None), v, key, _MESSAGE, events)
-        if events:
-            _deliver(events)
+        self._finish(events)
 
     def patch(self, additions=(), removals=()):
         """Apply several changes as one step: every addition first, then every
@@ -772,9 +892,9 @@ class Index:
     @cython.cfunc
     def _add(self, v: object, key: object, events: list):
         bag: dict = self._bag
-        n = bag.get(key)
-        if n is None:
-            bag[key] = 1
+        size: cython.Py_ssize_t = len(bag)
+        n = bag.setdefault(key, 1)  # one probe when the key is new
+        if len(bag) != size:
             self._walk(self._root, ((v,), None), v, key, _ADD, events)
         else:
             bag[key] = n + 1
@@ -800,22 +920,24 @@ class Index:
         the values on the path from the root, the wrapper ``(v,)`` at the
         bottom."""
         cont: Continuation = node.continuation
-        if op == _ADD:
-            cont.cache.add(key)
-        elif op == _REMOVE:
-            cont.cache.discard(key)
-        if cont.tables:
-            for t in cont.tables.values():
+        if cont.cache is not None:
+            if op == _ADD:
+                cont.cache.add(key)
+            elif op == _REMOVE:
+                cont.cache.discard(key)
+        if cont.table_list:
+            for t in cont.table_list:
                 table: ConstantTable = cython.cast(ConstantTable, t)
                 lf = table.leaves.get(table.key_of(v))
                 if lf is None:
                     continue
                 leaf: Leaf = cython.cast(Leaf, lf)
-                if op == _ADD:
-                    leaf.cache.add(key)
-                elif op == _REMOVE:
-                    leaf.cache.discard(key)
-                for h in leaf.handlers.values():
+                if leaf.cache is not None:
+                    if op == _ADD:
+                        leaf.cache.add(key)
+                    elif op == _REMOVE:
+                        leaf.cache.discard(key)
+                for h in leaf.handler_list:
                     _visit_handler(cython.cast(Handler, h), v, op, events)
         s: tuple
         sel: Selector
@@ -856,7 +978,7 @@ class Index:
         handle.pattern = pattern
         handle.callback = callback
         handle.skeleton = skel
-        handle._index = self
+        handle._index = self._token
         handle._trail = []
         node: Node = self._extend(skel.shape, handle._trail)
         cont: Continuation = node.continuation
@@ -864,22 +986,26 @@ class Index:
         if table is None:
             table = ConstantTable(skel._const_paths)
             cont.tables[skel._const_paths] = table
+            cont.set_tables()
         leaf: Leaf = table.leaves.get(skel._const_key)
         if leaf is None:
-            leaf = Leaf()
-            for k in cont.cache:
-                if table.key_of(_unkey(k)) == skel._const_key:
-                    leaf.cache.add(k)
+            leaf = Leaf(not skel._const_paths)
+            if leaf.cache is not None:
+                for k in self._members(cont):
+                    if table.key_of(_unkey(k)) == skel._const_key:
+                        leaf.cache.add(k)
             table.leaves[skel._const_key] = leaf
         handler: Handler = leaf.handlers.get(skel.captures)
         if handler is None:
             handler = Handler(skel.captures)
             bag: dict = handler.captures
-            for k in leaf.cache:
-                ck = _capture_key(_captures_of(_unkey(k), handler.paths))
+            for k in (leaf.cache if leaf.cache is not None else self._members(cont)):
+                ck = _capture_key(handler, _unkey(k))
                 bag[ck] = bag.get(ck, 0) + 1
             leaf.handlers[skel.captures] = handler
+            leaf.set_handlers()
         handler.callbacks[handle] = callback
+        handler.set_callbacks()
         handle._continuation = cont
         handle._table = table
         handle._leaf = leaf
@@ -890,7 +1016,7 @@ class Index:
         for ck in handler.captures:
             events.append(callback)
             events.append("+")
-            events.append(_unkey_tuple(ck))
+            events.append(handler.captures_of_key(ck))
         if events:
             _deliver(events)
         return handle
@@ -906,17 +1032,19 @@ class Index:
                 f"remove_handler takes what add_handler returned, got {type(handle).__name__}"
             )
         h: HandlerHandle = cython.cast(HandlerHandle, handle)
-        if h._index is not self:
+        if h._index is not self._token:
             raise UnknownHandlerError("this handler belongs to another index")
         if not h.active:
             raise UnknownHandlerError(f"handler for {h.pattern!r} was already removed")
         h.active = False
         handler: Handler = h._handler
         del handler.callbacks[h]
+        handler.set_callbacks()
         if handler.callbacks:
             return
         leaf: Leaf = h._leaf
         del leaf.handlers[handler.paths]
+        leaf.set_handlers()
         if leaf.handlers:
             return
         table: ConstantTable = h._table
@@ -924,6 +1052,7 @@ class Index:
         if table.leaves:
             return
         del h._continuation.tables[table.paths]
+        h._continuation.set_tables()
         # Prune the trie back towards the root (invariant I6).
         i: cython.Py_ssize_t = len(h._trail) - 4
         while i >= 0:
@@ -937,6 +1066,13 @@ class Index:
                 del parent.edges[(sel.pop_count, sel.index)]
                 parent.selectors.remove(sel)
             i -= 4
+
+    @cython.cfunc
+    def _members(self, cont: Continuation) -> object:
+        """The keys cached at ``cont`` (the bag's keys at the root)."""
+        if cont.cache is None:
+            return self._bag
+        return cont.cache
 
     @cython.cfunc
     def _extend(self, shape: object, trail: list) -> Node:
@@ -964,7 +1100,7 @@ class Index:
         nxt: Node = sel.table.get(cls)
         if nxt is None:
             cache: set = set()
-            for k in node.continuation.cache:
+            for k in self._members(node.continuation):
                 if _class_of(_project(_unkey(k), path)) == cls:
                     cache.add(k)
             nxt = Node(Continuation(cache))
@@ -985,51 +1121,85 @@ class Index:
 
 
 @cython.cfunc
-def _captures_of(v: object, paths: tuple) -> tuple:
-    n: cython.Py_ssize_t = len(paths)
+def _capture_key(handler: Handler, v: object) -> object:
+    """The bag key of ``v``'s captures (see Handler)."""
+    n: cython.Py_ssize_t = handler.arity
     if n == 1:
-        return (_project(v, paths[0]),)
+        return _subkey(_project(v, handler.first))
     if n == 0:
         return ()
+    return _capture_tuple_key(_captures(handler, v))
+
+
+@cython.cfunc
+def _captures(handler: Handler, v: object) -> tuple:
+    """The capture tuple of ``v`` (arity 2 or more)."""
+    paths: tuple = handler.paths
+    if handler.arity == 2:
+        return (_project(v, paths[0]), _project(v, paths[1]))
+    if handler.arity == 3:
+        return (_project(v, paths[0]), _project(v, paths[1]), _project(v, paths[2]))
     return tuple([_project(v, p) for p in paths])
 
 
 @cython.cfunc
-def _capture_key(caps: tuple) -> tuple:
-    for x in caps:
-        t = type(x)
-        if t is bool or t is float or t is tuple:
-            return tuple([_subkey(y) for y in caps])
+def _capture_tuple_key(caps: tuple) -> tuple:
+    for y in caps:
+        if not _self_keyed(y):
+            return tuple([_subkey(z) for z in caps])
     return caps
 
 
 @cython.cfunc
 def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
-    caps: tuple = _captures_of(v, handler.paths)
+    n: cython.Py_ssize_t = handler.arity
+    caps: tuple
     if op == _MESSAGE:
-        for cb in handler.callbacks.values():
+        if n == 1:
+            caps = (_project(v, handler.first),)
+        elif n == 0:
+            caps = ()
+        else:
+            caps = _captures(handler, v)
+        for cb in handler.callback_list:
             events.append(cb)
             events.append("!")
             events.append(caps)
         return
     bag: dict = handler.captures
-    ck = _capture_key(caps)
-    n = bag.get(ck)
-    if op == _ADD:
-        if n is None:
-            bag[ck] = 1
-            for cb in handler.callbacks.values():
-                events.append(cb)
-                events.append("+")
-                events.append(caps)
-        else:
-            bag[ck] = n + 1
+    x = None
+    ck: object
+    if n == 1:
+        x = _project(v, handler.first)
+        ck = _subkey(x)
+    elif n == 0:
+        ck = ()
     else:
-        if n == 1:
-            del bag[ck]
-            for cb in handler.callbacks.values():
-                events.append(cb)
-                events.append("-")
-                events.append(caps)
+        caps = _captures(handler, v)
+        ck = _capture_tuple_key(caps)
+    if op == _ADD:
+        size: cython.Py_ssize_t = len(bag)
+        count = bag.setdefault(ck, 1)  # one probe when the tuple is new
+        if len(bag) != size:
+            event = "+"
+            if n > 1:
+                _untrack(ck)
         else:
-            bag[ck] = n - 1
+            bag[ck] = count + 1
+            return
+    else:
+        count = bag.get(ck)
+        if count == 1:
+            del bag[ck]
+            event = "-"
+        else:
+            bag[ck] = count - 1
+            return
+    if n == 1:
+        caps = (x,)
+    elif n == 0:
+        caps = ()
+    for cb in handler.callback_list:
+        events.append(cb)
+        events.append(event)
+        events.append(caps)
