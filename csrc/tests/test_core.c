@@ -1,0 +1,524 @@
+/* test_core.c — the C core on its own: arena init/check, alloc/commit and
+ * iteration, eviction with mixed sizes (brute-force overlap check over many
+ * seeded random operations), corrupt-state detection, deadman, wait timeout.
+ *
+ * Plain C, no framework: CHECK() counts, the last line is "N passed, M failed",
+ * the exit status is non-zero on any failure. Runs under `make ctest` and
+ * `make sanitize` (ASan + UBSan, leak checking). */
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "a0_arena.h"
+#include "a0_deadman.h"
+#include "a0_err.h"
+#include "a0_transport.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (cond) {                                                               \
+      passed++;                                                               \
+    } else {                                                                  \
+      failed++;                                                               \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, \
+              __func__, #cond);                                               \
+    }                                                                         \
+  } while (0)
+
+#define CHECK_ERR(expr, code)                                                        \
+  do {                                                                               \
+    a0_err_t got_ = (expr);                                                          \
+    if (got_ == (code)) {                                                            \
+      passed++;                                                                      \
+    } else {                                                                         \
+      failed++;                                                                      \
+      fprintf(stderr, "%s:%d: %s: %s returned %d (%s), expected %s\n", __FILE__,     \
+              __LINE__, __func__, #expr, (int)got_, a0_strerror(got_), #code);       \
+    }                                                                                \
+  } while (0)
+
+#define HDRP(base) ((a0_arena_hdr_t*)(base))
+
+static uint8_t* new_arena(uint64_t size) {
+  uint8_t* base = aligned_alloc(64, (size + 63) & ~(uint64_t)63);
+  if (!base) abort();
+  memset(base, 0, size);
+  if (a0_arena_init(base, size) != A0_OK) abort();
+  return base;
+}
+
+static a0_state_t* committed(uint8_t* base) {
+  return &HDRP(base)->pages[HDRP(base)->committed_page];
+}
+
+/* xorshift64*: a fixed seed makes every run the same. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15u;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Du;
+}
+
+static uint8_t fill_byte(uint64_t seq) { return (uint8_t)(seq * 31u + 7u); }
+
+static a0_err_t write_frame(a0_locked_t lk, uint64_t n) {
+  uint8_t* data;
+  a0_err_t err = a0_transport_alloc(lk, n, &data);
+  if (err) return err;
+  memset(data, fill_byte(a0_transport_seq_high(lk)), n);
+  return A0_OK;
+}
+
+static void test_init_and_check(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = new_arena(size);
+  a0_check_info_t info;
+  CHECK_ERR(a0_arena_check(base, size, &info), A0_OK);
+  CHECK(HDRP(base)->magic == A0_ARENA_MAGIC && memcmp(base, "A0PYAREN", 8) == 0);
+  CHECK(HDRP(base)->version == A0_FORMAT_VERSION);
+  CHECK(HDRP(base)->header_size == A0_HEADER_SIZE);
+  CHECK(HDRP(base)->arena_size == size);
+  CHECK(committed(base)->seq_low == 1 && committed(base)->seq_high == 0);
+
+  HDRP(base)->magic ^= 1;
+  CHECK_ERR(a0_arena_check(base, size, &info), A0_ERR_BAD_MAGIC);
+  CHECK(info.field && strcmp(info.field, "magic") == 0 && info.expected == A0_ARENA_MAGIC);
+  HDRP(base)->magic ^= 1;
+
+  HDRP(base)->version = 99;
+  CHECK_ERR(a0_arena_check(base, size, &info), A0_ERR_BAD_VERSION);
+  CHECK(info.field && strcmp(info.field, "version") == 0 && info.found == 99);
+  HDRP(base)->version = A0_FORMAT_VERSION;
+
+  HDRP(base)->header_size = 256;
+  CHECK_ERR(a0_arena_check(base, size, &info), A0_ERR_BAD_HEADER_SIZE);
+  CHECK(info.field && strcmp(info.field, "header_size") == 0 && info.found == 256);
+  HDRP(base)->header_size = A0_HEADER_SIZE;
+
+  CHECK_ERR(a0_arena_check(base, size - 16, &info), A0_ERR_SIZE_MISMATCH);
+  CHECK(info.field && strcmp(info.field, "arena_size") == 0 && info.found == size &&
+        info.expected == size - 16);
+  CHECK_ERR(a0_arena_check(base, 100, &info), A0_ERR_TOO_SMALL);
+  CHECK_ERR(a0_arena_init(base, A0_MIN_ARENA_SIZE - 1), A0_ERR_TOO_SMALL);
+
+  HDRP(base)->committed_page = 2;
+  CHECK_ERR(a0_arena_check(base, size, &info), A0_ERR_CORRUPT);
+  CHECK(info.field && strcmp(info.field, "committed_page") == 0);
+  HDRP(base)->committed_page = 0;
+  CHECK_ERR(a0_arena_check(base, size, NULL), A0_OK);
+  free(base);
+}
+
+static void test_alloc_commit_iterate(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = new_arena(size);
+  a0_transport_t t;
+  a0_locked_t lk;
+  CHECK_ERR(a0_transport_init(&t, base, size), A0_OK);
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_OK);
+  CHECK(a0_transport_empty(lk));
+  CHECK_ERR(a0_transport_jump_head(lk), A0_ERR_EMPTY);
+  CHECK_ERR(a0_transport_next(lk), A0_ERR_NO_FRAME);
+  CHECK(!a0_transport_has_next(lk) && !a0_transport_iter_valid(lk));
+
+  for (uint64_t i = 0; i < 5; i++) CHECK_ERR(write_frame(lk, i * 10), A0_OK);
+  CHECK(a0_transport_seq_low(lk) == 1 && a0_transport_seq_high(lk) == 5);
+  CHECK(committed(base)->seq_high == 0); /* nothing published before commit */
+  uint32_t notify = a0_transport_notify_count(&t);
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+  CHECK(a0_transport_notify_count(&t) != notify);
+  CHECK(committed(base)->seq_high == 5 && committed(base)->off_head == A0_HEADER_SIZE);
+
+  uint64_t used;
+  CHECK_ERR(a0_transport_used_space(lk, &used), A0_OK);
+  uint64_t expect_used = 0;
+  for (uint64_t i = 0; i < 5; i++) expect_used += a0_align_up(A0_FRAME_HDR_SIZE + i * 10);
+  CHECK(used == expect_used && a0_transport_high_water_mark(lk) == expect_used);
+
+  /* Walk head to tail, then back. */
+  CHECK_ERR(a0_transport_jump_head(lk), A0_OK);
+  a0_frame_t f;
+  for (uint64_t seq = 1; seq <= 5; seq++) {
+    CHECK_ERR(a0_transport_frame(lk, &f), A0_OK);
+    CHECK(f.seq == seq && f.size == (seq - 1) * 10);
+    CHECK(((uintptr_t)f.data % A0_FRAME_ALIGN) == 0);
+    bool intact = true;
+    for (uint64_t i = 0; i < f.size; i++) intact = intact && f.data[i] == fill_byte(seq);
+    CHECK(intact);
+    if (seq < 5) CHECK_ERR(a0_transport_next(lk), A0_OK);
+  }
+  CHECK(!a0_transport_has_next(lk));
+  CHECK_ERR(a0_transport_next(lk), A0_ERR_NO_FRAME);
+  for (uint64_t seq = 5; seq > 1; seq--) CHECK_ERR(a0_transport_prev(lk), A0_OK);
+  CHECK(!a0_transport_has_prev(lk));
+  CHECK_ERR(a0_transport_prev(lk), A0_ERR_NO_FRAME);
+  CHECK_ERR(a0_transport_jump(lk, 3), A0_OK);
+  CHECK_ERR(a0_transport_frame(lk, &f), A0_OK);
+  CHECK(f.seq == 3);
+  CHECK_ERR(a0_transport_jump(lk, 6), A0_ERR_SEQ_NOT_FOUND);
+
+  /* Uncommitted frames vanish at unlock; the cursor on one comes back. */
+  CHECK_ERR(write_frame(lk, 8), A0_OK);
+  CHECK_ERR(a0_transport_jump_tail(lk), A0_OK);
+  CHECK(t.cur_seq == 6);
+  CHECK_ERR(a0_transport_unlock(lk), A0_OK);
+  CHECK(t.cur_seq == 5);
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_OK);
+  CHECK(a0_transport_seq_high(lk) == 5 && !a0_transport_has_next(lk));
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_ERR_DEADLOCK);
+
+  /* Too large: nothing changes. */
+  uint8_t* data;
+  CHECK_ERR(a0_transport_alloc(lk, a0_transport_max_frame_data(&t) + 1, &data), A0_ERR_FRAME_TOO_LARGE);
+  bool evicts;
+  CHECK_ERR(a0_transport_alloc_evicts(lk, a0_transport_max_frame_data(&t) + 1, &evicts),
+            A0_ERR_FRAME_TOO_LARGE);
+  CHECK_ERR(a0_transport_alloc_evicts(lk, a0_transport_max_frame_data(&t), &evicts), A0_OK);
+  CHECK(evicts);
+  CHECK_ERR(a0_transport_alloc_evicts(lk, 0, &evicts), A0_OK);
+  CHECK(!evicts);
+
+  /* clear: seqs are never reused, published at once. */
+  CHECK_ERR(a0_transport_clear(lk), A0_OK);
+  CHECK(a0_transport_empty(lk) && committed(base)->seq_low == 6 && committed(base)->seq_high == 5);
+  CHECK_ERR(write_frame(lk, 1), A0_OK);
+  CHECK(a0_transport_seq_high(lk) == 6);
+  CHECK(a0_transport_has_next(lk)); /* cursor 5 is below seq_low 6 */
+  CHECK_ERR(a0_transport_next(lk), A0_OK);
+  CHECK(t.cur_seq == 6);
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+  CHECK_ERR(a0_transport_unlock(lk), A0_OK);
+  CHECK_ERR(a0_transport_unlock(lk), A0_ERR_NOT_LOCKED);
+  free(base);
+}
+
+/* A live frame as found by walking the ring through the API. */
+typedef struct {
+  uint64_t seq, start, end;
+} span_t;
+
+/* Walks head to tail; checks content, seq order and that no two frames
+ * overlap (all pairs). Returns the number of frames, or -1 on a failure. */
+static int walk_and_check(a0_locked_t lk, uint8_t* base, uint64_t size, span_t* spans, int cap) {
+  if (a0_transport_empty(lk)) return 0;
+  if (a0_transport_jump_head(lk)) return -1;
+  int n = 0;
+  for (;;) {
+    a0_frame_t f;
+    if (a0_transport_frame(lk, &f) || n >= cap) return -1;
+    uint64_t start = (uint64_t)(f.data - base) - A0_FRAME_HDR_SIZE;
+    spans[n] = (span_t){f.seq, start, start + a0_align_up(A0_FRAME_HDR_SIZE + f.size)};
+    if (spans[n].end > size || start < A0_HEADER_SIZE) return -1;
+    for (uint64_t i = 0; i < f.size; i++)
+      if (f.data[i] != fill_byte(f.seq)) return -1;
+    if (n > 0 && spans[n].seq != spans[n - 1].seq + 1) return -1;
+    n++;
+    if (!a0_transport_has_next(lk)) break;
+    if (a0_transport_next(lk)) return -1;
+  }
+  if (spans[0].seq != a0_transport_seq_low(lk) || spans[n - 1].seq != a0_transport_seq_high(lk))
+    return -1;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (spans[i].start < spans[j].end && spans[j].start < spans[i].end) return -1;
+  return n;
+}
+
+static void test_eviction_mixed_sizes_never_overlaps(void) {
+  static const uint64_t sizes[] = {576, 640, 1000, 1536, 4096};
+  span_t spans[256];
+  int bad_steps = 0, evictions = 0, wraps = 0;
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    const uint64_t size = sizes[si];
+    uint8_t* base = new_arena(size);
+    a0_transport_t t;
+    a0_transport_init(&t, base, size);
+    const uint64_t max = a0_transport_max_frame_data(&t);
+    a0_locked_t lk;
+    a0_transport_lock(&t, &lk);
+    uint64_t last_off = 0;
+    int live = 0; /* frames in spans[], from the walk after the previous step */
+    for (int op = 0; op < 3000; op++) {
+      uint64_t r = rnd();
+      uint64_t n;
+      switch (r % 4) {
+        case 0: n = rnd() % (max < 48 ? max + 1 : 48); break;
+        case 1: n = max - rnd() % (max < 40 ? max + 1 : 40); break;
+        default: n = rnd() % (max + 1); break;
+      }
+      bool evicts;
+      uint64_t low_before = a0_transport_seq_low(lk);
+      a0_transport_alloc_evicts(lk, n, &evicts);
+      a0_err_t werr = write_frame(lk, n);
+      if (werr != A0_OK) {
+        fprintf(stderr, "arena %llu op %d: alloc(%llu): %s\n", (unsigned long long)size, op,
+                (unsigned long long)n, a0_strerror(werr));
+        bad_steps++;
+        continue;
+      }
+      /* alloc_evicts answers exactly whether the alloc evicted. */
+      if (evicts != (a0_transport_seq_low(lk) > low_before)) {
+        bad_steps++;
+        fprintf(stderr, "arena %llu op %d: alloc_evicts(%llu) said %d\n", (unsigned long long)size, op,
+                (unsigned long long)n, (int)evicts);
+      }
+      evictions += evicts;
+      /* Eviction is minimal: the last frame evicted overlapped the new one
+       * (else it need not have gone) and no survivor does. */
+      const uint64_t new_start = t.work.off_tail;
+      const uint64_t new_end = new_start + a0_align_up(A0_FRAME_HDR_SIZE + n);
+      const uint64_t low_after = a0_transport_seq_low(lk);
+      for (int i = 0; i < live; i++) {
+        bool overlaps = spans[i].start < new_end && new_start < spans[i].end;
+        bool evicted = spans[i].seq < low_after;
+        bool last_evicted = spans[i].seq + 1 == low_after;
+        if ((!evicted && overlaps) || (last_evicted && !overlaps)) {
+          bad_steps++;
+          fprintf(stderr, "arena %llu op %d: frame %llu %s\n", (unsigned long long)size, op,
+                  (unsigned long long)spans[i].seq, overlaps ? "overlaps the new frame" : "evicted for nothing");
+        }
+      }
+      uint64_t off = t.work.off_tail;
+      wraps += off < last_off;
+      last_off = off;
+      switch ((r >> 8) % 8) {
+        case 0: /* leave it uncommitted: dropped at unlock */
+          a0_transport_unlock(lk);
+          a0_transport_lock(&t, &lk);
+          break;
+        case 1:
+          a0_transport_commit(lk);
+          a0_transport_unlock(lk);
+          a0_transport_lock(&t, &lk);
+          break;
+        case 2:
+          if (rnd() % 16 == 0) a0_transport_clear(lk);
+          break;
+        default:
+          a0_transport_commit(lk);
+          break;
+      }
+      live = walk_and_check(lk, base, size, spans, 256);
+      if (live < 0) {
+        live = 0;
+        bad_steps++;
+        fprintf(stderr, "arena %llu op %d: walk found overlap or bad content\n", (unsigned long long)size, op);
+      }
+      /* The committed page passes its own checks after every step. */
+      if (a0_arena_check(base, size, NULL) != A0_OK) {
+        bad_steps++;
+        fprintf(stderr, "arena %llu op %d: committed state fails its check\n", (unsigned long long)size, op);
+      }
+    }
+    a0_transport_unlock(lk);
+    free(base);
+  }
+  CHECK(bad_steps == 0);
+  CHECK(evictions > 1000);
+  CHECK(wraps > 0);
+}
+
+static void test_corrupt_state_is_detected(void) {
+  const uint64_t size = 2048;
+  uint8_t* base = new_arena(size);
+  a0_transport_t t;
+  a0_locked_t lk;
+  a0_transport_init(&t, base, size);
+  a0_transport_lock(&t, &lk);
+  for (int i = 0; i < 6; i++) write_frame(lk, 40);
+  a0_transport_commit(lk);
+  a0_transport_unlock(lk);
+  a0_state_t saved = *committed(base);
+  const uint64_t second = saved.off_head + a0_align_up(A0_FRAME_HDR_SIZE + 40);
+  a0_frame_hdr_t* f2 = (a0_frame_hdr_t*)(base + second);
+  a0_frame_hdr_t* f5 = (a0_frame_hdr_t*)(base + saved.off_tail - (second - saved.off_head));
+
+  /* State page: offsets outside the workspace, misaligned, seqs inverted. */
+  const uint64_t bad_offs[] = {0, 7, 100, size, size - 16, UINT64_MAX - 15};
+  for (size_t i = 0; i < sizeof bad_offs / sizeof bad_offs[0]; i++) {
+    committed(base)->off_head = bad_offs[i];
+    CHECK_ERR(a0_transport_lock(&t, &lk), A0_ERR_CORRUPT);
+    CHECK(!t.locked);
+    *committed(base) = saved;
+  }
+  committed(base)->seq_low = saved.seq_high + 2;
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_ERR_CORRUPT);
+  *committed(base) = saved;
+  committed(base)->seq_low = 0;
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_ERR_CORRUPT);
+  *committed(base) = saved;
+  const uint32_t page = HDRP(base)->committed_page;
+  HDRP(base)->committed_page = 7;
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_ERR_CORRUPT);
+  HDRP(base)->committed_page = page;
+
+  /* The lock was released by every failed lock: this one succeeds. */
+  CHECK_ERR(a0_transport_lock(&t, &lk), A0_OK);
+  CHECK_ERR(a0_transport_jump(lk, 3), A0_OK);
+  a0_transport_unlock(lk);
+
+  /* A frame's off_next pointing elsewhere, its seq or data_size wrong. */
+  uint64_t saved_next = f2->off_next;
+  const uint64_t bad_next[] = {0, 3, size, UINT64_MAX, saved.off_head};
+  for (size_t i = 0; i < sizeof bad_next / sizeof bad_next[0]; i++) {
+    f2->off_next = bad_next[i];
+    a0_transport_lock(&t, &lk);
+    CHECK_ERR(a0_transport_jump(lk, 3), A0_ERR_CORRUPT); /* walks 1 -> 2 -> 3 from the head */
+    CHECK_ERR(a0_transport_jump_head(lk), A0_OK);
+    CHECK_ERR(a0_transport_next(lk), A0_OK);
+    CHECK_ERR(a0_transport_next(lk), A0_ERR_CORRUPT);
+    a0_transport_unlock(lk);
+  }
+  f2->off_next = saved_next;
+
+  /* off_prev: jump(4) of 6 walks back from the tail, 6 -> 5 -> 4. */
+  uint64_t saved_prev = f5->off_prev;
+  CHECK(f5->seq == 5);
+  const uint64_t bad_prev[] = {0, 8, size - 8, UINT64_MAX - 15, saved.off_tail};
+  for (size_t i = 0; i < sizeof bad_prev / sizeof bad_prev[0]; i++) {
+    f5->off_prev = bad_prev[i];
+    a0_transport_lock(&t, &lk);
+    CHECK_ERR(a0_transport_jump(lk, 4), A0_ERR_CORRUPT);
+    CHECK_ERR(a0_transport_jump(lk, 5), A0_OK);
+    CHECK_ERR(a0_transport_prev(lk), A0_ERR_CORRUPT);
+    a0_transport_unlock(lk);
+  }
+  f5->off_prev = saved_prev;
+
+  f2->seq = 99;
+  a0_transport_lock(&t, &lk);
+  CHECK_ERR(a0_transport_jump(lk, 2), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_transport_jump_head(lk), A0_OK);
+  CHECK_ERR(a0_transport_next(lk), A0_ERR_CORRUPT);
+  a0_transport_unlock(lk);
+  f2->seq = 2;
+
+  f2->data_size = size;
+  a0_transport_lock(&t, &lk);
+  CHECK_ERR(a0_transport_jump(lk, 2), A0_ERR_CORRUPT);
+  a0_transport_unlock(lk);
+  f2->data_size = 40;
+
+  /* The tail frame's data_size: alloc and used_space must not trust it. */
+  a0_frame_hdr_t* tail = (a0_frame_hdr_t*)(base + saved.off_tail);
+  tail->data_size = UINT64_MAX - 8;
+  a0_transport_lock(&t, &lk);
+  uint8_t* data;
+  uint64_t used;
+  CHECK_ERR(a0_transport_alloc(lk, 8, &data), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_transport_used_space(lk, &used), A0_ERR_CORRUPT);
+  a0_transport_unlock(lk);
+  tail->data_size = 40;
+
+  /* A cycle of off_next links is no endless loop: the seq check stops it. */
+  f2->off_next = saved.off_head;
+  a0_transport_lock(&t, &lk);
+  CHECK_ERR(a0_transport_jump(lk, 3), A0_ERR_CORRUPT);
+  a0_transport_unlock(lk);
+  f2->off_next = saved_next;
+
+  a0_transport_lock(&t, &lk);
+  CHECK_ERR(a0_transport_jump(lk, 3), A0_OK);
+  CHECK_ERR(write_frame(lk, 16), A0_OK);
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+  a0_transport_unlock(lk);
+  free(base);
+}
+
+static void test_deadman(void) {
+  uint8_t* base = new_arena(1024);
+  bool taken, mine;
+  uint32_t pid;
+  CHECK_ERR(a0_deadman_state(base, &taken, &mine, &pid), A0_OK);
+  CHECK(!taken && !mine && pid == 0);
+  CHECK_ERR(a0_deadman_release(base), A0_ERR_NOT_OWNER);
+  uint32_t bumps = HDRP(base)->deadman_notify;
+  CHECK_ERR(a0_deadman_try_take(base), A0_OK);
+  CHECK(HDRP(base)->deadman_notify != bumps);
+  CHECK_ERR(a0_deadman_state(base, &taken, &mine, &pid), A0_OK);
+  CHECK(taken && mine && pid == (uint32_t)getpid());
+  CHECK(HDRP(base)->deadman_pid == (uint32_t)getpid());
+  a0_err_t again = a0_deadman_try_take(base);
+  CHECK(again == A0_ERR_DEADLOCK || again == A0_ERR_BUSY);
+  CHECK_ERR(a0_deadman_take(base, NULL), A0_ERR_DEADLOCK);
+  CHECK_ERR(a0_deadman_wait_taken(base, NULL), A0_OK);
+  CHECK_ERR(a0_deadman_release(base), A0_OK);
+  CHECK_ERR(a0_deadman_state(base, &taken, &mine, &pid), A0_OK);
+  CHECK(!taken && !mine && pid == 0 && HDRP(base)->deadman_pid == 0);
+  CHECK_ERR(a0_deadman_release(base), A0_ERR_NOT_OWNER);
+
+  struct timespec deadline;
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_nsec += 20 * 1000 * 1000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  CHECK_ERR(a0_deadman_wait_taken(base, &deadline), A0_ERR_TIMEOUT);
+  CHECK_ERR(a0_deadman_wait_released(base, NULL), A0_OK);
+  CHECK_ERR(a0_deadman_take(base, NULL), A0_OK);
+  CHECK_ERR(a0_deadman_release(base), A0_OK);
+  free(base);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void test_wait_timeout(void) {
+  const uint64_t size = 1024;
+  uint8_t* base = new_arena(size);
+  a0_transport_t t;
+  a0_locked_t lk;
+  a0_transport_init(&t, base, size);
+  a0_transport_lock(&t, &lk);
+
+  struct timespec deadline;
+  double start = now_s();
+  clock_gettime(CLOCK_MONOTONIC, &deadline);
+  deadline.tv_nsec += 30 * 1000 * 1000;
+  if (deadline.tv_nsec >= 1000000000) {
+    deadline.tv_sec++;
+    deadline.tv_nsec -= 1000000000;
+  }
+  CHECK_ERR(a0_transport_wait(lk, a0_pred_has_next, NULL, &deadline), A0_ERR_TIMEOUT);
+  CHECK(now_s() - start >= 0.029);
+  CHECK(t.locked); /* returns with the lock held, even on timeout */
+  CHECK(a0_transport_waiter_count(&t) == 0);
+
+  /* A predicate that already holds returns at once; seq_above too. */
+  CHECK_ERR(write_frame(lk, 4), A0_OK);
+  CHECK_ERR(a0_transport_wait_step(lk, &deadline), A0_ERR_PENDING);
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+  CHECK_ERR(a0_transport_wait(lk, a0_pred_has_next, NULL, NULL), A0_OK);
+  uint64_t above = 0;
+  CHECK_ERR(a0_transport_wait(lk, a0_pred_seq_above, &above, NULL), A0_OK);
+  above = 1;
+  CHECK_ERR(a0_transport_wait(lk, a0_pred_seq_above, &above, &deadline), A0_ERR_TIMEOUT);
+  CHECK(t.locked);
+  a0_transport_unlock(lk);
+  CHECK_ERR(a0_transport_wait_step(lk, NULL), A0_ERR_NOT_LOCKED);
+  free(base);
+}
+
+int main(void) {
+  test_init_and_check();
+  test_alloc_commit_iterate();
+  test_eviction_mixed_sizes_never_overlaps();
+  test_corrupt_state_is_detected();
+  test_deadman();
+  test_wait_timeout();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
