@@ -334,22 +334,34 @@ def pingpong(args):
     cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
     if cpus and max(cpus) >= os.cpu_count():
         cpus = None
-    rows = []
     cases = [(f"a0py spin={s}", lambda n, w, z, c, s=s: _peers.pingpong_a0py(n, w, z, c, spin=s))
              for s in args.spins]
     if not args.no_peers:
         cases += list(_peers.PEERS.items())
-    for label, fn in cases:
-        try:
-            runs = [fn(n, warmup, args.msg_size, cpus) for _ in range(args.repeats)]
-        except _peers.Missing as e:
-            rows.append({"peer": label, "skipped": str(e)})
-            progress(f"  {label:<16} skipped: {e}")
-            continue
-        row = {"peer": label, "round_trips": n, **summarize(runs)}
-        rows.append(row)
-        progress(f"  {label:<16} p50 {row['p50_us']:7.2f} µs  p99 {row['p99_us']:7.2f} µs  "
-                 f"mean {row['mean_us']:7.2f} µs")
+    # Round-robin over the cases, one run of each per repeat: the machine's
+    # phases (a noisy neighbour, where the scheduler puts the two processes)
+    # then fall on every case alike instead of on whichever ran at the time.
+    runs = {label: [] for label, _ in cases}
+    skipped = {}
+    for r in range(args.repeats):
+        for label, fn in cases:
+            if label in skipped:
+                continue
+            try:
+                lat = fn(n, warmup, args.msg_size, cpus)
+            except _peers.Missing as e:
+                skipped[label] = str(e)
+                progress(f"  {label:<16} skipped: {e}")
+                continue
+            runs[label].append(lat)
+            s = summarize([lat])
+            progress(f"  run {r + 1} {label:<16} p50 {s['p50_us']:7.2f} µs  p99 {s['p99_us']:7.2f} µs")
+    rows = []
+    for label, _ in cases:
+        if label in skipped:
+            rows.append({"peer": label, "skipped": skipped[label]})
+        else:
+            rows.append({"peer": label, "round_trips": n, **summarize(runs[label])})
     return rows
 
 
