@@ -734,10 +734,16 @@ cdef class LockedTransport:
         return self
 
     def __exit__(self, *exc):
+        # A wait whose relock failed (e.g. the committed state turned out
+        # corrupt) has already given the lock up and uncounted it
+        # (_after_wait): unlocking again would raise LockError over the real
+        # error and drive arena.locks_held negative, so close() would refuse.
+        held = self.active
         self._drop_views()
         self.active = False
         self.generation += 1
-        self.tr._release(self.lk)
+        if held:
+            self.tr._release(self.lk)
         return False
 
     cdef int _check(self) except -1:
