@@ -965,6 +965,9 @@ class Index:
         of the matching values already asserted. The same callback may be
         registered several times; each registration gets its own events.
 
+        If ``callback`` raises while being told of what is present, the
+        handler is removed again and the exception propagates.
+
         Raises :class:`DataspaceTypeError` when ``callback`` is not callable,
         :class:`InvalidValueError` when ``pattern`` holds something that is
         neither a value nor a pattern.
@@ -1018,7 +1021,13 @@ class Index:
             events.append("+")
             events.append(handler.captures_of_key(ck))
         if events:
-            _deliver(events)
+            try:
+                _deliver(events)
+            except BaseException:
+                # Nobody holds the handle yet: undo, so nothing is left
+                # installed that the caller cannot remove.
+                self.remove_handler(handle)
+                raise
         return handle
 
     def remove_handler(self, handle):
