@@ -26,6 +26,7 @@ _NUMBER = re.compile(
 )
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _WORDS = {"None": None, "True": True, "False": False, "nan": float("nan"), "inf": float("inf")}
+MAX_DEPTH = 200
 _BYTES_ESCAPES = {"\\": 0x5C, '"': 0x22, "n": 0x0A, "r": 0x0D, "t": 0x09, "0": 0x00}
 
 
@@ -34,6 +35,7 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.record = record
+        self.depth = 0
 
     def error(self, message, pos=None):
         return ParseError(message, self.text, self.pos if pos is None else pos)
@@ -61,6 +63,15 @@ class _Parser:
         self.pos += 1
 
     def items(self, close):
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nesting deeper than {MAX_DEPTH}")
+        try:
+            return self._items(close)
+        finally:
+            self.depth -= 1
+
+    def _items(self, close):
         items = []
         if self.peek() == close:
             self.pos += 1
@@ -80,9 +91,7 @@ class _Parser:
                 found = repr(c) if c else "end of text"
                 raise self.error(f"expected ',' or {close!r}, found {found}")
 
-    def term(self, depth=0):
-        if depth > 200:
-            raise self.error("nesting deeper than 200")
+    def term(self):
         c = self.peek()
         text, start = self.text, self.pos
         if not c:
@@ -99,7 +108,13 @@ class _Parser:
                 self.pos = m.end()
             if self.pos < len(text) and text[self.pos] == ":":
                 self.pos += 1
-                return Capture(self.term(depth + 1), name)
+                self.depth += 1
+                if self.depth > MAX_DEPTH:
+                    raise self.error(f"nesting deeper than {MAX_DEPTH}")
+                try:
+                    return Capture(self.term(), name)
+                finally:
+                    self.depth -= 1
             if self.peek() == "(":
                 raise self.error("a capture's subpattern follows a colon: write $name:label(...)")
             return Capture(DISCARD, name)
