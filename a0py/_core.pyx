@@ -146,6 +146,17 @@ def _check_create_size(size):
     return value
 
 
+cdef int _get_buffer(object data, Py_buffer* buf) except -1:
+    # Cython declares PyObject_GetBuffer `except -1`: it raises TypeError
+    # itself, so a `< 0` test after it never ran and callers got TypeError
+    # instead of the documented ArgumentError.
+    try:
+        PyObject_GetBuffer(data, buf, PyBUF_SIMPLE)
+    except TypeError:
+        raise ArgumentError(f"frame data must be bytes-like, not {type(data).__name__}") from None
+    return 0
+
+
 def _check_mode(mode):
     if not isinstance(mode, int) or mode < 0 or mode > 0o7777:
         raise ArgumentError(f"mode must be an int permission like 0o600, not {mode!r}")
@@ -595,8 +606,7 @@ cdef class Transport:
         cdef a0_locked_t lk
         cdef uint8_t* dst
         cdef a0_err_t err
-        if PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE) < 0:
-            raise ArgumentError(f"frame data must be bytes-like, not {type(data).__name__}")
+        _get_buffer(data, &buf)
         try:
             self._acquire(&lk)
             err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
@@ -627,8 +637,7 @@ cdef class Transport:
         self._acquire(&lk)
         try:
             for item in items:
-                if PyObject_GetBuffer(item, &buf, PyBUF_SIMPLE) < 0:
-                    raise ArgumentError(f"frame data must be bytes-like, not {type(item).__name__}")
+                _get_buffer(item, &buf)
                 err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
                 if not err:
                     memcpy(dst, buf.buf, buf.len)
