@@ -31,8 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from a0py.dataspace import DISCARD, capture, format_term  # noqa: E402
-from a0py.dataspace import _skeleton as interpreted  # noqa: E402
+from a0py.dataspace import DISCARD, capture, format_term
+from a0py.dataspace import _skeleton as interpreted
 
 try:
     from a0py import _index as compiled

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from a0py.dataspace import Dataspace, Record, parse  # noqa: E402
+from a0py.dataspace import Dataspace, Record, parse
 
 
 def join(ds, name, out):

@@ -234,7 +234,7 @@ def test_repr_is_the_text_syntax_and_parses_back(v):
 
 def _has_odd_nan(v):
     if type(v) is float:
-        return v != v and struct.pack(">d", v) != struct.pack(">d", float("nan"))
+        return math.isnan(v) and struct.pack(">d", v) != struct.pack(">d", float("nan"))
     if type(v) is tuple:
         return any(_has_odd_nan(x) for x in v)
     if type(v) is Record:

@@ -375,7 +375,7 @@ def test_same_callback_twice_gets_events_twice_and_removal_is_per_handle(mod):
     R = mod.Record
     idx = mod.Index()
     seen = []
-    cb = lambda ev, caps: seen.append((ev, caps))  # noqa: E731
+    cb = lambda ev, caps: seen.append((ev, caps))
     h1 = idx.add_handler(P(mod, "present($)"), cb)
     h2 = idx.add_handler(P(mod, "present($)"), cb)
     idx.add_assertion(R("present", "A"))

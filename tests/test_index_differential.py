@@ -268,7 +268,7 @@ def test_both_builds_give_the_same_events(ops):
         for i, step in enumerate(ops):
             if step[0] == "add_h":
                 idx.add_handler(build(step[1], R),
-                                lambda ev, caps, i=i: trace.append((i, ev, encode(caps))))
+                                lambda ev, caps, i=i, t=trace: t.append((i, ev, encode(caps))))
             elif step[0] == "add":
                 idx.add_assertion(build(step[1], R))
             elif step[0] == "msg":

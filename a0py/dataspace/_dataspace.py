@@ -23,7 +23,7 @@ from a0py.dataspace._impl import impl
 class AssertionHandle:
     """One assertion made by a facet; pass it to :meth:`Facet.retract`."""
 
-    __slots__ = ("facet", "value", "live")
+    __slots__ = ("facet", "live", "value")
 
     def __init__(self, facet, value):
         self.facet = facet
@@ -37,7 +37,7 @@ class AssertionHandle:
 class Observer:
     """One pattern observed by a facet; pass it to :meth:`Facet.unobserve`."""
 
-    __slots__ = ("facet", "pattern", "_handle")
+    __slots__ = ("_handle", "facet", "pattern")
 
     def __init__(self, facet, pattern, handle):
         self.facet = facet
@@ -54,7 +54,7 @@ class Observer:
 
 
 class _Turn:
-    __slots__ = ("additions", "removals", "messages", "depth")
+    __slots__ = ("additions", "depth", "messages", "removals")
 
     def __init__(self):
         self.additions = []

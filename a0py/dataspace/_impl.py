@@ -15,4 +15,4 @@ except ImportError:  # pragma: no cover - only in an unbuilt checkout
 
     COMPILED = False
 
-__all__ = ["impl", "COMPILED"]
+__all__ = ["COMPILED", "impl"]

@@ -51,7 +51,7 @@ class Capture:
     """The pattern ``$name:sub``: matches what ``sub`` matches and binds the
     matched value. Build it with :func:`capture`."""
 
-    __slots__ = ("pattern", "name")
+    __slots__ = ("name", "pattern")
 
     def __init__(self, pattern=DISCARD, name=None):
         if name is not None and type(name) is not str:

@@ -329,7 +329,7 @@ def _self_keyed(v: object) -> cython.bint:
         return True
     if t is float:
         x: cython.double = v
-        return x == x and x != _INF and x != -_INF and x != floor(x)
+        return x == x and x != _INF and x != -_INF and x != floor(x)  # noqa: PLR0124 (NaN)
     if t is tuple:
         for y in cython.cast(tuple, v):
             if not _self_keyed(y):
