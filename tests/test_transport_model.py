@@ -338,7 +338,7 @@ class TransportMachine(RuleBasedStateMachine):
             self.ring.lock()
             for spec in specs:
                 self.do_alloc(t, self.size_of(spec))
-            if peek:
+            if peek and not self.ring.work.empty:
                 t.jump_tail()
                 self.ring.cursor = self.ring.work.seq_high
                 assert t.frame().seq == self.ring.cursor
