@@ -17,7 +17,9 @@ Measures, each repeated --repeats times (medians reported):
               arenas, read_next(timeout=None)) at several Transport.spin
               settings, and the peers that are installed: os.pipe,
               multiprocessing Pipe/Queue, pyzmq ipc://, faster-fifo, POSIX
-              message queues. p50/p99/mean over >= 20k round trips a run.
+              message queues. p50/p99/mean over >= 20k round trips a run;
+  floors      the same ping-pong in C (bench/pingpong_floor.c, built with
+              cc if present): a raw futex pair, and the transport's C path.
 
 This is a script, not a test: it asserts nothing about speed. Targets
 (issue 2) are printed beside the figures.
@@ -365,6 +367,44 @@ def pingpong(args):
     return rows
 
 
+# ----------------------------------------------------------------- floors
+
+
+def c_floors(args):
+    """Ping-pong in C (bench/pingpong_floor.c): raw futex, and the transport
+    without Python, at the same spins and placement as the Python runs."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    root = os.path.dirname(HERE)
+    if not cc or not os.path.isdir(os.path.join(root, "csrc")):
+        progress("  skipped: needs a C compiler and the csrc/ sources")
+        return {"skipped": "needs a C compiler and csrc/"}
+    cpus = {"none": (-1, -1), "cross": (0, 1), "same": (0, 0)}[args.pin]
+    n = 2_000 if args.quick else args.round_trips
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "pingpong_floor")
+        srcs = [os.path.join(HERE, "pingpong_floor.c")] + sorted(
+            os.path.join(root, "csrc", f) for f in os.listdir(os.path.join(root, "csrc"))
+            if f.endswith(".c"))
+        subprocess.run([cc, "-std=gnu11", "-O2", "-D_GNU_SOURCE", "-I", os.path.join(root, "csrc"),
+                        "-o", exe, *srcs, "-lpthread"], check=True)
+        cases = [("C raw futex", "futex", 0)] + [(f"C transport spin={s}", "transport", s)
+                                                 for s in args.spins]
+        runs = {label: [] for label, _, _ in cases}
+        for _ in range(args.repeats):
+            for label, mode, spin in cases:
+                out = subprocess.run([exe, mode, str(n), str(spin), *map(str, cpus)], check=True,
+                                     capture_output=True, text=True, timeout=300).stdout.split()
+                runs[label].append([float(x) for x in out])
+        for label, _, _ in cases:
+            r = runs[label]
+            row = {"peer": label, "round_trips": n, "p50_us": median([x[0] for x in r]),
+                   "p99_us": median([x[1] for x in r]), "mean_us": median([x[2] for x in r])}
+            rows.append(row)
+            progress(f"  {label:<22} p50 {row['p50_us']:7.2f} µs  p99 {row['p99_us']:7.2f} µs")
+    return rows
+
+
 # ----------------------------------------------------------------- report
 
 
@@ -421,6 +461,12 @@ def report(res, args):
             ratio = f"{r['p50_us'] / base['p50_us']:10.2f}x" if base else ""
             lines.append(f"  {r['peer']:<16} {r['p50_us']:8.2f} {r['p99_us']:8.2f} "
                          f"{r['mean_us']:8.2f}  {ratio:>11}")
+    if isinstance(res.get("floors"), list):
+        lines.append("")
+        lines.append(f"C floors (bench/pingpong_floor.c), 64-byte messages, pin={args.pin}")
+        for r in res["floors"]:
+            lines.append(f"  {r['peer']:<22} p50 {r['p50_us']:7.2f} µs  p99 {r['p99_us']:7.2f} µs  "
+                         f"mean {r['mean_us']:7.2f} µs")
     lines.append("")
     lines.append("targets (issue 2): 64 B write <= 300 ns and read <= 300 ns; no syscall "
                  "when nobody waits; ping-pong p50 <= 12 µs; 1 MiB write >= 10 GB/s")
@@ -440,8 +486,8 @@ def main(argv=None):
     ap.add_argument("--pin", choices=("none", "cross", "same"), default="none",
                     help="ping-pong placement: scheduler's choice, one core each, both on one")
     ap.add_argument("--no-peers", action="store_true", help="ping-pong: a0py only")
-    ap.add_argument("--only", default="throughput,memcpy,syscalls,pingpong",
-                    help="comma-separated subset of throughput,memcpy,syscalls,pingpong")
+    ap.add_argument("--only", default="throughput,memcpy,syscalls,pingpong,floors",
+                    help="comma-separated subset of throughput,memcpy,syscalls,pingpong,floors")
     ap.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.repeats is None:
@@ -449,7 +495,7 @@ def main(argv=None):
     only = set(args.only.split(","))
     res = {"machine": machine(), "args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     for key, fn in (("throughput", throughput), ("memcpy", memcpy_floor),
-                    ("syscalls", syscalls), ("pingpong", pingpong)):
+                    ("syscalls", syscalls), ("pingpong", pingpong), ("floors", c_floors)):
         if key in only:
             progress(f"{key}:")
             res[key] = fn(args)
