@@ -106,19 +106,23 @@ def make_patterns(R):
 
 
 class Counters:
-    """One callback per observer, counting events by kind."""
+    """One callback per observer, counting its events. Each phase has one
+    kind of event (insert: +, send: !, remove: -), so the counts taken after
+    each phase are counts per observer and kind."""
 
     def __init__(self, n):
-        self.counts = [[0, 0, 0] for _ in range(n)]
+        self.counts = [[0] for _ in range(n)]
 
     def callback(self, i):
         c = self.counts[i]
-        slot = {"+": 0, "-": 1, "!": 2}
 
         def cb(event, captures):
-            c[slot[event]] += 1
+            c[0] += 1
 
         return cb
+
+    def snapshot(self):
+        return [c[0] for c in self.counts]
 
 
 CLOCK = time.perf_counter
@@ -151,7 +155,12 @@ def run_once(mod, values, patterns):
         for v in values:
             rem(v)
 
-    t = {"insert": timed(insert), "send": timed(sending), "remove": timed(remove)}
+    t = {"insert": timed(insert)}
+    counts = [counters.snapshot()]
+    t["send"] = timed(sending)
+    counts.append(counters.snapshot())
+    t["remove"] = timed(remove)
+    counts.append(counters.snapshot())
     idx2 = mod.Index()
     for v in values:
         idx2.add_assertion(v)
@@ -162,7 +171,8 @@ def run_once(mod, values, patterns):
             idx2.add_handler(p, late.callback(i))
 
     t["observe"] = timed(observe)
-    return t, counters.counts, late.counts
+    counts.append(late.snapshot())
+    return t, counts
 
 
 def full_events(mod, values, patterns):
@@ -213,18 +223,18 @@ def main():
     for r in range(args.repeat):
         for name, mod in BUILDS.items():
             values, patterns = work[name]
-            t, c, late = run_once(mod, values, patterns)
+            t, c = run_once(mod, values, patterns)
             for phase, secs in t.items():
                 results[name][phase].append(secs)
-            counts.setdefault(name, (c, late))
-            if (c, late) != counts[name]:
+            counts.setdefault(name, c)
+            if c != counts[name]:
                 sys.exit(f"{name}: events differ between runs")
             print(f"run {r + 1}/{args.repeat} {name:12s} " + "  ".join(
                 f"{p} {args.n / s / 1e3:8.1f}k/s" if p != "observe" else f"{p} {s * 1e3:7.1f}ms"
                 for p, s in t.items()), flush=True)
     if counts["compiled"] != counts["interpreted"]:
         sys.exit("events differ between builds on the full run")
-    total = sum(sum(x) for x in counts["compiled"][0])
+    total = sum(counts["compiled"][2])
 
     clock = "CPU time" if args.cpu else "wall time"
     print(f"\n{args.n} assertions, {len(work['compiled'][1])} observers, {total} events a run"

@@ -504,3 +504,45 @@ def test_top_level_atoms_and_tuples_are_values(mod):
     assert ("hi", "+", ()) in events and len(events) == 9
     assert sorted(idx.assertions(), key=repr) == sorted(
         ["hi", b"hi", None, 0, False, 0.0, (), ((),)], key=repr)
+
+
+@pytest.mark.parametrize(
+    "text, exact",
+    [
+        ("speak($, $)", True),
+        ('present("Alice", $)', True),
+        ('present("Alice")', True),
+        ("$", True),
+        ("$:a(_, _)", True),
+        ("a($:[_, 1], $)", True),
+        ("speak($, _)", False),
+        ("_", False),
+        ("[_, $]", False),
+        ("a($, b(_))", False),
+    ],
+)
+def test_exact_patterns_are_recognised(mod, text, exact):
+    """Constants and captures covering every hole make a handler exact: it
+    needs no bag, since distinct values give distinct capture tuples."""
+    assert mod.analyse(P(mod, text)).exact is exact
+
+
+def test_exact_and_bagged_handlers_agree(mod):
+    R = mod.Record
+    idx = mod.Index()
+    t = Trace(idx)
+    t.on("exact", P(mod, "a($, $)"))
+    t.on("bagged", P(mod, "a($, _)"))
+    t.on("erasing", P(mod, "a(_, _)"))
+    for v in (R("a", 1, 2), R("a", 1, 3), R("a", 1, 2)):
+        idx.add_assertion(v)
+    assert t.take() == sorted([
+        ("exact", "+", (1, 2)), ("exact", "+", (1, 3)), ("bagged", "+", (1,)),
+        ("erasing", "+", ())], key=repr)
+    idx.remove_assertion(R("a", 1, 2))
+    assert t.take() == []
+    idx.remove_assertion(R("a", 1, 2))
+    assert t.take() == [("exact", "-", (1, 2))]
+    idx.remove_assertion(R("a", 1, 3))
+    assert t.take() == sorted([("exact", "-", (1, 3)), ("bagged", "-", (1,)),
+                               ("erasing", "-", ())], key=repr)

@@ -457,6 +457,7 @@ class Skeleton:
     constants = cython.declare(tuple, visibility="readonly")
     captures = cython.declare(tuple, visibility="readonly")
     names = cython.declare(tuple, visibility="readonly")
+    exact = cython.declare(cython.bint, visibility="readonly")
     _const_paths = cython.declare(tuple)
     _const_key = cython.declare(object)
 
@@ -471,12 +472,36 @@ class Skeleton:
         self.names = tuple(names)
         self._const_paths = tuple([c[0] for c in constants])
         self._const_key = _constant_key(tuple([c[1] for c in constants]))
+        self.exact = _is_exact(self.shape, self._const_paths, self.captures)
 
     def __repr__(self):
         return (
             f"Skeleton(shape={format_shape(self.shape)}, constants={self.constants!r},"
             f" captures={self.captures!r})"
         )
+
+
+def _holes(shape, path: tuple, out: list):
+    if shape is None:
+        out.append(path)
+        return
+    for i, kid in enumerate(shape[2:]):
+        _holes(kid, path + (i,), out)
+
+
+def _is_exact(shape, const_paths: tuple, captures: tuple) -> bool:
+    """True when the constants and captures pin down every hole of the shape:
+    then two different values with this shape and these constants always
+    have different capture tuples, so every capture tuple is counted at most
+    once and the handler needs no bag (see Handler)."""
+    holes: list = []
+    _holes(shape, (), holes)
+    for h in holes:
+        if h in const_paths:
+            continue
+        if not any(h[:len(c)] == c for c in captures):
+            return False
+    return True
 
 
 @cython.cfunc
@@ -538,20 +563,31 @@ class Handler:
 
     The bag is keyed by the canonical key of the capture tuple; with one
     capture, by the key of the captured value alone (no 1-tuple is kept per
-    entry), with none by ``()``."""
+    entry). With no capture the bag has one possible entry, ``()``, so it is
+    a plain count, ``empty_count``, and ``captures`` stays empty.
+
+    An *exact* handler (its pattern's constants and captures cover every hole
+    of its shape, as in ``speak($, $)`` or ``present("Alice", $)``) keeps no
+    bag at all: distinct values in its leaf have distinct capture tuples, so
+    each count is 0 or 1 and follows the leaf's cache, which already records
+    it. Its ``+`` and ``-`` are exactly the leaf's additions and removals."""
 
     paths = cython.declare(tuple)
     arity = cython.declare(cython.Py_ssize_t)
+    exact = cython.declare(cython.bint)
     first = cython.declare(tuple)
     captures = cython.declare(dict)
+    empty_count = cython.declare(cython.Py_ssize_t)
     callbacks = cython.declare(dict)
     callback_list = cython.declare(list)
 
-    def __init__(self, paths: tuple):
+    def __init__(self, paths: tuple, exact: cython.bint):
         self.paths = paths
+        self.exact = exact
         self.arity = len(paths)
         self.first = paths[0] if self.arity else ()
         self.captures = {}
+        self.empty_count = 0
         self.callbacks = {}
         self.callback_list = []
 
@@ -605,12 +641,14 @@ class ConstantTable:
 
     paths = cython.declare(tuple)
     leaves = cython.declare(dict)
+    sole = cython.declare(object)  # without constants: the one leaf, or None
     _n = cython.declare(cython.Py_ssize_t)
     _first = cython.declare(tuple)
 
     def __init__(self, paths: tuple):
         self.paths = paths
         self.leaves = {}
+        self.sole = None
         self._n = len(paths)
         self._first = paths[0] if self._n else ()
 
@@ -928,7 +966,10 @@ class Index:
         if cont.table_list:
             for t in cont.table_list:
                 table: ConstantTable = cython.cast(ConstantTable, t)
-                lf = table.leaves.get(table.key_of(v))
+                if table._n == 0:
+                    lf = table.sole
+                else:
+                    lf = table.leaves.get(table.key_of(v))
                 if lf is None:
                     continue
                 leaf: Leaf = cython.cast(Leaf, lf)
@@ -998,13 +1039,21 @@ class Index:
                     if table.key_of(_unkey(k)) == skel._const_key:
                         leaf.cache.add(k)
             table.leaves[skel._const_key] = leaf
+            if not skel._const_paths:
+                table.sole = leaf
         handler: Handler = leaf.handlers.get(skel.captures)
         if handler is None:
-            handler = Handler(skel.captures)
+            handler = Handler(skel.captures, skel.exact)
             bag: dict = handler.captures
-            for k in (leaf.cache if leaf.cache is not None else self._members(cont)):
-                ck = _capture_key(handler, _unkey(k))
-                bag[ck] = bag.get(ck, 0) + 1
+            members = leaf.cache if leaf.cache is not None else self._members(cont)
+            if handler.exact:
+                pass  # the leaf's cache is the bag
+            elif handler.arity == 0:
+                handler.empty_count = len(members)
+            else:
+                for k in members:
+                    ck = _capture_key(handler, _unkey(k))
+                    bag[ck] = bag.get(ck, 0) + 1
             leaf.handlers[skel.captures] = handler
             leaf.set_handlers()
         handler.callbacks[handle] = callback
@@ -1016,6 +1065,15 @@ class Index:
         handle._const_key = skel._const_key
         handle.active = True
         events: list = []
+        if handler.exact:
+            for k in (leaf.cache if leaf.cache is not None else self._members(cont)):
+                events.append(callback)
+                events.append("+")
+                events.append(_captures_of(handler, _unkey(k)))
+        if handler.empty_count:
+            events.append(callback)
+            events.append("+")
+            events.append(())
         for ck in handler.captures:
             events.append(callback)
             events.append("+")
@@ -1058,6 +1116,7 @@ class Index:
             return
         table: ConstantTable = h._table
         del table.leaves[h._const_key]
+        table.sole = None
         if table.leaves:
             return
         del h._continuation.tables[table.paths]
@@ -1160,20 +1219,42 @@ def _capture_tuple_key(caps: tuple) -> tuple:
 
 
 @cython.cfunc
+def _captures_of(handler: Handler, v: object) -> tuple:
+    n: cython.Py_ssize_t = handler.arity
+    if n == 1:
+        return (_project(v, handler.first),)
+    if n == 0:
+        return ()
+    return _captures(handler, v)
+
+
+@cython.cfunc
 def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
     n: cython.Py_ssize_t = handler.arity
     caps: tuple
-    if op == _MESSAGE:
-        if n == 1:
-            caps = (_project(v, handler.first),)
-        elif n == 0:
-            caps = ()
-        else:
-            caps = _captures(handler, v)
+    if op == _MESSAGE or handler.exact:
+        caps = _captures_of(handler, v)
+        event = "!" if op == _MESSAGE else ("+" if op == _ADD else "-")
         for cb in handler.callback_list:
             events.append(cb)
-            events.append("!")
+            events.append(event)
             events.append(caps)
+        return
+    if n == 0:
+        if op == _ADD:
+            handler.empty_count += 1
+            if handler.empty_count != 1:
+                return
+            event = "+"
+        else:
+            handler.empty_count -= 1
+            if handler.empty_count != 0:
+                return
+            event = "-"
+        for cb in handler.callback_list:
+            events.append(cb)
+            events.append(event)
+            events.append(())
         return
     bag: dict = handler.captures
     x = None
@@ -1181,8 +1262,6 @@ def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
     if n == 1:
         x = _project(v, handler.first)
         ck = _subkey(x)
-    elif n == 0:
-        ck = ()
     else:
         caps = _captures(handler, v)
         ck = _capture_tuple_key(caps)
@@ -1206,8 +1285,6 @@ def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
             return
     if n == 1:
         caps = (x,)
-    elif n == 0:
-        caps = ()
     for cb in handler.callback_list:
         events.append(cb)
         events.append(event)
