@@ -19,6 +19,7 @@ from posix.unistd cimport close as c_close
 from ._a0 cimport *
 
 import fcntl
+import numbers
 import os
 import time
 
@@ -93,10 +94,9 @@ cdef int _make_deadline(object timeout, timespec* ts) except -1:
     if timeout is None:
         return 0
     cdef double secs
-    try:
-        secs = float(timeout)
-    except (TypeError, ValueError):
-        raise ArgumentError(f"timeout must be a number of seconds or None, not {timeout!r}") from None
+    if isinstance(timeout, (str, bytes, bool)) or not isinstance(timeout, numbers.Real):
+        raise ArgumentError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    secs = float(timeout)
     if not secs >= 0:  # also rejects NaN
         raise ArgumentError(f"timeout must be >= 0 seconds, got {timeout!r}")
     if secs > 1e9:
@@ -572,7 +572,10 @@ cdef class Transport:
 
     @spin.setter
     def spin(self, value):
-        self.t.spin = <uint32_t>_as_size(value, "spin")
+        cdef uint64_t spin = _as_size(value, "spin")
+        if spin > 0xFFFFFFFF:
+            raise ArgumentError(f"spin must be at most {0xFFFFFFFF} iterations, got {spin}")
+        self.t.spin = <uint32_t>spin
 
     @property
     def cursor_seq(self):

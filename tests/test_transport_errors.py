@@ -619,3 +619,20 @@ def test_crash_in_the_child_would_be_seen(tmp_path):
     proc = subprocess.run([sys.executable, "-c", "import ctypes; ctypes.string_at(0)"],
                           capture_output=True, timeout=60)
     assert proc.returncode != 0
+
+
+@pytest.mark.parametrize("bad", ["1", b"1", True, object(), float("nan"), -0.5])
+def test_wait_rejects_non_numeric_or_negative_timeout(bad):
+    tr = a0py.Transport(a0py.Arena.heap(4096))
+    with tr.lock() as t:
+        with pytest.raises(a0py.ArgumentError, match="timeout"):
+            t.wait(timeout=bad)
+
+
+def test_spin_above_32_bits_is_rejected():
+    tr = a0py.Transport(a0py.Arena.heap(4096))
+    tr.spin = 0xFFFFFFFF
+    assert tr.spin == 0xFFFFFFFF
+    with pytest.raises(a0py.ArgumentError, match="spin"):
+        tr.spin = 1 << 32
+    assert tr.spin == 0xFFFFFFFF
