@@ -888,7 +888,7 @@ class Index:
         :class:`InvalidValueError` unless ``v`` is a value."""
         key = _key(v)
         events: list = self._take_events()
-        self._walk(self._root, ((v,), None), v, key, _MESSAGE, events)
+        self._walk(self._root, None, v, key, _MESSAGE, events)
         self._finish(events)
 
     def patch(self, additions=(), removals=()):
@@ -933,7 +933,7 @@ class Index:
         size: cython.Py_ssize_t = len(bag)
         n = bag.setdefault(key, 1)  # one probe when the key is new
         if len(bag) != size:
-            self._walk(self._root, ((v,), None), v, key, _ADD, events)
+            self._walk(self._root, None, v, key, _ADD, events)
         else:
             bag[key] = n + 1
 
@@ -945,18 +945,18 @@ class Index:
             raise NotAssertedError(f"{v!r} is not asserted")
         if n == 1:
             del bag[key]
-            self._walk(self._root, ((v,), None), v, key, _REMOVE, events)
+            self._walk(self._root, None, v, key, _REMOVE, events)
         else:
             bag[key] = n - 1
 
     @cython.cfunc
-    def _walk(self, node: Node, stack: tuple, v: object, key: object, op: cython.int,
+    def _walk(self, node: Node, stack: tuple | None, v: object, key: object, op: cython.int,
               events: list):
         """The paper's modify: update (or, for messages, just visit) the
         continuation, its leaves and handlers, then follow every selector
         whose class matches ``v``. ``stack`` is a cons list (value, rest) of
-        the values on the path from the root, the wrapper ``(v,)`` at the
-        bottom."""
+        the values on the path from the root; None at the root (standing for
+        the paper's wrapper ``[v]``) and at nodes without selectors."""
         cont: Continuation = node.continuation
         if cont.cache is not None:
             if op == _ADD:
@@ -982,19 +982,28 @@ class Index:
                     _visit_handler(cython.cast(Handler, h), v, op, events)
         s: tuple
         sel: Selector
+        nxt: Node
         j: cython.Py_ssize_t
         for x in node.selectors:
             sel = cython.cast(Selector, x)
-            s = stack
-            for j in range(sel.pop_count):
-                s = s[1]
-            child = _step(s[0], sel.index)
+            if stack is None:
+                # At the root: its one selector, (0, 0), picks the value itself
+                # out of the wrapper the paper puts around it.
+                s = None
+                child = v
+            else:
+                s = stack
+                for j in range(sel.pop_count):
+                    s = s[1]
+                child = _step(s[0], sel.index)
             cls = _class_of(child)
             if cls is None:
                 continue
-            nxt = sel.table.get(cls)
-            if nxt is not None:
-                self._walk(cython.cast(Node, nxt), (child, s), v, key, op, events)
+            n = sel.table.get(cls)
+            if n is not None:
+                nxt = cython.cast(Node, n)
+                # Only a node with selectors of its own reads the stack.
+                self._walk(nxt, (child, s) if nxt.selectors else None, v, key, op, events)
 
     # ------------------------------------------------------------ handlers
 
