@@ -89,6 +89,12 @@ cdef int _raise(a0_err_t err, str what, const a0_check_info_t* info=NULL) except
     raise _ERR_CLASS.get(err, ArenaCorruptError)(msg)
 
 
+cdef inline int _check_err(a0_err_t err, str what) except -1:
+    if err:
+        _raise(err, what)
+    return 0
+
+
 cdef int _make_deadline(object timeout, timespec* ts) except -1:
     """Fills ts with now + timeout on CLOCK_MONOTONIC; 0 if timeout is None."""
     if timeout is None:
@@ -814,30 +820,22 @@ cdef class LockedTransport:
     def commit(self):
         """Publishes every frame allocated under this lock and wakes waiters."""
         self._check()
-        cdef a0_err_t err = a0_transport_commit(self.lk)
-        if err:
-            _raise(err, "commit")
+        _check_err(a0_transport_commit(self.lk), "commit")
 
     def clear(self):
         """Removes every frame at once (seqs keep counting up)."""
         self._check()
-        cdef a0_err_t err = a0_transport_clear(self.lk)
-        if err:
-            _raise(err, "clear")
+        _check_err(a0_transport_clear(self.lk), "clear")
 
     def jump_head(self):
         """Cursor to the oldest frame. EmptyError if there is none."""
         self._check()
-        cdef a0_err_t err = a0_transport_jump_head(self.lk)
-        if err:
-            _raise(err, "jump_head")
+        _check_err(a0_transport_jump_head(self.lk), "jump_head")
 
     def jump_tail(self):
         """Cursor to the newest frame. EmptyError if there is none."""
         self._check()
-        cdef a0_err_t err = a0_transport_jump_tail(self.lk)
-        if err:
-            _raise(err, "jump_tail")
+        _check_err(a0_transport_jump_tail(self.lk), "jump_tail")
 
     def jump(self, seq):
         """Cursor to frame `seq`, or to the oldest surviving frame if `seq`
@@ -867,16 +865,12 @@ cdef class LockedTransport:
         """Cursor to the next frame (the oldest surviving one if the cursor's
         frame was evicted). NoFrameError if there is none."""
         self._check()
-        cdef a0_err_t err = a0_transport_next(self.lk)
-        if err:
-            _raise(err, "next")
+        _check_err(a0_transport_next(self.lk), "next")
 
     def prev(self):
         """Cursor to the previous frame. NoFrameError if there is none."""
         self._check()
-        cdef a0_err_t err = a0_transport_prev(self.lk)
-        if err:
-            _raise(err, "prev")
+        _check_err(a0_transport_prev(self.lk), "prev")
 
     def iter_valid(self):
         """Whether the cursor stands on a live frame."""
