@@ -9,12 +9,12 @@ import without touching it.
 from .errors import (
     A0Error,
     A0OSError,
-    ArgumentError,
     A0TimeoutError,
     ArenaCorruptError,
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArgumentError,
     ClosedError,
     EmptyError,
     FrameTooLargeError,
@@ -27,10 +27,11 @@ __version__ = "0.1.0"
 
 _CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
 
-__all__ = [
-    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "ArenaExistsError", "ArenaFormatError",
-    "ArenaNotFoundError", "ClosedError", "EmptyError", "FrameTooLargeError", "LockError",
-    "NoFrameError", "SeqNotFoundError", *_CORE_NAMES,
+__all__ = [  # noqa: RUF022 - errors first, then the core names
+    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError",
+    "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
+    "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
+    "Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION",
 ]
 
 

@@ -6,7 +6,9 @@ are handed out as zero-copy memoryviews that are released when the lock is;
 C error codes become the exceptions of :mod:`a0py.errors`.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (
+    PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
+)
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.errno cimport errno
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -348,7 +350,6 @@ cdef class Arena:
         arena open; that is what makes "sole user" knowable."""
         cdef a0_err_t err
         cdef a0_check_info_t info
-        cdef void* base
         deadline = time.monotonic() + _INIT_WAIT_S
         try:
             while True:
@@ -1019,7 +1020,8 @@ cdef class Frame:
     @property
     def data(self):
         if not self.owner.active or self.owner.generation != self.generation:
-            raise LockError(f"frame {self.seq}'s data is only readable while the lock that produced it is held")
+            raise LockError(
+                f"frame {self.seq}'s data is only readable while the lock that produced it is held")
         if self._view is None:
             self._view = self.owner._wrap(self.ptr, self.size, False)
         return self._view

@@ -210,7 +210,7 @@ def main(argv=None):
         for f, order in orders.items():
             costs[f].append(reorder_cost(order))
     base = median(c[0] for c in costs[0.0])
-    for f, runs in costs.items():
+    for runs in costs.values():
         ns = median(c[0] for c in runs)
         print(f"  {runs[0][1]:4.0%} out of order: {ns:7.0f} ns/msg  ({ns / base:4.2f}x in order)")
 

@@ -404,7 +404,7 @@ def test_wait_fast_path_and_seq_above_from_another_thread(tr):
 def test_wait_timeout_raises_and_keeps_the_lock(tr):
     with tr.lock() as t:
         t0 = time.monotonic()
-        with pytest.raises(A0TimeoutError, match="0.05"):
+        with pytest.raises(A0TimeoutError, match=r"0\.05"):
             t.wait(timeout=0.05)
         assert time.monotonic() - t0 >= 0.05
         with pytest.raises(A0TimeoutError):

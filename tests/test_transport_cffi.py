@@ -13,7 +13,6 @@ import glob
 import importlib.util
 import os
 import struct
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -364,7 +363,7 @@ def six(core):
 
 @pytest.mark.parametrize("bad", [0, 3, 100, 2048, 2048 - 16, 2**64 - 1, "cycle"])
 def test_corrupt_off_next_is_detected_by_next_and_jump(core, six, bad):
-    ffi, lib = core
+    _ffi, lib = core
     six.u64(six.offs[1] + 16, six.offs[0] if bad == "cycle" else bad)  # frame 2's off_next
     assert six.lock() == lib.A0_OK
     lk = six.lk[0]
@@ -381,7 +380,7 @@ def test_corrupt_off_next_is_detected_by_next_and_jump(core, six, bad):
 
 @pytest.mark.parametrize("bad", [0, 8, 2048 - 8, 2**64 - 16, "self"])
 def test_corrupt_off_prev_is_detected_by_prev_and_jump(core, six, bad):
-    ffi, lib = core
+    _ffi, lib = core
     six.u64(six.offs[4] + 8, six.offs[4] if bad == "self" else bad)  # frame 5's off_prev
     assert six.lock() == lib.A0_OK
     lk = six.lk[0]
@@ -489,7 +488,7 @@ def exercise(a):
         _expect(lib, rc, *ANY_RESULT)
         if rc == lib.A0_OK:
             start = int(ffi.cast("uintptr_t", fr.data)) - base
-            assert 512 + 32 <= start and start + fr.size <= a.size
+            assert start >= 512 + 32 and start + fr.size <= a.size
 
     used = ffi.new("uint64_t*")
     _expect(lib, lib.a0_transport_used_space(lk, used), "A0_OK", "A0_ERR_CORRUPT")
@@ -525,7 +524,7 @@ def exercise(a):
         _expect(lib, rc, "A0_OK", "A0_ERR_CORRUPT")
         if rc == lib.A0_OK:
             start = int(ffi.cast("uintptr_t", data[0])) - base
-            assert 512 + 32 <= start and start + n <= a.size
+            assert start >= 512 + 32 and start + n <= a.size
             ffi.memmove(data[0], b"\xab" * n, n)
     _expect(lib, lib.a0_transport_commit(lk), "A0_OK", "A0_ERR_CORRUPT")
     a.unlock()

@@ -13,6 +13,7 @@ committed state page and of every live frame.
 """
 
 import ctypes
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -251,7 +252,7 @@ class TransportMachine(RuleBasedStateMachine):
         return m + v
 
     def raw(self, off, n):
-        assert 0 <= off and off + n <= self.ring.size
+        assert off >= 0 and off + n <= self.ring.size
         return ctypes.string_at(self.base + off, n)
 
     def committed_page(self):
@@ -515,8 +516,8 @@ class TransportMachine(RuleBasedStateMachine):
         # No two live frames overlap, and all lie in the workspace.
         frames = sorted(w.frames, key=lambda f: f.off)
         for f in frames:
-            assert HDR <= f.off and f.off % 16 == 0 and f.end <= r.size
-        for a, b in zip(frames, frames[1:]):
+            assert f.off >= HDR and f.off % 16 == 0 and f.end <= r.size
+        for a, b in itertools.pairwise(frames):
             assert a.end <= b.off, f"frames {a} and {b} overlap"
         assert [f.seq for f in w.frames] == list(range(w.seq_low, w.seq_high + 1))
 

@@ -88,7 +88,7 @@ def child_main(fn):
     def run(*args):
         try:
             fn(*args)
-        except BaseException:  # noqa: BLE001 — report anything, then exit non-zero
+        except BaseException:
             import traceback
 
             traceback.print_exc()

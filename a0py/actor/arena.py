@@ -362,7 +362,7 @@ class ArenaMailbox(Mailbox):
         for _seq, data in frames:
             try:
                 message = loads(data)
-            except Exception:  # noqa: BLE001 - one bad frame must not stop the actor
+            except Exception:
                 self.undecodable += 1
                 continue
             if type(message) is _CloseMarker:

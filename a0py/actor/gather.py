@@ -285,7 +285,7 @@ class _GatherService:
                 if not isinstance(ref, ActorRef):
                     raise ActorConfigError(f"a recipient must be an ActorRef, got {ref!r}")
                 named.setdefault(ref.name, ref)
-        except Exception as exc:  # noqa: BLE001 - the caller sees it through the Gather
+        except Exception as exc:
             error = GatherError(f"computing the recipient list of gather {cid} failed: {exc!r}")
             error.__cause__ = exc
             gather._future.set_exception(error)
@@ -319,7 +319,7 @@ class _GatherService:
                     ref.send(request)
             except ActorNotFoundError:
                 agg.dead.add(name)
-            except Exception:  # noqa: BLE001 - a full or failing mailbox: retried, then missing
+            except Exception:
                 self.send_errors += 1
 
     def _reply(self, reply):
@@ -351,7 +351,7 @@ class _GatherService:
         if on_progress is not None:
             try:
                 on_progress(len(agg.replies), len(agg.recipients), agg.attempt)
-            except Exception as exc:  # noqa: BLE001 - reported, the gather goes on
+            except Exception as exc:
                 self.system._report_scheduler(_Note(on_progress, "progress"), exc)
 
     def _deadline(self, deadline):
@@ -373,7 +373,7 @@ class _GatherService:
         for name in agg.outstanding():
             try:
                 alive = agg.recipients[name].is_alive()
-            except Exception:  # noqa: BLE001 - cannot tell: treat as alive, the timeout bounds it
+            except Exception:
                 alive = True
             if not alive:
                 agg.dead.add(name)
@@ -410,7 +410,7 @@ class _GatherService:
         if start.aggregate is not None:
             try:
                 result.value = start.aggregate(result.replies)
-            except Exception as exc:  # noqa: BLE001 - the caller sees it through the Gather
+            except Exception as exc:
                 error = GatherError(f"the aggregate function of gather {cid} raised {exc!r}")
                 error.__cause__ = exc
                 gather._future.set_exception(error)
@@ -419,7 +419,7 @@ class _GatherService:
         if start.on_complete is not None:
             try:
                 start.on_complete(result)
-            except Exception as exc:  # noqa: BLE001 - reported, the service goes on
+            except Exception as exc:
                 self.system._report_scheduler(_Note(start.on_complete, result), exc)
 
     def close(self):

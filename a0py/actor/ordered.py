@@ -238,7 +238,7 @@ class OrderedProxy:
             self.delivered += 1
             try:
                 self._deliver(message)
-            except Exception as exc:  # noqa: BLE001 - re-raised below
+            except Exception as exc:
                 if error is None:
                     error = exc
         if error is not None:
@@ -266,7 +266,7 @@ class OrderedProxy:
                 return
             try:
                 self._deliver(message)
-            except Exception as exc:  # noqa: BLE001 - re-raised by _release_held
+            except Exception as exc:
                 self._release_held(exc)
             else:
                 self._release_held()
@@ -298,7 +298,7 @@ class OrderedProxy:
             self.delivered += 1
             try:
                 self._deliver(held)
-            except Exception as exc:  # noqa: BLE001 - re-raised below
+            except Exception as exc:
                 if error is None:
                     error = exc
         if label not in self._ahead and label not in self._past:

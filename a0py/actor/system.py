@@ -112,7 +112,7 @@ class _PicklableError(Exception):
 def _safe_repr(value, limit=200):
     try:
         text = repr(value)
-    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the failure
+    except Exception:
         text = f"<{type(value).__name__} with a failing repr>"
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -290,7 +290,7 @@ class _Actor:
             return False
         try:
             self.handler(message)
-        except Exception as exc:  # noqa: BLE001 - reported, never escapes the actor
+        except Exception as exc:
             self.system._report(self, message, exc)
             if self.on_failure == "stop":
                 return False
@@ -318,7 +318,7 @@ class _ThreadActor(_Actor):
         _current.set(self.context)
         try:
             mailbox.open_reader()
-        except BaseException as exc:  # noqa: BLE001 - handed to the spawner
+        except BaseException as exc:
             self._start_error = exc
             self.alive = False
             self._ready.set()
@@ -401,7 +401,7 @@ class _AsyncActor(_Actor):
                     result = self.handler(message)
                     if inspect.isawaitable(result):
                         await result
-                except Exception as exc:  # noqa: BLE001 - reported, never escapes the actor
+                except Exception as exc:
                     self.system._report(self, message, exc)
                     if self.on_failure == "stop":
                         break
@@ -515,7 +515,7 @@ class _Scheduler:
                 timer.fired = True
                 try:
                     timer.target(timer.message)
-                except Exception as exc:  # noqa: BLE001 - a failed send must not kill timers
+                except Exception as exc:
                     self._system._report_scheduler(timer, exc)
 
     def stop(self):
