@@ -940,11 +940,10 @@ class Index:
     @cython.cfunc
     def _remove(self, v: object, key: object, events: list):
         bag: dict = self._bag
-        n = bag.get(key)
+        n = bag.pop(key, None)  # one probe when the count drops to 0
         if n is None:
             raise NotAssertedError(f"{v!r} is not asserted")
         if n == 1:
-            del bag[key]
             self._walk(self._root, None, v, key, _REMOVE, events)
         else:
             bag[key] = n - 1
@@ -1285,9 +1284,8 @@ def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
             bag[ck] = count + 1
             return
     else:
-        count = bag.get(ck)
+        count = bag.pop(ck)  # one probe when the count drops to 0
         if count == 1:
-            del bag[ck]
             event = "-"
         else:
             bag[ck] = count - 1
