@@ -219,7 +219,7 @@ def main():
 
     results = {name: {"insert": [], "send": [], "remove": [], "observe": []} for name in BUILDS}
     counts = {}
-    
+
     for r in range(args.repeat):
         for name, mod in BUILDS.items():
             values, patterns = work[name]

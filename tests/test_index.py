@@ -5,6 +5,7 @@ and interpreted ``a0py.dataspace._skeleton``), each with its own Record.
 """
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -375,7 +376,10 @@ def test_same_callback_twice_gets_events_twice_and_removal_is_per_handle(mod):
     R = mod.Record
     idx = mod.Index()
     seen = []
-    cb = lambda ev, caps: seen.append((ev, caps))
+
+    def cb(ev, caps):
+        seen.append((ev, caps))
+
     h1 = idx.add_handler(P(mod, "present($)"), cb)
     h2 = idx.add_handler(P(mod, "present($)"), cb)
     idx.add_assertion(R("present", "A"))
@@ -546,3 +550,18 @@ def test_exact_and_bagged_handlers_agree(mod):
     idx.remove_assertion(R("a", 1, 3))
     assert t.take() == sorted([("exact", "-", (1, 3)), ("bagged", "-", (1,)),
                                ("erasing", "-", ())], key=repr)
+
+
+def test_records_pickle_and_copy(mod):
+    import copy
+    import pickle
+
+    r = mod.Record("speak", "Alice", (1, 2.5, True), mod.Record("at", None, b"\x00"))
+    for back in (pickle.loads(pickle.dumps(r)), copy.deepcopy(r), copy.copy(r)):
+        assert back == r and type(back) is mod.Record and hash(back) == hash(r)
+    assert pickle.loads(pickle.dumps(P(mod, "a($x:_, _)"))) == P(mod, "a($x:_, _)")
+
+
+def test_both_builds_compile_the_same_source():
+    text = (Path(__file__).resolve().parent.parent / "a0py" / "_index.pyx").read_text()
+    assert 'include "dataspace/_skeleton.py"' in text

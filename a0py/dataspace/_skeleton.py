@@ -982,7 +982,7 @@ class Index:
         s: tuple
         sel: Selector
         nxt: Node
-        j: cython.Py_ssize_t
+        _j: cython.Py_ssize_t
         for x in node.selectors:
             sel = cython.cast(Selector, x)
             if stack is None:
@@ -992,7 +992,7 @@ class Index:
                 child = v
             else:
                 s = stack
-                for j in range(sel.pop_count):
+                for _j in range(sel.pop_count):
                     s = s[1]
                 child = _step(s[0], sel.index)
             cls = _class_of(child)
