@@ -135,7 +135,7 @@ def test_facet_argument_errors():
     with pytest.raises(DataspaceTypeError, match="not both"):
         f.observe("_", print, added=print)
     with pytest.raises(InvalidValueError):
-        f.assert_([1])
+        f.assert_({1})
     with pytest.raises(InvalidValueError):
         f.send(parse("x($)"))
     other = ds.actor()

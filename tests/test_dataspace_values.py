@@ -172,8 +172,9 @@ def test_encode_rejects_non_values():
         encode(Record("a", _))
     with pytest.raises(InvalidValueError, match="pattern"):
         encode(capture())
-    with pytest.raises(InvalidValueError, match="list"):
-        encode([1])
+    with pytest.raises(InvalidValueError, match="set is not"):
+        encode({1})
+    assert encode([1, [2]]) == encode((1, (2,)))
     with pytest.raises(InvalidValueError, match="lone surrogate"):
         encode("\ud800")
     deep = ()

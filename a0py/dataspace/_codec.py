@@ -89,7 +89,7 @@ def _encode(out, v, depth):
         out.append(TAG_BYTES)
         _varint(out, len(v))
         out += v
-    elif t is tuple:
+    elif t is tuple or t is list:  # a list is the tuple of its items
         out.append(TAG_RECORD)
         out.append(0)
         _varint(out, len(v))
@@ -115,8 +115,9 @@ def _encode(out, v, depth):
 def encode(value) -> bytes:
     """The canonical encoding of ``value``.
 
-    Raises :class:`InvalidValueError` when ``value`` is not a value (a
-    pattern, a list, a foreign type), holds a str with a lone surrogate, or
+    A list encodes as the tuple of its items. Raises
+    :class:`InvalidValueError` when ``value`` is not a value (a pattern, a
+    dict, a foreign type), holds a str with a lone surrogate, or
     nests deeper than ``MAX_DEPTH``.
     """
     out = bytearray()

@@ -20,9 +20,10 @@ class DataspaceTypeError(DataspaceError, TypeError):
 
 class InvalidValueError(DataspaceTypeError):
     """An object is not a dataspace value (or not a pattern, where one is
-    expected): a list, a dict, an ``int`` subclass, a record label that is not
+    expected): a dict, a set, an ``int`` subclass, a record label that is not
     a non-empty ``str``, or a pattern used where only a value may go (an
-    assertion or a message that contains ``_`` or a capture)."""
+    assertion or a message that contains ``_`` or a capture). (A list is
+    accepted wherever a tuple is, as that tuple.)"""
 
 
 class DecodeError(DataspaceError, ValueError):

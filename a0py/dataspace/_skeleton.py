@@ -104,8 +104,6 @@ def float_bits(x: float) -> int:
 @cython.cfunc
 def _value_error(v: object) -> Exception:
     t = type(v)
-    if t is list:
-        return InvalidValueError("a list is not a dataspace value; use a tuple")
     if isinstance(v, (bool, int, float, str, bytes, tuple)):
         return InvalidValueError(
             f"{t.__name__} (a subclass of {t.__mro__[1].__name__}) is not a dataspace value;"
@@ -117,27 +115,53 @@ def _value_error(v: object) -> Exception:
     )
 
 
+_IS_PATTERN = cython.declare(cython.int, 1)
+_HAS_LIST = cython.declare(cython.int, 2)
+
+
 @cython.cfunc
-def _classify(v: object) -> cython.bint:
-    """True when ``v`` is a pattern (holds ``_`` or a capture), False when it
-    is a value; raises InvalidValueError for anything else."""
+def _classify(v: object) -> cython.int:
+    """``_IS_PATTERN`` when ``v`` holds ``_`` or a capture, plus ``_HAS_LIST``
+    when it holds a list (to become a tuple); 0 for a value ready as it is.
+    Raises InvalidValueError for anything that is neither value nor pattern."""
     t = type(v)
     if t is str or t is int or t is bytes or t is float or t is bool or v is None:
-        return False
+        return 0
     if t is Record:
-        return cython.cast(Record, v)._pattern
-    if t is tuple:
-        pattern: cython.bint = False
-        for x in cython.cast(tuple, v):
-            if _classify(x):
-                pattern = True
-        return pattern
+        return _IS_PATTERN if cython.cast(Record, v)._pattern else 0
+    if t is tuple or t is list:
+        flags: cython.int = _HAS_LIST if t is list else 0
+        for x in v:
+            flags |= _classify(x)
+        return flags
     if t is Capture:
-        _classify(cython.cast(object, v).pattern)
-        return True
+        return _IS_PATTERN | _classify(cython.cast(object, v).pattern)
     if t is Discard:
-        return True
+        return _IS_PATTERN
     raise _value_error(v)
+
+
+@cython.cfunc
+def _normalize(v: object) -> object:
+    """``v`` with every list (at any depth outside records) made a tuple.
+    A list is accepted wherever a tuple is, as the same value."""
+    t = type(v)
+    if t is list or t is tuple:
+        return tuple([_normalize(x) for x in v])
+    if t is Capture:
+        c = cython.cast(object, v)
+        return Capture(_normalize(c.pattern), c.name)
+    return v
+
+
+@cython.cfunc
+@cython.inline
+def _value(v: object) -> object:
+    """``v`` ready for the index: lists made tuples. Records are ready."""
+    t = type(v)
+    if (t is tuple or t is list) and _classify(v) & _HAS_LIST:
+        return _normalize(v)
+    return v
 
 
 @cython.cfunc
@@ -219,7 +243,7 @@ class Record:
 
     ``label`` is a non-empty ``str``; fields are values (None, bool, int,
     float, str, bytes, Record, tuple) or, in a pattern, patterns (``_``,
-    captures). The empty label is reserved: a tuple is the record of label
+    captures). A list is taken as the tuple of its items. The empty label is reserved: a tuple is the record of label
     ``""``, so there is one way to write it, a Python tuple.
 
     Equality and hashing are canonical: ``Record("a", 1) != Record("a", True)
@@ -244,10 +268,12 @@ class Record:
             raise InvalidValueError(
                 "the empty label is reserved for tuples; write a tuple instead of Record('', ...)"
             )
-        pattern: cython.bint = False
+        flags: cython.int = 0
         for f in fields:
-            if _classify(f):
-                pattern = True
+            flags |= _classify(f)
+        if flags & _HAS_LIST:
+            fields = tuple([_normalize(f) for f in fields])
+        pattern: cython.bint = (flags & _IS_PATTERN) != 0
         self.label = label
         self.fields = fields
         self._cls = class_key(label, len(fields))
@@ -366,7 +392,7 @@ def _key(v: object) -> object:
     if t is bool or t is float:
         return _subkey(v)
     if t is tuple:
-        if _classify(v):
+        if _classify(v):  # lists were made tuples by _value
             raise InvalidValueError(f"{v!r} is a pattern (it holds _ or $), not a value")
         return _subkey(v)
     raise _value_error(v)
@@ -387,7 +413,7 @@ def value_key(v):
     :class:`Canon` wrapper (bools, integral/infinite/NaN floats, 0.0, -0.0,
     tuples holding one of those). Raises :class:`InvalidValueError` unless
     ``v`` is a value."""
-    return _key(v)
+    return _key(_value(v))
 
 
 @cython.cfunc
@@ -520,7 +546,7 @@ def _analyse(p, path: tuple, constants: list, captures: list, names: list):
         captures.append(path)
         names.append(p.name)
         return _analyse(p.pattern, path, constants, captures, names)
-    if t is Record or t is tuple:
+    if t is Record or t is tuple or t is list:
         fields = cython.cast(Record, p).fields if t is Record else p
         label = cython.cast(Record, p).label if t is Record else TUPLE_LABEL
         kids = [
@@ -830,12 +856,12 @@ class Index:
 
     def __contains__(self, v):
         """True when ``v`` is asserted (at least once)."""
-        return _key(v) in self._bag
+        return _key(_value(v)) in self._bag
 
     def count(self, v) -> int:
         """How many times ``v`` is asserted (0 when it is not). Raises
         :class:`InvalidValueError` unless ``v`` is a value."""
-        return self._bag.get(_key(v), 0)
+        return self._bag.get(_key(_value(v)), 0)
 
     def assertions(self) -> list:
         """The distinct asserted values, in no particular order."""
@@ -867,6 +893,7 @@ class Index:
         """Assert ``v`` once more. Handlers see ``+`` for capture tuples that
         were not present before. Raises :class:`InvalidValueError` unless
         ``v`` is a value (a pattern is not)."""
+        v = _value(v)
         key = _key(v)
         events: list = self._take_events()
         self._add(v, key, events)
@@ -877,6 +904,7 @@ class Index:
         see ``-`` for capture tuples no longer present. Raises
         :class:`NotAssertedError` (and changes nothing) when ``v`` is not
         asserted, :class:`InvalidValueError` unless ``v`` is a value."""
+        v = _value(v)
         key = _key(v)
         events: list = self._take_events()
         self._remove(v, key, events)
@@ -886,6 +914,7 @@ class Index:
         """Deliver ``v`` as a message: every handler whose pattern matches it
         sees ``!`` with its captures. Nothing is stored. Raises
         :class:`InvalidValueError` unless ``v`` is a value."""
+        v = _value(v)
         key = _key(v)
         events: list = self._take_events()
         self._walk(self._root, None, v, key, _MESSAGE, events)
@@ -901,9 +930,9 @@ class Index:
         :class:`NotAssertedError` for a removal not covered by the current
         assertions plus this patch's additions.
         """
-        adds: list = list(additions)
+        adds: list = [_value(v) for v in additions]
         add_keys: list = [_key(v) for v in adds]
-        rem_vals: list = list(removals)
+        rem_vals: list = [_value(v) for v in removals]
         rem_keys: list = [_key(v) for v in rem_vals]
         need: dict = {}
         for k in rem_keys:
@@ -1025,7 +1054,7 @@ class Index:
             raise DataspaceTypeError(
                 f"callback must be callable, got {type(callback).__name__}"
             )
-        skel: Skeleton = Skeleton(pattern)
+        skel: Skeleton = Skeleton(_value(pattern))
         handle: HandlerHandle = HandlerHandle()
         handle.pattern = pattern
         handle.callback = callback

@@ -262,7 +262,7 @@ def format_term(v):
         return json.dumps(v, ensure_ascii=False)
     if t is bytes:
         return _format_bytes(v)
-    if t is tuple:
+    if t is tuple or t is list:
         return "[" + ", ".join(format_term(x) for x in v) + "]"
     if t is Discard:
         return "_"
