@@ -453,8 +453,12 @@ def _class_of(v: object) -> object:
 
 @cython.cfunc
 def _project(v: object, path: tuple) -> object:
-    for i in path:
-        v = _step(v, i)
+    n: cython.Py_ssize_t = len(path)
+    if n == 1:  # most paths are one step
+        return _step(v, path[0])
+    i: cython.Py_ssize_t
+    for i in range(n):
+        v = _step(v, path[i])
     return v
 
 
@@ -828,9 +832,9 @@ class Index:
 
     @cython.cfunc
     def _take_events(self) -> list:
-        # One list is reused from operation to operation; an operation
-        # started by a callback (while the list is being delivered) gets a
-        # fresh one.
+        # The list of an operation that had no events is reused by the
+        # next; an operation started by a callback (while a list is being
+        # delivered) gets a fresh one.
         events: list = self._spare
         if events is None:
             return []
@@ -845,8 +849,9 @@ class Index:
         try:
             _deliver(events)
         finally:
-            del events[:]
-            self._spare = events
+            # A fresh list: clearing this one in place costs more than
+            # letting it go.
+            self._spare = []
 
     # ------------------------------------------------------------ queries
 
