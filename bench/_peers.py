@@ -268,6 +268,42 @@ def pingpong_posix_mq(n, warmup, size, cpus):
     return _run(child, roundtrip, n, warmup, cpus, [cleanup])
 
 
+def pingpong_alephzero(n, warmup, size, cpus):
+    """AlephZero 0.3.17's Python binding: Publisher -> SubscriberSync
+    (INIT_AWAIT_NEW, ITER_NEXT) with read_blocking, one topic per direction,
+    as its users write it. Its packets carry AlephZero's standard headers."""
+    try:
+        import a0
+    except ImportError as e:
+        raise Missing(f"alephzero not installed ({e}); `pip install alephzero` builds it in ~1 min") from None
+    topics = (_unique("a0bench_ping"), _unique("a0bench_pong"))
+
+    def child(total):
+        sub = a0.SubscriberSync(a0.PubSubTopic(topics[0]), a0.INIT_OLDEST, a0.ITER_NEXT)
+        pub = a0.Publisher(a0.PubSubTopic(topics[1]))
+        for _ in range(total):
+            pub.pub(a0.Packet(sub.read_blocking().payload))
+
+    # Create both topics' files before the fork so neither side misses the other's first packet.
+    ping_pub = a0.Publisher(a0.PubSubTopic(topics[0]))
+    pong_sub = a0.SubscriberSync(a0.PubSubTopic(topics[1]), a0.INIT_OLDEST, a0.ITER_NEXT)
+    msg = b"p" * size
+
+    def roundtrip():
+        ping_pub.pub(a0.Packet(msg))
+        pong_sub.read_blocking()
+
+    def cleanup():
+        root = os.environ.get("A0_ROOT", "/dev/shm/alephzero")
+        for t in topics:
+            try:
+                os.unlink(os.path.join(root, f"{t}.pubsub.a0"))
+            except FileNotFoundError:
+                pass
+
+    return _run(child, roundtrip, n, warmup, cpus, [cleanup])
+
+
 PEERS = {
     "os.pipe": pingpong_os_pipe,
     "mp.Pipe": pingpong_mp_pipe,
@@ -275,4 +311,5 @@ PEERS = {
     "pyzmq ipc": pingpong_pyzmq,
     "faster-fifo": pingpong_faster_fifo,
     "posix_ipc mq": pingpong_posix_mq,
+    "alephzero 0.3.17": pingpong_alephzero,
 }
