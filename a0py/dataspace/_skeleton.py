@@ -95,7 +95,20 @@ def float_bits(x: float) -> int:
 
     Floats are compared by it: -0.0 != 0.0, and NaN == NaN when the bits match.
     """
-    return _INT64.unpack(_DOUBLE.pack(x))[0]
+    return _float_bits(x)
+
+
+@cython.cfunc
+@cython.inline
+def _float_bits(x: cython.double) -> cython.longlong:
+    # The same bits either way: compiled, read straight from the double;
+    # interpreted, through struct.
+    bits: cython.longlong
+    if cython.compiled:
+        bits = _double_bits(x)  # noqa: F821 - declared in a0py/_index.pxd
+    else:
+        bits = _INT64.unpack(_DOUBLE.pack(x))[0]
+    return bits
 
 
 # ---------------------------------------------------------------- values
@@ -175,7 +188,7 @@ def _chash(v: object) -> cython.Py_hash_t:
     if t is bool:
         return _SALT_BOOL + (1 if v else 0)
     if t is float:
-        return hash(float_bits(v)) ^ _SALT_FLOAT
+        return hash(_float_bits(v)) ^ _SALT_FLOAT
     if t is tuple:
         return hash(tuple([_chash(x) for x in cython.cast(tuple, v)])) ^ _SALT_TUPLE
     if t is Canon:
@@ -198,7 +211,7 @@ def _ceq(a: object, b: object) -> cython.bint:
             return False
         return _ceq_items(ra.fields, rb.fields)
     if t is float:
-        return float_bits(a) == float_bits(b)
+        return _float_bits(a) == _float_bits(b)
     if t is tuple:
         return _ceq_items(cython.cast(tuple, a), cython.cast(tuple, b))
     if t is Canon:
@@ -606,6 +619,7 @@ class Handler:
     arity = cython.declare(cython.Py_ssize_t)
     exact = cython.declare(cython.bint)
     first = cython.declare(tuple)
+    _i0 = cython.declare(cython.Py_ssize_t)  # first's one field index, or -1
     captures = cython.declare(dict)
     empty_count = cython.declare(cython.Py_ssize_t)
     callbacks = cython.declare(dict)
@@ -616,6 +630,7 @@ class Handler:
         self.exact = exact
         self.arity = len(paths)
         self.first = paths[0] if self.arity else ()
+        self._i0 = self.first[0] if len(self.first) == 1 else -1
         self.captures = {}
         self.empty_count = 0
         self.callbacks = {}
@@ -674,6 +689,7 @@ class ConstantTable:
     sole = cython.declare(object)  # without constants: the one leaf, or None
     _n = cython.declare(cython.Py_ssize_t)
     _first = cython.declare(tuple)
+    _i0 = cython.declare(cython.Py_ssize_t)  # one one-step path: its index; else -1
 
     def __init__(self, paths: tuple):
         self.paths = paths
@@ -681,6 +697,7 @@ class ConstantTable:
         self.sole = None
         self._n = len(paths)
         self._first = paths[0] if self._n else ()
+        self._i0 = self._first[0] if self._n == 1 and len(self._first) == 1 else -1
 
     @cython.cfunc
     def key_of(self, v: object) -> object:
@@ -798,6 +815,21 @@ def _deliver(events: list):
         raise ExceptionGroup("several dataspace callbacks raised", errors)
 
 
+@cython.cfunc
+@cython.inline
+def _emptied(events: list) -> list:
+    """An empty event list for the next operation, once ``events`` is
+    delivered. Compiled: ``events`` itself, emptied in place with its storage
+    kept, so the next operation appends without growing a list from nothing
+    (a list that grew large is let go instead). Interpreted: a fresh list
+    (``clear()`` frees the storage too, and costs more than letting the list
+    go). Nobody else holds ``events``: no callback is given it."""
+    if cython.compiled and len(events) <= 96:
+        _truncate_list(events)  # noqa: F821 - declared in a0py/_index.pxd
+        return events
+    return []
+
+
 @cython.final
 @cython.cclass
 class Index:
@@ -849,9 +881,7 @@ class Index:
         try:
             _deliver(events)
         finally:
-            # A fresh list: clearing this one in place costs more than
-            # letting it go.
-            self._spare = []
+            self._spare = _emptied(events)
 
     # ------------------------------------------------------------ queries
 
@@ -1001,6 +1031,8 @@ class Index:
                 table: ConstantTable = cython.cast(ConstantTable, t)
                 if table._n == 0:
                     lf = table.sole
+                elif table._i0 >= 0:
+                    lf = table.leaves.get(_subkey(_step(v, table._i0)))
                 else:
                     lf = table.leaves.get(table.key_of(v))
                 if lf is None:
@@ -1235,10 +1267,18 @@ def _capture_key(handler: Handler, v: object) -> object:
     """The bag key of ``v``'s captures (see Handler)."""
     n: cython.Py_ssize_t = handler.arity
     if n == 1:
-        return _subkey(_project(v, handler.first))
+        return _subkey(_first_capture(handler, v))
     if n == 0:
         return ()
     return _capture_tuple_key(_captures(handler, v))
+
+
+@cython.cfunc
+@cython.inline
+def _first_capture(handler: Handler, v: object) -> object:
+    if handler._i0 >= 0:
+        return _step(v, handler._i0)
+    return _project(v, handler.first)
 
 
 @cython.cfunc
@@ -1264,7 +1304,7 @@ def _capture_tuple_key(caps: tuple) -> tuple:
 def _captures_of(handler: Handler, v: object) -> tuple:
     n: cython.Py_ssize_t = handler.arity
     if n == 1:
-        return (_project(v, handler.first),)
+        return (_first_capture(handler, v),)
     if n == 0:
         return ()
     return _captures(handler, v)
@@ -1302,7 +1342,7 @@ def _visit_handler(handler: Handler, v: object, op: cython.int, events: list):
     x = None
     ck: object
     if n == 1:
-        x = _project(v, handler.first)
+        x = _first_capture(handler, v)
         ck = _subkey(x)
     else:
         caps = _captures(handler, v)
