@@ -1109,9 +1109,7 @@ class Index:
         if leaf is None:
             leaf = Leaf(not skel._const_paths)
             if leaf.cache is not None:
-                for k in self._members(cont):
-                    if table.key_of(_unkey(k)) == skel._const_key:
-                        leaf.cache.add(k)
+                _fill_leaf(table, skel._const_key, self._members(cont), leaf.cache)
             table.leaves[skel._const_key] = leaf
             if not skel._const_paths:
                 table.sole = leaf
@@ -1242,8 +1240,9 @@ class Index:
         nxt: Node = sel.table.get(cls)
         if nxt is None:
             cache: set = set()
+            # Class keys are interned (class_key), so identity is equality.
             for k in self._members(node.continuation):
-                if _class_of(_project(_unkey(k), path)) == cls:
+                if _class_of(_project(_unkey(k), path)) is cls:
                     cache.add(k)
             nxt = Node(Continuation(cache))
             sel.table[cls] = nxt
@@ -1260,6 +1259,33 @@ class Index:
             pop = r[0]
             cur = r[1]
         return (pop + 1, cur)
+
+
+@cython.cfunc
+def _fill_leaf(table: ConstantTable, const_key: object, members: object, out: set):
+    """Add to ``out`` the keys in ``members`` whose values carry ``const_key``
+    at ``table``'s constant paths (a new leaf's cache, invariant I3)."""
+    i0: cython.Py_ssize_t = table._i0
+    if i0 < 0:
+        for k in members:
+            if table.key_of(_unkey(k)) == const_key:
+                out.add(k)
+    elif cython.compiled:
+        # The same test, with keys compared by type first: canonical keys of
+        # different types are never equal, and two str compare without the
+        # generic rich comparison.
+        t = type(const_key)
+        for k in members:
+            ck = _subkey(_step(_unkey(k), i0))
+            if ck is const_key or (
+                    type(ck) is t and (
+                        cython.cast(str, ck) == cython.cast(str, const_key) if t is str
+                        else ck == const_key)):
+                out.add(k)
+    else:
+        for k in members:
+            if _subkey(_step(_unkey(k), i0)) == const_key:
+                out.add(k)
 
 
 @cython.cfunc
