@@ -1271,16 +1271,13 @@ def _fill_leaf(table: ConstantTable, const_key: object, members: object, out: se
             if table.key_of(_unkey(k)) == const_key:
                 out.add(k)
     elif cython.compiled:
-        # The same test, with keys compared by type first: canonical keys of
-        # different types are never equal, and two str compare without the
-        # generic rich comparison.
-        t = type(const_key)
+        # The same test, with hashes compared first (str and Record keys
+        # carry theirs): most keys differ, and a rich comparison per key
+        # costs more than the loop around it.
+        h: cython.Py_hash_t = hash(const_key)
         for k in members:
             ck = _subkey(_step(_unkey(k), i0))
-            if ck is const_key or (
-                    type(ck) is t and (
-                        cython.cast(str, ck) == cython.cast(str, const_key) if t is str
-                        else ck == const_key)):
+            if ck is const_key or (hash(ck) == h and ck == const_key):
                 out.add(k)
     else:
         for k in members:
