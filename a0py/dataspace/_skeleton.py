@@ -686,7 +686,7 @@ class ConstantTable:
 
     paths = cython.declare(tuple)
     leaves = cython.declare(dict)
-    sole = cython.declare(object)  # without constants: the one leaf, or None
+    sole = cython.declare(Leaf)  # without constants: the one leaf, or None
     _n = cython.declare(cython.Py_ssize_t)
     _first = cython.declare(tuple)
     _i0 = cython.declare(cython.Py_ssize_t)  # one one-step path: its index; else -1
@@ -1026,18 +1026,18 @@ class Index:
                 cont.cache.add(key)
             elif op == _REMOVE:
                 cont.cache.discard(key)
+        table: ConstantTable
+        leaf: Leaf
         if cont.table_list:
-            for t in cont.table_list:
-                table: ConstantTable = cython.cast(ConstantTable, t)
+            for table in cont.table_list:
                 if table._n == 0:
-                    lf = table.sole
+                    leaf = table.sole
                 elif table._i0 >= 0:
-                    lf = table.leaves.get(_subkey(_step(v, table._i0)))
+                    leaf = table.leaves.get(_subkey(_step(v, table._i0)))
                 else:
-                    lf = table.leaves.get(table.key_of(v))
-                if lf is None:
+                    leaf = table.leaves.get(table.key_of(v))
+                if leaf is None:
                     continue
-                leaf: Leaf = cython.cast(Leaf, lf)
                 if leaf.cache is not None:
                     if op == _ADD:
                         leaf.cache.add(key)
@@ -1049,8 +1049,7 @@ class Index:
         sel: Selector
         nxt: Node
         _j: cython.Py_ssize_t
-        for x in node.selectors:
-            sel = cython.cast(Selector, x)
+        for sel in node.selectors:
             if stack is None:
                 # At the root: its one selector, (0, 0), picks the value itself
                 # out of the wrapper the paper puts around it.
@@ -1064,9 +1063,8 @@ class Index:
             cls = _class_of(child)
             if cls is None:
                 continue
-            n = sel.table.get(cls)
-            if n is not None:
-                nxt = cython.cast(Node, n)
+            nxt = sel.table.get(cls)
+            if nxt is not None:
                 # Only a node with selectors of its own reads the stack.
                 self._walk(nxt, (child, s) if nxt.selectors else None, v, key, op, events)
 
