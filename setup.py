@@ -37,7 +37,7 @@ class BuildExtStrictCore(build_ext):
                 output_dir=self.build_temp,
                 include_dirs=["csrc"],
                 extra_postargs=CORE_CFLAGS,
-                depends=glob.glob("csrc/*.h"),
+                depends=glob.glob("csrc/*.[ch]"),
             )
             ext.extra_objects = list(objects)
         super().build_extension(ext)
@@ -58,7 +58,8 @@ def extensions():
             name, [pyx],
             include_dirs=["csrc"],
             extra_compile_args=CYTHON_CFLAGS,
-            depends=glob.glob("csrc/*.h") if name in CORE_USERS else [],
+            # Every core source and header: editing any of them must relink.
+            depends=glob.glob("csrc/*.[ch]") if name in CORE_USERS else [],
         ))
     return exts
 
