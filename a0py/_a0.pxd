@@ -28,6 +28,7 @@ cdef extern from "a0_err.h" nogil:
         A0_ERR_NOT_LOCKED
         A0_ERR_PENDING
         A0_ERR_NOT_OWNER
+        A0_ERR_INTERRUPTED
     const char* a0_strerror(a0_err_t err)
 
 

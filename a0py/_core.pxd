@@ -12,11 +12,13 @@ cdef class Arena:
     cdef object _name
     cdef Py_ssize_t exports
     cdef Py_ssize_t locks_held
+    cdef Py_ssize_t busy
     cdef bint deadman_held
     cdef bint closing
     cdef object __weakref__
     cdef int _check_open(self) except -1
     cdef _unmap(self)
+    cdef _maybe_unmap(self)
 
 
 cdef class Transport:
@@ -33,7 +35,8 @@ cdef class LockedTransport:
     cdef list views
     cdef bint active
     cdef uint64_t generation
-    cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable)
+    cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable, uint64_t seq)
+    cdef _release_evicted(self)
     cdef _drop_views(self)
     cdef int _check(self) except -1
 

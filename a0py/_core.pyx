@@ -10,6 +10,7 @@ from cpython.buffer cimport (
     PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
 )
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.exc cimport PyErr_CheckSignals
 from libc.errno cimport errno
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free
@@ -20,6 +21,7 @@ from posix.unistd cimport close as c_close
 
 from ._a0 cimport *
 
+import errno as _errno
 import fcntl
 import numbers
 import os
@@ -135,6 +137,8 @@ cdef uint64_t _as_size(object n, str what) except? 0:
 def _shm_name(name):
     if not isinstance(name, str) or not name.strip("/"):
         raise ArgumentError(f"shared memory name must be a non-empty str, not {name!r}")
+    if "\0" in name:
+        raise ArgumentError(f"shared memory name may not contain a NUL byte: {name!r}")
     name = "/" + name.lstrip("/")
     if "/" in name[1:]:
         raise ArgumentError(f"shared memory name may not contain '/' after the first: {name!r}")
@@ -162,13 +166,31 @@ cdef int _get_buffer(object data, Py_buffer* buf) except -1:
         PyObject_GetBuffer(data, buf, PyBUF_SIMPLE)
     except TypeError:
         raise ArgumentError(f"frame data must be bytes-like, not {type(data).__name__}") from None
+    except BufferError as e:
+        raise ArgumentError(f"frame data must be one contiguous buffer ({e})") from None
     return 0
 
 
 def _check_mode(mode):
-    if not isinstance(mode, int) or mode < 0 or mode > 0o7777:
+    if not isinstance(mode, int) or isinstance(mode, bool) or mode < 0 or mode > 0o7777:
         raise ArgumentError(f"mode must be an int permission like 0o600, not {mode!r}")
     return mode
+
+
+def _reserve(int fd, uint64_t size, str label):
+    """Sizes a new arena and reserves its storage now. ftruncate alone makes
+    a sparse object: touching a page that tmpfs (or the disk) cannot supply
+    later kills the process with SIGBUS. posix_fallocate turns that into a
+    clear error at creation."""
+    try:
+        os.ftruncate(fd, size)
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno in (_errno.ENOSPC, _errno.EFBIG, _errno.ENOMEM):
+            raise A0OSError(e.errno, f"{label}: cannot reserve {size} bytes ({e.strerror}); "
+                            "free space (e.g. /dev/shm is a size-limited tmpfs) or ask for less") from None
+        if e.errno not in (_errno.EOPNOTSUPP, _errno.EINVAL):  # no fallocate here: sparse is all we get
+            raise A0OSError(e.errno, f"{label}: {e.strerror}") from None
 
 
 cdef class _Buffer:
@@ -189,8 +211,7 @@ cdef class _Buffer:
 
     def __releasebuffer__(self, Py_buffer* view):
         self.arena.exports -= 1
-        if self.arena.exports == 0 and self.arena.closing:
-            self.arena._unmap()
+        self.arena._maybe_unmap()
 
 
 cdef class Arena:
@@ -253,7 +274,12 @@ cdef class Arena:
         arena = Arena.__new__(Arena)
         arena._kind = "shm"
         arena._name = name
-        arena._attach(fd, size, f"shared memory arena {name!r}")
+        try:
+            arena._attach(fd, size, f"shared memory arena {name!r}")
+        except BaseException:
+            if created:  # don't leave a half-made object that poisons the name
+                Arena.unlink_shm(name)
+            raise
         return arena
 
     @staticmethod
@@ -267,16 +293,26 @@ cdef class Arena:
         magic/version/header size, truncated, or size mismatch), A0OSError.
         """
         cdef Arena arena
-        path = os.fspath(path)
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            raise ArgumentError(
+                f"file arena path must be str or os.PathLike, not {type(path).__name__}") from None
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if "\0" in path:
+            raise ArgumentError(f"file arena path may not contain a NUL byte: {path!r}")
         size = _check_create_size(size)
         mode = _check_mode(mode)
         flags = os.O_RDWR | os.O_CLOEXEC
+        created = False
         try:
             if size is None:
                 fd = os.open(path, flags)
             else:
                 try:
                     fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
+                    created = True
                     os.fchmod(fd, mode)
                 except FileExistsError:
                     fd = os.open(path, flags)
@@ -289,7 +325,15 @@ cdef class Arena:
         arena = Arena.__new__(Arena)
         arena._kind = "file"
         arena._name = path
-        arena._attach(fd, size, f"file arena {path!r}")
+        try:
+            arena._attach(fd, size, f"file arena {path!r}")
+        except BaseException:
+            if created:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+            raise
         return arena
 
     @staticmethod
@@ -362,7 +406,7 @@ cdef class Arena:
                 actual = os.fstat(fd).st_size
                 if actual == 0:
                     if exclusive and size is not None:
-                        os.ftruncate(fd, size)
+                        _reserve(fd, size, label)
                         self._map(fd, size, label)
                         err = a0_arena_init(self.base, self.size)
                         if err:
@@ -385,6 +429,12 @@ cdef class Arena:
                 break
             if exclusive:
                 fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError as e:
+            self._unmap()
+            os.close(fd)
+            if isinstance(e, A0OSError):
+                raise
+            raise A0OSError(e.errno, f"{label}: {e.strerror}") from None
         except BaseException:
             self._unmap()
             os.close(fd)
@@ -413,6 +463,12 @@ cdef class Arena:
             os.close(self.fd)  # also drops our flock
             self.fd = -1
 
+    cdef _maybe_unmap(self):
+        # The mapping goes only when nothing of this process can touch it:
+        # no exported view, no held lock, no thread blocked inside a call.
+        if self.closing and self.exports == 0 and self.locks_held == 0 and self.busy == 0:
+            self._unmap()
+
     cdef int _check_open(self) except -1:
         if self.base == NULL or self.closing:
             raise ClosedError(f"{self._describe()} is closed")
@@ -426,20 +482,23 @@ cdef class Arena:
     def close(self):
         """Unmaps the arena (idempotent). Releases the deadman if this process
         holds it through this arena. While zero-copy views into it are alive
-        the unmap is deferred until the last is released.
+        the unmap is deferred until the last is released, and while another
+        thread is blocked in a call on it (a deadman wait, a lock) until that
+        call returns; new calls raise ClosedError at once.
 
-        Raises LockError if a Transport of this process holds its lock."""
-        if self.base == NULL:
+        Raises LockError if a Transport of this process holds its lock, or if
+        another thread of this process holds the deadman."""
+        if self.base == NULL or self.closing:
             return
         if self.locks_held:
             raise LockError(f"cannot close {self._describe()}: a transport of this process holds its lock")
         if self.deadman_held:
-            a0_deadman_release(self.base)
+            if a0_deadman_release(self.base) != A0_OK:
+                raise LockError(f"cannot close {self._describe()}: another thread of this process "
+                                "holds its deadman; release it in that thread first")
             self.deadman_held = False
-        if self.exports:
-            self.closing = True
-            return
-        self._unmap()
+        self.closing = True
+        self._maybe_unmap()
 
     def unlink(self):
         """Removes the arena's name (shm object or file); mappings stay valid.
@@ -533,9 +592,11 @@ cdef class Transport:
     `read_next` and `read_many` are one-call fast paths.
     """
 
-    def __cinit__(self, Arena arena not None):
-        arena._check_open()
-        cdef a0_err_t err = a0_transport_init(&self.t, arena.base, arena.size)
+    def __cinit__(self, arena):
+        if not isinstance(arena, Arena):
+            raise ArgumentError(f"Transport needs an a0py.Arena, not {type(arena).__name__}")
+        (<Arena>arena)._check_open()
+        cdef a0_err_t err = a0_transport_init(&self.t, (<Arena>arena).base, (<Arena>arena).size)
         if err:
             _raise(err, arena._describe())
         self.arena = arena
@@ -548,8 +609,16 @@ cdef class Transport:
         self.arena._check_open()
         err = a0_transport_trylock(&self.t, lk)  # uncontended: no GIL round trip
         if err == A0_ERR_BUSY:
+            self.arena.busy += 1
             with nogil:
                 err = a0_transport_lock(&self.t, lk)
+            self.arena.busy -= 1
+            if not err and self.arena.closing:
+                a0_transport_unlock(lk[0])
+                err = A0_ERR_NOT_LOCKED
+            if err:
+                self.arena._maybe_unmap()
+                self.arena._check_open()
         if err:
             if err == A0_ERR_DEADLOCK:
                 raise LockError(f"{self.arena._describe()}: the lock is already held by this thread "
@@ -563,6 +632,7 @@ cdef class Transport:
     cdef int _release(self, a0_locked_t lk) except -1:
         cdef a0_err_t err = a0_transport_unlock(lk)
         self.arena.locks_held -= 1
+        self.arena._maybe_unmap()
         if err:
             _raise(err, f"unlocking {self.arena._describe()}")
         return 0
@@ -643,7 +713,11 @@ cdef class Transport:
         cdef uint8_t* dst
         cdef a0_err_t err = A0_OK
         cdef uint64_t count = 0
-        items = list(frames)
+        try:
+            items = list(frames)
+        except TypeError:
+            raise ArgumentError(f"write_many needs an iterable of bytes-like frames, "
+                                f"not {type(frames).__name__}") from None
         self._acquire(&lk)
         try:
             for item in items:
@@ -687,8 +761,12 @@ cdef class Transport:
             if not a0_transport_has_next(lk):
                 if has_deadline < 0:
                     return None
-                with nogil:
-                    err = a0_transport_wait(lk, a0_pred_has_next, NULL, &ts if has_deadline else NULL)
+                while True:
+                    with nogil:
+                        err = a0_transport_wait(lk, a0_pred_has_next, NULL, &ts if has_deadline else NULL)
+                    if err != A0_ERR_INTERRUPTED:
+                        break
+                    PyErr_CheckSignals()  # Ctrl-C raises here; otherwise keep waiting
                 if err == A0_ERR_TIMEOUT:
                     return None
                 if err:
@@ -770,23 +848,39 @@ cdef class LockedTransport:
             raise LockError("the transport's lock is not held: use it inside `with transport.lock() as t:`")
         return 0
 
-    cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable):
+    cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable, uint64_t seq):
         cdef _Buffer buf = _Buffer.__new__(_Buffer)
         buf.arena = self.tr.arena
         buf.ptr = data
         buf.size = <Py_ssize_t>size
         buf.writable = writable
         view = memoryview(buf)
-        self.views.append(view)
+        self.views.append((seq, view))
         return view
 
     cdef _drop_views(self):
-        for view in self.views:
+        for _, view in self.views:
             try:
                 view.release()
             except BufferError:
                 pass  # derived views stay alive; the mapping outlives them
         self.views.clear()
+
+    cdef _release_evicted(self):
+        # An alloc under this lock may evict frames we handed out views of
+        # (even frames allocated earlier under it): revoke those views, so a
+        # stale alloc view cannot scribble over the frame now in its place.
+        cdef uint64_t low = a0_transport_seq_low(self.lk)
+        keep = []
+        for entry in self.views:
+            if <uint64_t>entry[0] >= low:
+                keep.append(entry)
+                continue
+            try:
+                entry[1].release()
+            except BufferError:
+                pass
+        self.views = keep
 
     def alloc(self, n):
         """Appends a frame of `n` bytes (evicting the oldest as needed) and
@@ -806,7 +900,9 @@ cdef class LockedTransport:
                     f"frame of {size} bytes does not fit {self.tr.arena._describe()}: "
                     f"at most {a0_transport_max_frame_data(&self.tr.t)} bytes per frame")
             _raise(err, f"alloc({size})")
-        return self._wrap(data, size, True)
+        if self.views:
+            self._release_evicted()
+        return self._wrap(data, size, True, a0_transport_seq_high(self.lk))
 
     def alloc_evicts(self, n):
         """Whether alloc(n) would evict at least one frame; changes nothing."""
@@ -955,9 +1051,12 @@ cdef class LockedTransport:
             if a0_transport_has_next(self.lk):
                 return True
             self._invalidate()
-            with nogil:
-                err = a0_transport_wait(self.lk, a0_pred_has_next, NULL, &ts if has_deadline else NULL)
-            return self._after_wait(err, timeout)
+            while True:
+                with nogil:
+                    err = a0_transport_wait(self.lk, a0_pred_has_next, NULL, &ts if has_deadline else NULL)
+                if err != A0_ERR_INTERRUPTED:
+                    return self._after_wait(err, timeout)
+                PyErr_CheckSignals()
         if not callable(predicate):
             raise ArgumentError(f"predicate must be callable, not {type(predicate).__name__}")
         timed_out = False
@@ -971,6 +1070,8 @@ cdef class LockedTransport:
                 err = a0_transport_wait_step(self.lk, &ts if has_deadline else NULL)
             if err == A0_ERR_TIMEOUT:
                 timed_out = True
+            elif err == A0_ERR_INTERRUPTED:
+                PyErr_CheckSignals()
             elif err:
                 return self._after_wait(err, timeout)
 
@@ -984,9 +1085,12 @@ cdef class LockedTransport:
         if a0_transport_seq_high(self.lk) > target:
             return True
         self._invalidate()
-        with nogil:
-            err = a0_transport_wait(self.lk, a0_pred_seq_above, &target, &ts if has_deadline else NULL)
-        return self._after_wait(err, timeout)
+        while True:
+            with nogil:
+                err = a0_transport_wait(self.lk, a0_pred_seq_above, &target, &ts if has_deadline else NULL)
+            if err != A0_ERR_INTERRUPTED:
+                return self._after_wait(err, timeout)
+            PyErr_CheckSignals()
 
     def _invalidate(self):
         if self.tr.t.pending:
@@ -1022,8 +1126,10 @@ cdef class Frame:
         if not self.owner.active or self.owner.generation != self.generation:
             raise LockError(
                 f"frame {self.seq}'s data is only readable while the lock that produced it is held")
+        if self.seq < a0_transport_seq_low(self.owner.lk):
+            raise NoFrameError(f"frame {self.seq} was evicted by an alloc under this lock")
         if self._view is None:
-            self._view = self.owner._wrap(self.ptr, self.size, False)
+            self._view = self.owner._wrap(self.ptr, self.size, False, self.seq)
         return self._view
 
     def tobytes(self):
@@ -1037,6 +1143,60 @@ cdef class Frame:
         return f"<a0py.Frame seq={self.seq} size={self.size}>"
 
 
+cdef enum:
+    _DM_TAKE = 0
+    _DM_WAIT_TAKEN = 1
+    _DM_WAIT_RELEASED = 2
+    # Blocking deadman calls sleep in slices this long, so that signals
+    # (Ctrl-C) are seen even in pthread lock waits, which glibc restarts.
+    _DM_SLICE_NS = 50000000
+
+
+cdef a0_err_t _deadman_blocking(Arena arena, int op, object timeout) except *:
+    """Runs a blocking deadman operation in interruptible slices, with the
+    arena counted busy so close() from another thread defers its unmap."""
+    cdef timespec final, now, slice_end
+    cdef a0_err_t err = A0_OK
+    arena._check_open()
+    cdef int has_deadline = _make_deadline(timeout, &final)
+    arena.busy += 1
+    try:
+        while True:
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            slice_end = now
+            slice_end.tv_nsec += _DM_SLICE_NS
+            if slice_end.tv_nsec >= 1000000000:
+                slice_end.tv_sec += 1
+                slice_end.tv_nsec -= 1000000000
+            if has_deadline and (final.tv_sec < slice_end.tv_sec or
+                                 (final.tv_sec == slice_end.tv_sec and final.tv_nsec < slice_end.tv_nsec)):
+                slice_end = final
+            with nogil:
+                if op == _DM_TAKE:
+                    err = a0_deadman_take(arena.base, &slice_end)
+                elif op == _DM_WAIT_TAKEN:
+                    err = a0_deadman_wait_taken(arena.base, &slice_end)
+                else:
+                    err = a0_deadman_wait_released(arena.base, &slice_end)
+            if err == A0_OK and op == _DM_TAKE:
+                arena.deadman_held = True
+                if arena.closing:  # closed meanwhile: don't hold a lock in a mapping about to go
+                    a0_deadman_release(arena.base)
+                    arena.deadman_held = False
+                    err = A0_ERR_NOT_LOCKED
+                    raise ClosedError(f"{arena._describe()} was closed while taking its deadman")
+            if err != A0_ERR_TIMEOUT and err != A0_ERR_INTERRUPTED:
+                return err
+            PyErr_CheckSignals()
+            if err == A0_ERR_TIMEOUT and has_deadline:
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                if now.tv_sec > final.tv_sec or (now.tv_sec == final.tv_sec and now.tv_nsec >= final.tv_nsec):
+                    return A0_ERR_TIMEOUT
+    finally:
+        arena.busy -= 1
+        arena._maybe_unmap()
+
+
 cdef class Deadman:
     """Liveness by lock ownership: a robust lock in the arena's header that
     one process holds for its life. When the holder exits or is killed, the
@@ -1046,22 +1206,19 @@ cdef class Deadman:
     a robust lock is released when its owning thread ends.
     """
 
-    def __cinit__(self, Arena arena not None):
-        arena._check_open()
+    def __cinit__(self, arena):
+        if not isinstance(arena, Arena):
+            raise ArgumentError(f"Deadman needs an a0py.Arena, not {type(arena).__name__}")
+        (<Arena>arena)._check_open()
         self.arena = arena
 
     def take(self, timeout=None):
         """Takes the deadman, waiting for its holder to release it or die.
-        A0TimeoutError at the deadline; LockError if this thread holds it."""
-        cdef timespec ts
-        cdef a0_err_t err
-        self.arena._check_open()
-        cdef int has_deadline = _make_deadline(timeout, &ts)
-        with nogil:
-            err = a0_deadman_take(self.arena.base, &ts if has_deadline else NULL)
+        A0TimeoutError at the deadline; LockError if this thread holds it;
+        interruptible (Ctrl-C raises KeyboardInterrupt)."""
+        cdef a0_err_t err = _deadman_blocking(self.arena, _DM_TAKE, timeout)
         if err:
             _raise(err, f"taking the deadman of {self.arena._describe()}")
-        self.arena.deadman_held = True
 
     def try_take(self):
         """Takes the deadman if free (or its holder died); returns whether it did."""
@@ -1107,25 +1264,17 @@ cdef class Deadman:
         return pid if taken and pid else None
 
     def wait_taken(self, timeout=None):
-        """Blocks until some process holds the deadman. A0TimeoutError at the deadline."""
-        cdef timespec ts
-        cdef a0_err_t err
-        self.arena._check_open()
-        cdef int has_deadline = _make_deadline(timeout, &ts)
-        with nogil:
-            err = a0_deadman_wait_taken(self.arena.base, &ts if has_deadline else NULL)
+        """Blocks until some process holds the deadman. A0TimeoutError at the
+        deadline; interruptible."""
+        cdef a0_err_t err = _deadman_blocking(self.arena, _DM_WAIT_TAKEN, timeout)
         if err:
             _raise(err, f"waiting for the deadman of {self.arena._describe()} to be taken")
 
     def wait_released(self, timeout=None):
         """Blocks until the holder releases the deadman or dies.
-        A0TimeoutError at the deadline; LockError if this thread holds it."""
-        cdef timespec ts
-        cdef a0_err_t err
-        self.arena._check_open()
-        cdef int has_deadline = _make_deadline(timeout, &ts)
-        with nogil:
-            err = a0_deadman_wait_released(self.arena.base, &ts if has_deadline else NULL)
+        A0TimeoutError at the deadline; LockError if this thread holds it;
+        interruptible."""
+        cdef a0_err_t err = _deadman_blocking(self.arena, _DM_WAIT_RELEASED, timeout)
         if err:
             if err == A0_ERR_DEADLOCK:
                 raise LockError("this thread holds the deadman: it will not be released by waiting")

@@ -60,6 +60,7 @@ static const char* const a0_err_names[A0_ERR__COUNT] = {
     [A0_ERR_NOT_LOCKED] = "not locked",
     [A0_ERR_PENDING] = "uncommitted frames would be lost",
     [A0_ERR_NOT_OWNER] = "not the owner",
+    [A0_ERR_INTERRUPTED] = "interrupted by a signal",
 };
 
 const char* a0_strerror(a0_err_t err) {

@@ -27,10 +27,39 @@ a0_err_t a0_deadman_take(void* base, const struct timespec* deadline) {
   return A0_OK;
 }
 
+/* A holder that has the lock but has not yet written its pid, or a
+ * wait_released() caller passing through the lock: both hold it for
+ * nanoseconds. Observers wait that long before answering "taken". */
+#define A0_DM_TRANSIENT_SPINS 4096
+
+/* The robust-mutex futex word: the owner's TID, plus FUTEX_OWNER_DIED once
+ * the kernel has found the owner dead (the kernel's robust-futex ABI, see
+ * linux/futex.h). Reading it observes the lock without taking it, so
+ * observers never make a taker's try_take() fail. */
+static uint32_t dm_word(const a0_arena_hdr_t* h) {
+  return atomic_load((_Atomic uint32_t*)&h->deadman.mutex.__data.__lock);
+}
+
+static bool dm_word_taken(uint32_t word) {
+  return (word & FUTEX_TID_MASK) != 0 && (word & FUTEX_OWNER_DIED) == 0;
+}
+
 a0_err_t a0_deadman_try_take(void* base) {
   a0_arena_hdr_t* h = DM_HDR(base);
   int recovered;
   a0_err_t err = a0_robust_trylock(&h->deadman.mutex, &recovered);
+  if (err == A0_ERR_BUSY && atomic_load(A0_ATOMIC_U32(&h->deadman_pid)) == 0) {
+    /* Held without a pid: a transient holder (see above). Wait it out. */
+    struct timespec soon;
+    clock_gettime(CLOCK_MONOTONIC, &soon);
+    soon.tv_nsec += 2000000;
+    if (soon.tv_nsec >= 1000000000) {
+      soon.tv_sec++;
+      soon.tv_nsec -= 1000000000;
+    }
+    err = a0_robust_lock(&h->deadman.mutex, &soon, &recovered);
+    if (err == A0_ERR_TIMEOUT) err = A0_ERR_BUSY;
+  }
   if (err) return err;
   dm_taken(h);
   return A0_OK;
@@ -52,27 +81,17 @@ a0_err_t a0_deadman_release(void* base) {
 
 a0_err_t a0_deadman_state(void* base, bool* taken, bool* mine, uint32_t* pid) {
   a0_arena_hdr_t* h = DM_HDR(base);
-  int recovered;
-  a0_err_t err = a0_robust_trylock(&h->deadman.mutex, &recovered);
-  *taken = *mine = false;
-  *pid = 0;
-  switch (err) {
-    case A0_OK: /* free (or its owner died: recovered, now free again) */
-      atomic_store(A0_ATOMIC_U32(&h->deadman_pid), 0);
-      pthread_mutex_unlock(&h->deadman.mutex);
-      if (recovered) dm_bump(h);
-      return A0_OK;
-    case A0_ERR_BUSY:
-      *taken = true;
-      *pid = atomic_load(A0_ATOMIC_U32(&h->deadman_pid));
-      return A0_OK;
-    case A0_ERR_DEADLOCK: /* error-checking mutex: this thread holds it */
-      *taken = *mine = true;
-      *pid = (uint32_t)getpid();
-      return A0_OK;
-    default:
-      return err;
+  uint32_t word = dm_word(h), owner_pid = 0;
+  for (int i = 0; i < A0_DM_TRANSIENT_SPINS && dm_word_taken(word); i++) {
+    owner_pid = atomic_load(A0_ATOMIC_U32(&h->deadman_pid));
+    if (owner_pid != 0) break;
+    a0_cpu_relax();
+    word = dm_word(h);
   }
+  *taken = dm_word_taken(word);
+  *mine = *taken && (word & FUTEX_TID_MASK) == (uint32_t)gettid();
+  *pid = *taken ? atomic_load(A0_ATOMIC_U32(&h->deadman_pid)) : 0;
+  return A0_OK;
 }
 
 a0_err_t a0_deadman_wait_taken(void* base, const struct timespec* deadline) {
@@ -84,10 +103,11 @@ a0_err_t a0_deadman_wait_taken(void* base, const struct timespec* deadline) {
     a0_err_t err = a0_deadman_state(base, &taken, &mine, &pid);
     if (err) return err;
     if (taken) return A0_OK;
-    if (a0_futex_wait(&h->deadman_notify, seen, deadline) == ETIMEDOUT) {
+    int rc = a0_futex_wait(&h->deadman_notify, seen, deadline);
+    if (rc == ETIMEDOUT || rc == EINTR) {
       err = a0_deadman_state(base, &taken, &mine, &pid);
       if (err) return err;
-      return taken ? A0_OK : A0_ERR_TIMEOUT;
+      return taken ? A0_OK : rc == EINTR ? A0_ERR_INTERRUPTED : A0_ERR_TIMEOUT;
     }
   }
 }

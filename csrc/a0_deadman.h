@@ -22,8 +22,10 @@ a0_err_t a0_deadman_take(void* arena_base, const struct timespec* deadline);
 a0_err_t a0_deadman_try_take(void* arena_base); /* A0_ERR_BUSY if held */
 a0_err_t a0_deadman_release(void* arena_base);   /* A0_ERR_NOT_OWNER if not ours */
 /* *taken: some live thread holds it (this one included); *pid: its pid or 0.
- * *mine: this thread holds it. */
+ * *mine: this thread holds it. Reads the lock's futex word without taking
+ * the lock, so observing never disturbs a taker. */
 a0_err_t a0_deadman_state(void* arena_base, bool* taken, bool* mine, uint32_t* pid);
+/* A0_ERR_INTERRUPTED if a signal handler ran while asleep (call again). */
 a0_err_t a0_deadman_wait_taken(void* arena_base, const struct timespec* deadline);
 a0_err_t a0_deadman_wait_released(void* arena_base, const struct timespec* deadline);
 

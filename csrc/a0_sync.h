@@ -18,12 +18,13 @@
 
 /* Sleeps while *word == expected, until woken or the absolute CLOCK_MONOTONIC
  * deadline (NULL: none). Shared (not PRIVATE): the word lives in a mapping
- * other processes share. Returns 0, or ETIMEDOUT. Spurious wakes are fine:
- * every caller re-checks its condition. */
+ * other processes share. Returns 0, ETIMEDOUT, or EINTR when a signal
+ * handler ran (so callers can let Python see Ctrl-C). Spurious wakes are
+ * fine: every caller re-checks its condition. */
 static inline int a0_futex_wait(uint32_t* word, uint32_t expected, const struct timespec* deadline) {
   long rc = syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, deadline, NULL,
                     FUTEX_BITSET_MATCH_ANY);
-  if (rc == -1 && errno == ETIMEDOUT) return ETIMEDOUT;
+  if (rc == -1 && (errno == ETIMEDOUT || errno == EINTR)) return errno;
   return 0;
 }
 

@@ -430,7 +430,7 @@ a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline)
   t->locked = 0;
   pthread_mutex_unlock(&h->lock.mutex);
 
-  int timed_out = 0;
+  int timed_out = 0, interrupted = 0;
   uint32_t i;
   for (i = 0; i < t->spin && atomic_load_explicit(word, memory_order_relaxed) == seen; i++)
     a0_cpu_relax();
@@ -438,7 +438,11 @@ a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline)
     atomic_fetch_add(A0_ATOMIC_U32(&h->waiters), 1);
     /* FUTEX_WAIT re-reads the word in the kernel: a notify between our
      * increment and the sleep makes it return at once. */
-    if (atomic_load(word) == seen) timed_out = a0_futex_wait(&h->notify, seen, deadline) == ETIMEDOUT;
+    if (atomic_load(word) == seen) {
+      int rc = a0_futex_wait(&h->notify, seen, deadline);
+      timed_out = rc == ETIMEDOUT;
+      interrupted = rc == EINTR;
+    }
     atomic_fetch_sub(A0_ATOMIC_U32(&h->waiters), 1);
   }
 
@@ -448,7 +452,7 @@ a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline)
   if (!err) err = after_lock(t, recovered, &relocked);
   if (err) return err;
   if (timed_out || (deadline && a0_deadline_passed(deadline))) return A0_ERR_TIMEOUT;
-  return A0_OK;
+  return interrupted ? A0_ERR_INTERRUPTED : A0_OK;
 }
 
 a0_err_t a0_transport_wait(a0_locked_t lk, a0_pred_fn pred, void* ctx,
@@ -456,7 +460,7 @@ a0_err_t a0_transport_wait(a0_locked_t lk, a0_pred_fn pred, void* ctx,
   for (;;) {
     if (pred(lk, ctx)) return A0_OK;
     a0_err_t err = a0_transport_wait_step(lk, deadline);
-    if (err == A0_ERR_TIMEOUT) return pred(lk, ctx) ? A0_OK : A0_ERR_TIMEOUT;
+    if (err == A0_ERR_TIMEOUT || err == A0_ERR_INTERRUPTED) return pred(lk, ctx) ? A0_OK : err;
     if (err) return err;
   }
 }

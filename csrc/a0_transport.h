@@ -114,12 +114,14 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
 
 /* Waits until pred holds, sleeping with the lock released between checks.
  * deadline: absolute CLOCK_MONOTONIC time, or NULL for none. Returns with the
- * lock held in every case; A0_ERR_TIMEOUT if the deadline passed first. */
+ * lock held; A0_ERR_TIMEOUT if the deadline passed first; A0_ERR_INTERRUPTED
+ * if a signal handler ran while asleep (call again to keep waiting). If
+ * relocking fails (A0_ERR_CORRUPT...), the lock is not held: t->locked is 0. */
 a0_err_t a0_transport_wait(a0_locked_t lk, a0_pred_fn pred, void* ctx,
                            const struct timespec* deadline);
 /* One sleep of a wait loop (for predicates evaluated by the caller): unlocks,
- * waits for a notification or the deadline, relocks. A0_ERR_PENDING if
- * uncommitted frames exist. */
+ * waits for a notification, a signal or the deadline, relocks. A0_ERR_PENDING
+ * if uncommitted frames exist; A0_ERR_INTERRUPTED after a signal. */
 a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline);
 
 /* Built-in predicates. */

@@ -1,0 +1,322 @@
+"""Robustness of the transport binding: hostile names and sizes, signals,
+observers of the deadman, closing under blocked threads, stale views."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import uuid
+
+import pytest
+
+import a0py
+from a0py import A0OSError, A0TimeoutError, ArgumentError, ClosedError
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def unique(prefix="rob"):
+    return f"a0py-test-{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def run_child(code, timeout=20, **kw):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, timeout=timeout, check=False, **kw)
+
+
+# ------------------------------------------------------------ bad input
+
+
+def test_nul_byte_in_shm_name_is_an_argument_error_not_a_crash():
+    for bad in ("a\x00b", "\x00", "/x\x00"):
+        with pytest.raises(ArgumentError, match="NUL"):
+            a0py.Arena.shm(bad, 4096)
+        with pytest.raises(ArgumentError, match="NUL"):
+            a0py.Arena.unlink_shm(bad)
+
+
+def test_nul_byte_or_non_path_for_file_arena_is_an_argument_error(tmp_path):
+    with pytest.raises(ArgumentError, match="NUL"):
+        a0py.Arena.file(str(tmp_path / "a\x00b"), 4096)
+    with pytest.raises(ArgumentError, match="path"):
+        a0py.Arena.file(3, 4096)
+
+
+def test_bool_mode_is_rejected():
+    with pytest.raises(ArgumentError, match="mode"):
+        a0py.Arena.shm(unique(), 4096, mode=True)
+
+
+@pytest.mark.parametrize("bad", [None, 5, "arena"])
+def test_transport_and_deadman_need_an_arena(bad):
+    with pytest.raises(ArgumentError, match="Arena"):
+        a0py.Transport(bad)
+    with pytest.raises(ArgumentError, match="Arena"):
+        a0py.Deadman(bad)
+
+
+def test_write_many_needs_an_iterable_and_write_a_contiguous_buffer():
+    tr = a0py.Transport(a0py.Arena.heap(4096))
+    with pytest.raises(ArgumentError, match="iterable"):
+        tr.write_many(5)
+    with pytest.raises(ArgumentError, match="contiguous"):
+        tr.write(memoryview(b"abcdef")[::2])
+    with tr.lock() as t:
+        assert t.empty  # nothing was written by the failed calls
+
+
+# ------------------------------------------------- storage reservation
+
+
+def test_arena_larger_than_allowed_storage_fails_cleanly_and_leaves_no_file(tmp_path):
+    # RLIMIT_FSIZE stands in for a full tmpfs: creation must fail with a clear
+    # A0OSError at once (not SIGBUS on a later write) and remove what it made.
+    path = tmp_path / "big.arena"
+    r = run_child(f"""
+        import resource, signal, a0py
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+        try:
+            a0py.Arena.file({str(path)!r}, 4 << 20)
+        except a0py.A0OSError as e:
+            print("A0OSError", e.errno)
+        small = a0py.Arena.file({str(path)!r} + ".small", 64 << 10)
+        print("small ok", small.size)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "A0OSError 27" in r.stdout  # EFBIG
+    assert "small ok 65536" in r.stdout
+    assert not path.exists()
+
+
+def test_failed_shm_creation_does_not_poison_the_name():
+    name = unique("poison")
+    with pytest.raises(A0OSError):
+        a0py.Arena.shm(name, 1 << 50)  # far beyond memory: reserve/map fails
+    assert not os.path.exists("/dev/shm/" + name)
+    arena = a0py.Arena.shm(name, 4096)  # the name is usable right after
+    try:
+        assert arena.size == 4096
+    finally:
+        arena.close()
+        a0py.Arena.unlink_shm(name)
+
+
+def test_created_arena_storage_is_reserved_not_sparse(tmp_path):
+    arena = a0py.Arena.file(tmp_path / "r.arena", 1 << 20)
+    try:
+        st = os.stat(tmp_path / "r.arena")
+        assert st.st_blocks * 512 >= 1 << 20
+    finally:
+        arena.close()
+
+
+# ------------------------------------------------------------- signals
+
+
+@pytest.mark.parametrize("blocking_call", [
+    "tr.read_next(timeout=None)",
+    "tr.read_next(timeout=30)",
+    "tr.lock().__enter__().wait(lambda t: False)",
+    "tr.lock().__enter__().wait()",
+    "tr.lock().__enter__().wait_seq_above(10**6)",
+    "a0py.Deadman(arena).wait_taken()",
+])
+def test_ctrl_c_interrupts_blocking_calls(blocking_call):
+    name = unique("sig")
+    code = f"""
+        import sys, a0py
+        arena = a0py.Arena.shm({name!r}, 65536)
+        tr = a0py.Transport(arena)
+        print("ready", flush=True)
+        try:
+            {blocking_call}
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+    """
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.2)  # let it block
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=5)
+        assert p.returncode == 3, err
+        assert "interrupted" in out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        a0py.Arena.unlink_shm(name)
+
+
+def test_ctrl_c_interrupts_deadman_wait_released_while_another_process_holds_it():
+    name = unique("sigdm")
+    arena = a0py.Arena.shm(name, 4096)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, a0py
+            a = a0py.Arena.shm({name!r})
+            a0py.Deadman(a).take()
+            print("held", flush=True)
+            sys.stdin.read()
+        """)], env=dict(os.environ, PYTHONPATH=REPO), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True)
+    waiter = None
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        waiter = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(f"""
+                import sys, a0py
+                d = a0py.Deadman(a0py.Arena.shm({name!r}))
+                print("ready", flush=True)
+                try:
+                    d.wait_released()
+                except KeyboardInterrupt:
+                    sys.exit(3)
+                sys.exit(1)
+            """)], env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE, text=True)
+        assert waiter.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        waiter.send_signal(signal.SIGINT)
+        assert waiter.wait(timeout=5) == 3
+        assert a0py.Deadman(arena).is_taken()  # the holder was not disturbed
+    finally:
+        for p in (holder, waiter):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        arena.close()
+        a0py.Arena.unlink_shm(name)
+
+
+# -------------------------------------------------------------- deadman
+
+
+def test_observers_polling_is_taken_never_make_try_take_fail():
+    name = unique("obs")
+    arena = a0py.Arena.shm(name, 4096)
+    observers = [subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, a0py
+            d = a0py.Deadman(a0py.Arena.shm({name!r}))
+            print("ready", flush=True)
+            while True:
+                d.is_taken(); d.owner_pid
+        """)], env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE, text=True)
+        for _ in range(2)]
+    try:
+        for p in observers:
+            assert p.stdout.readline().strip() == "ready"
+        dm = a0py.Deadman(arena)
+        failures = 0
+        for _ in range(3000):
+            if dm.try_take():
+                dm.release()
+            else:
+                failures += 1
+        assert failures == 0
+    finally:
+        for p in observers:
+            p.kill()
+            p.wait()
+        arena.close()
+        a0py.Arena.unlink_shm(name)
+
+
+def test_is_taken_reads_without_locking_and_sees_this_thread_and_others():
+    arena = a0py.Arena.heap(4096)
+    dm = a0py.Deadman(arena)
+    assert not dm.is_taken() and dm.owner_pid is None
+    dm.take()
+    assert dm.is_taken() and dm.is_mine and dm.owner_pid == os.getpid()
+    seen = {}
+
+    def other_thread():
+        seen["taken"], seen["mine"] = dm.is_taken(), dm.is_mine
+        seen["try"] = dm.try_take()
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    t.join()
+    assert seen == {"taken": True, "mine": False, "try": False}
+    dm.release()
+    assert not dm.is_taken()
+
+
+# ------------------------------------------------------------- closing
+
+
+def test_close_while_another_thread_waits_defers_the_unmap_until_it_returns():
+    arena = a0py.Arena.heap(4096)
+    dm = a0py.Deadman(arena)
+    result = {}
+    started = threading.Event()
+
+    def waiter():
+        started.set()
+        try:
+            dm.wait_taken(timeout=0.5)
+        except A0TimeoutError:
+            result["timeout"] = True
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    started.wait()
+    time.sleep(0.1)
+    arena.close()
+    assert arena.closed
+    with pytest.raises(ClosedError):
+        dm.is_taken()
+    t.join(5)
+    assert result == {"timeout": True}
+
+
+def test_close_releases_the_deadman_held_by_this_thread():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "dm.arena")
+        arena = a0py.Arena.file(path, 4096)
+        a0py.Deadman(arena).take()
+        arena.close()
+        again = a0py.Arena.file(path)
+        try:
+            assert not a0py.Deadman(again).is_taken()
+        finally:
+            again.close()
+
+
+# -------------------------------------------------------- stale views
+
+
+def test_alloc_revokes_views_of_frames_it_evicts_even_uncommitted_ones():
+    tr = a0py.Transport(a0py.Arena.heap(4096))
+    with tr.lock() as t:
+        v1 = t.alloc(2000)
+        v2 = t.alloc(2000)  # evicts v1's frame
+        assert t.seq_low == 2
+        with pytest.raises(ValueError):
+            v1[:4] = b"AAAA"  # revoked: cannot scribble over frame 2
+        v2[:] = b"B" * 2000
+        t.commit()
+    assert tr.read_next() == (2, b"B" * 2000)
+
+
+def test_frame_evicted_by_alloc_under_the_same_lock_is_no_longer_readable():
+    tr = a0py.Transport(a0py.Arena.heap(4096))
+    tr.write(b"x" * 1500)
+    with tr.lock() as t:
+        t.jump_head()
+        f = t.frame()
+        data = f.data
+        t.alloc(3000)  # evicts frame 1
+        with pytest.raises(ValueError):
+            bytes(data)
+        with pytest.raises(a0py.NoFrameError, match="evicted"):
+            f.data
