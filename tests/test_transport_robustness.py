@@ -23,10 +23,26 @@ def unique(prefix="rob"):
     return f"a0py-test-{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-def run_child(code, timeout=20, **kw):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False, **kw)
+def child_env():
+    return dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def run_child(code, timeout=20):
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def start_child(code, **kw):
+    """A Python child running `code`, its stdout a text pipe (read "ready" lines)."""
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=child_env(),
+                            stdout=subprocess.PIPE, text=True, **kw)
+
+
+def stop(*procs):
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 # ------------------------------------------------------------ bad input
@@ -140,9 +156,7 @@ def test_ctrl_c_interrupts_blocking_calls(blocking_call):
             print("interrupted", flush=True)
             sys.exit(3)
     """
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = start_child(code, stderr=subprocess.PIPE)
     try:
         assert p.stdout.readline().strip() == "ready"
         time.sleep(0.2)  # let it block
@@ -151,48 +165,40 @@ def test_ctrl_c_interrupts_blocking_calls(blocking_call):
         assert p.returncode == 3, err
         assert "interrupted" in out
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        stop(p)
         a0py.Arena.unlink_shm(name)
 
 
 def test_ctrl_c_interrupts_deadman_wait_released_while_another_process_holds_it():
     name = unique("sigdm")
     arena = a0py.Arena.shm(name, 4096)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, a0py
-            a = a0py.Arena.shm({name!r})
-            a0py.Deadman(a).take()
-            print("held", flush=True)
-            sys.stdin.read()
-        """)], env=dict(os.environ, PYTHONPATH=REPO), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True)
+    holder = start_child(f"""
+        import sys, a0py
+        a = a0py.Arena.shm({name!r})
+        a0py.Deadman(a).take()
+        print("held", flush=True)
+        sys.stdin.read()
+    """, stdin=subprocess.PIPE)
     waiter = None
     try:
         assert holder.stdout.readline().strip() == "held"
-        waiter = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(f"""
-                import sys, a0py
-                d = a0py.Deadman(a0py.Arena.shm({name!r}))
-                print("ready", flush=True)
-                try:
-                    d.wait_released()
-                except KeyboardInterrupt:
-                    sys.exit(3)
-                sys.exit(1)
-            """)], env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE, text=True)
+        waiter = start_child(f"""
+            import sys, a0py
+            d = a0py.Deadman(a0py.Arena.shm({name!r}))
+            print("ready", flush=True)
+            try:
+                d.wait_released()
+            except KeyboardInterrupt:
+                sys.exit(3)
+            sys.exit(1)
+        """)
         assert waiter.stdout.readline().strip() == "ready"
         time.sleep(0.2)
         waiter.send_signal(signal.SIGINT)
         assert waiter.wait(timeout=5) == 3
         assert a0py.Deadman(arena).is_taken()  # the holder was not disturbed
     finally:
-        for p in (holder, waiter):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+        stop(holder, waiter)
         arena.close()
         a0py.Arena.unlink_shm(name)
 
@@ -203,15 +209,13 @@ def test_ctrl_c_interrupts_deadman_wait_released_while_another_process_holds_it(
 def test_observers_polling_is_taken_never_make_try_take_fail():
     name = unique("obs")
     arena = a0py.Arena.shm(name, 4096)
-    observers = [subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, a0py
-            d = a0py.Deadman(a0py.Arena.shm({name!r}))
-            print("ready", flush=True)
-            while True:
-                d.is_taken(); d.owner_pid
-        """)], env=dict(os.environ, PYTHONPATH=REPO), stdout=subprocess.PIPE, text=True)
-        for _ in range(2)]
+    observers = [start_child(f"""
+        import a0py
+        d = a0py.Deadman(a0py.Arena.shm({name!r}))
+        print("ready", flush=True)
+        while True:
+            d.is_taken(); d.owner_pid
+    """) for _ in range(2)]
     try:
         for p in observers:
             assert p.stdout.readline().strip() == "ready"
@@ -224,9 +228,7 @@ def test_observers_polling_is_taken_never_make_try_take_fail():
                 failures += 1
         assert failures == 0
     finally:
-        for p in observers:
-            p.kill()
-            p.wait()
+        stop(*observers)
         arena.close()
         a0py.Arena.unlink_shm(name)
 
