@@ -276,14 +276,141 @@ def test_cross_process_gather_with_a_recipient_killed_mid_gather(system):
         first = scatter_gather(system, "warm-up", list(quick_node.refs.values()), timeout=10)
         assert sorted(v[0] for v in first.replies.values()) == [0, 1, 2]
         assert {v[1] for v in first.replies.values()} == {quick_node.pid}
-        gather = start_gather(system, "report", refs, timeout=60, retries=3,
-                              liveness_interval=0.02)
+        # No liveness poll at all: only the death watch on the robust locks can see them.
+        gather = start_gather(system, "report", refs, timeout=10, retries=3,
+                              liveness_interval=None)
         time.sleep(0.2)                      # the slow ones are now busy answering
+        killed = time.monotonic()
         os.kill(slow_node.pid, signal.SIGKILL)
-        result = gather.result(10)           # far less than the 60 s timeout: not waited for
+        result = gather.result(10)
+        # A liveness bound, not a benchmark: seen at once, not after the 10 s timeout.
+        assert time.monotonic() - killed < 2.0
         assert set(result.replies) == set(quick)
         assert sorted(result.missing) == sorted(slow) == sorted(result.dead)
-        assert not result.timed_out
+        assert not result.timed_out and result.attempts == 1
+
+
+def wait_until(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return predicate()
+
+
+def test_a_local_recipient_stopped_mid_gather_is_seen_dead_at_once(system):
+    from a0py.actor.gather import _service
+
+    log = []
+    alive = system.spawn(answering("ok"))
+    doomed = system.spawn(silent(log))
+    gather = start_gather(system, "q", [alive, doomed], timeout=10, retries=2,
+                          liveness_interval=None)   # no poll: the actor's end tells
+    assert wait_until(lambda: log)
+    stopped = time.monotonic()
+    system.stop(doomed)
+    result = gather.result(10)
+    assert time.monotonic() - stopped < 2.0
+    assert result.replies == {alive.name: "ok"} and result.dead == [doomed.name]
+    assert not result.timed_out and len(log) == 1
+    assert _service(system).deaths_seen == 1
+    assert doomed._actor._end_callbacks == {}       # the watch was taken down
+    quiet = system.spawn(silent())
+    system.stop(quiet)
+    done = scatter_gather(system, "q", [alive], timeout=5)   # unaffected afterwards
+    assert done.complete
+
+
+@pytest.mark.slow
+def test_concurrent_gathers_share_the_death_watch_and_stay_independent(system):
+    from a0py.actor import spawn_process
+    from a0py.actor.gather import _service
+
+    tag = unique()
+    doomed = {f"{tag}-d{i}": (Vehicle, (i, 30.0)) for i in range(3)}
+    steady = {f"{tag}-s{i}": (Vehicle, (10 + i, 0.5)) for i in range(2)}
+    with spawn_process(doomed, start_method="fork") as doomed_node, \
+            spawn_process(steady, start_method="fork") as steady_node:
+        d_refs = list(doomed_node.refs.values())
+        s_refs = list(steady_node.refs.values())
+        service = _service(system)
+        mixed = start_gather(system, "mixed", d_refs + s_refs, timeout=10, liveness_interval=None)
+        only_doomed = start_gather(system, "doomed", d_refs, timeout=10, liveness_interval=None)
+        only_steady = start_gather(system, "steady", s_refs, timeout=10, liveness_interval=None)
+        other = start_gather(system, "doomed[:1]", d_refs[:1], timeout=10, liveness_interval=None)
+        # One watcher per remote actor, however many gathers wait for it.
+        assert wait_until(lambda: service.death_watch.threads == len(doomed) + len(steady))
+        time.sleep(0.1)
+        killed = time.monotonic()
+        os.kill(doomed_node.pid, signal.SIGKILL)
+        r_doomed = only_doomed.result(10)
+        r_other = other.result(10)
+        assert time.monotonic() - killed < 2.0
+        assert sorted(r_doomed.dead) == sorted(doomed) and r_doomed.replies == {}
+        assert r_other.dead == [d_refs[0].name] and not r_other.timed_out
+        r_mixed = mixed.result(10)
+        r_steady = only_steady.result(10)
+        # The steady ones are slow (0.5 s each, one after another) but alive: waited for.
+        assert sorted(r_mixed.dead) == sorted(doomed)
+        assert set(r_mixed.replies) == set(steady)
+        assert r_mixed.missing == [r.name for r in d_refs] and not r_mixed.timed_out
+        assert set(r_steady.replies) == set(steady) and r_steady.dead == [] and r_steady.complete
+        assert time.monotonic() - killed < 5.0
+
+
+@pytest.mark.slow
+def test_many_gathers_leave_no_watcher_threads_behind(system):
+    from a0py.actor import spawn_process
+    from a0py.actor.gather import _WATCH_SLICE, _service
+
+    tag = unique()
+    with spawn_process({f"{tag}-v{i}": (Vehicle, (i,)) for i in range(6)},
+                       start_method="fork") as node:
+        refs = list(node.refs.values())
+        service = _service(system)
+        assert scatter_gather(system, "warm-up", refs, timeout=10).complete  # starts the inbox
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        baseline = threading.active_count()
+        peak = 0
+        for k in range(40):
+            gathers = [start_gather(system, (k, j), refs[j:], timeout=10) for j in range(3)]
+            peak = max(peak, service.death_watch.threads)
+            assert all(g.result(10).complete for g in gathers)
+        assert peak <= len(refs)                         # bounded: one per remote actor
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: threading.active_count() <= baseline, 2)
+        assert service.death_watch._watches == {}
+
+    # A gather still running at shutdown: its watcher ends too.
+    with spawn_process({f"{tag}-busy": (Vehicle, (0, 30.0))}, start_method="fork") as busy:
+        other = ActorSystem()
+        pending = start_gather(other, "q", list(busy.refs.values()), timeout=10)
+        other_service = _service(other)
+        assert wait_until(lambda: other_service.death_watch.threads == 1)
+        other.shutdown()
+        with pytest.raises(GatherError, match="shut down"):
+            pending.result(5)
+        assert wait_until(lambda: other_service.death_watch.threads == 0, 3 * _WATCH_SLICE + 2)
+        busy.kill()
+    assert wait_until(lambda: threading.active_count() <= baseline, 2)
+
+
+@pytest.mark.slow
+def test_past_the_watcher_cap_the_liveness_poll_still_finds_the_dead(system):
+    from a0py.actor import spawn_process
+    from a0py.actor.gather import _service
+
+    tag = unique()
+    with spawn_process({f"{tag}-x": (Vehicle, (1, 30.0))}, start_method="fork") as node:
+        service = _service(system)
+        service.death_watch._limit = 0               # no watcher threads: the poll only
+        gather = start_gather(system, "q", list(node.refs.values()), timeout=10,
+                              liveness_interval=0.05)
+        time.sleep(0.2)
+        killed = time.monotonic()
+        os.kill(node.pid, signal.SIGKILL)
+        result = gather.result(10)
+        assert time.monotonic() - killed < 2.0
+        assert result.dead == [f"{tag}-x"] and service.deaths_seen == 0
 
 
 @pytest.mark.slow

@@ -411,7 +411,11 @@ class ArenaMailbox(Mailbox):
 def close_cached_arenas():
     """Unmap every arena this process opened for actor mailboxes and refs. Only call it
     once no thread of this process uses them (a node process does, on its way out, so
-    the arenas are not left to interpreter finalization)."""
+    the arenas are not left to interpreter finalization). The gathers' death-watch
+    threads, which block on these arenas, are ended first."""
+    from .gather import _close_death_watches
+
+    _close_death_watches()
     with _arenas_lock:
         arenas = list(_arenas.values())
         _arenas.clear()

@@ -269,6 +269,10 @@ def become(behaviour):
     current().become(behaviour)
 
 
+def _nothing():
+    pass
+
+
 class _Actor:
     """State shared by thread and asyncio actors."""
 
@@ -283,6 +287,35 @@ class _Actor:
         self.done = threading.Event()
         self.handled = 0
         self.ref = None  # set by the subclass once enqueue exists
+        self._end_lock = threading.Lock()
+        self._end_callbacks = {}    # token -> fn, run once when the actor has ended
+        self._end_tokens = itertools.count()
+
+    def _on_end(self, fn):
+        """Call ``fn()`` when the actor has ended (on its thread; at once, on this one, if
+        it already has). Returns a function that cancels the call. Used by the gather
+        service to see a local recipient's death at once."""
+        with self._end_lock:
+            if not self.done.is_set():
+                token = next(self._end_tokens)
+                self._end_callbacks[token] = fn
+                return lambda: self._cancel_end(token)
+        fn()
+        return _nothing
+
+    def _cancel_end(self, token):
+        with self._end_lock:
+            self._end_callbacks.pop(token, None)
+
+    def _set_done(self):
+        with self._end_lock:
+            self.done.set()
+            callbacks, self._end_callbacks = self._end_callbacks, {}
+        for fn in callbacks.values():
+            try:
+                fn()
+            except Exception:
+                log.exception("an end callback of actor %s failed", self.name)
 
     def _handle_one(self, message):
         """Handle one message; False once the actor should stop."""
@@ -322,7 +355,7 @@ class _ThreadActor(_Actor):
             self._start_error = exc
             self.alive = False
             self._ready.set()
-            self.done.set()
+            self._set_done()
             return
         self._ready.set()
         try:
@@ -344,7 +377,7 @@ class _ThreadActor(_Actor):
                 mailbox.close_reader()
             finally:
                 self.system._ended(self)
-                self.done.set()
+                self._set_done()
 
     def request_stop(self):
         self.mailbox.put(STOP)
@@ -409,7 +442,7 @@ class _AsyncActor(_Actor):
         finally:
             self.alive = False
             self.system._ended(self)
-            self.done.set()
+            self._set_done()
 
     def request_stop(self):
         self.enqueue(STOP)
