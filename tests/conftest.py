@@ -1,7 +1,8 @@
-"""Suite-wide settings: Hypothesis profiles (bounded under CI)."""
+"""Suite-wide settings: Hypothesis profiles (bounded under CI); shared fixtures."""
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -10,3 +11,13 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=150, deadline=None)
 settings.register_profile("thorough", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture
+def system():
+    """An actor system, shut down after the test."""
+    from a0py.actor import ActorSystem
+
+    s = ActorSystem()
+    yield s
+    s.shutdown()

@@ -32,13 +32,6 @@ def unique(prefix="t"):
     return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def system():
-    s = ActorSystem()
-    yield s
-    s.shutdown()
-
-
 def wait_for(predicate, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

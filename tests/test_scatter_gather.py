@@ -28,13 +28,6 @@ def unique(prefix="t"):
     return f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
-@pytest.fixture
-def system():
-    s = ActorSystem()
-    yield s
-    s.shutdown()
-
-
 def answering(value, log=None):
     def behaviour(request):
         if log is not None:
