@@ -11,6 +11,7 @@ Shape: TypeAlias = tuple[Any, ...] | None
 Path: TypeAlias = tuple[int, ...]
 
 TUPLE_LABEL: str
+MAX_DEPTH: int
 
 def class_key(label: str, arity: int) -> str: ...
 def float_bits(x: float) -> int: ...

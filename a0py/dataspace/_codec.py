@@ -33,6 +33,10 @@ import struct
 from a0py.dataspace._errors import DataspaceTypeError, DecodeError, InvalidValueError
 from a0py.dataspace._patterns import Capture, Discard
 
+# How deep a value may nest: each record or tuple (a list too, and in a
+# pattern a capture) is one level, an atom none; ``(1,)`` is 1 deep. The
+# skeleton index and Record enforce the same limit (docs/dataspace.md,
+# "Nesting limit").
 MAX_DEPTH = 256
 _MAX_VARINT_BYTES = 9
 
@@ -64,9 +68,12 @@ def _utf8(s, what):
         ) from None
 
 
+def _too_deep():
+    return InvalidValueError(f"value nested deeper than MAX_DEPTH ({MAX_DEPTH}) levels")
+
+
 def _encode(out, v, depth):
-    if depth > MAX_DEPTH:
-        raise InvalidValueError(f"value nested deeper than {MAX_DEPTH} levels")
+    # depth: the records and tuples around v.
     t = type(v)
     if v is None:
         out.append(TAG_NONE)
@@ -90,6 +97,8 @@ def _encode(out, v, depth):
         _varint(out, len(v))
         out += v
     elif t is tuple or t is list:  # a list is the tuple of its items
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
         out.append(TAG_RECORD)
         out.append(0)
         _varint(out, len(v))
@@ -98,6 +107,8 @@ def _encode(out, v, depth):
     elif t is Capture or t is Discard:
         raise InvalidValueError(f"{v!r} is a pattern; only values have an encoding")
     elif t.__name__ == "Record" and hasattr(v, "label") and hasattr(v, "fields"):
+        if depth >= MAX_DEPTH:
+            raise _too_deep()
         b = _utf8(v.label, "record label")
         out.append(TAG_RECORD)
         _varint(out, len(b))
@@ -172,8 +183,7 @@ class _Decoder:
             raise self.fail(f"invalid UTF-8 in {what} ({e.reason})", start + e.start) from None
 
     def value(self, depth):
-        if depth > MAX_DEPTH:
-            raise self.fail(f"nesting deeper than {MAX_DEPTH} levels")
+        # depth: the records and tuples around the value.
         start = self.pos
         tag = self.byte("a tag")
         if tag == TAG_NONE:
@@ -199,6 +209,8 @@ class _Decoder:
         if tag == TAG_BYTES:
             return bytes(self.take(self.varint("a bytes' length"), "bytes"))
         if tag == TAG_RECORD:
+            if depth >= MAX_DEPTH:
+                raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", start)
             label = self.text(self.varint("a label's length"), "a record label")
             arity = self.varint("a record's arity")
             if arity > len(self.data) - self.pos:

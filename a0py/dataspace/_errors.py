@@ -22,8 +22,9 @@ class InvalidValueError(DataspaceTypeError):
     """An object is not a dataspace value (or not a pattern, where one is
     expected): a dict, a set, an ``int`` subclass, a record label that is not
     a non-empty ``str``, or a pattern used where only a value may go (an
-    assertion or a message that contains ``_`` or a capture). (A list is
-    accepted wherever a tuple is, as that tuple.)"""
+    assertion or a message that contains ``_`` or a capture), or a value or
+    pattern nested deeper than ``MAX_DEPTH`` levels. (A list is accepted
+    wherever a tuple is, as that tuple.)"""
 
 
 class DecodeError(DataspaceError, ValueError):

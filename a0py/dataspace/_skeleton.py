@@ -48,6 +48,7 @@ import struct
 import cython
 from cython.cimports.libc.math import floor
 
+from a0py.dataspace._codec import MAX_DEPTH
 from a0py.dataspace._errors import (
     DataspaceTypeError,
     InvalidValueError,
@@ -68,6 +69,11 @@ _SALT_BOOL = cython.declare(cython.Py_hash_t, 0x5BD1E995)
 _SALT_FLOAT = cython.declare(cython.Py_hash_t, 0x1B873593)
 _SALT_TUPLE = cython.declare(cython.Py_hash_t, 0x2545F491)
 _INF = cython.declare(cython.double, float("inf"))
+
+# How deep a value or pattern may nest (the codec's limit): each record,
+# tuple, list and capture is one level, an atom none. Every recursion below
+# over a value's parts is bounded by it, so none can exhaust the C stack.
+_MAX_DEPTH = cython.declare(cython.int, MAX_DEPTH)
 
 # (label, arity) -> the class key "label/arity". Interned, so a record's class
 # is one shared str whose hash is cached and whose comparisons are identity.
@@ -128,30 +134,87 @@ def _value_error(v: object) -> Exception:
     )
 
 
+@cython.cfunc
+def _too_deep() -> Exception:
+    return InvalidValueError(
+        f"value nested deeper than MAX_DEPTH ({MAX_DEPTH}) levels (each record, tuple,"
+        " list and capture is one level)"
+    )
+
+
 _IS_PATTERN = cython.declare(cython.int, 1)
 _HAS_LIST = cython.declare(cython.int, 2)
+_FLAGS = cython.declare(cython.int, 3)
+_DEPTH_SHIFT = cython.declare(cython.int, 2)  # _classify's depth: the bits above _FLAGS
 
 
 @cython.cfunc
-def _classify(v: object) -> cython.int:
+def _classify(v: object, level: cython.int) -> cython.int:
     """``_IS_PATTERN`` when ``v`` holds ``_`` or a capture, plus ``_HAS_LIST``
     when it holds a list (to become a tuple); 0 for a value ready as it is.
-    Raises InvalidValueError for anything that is neither value nor pattern."""
+    The bits above ``_FLAGS`` hold ``v``'s depth (levels of records, tuples,
+    lists and captures; 0 for an atom).
+
+    ``level`` is the number of levels around ``v``. Raises InvalidValueError
+    for anything that is neither value nor pattern, and before going deeper
+    than ``MAX_DEPTH`` levels in all (a record knows its own depth, so it is
+    never walked)."""
     t = type(v)
     if t is str or t is int or t is bytes or t is float or t is bool or v is None:
         return 0
+    r: cython.int
     if t is Record:
-        return _IS_PATTERN if cython.cast(Record, v)._pattern else 0
+        r = cython.cast(Record, v)._depth
+        if level + r > _MAX_DEPTH:
+            raise _too_deep()
+        return (r << _DEPTH_SHIFT) | (_IS_PATTERN if cython.cast(Record, v)._pattern else 0)
     if t is tuple or t is list:
+        if level >= _MAX_DEPTH:
+            raise _too_deep()
         flags: cython.int = _HAS_LIST if t is list else 0
+        depth: cython.int = 0
         for x in v:
-            flags |= _classify(x)
-        return flags
+            r = _classify(x, level + 1)
+            flags |= r & _FLAGS
+            r >>= _DEPTH_SHIFT
+            if r > depth:
+                depth = r
+        return flags | ((depth + 1) << _DEPTH_SHIFT)
     if t is Capture:
-        return _IS_PATTERN | _classify(cython.cast(object, v).pattern)
+        if level >= _MAX_DEPTH:
+            raise _too_deep()
+        r = _classify(cython.cast(object, v).pattern, level + 1)
+        return (r & _FLAGS) | _IS_PATTERN | (((r >> _DEPTH_SHIFT) + 1) << _DEPTH_SHIFT)
     if t is Discard:
         return _IS_PATTERN
     raise _value_error(v)
+
+
+@cython.cfunc
+def _nesting(p: object, level: cython.int) -> cython.int:
+    """The depth of ``p`` as ``_classify`` counts it, raising InvalidValueError
+    before going deeper than ``MAX_DEPTH`` levels in all; anything that is not
+    a record, tuple, list or capture counts 0, unchecked (for patterns, whose
+    other errors ``_analyse`` reports)."""
+    t = type(p)
+    r: cython.int
+    if t is Record:
+        r = cython.cast(Record, p)._depth
+        if level + r > _MAX_DEPTH:
+            raise _too_deep()
+        return r
+    if t is not tuple and t is not list and t is not Capture:
+        return 0
+    if level >= _MAX_DEPTH:
+        raise _too_deep()
+    if t is Capture:
+        return 1 + _nesting(cython.cast(object, p).pattern, level + 1)
+    depth: cython.int = 0
+    for x in p:
+        r = _nesting(x, level + 1)
+        if r > depth:
+            depth = r
+    return depth + 1
 
 
 @cython.cfunc
@@ -172,14 +235,16 @@ def _normalize(v: object) -> object:
 def _value(v: object) -> object:
     """``v`` ready for the index: lists made tuples. Records are ready."""
     t = type(v)
-    if (t is tuple or t is list) and _classify(v) & _HAS_LIST:
+    if (t is tuple or t is list) and _classify(v, 0) & _HAS_LIST:
         return _normalize(v)
     return v
 
 
 @cython.cfunc
-def _chash(v: object) -> cython.Py_hash_t:
-    """Canonical hash: consistent with _ceq, and 1, 1.0 and True hash apart."""
+def _chash(v: object, level: cython.int) -> cython.Py_hash_t:
+    """Canonical hash: consistent with _ceq, and 1, 1.0 and True hash apart.
+    ``level``: the tuples around ``v``; no deeper than ``MAX_DEPTH`` (records
+    are hashed when built, so only tuples are walked)."""
     t = type(v)
     if t is Record:
         return cython.cast(Record, v)._hash
@@ -190,15 +255,19 @@ def _chash(v: object) -> cython.Py_hash_t:
     if t is float:
         return hash(_float_bits(v)) ^ _SALT_FLOAT
     if t is tuple:
-        return hash(tuple([_chash(x) for x in cython.cast(tuple, v)])) ^ _SALT_TUPLE
+        if level >= _MAX_DEPTH:
+            raise _too_deep()
+        return hash(tuple([_chash(x, level + 1) for x in cython.cast(tuple, v)])) ^ _SALT_TUPLE
     if t is Canon:
         return cython.cast(Canon, v)._hash
     return hash(v)  # Capture, Discard: only inside patterns
 
 
 @cython.cfunc
-def _ceq(a: object, b: object) -> cython.bint:
-    """Canonical equality: same type, then same value; floats by bit pattern."""
+def _ceq(a: object, b: object, level: cython.int) -> cython.bint:
+    """Canonical equality: same type, then same value; floats by bit pattern.
+    ``level``: the records and tuples around ``a`` and ``b``; no deeper than
+    ``MAX_DEPTH`` (records are no deeper than that when built)."""
     if a is b:
         return True
     t = type(a)
@@ -209,24 +278,28 @@ def _ceq(a: object, b: object) -> cython.bint:
         rb: Record = cython.cast(Record, b)
         if ra._hash != rb._hash or ra._cls != rb._cls:
             return False
-        return _ceq_items(ra.fields, rb.fields)
+        if level + ra._depth > _MAX_DEPTH:  # only inside a tuple already too deep
+            raise _too_deep()
+        return _ceq_items(ra.fields, rb.fields, level + 1)
     if t is float:
         return _float_bits(a) == _float_bits(b)
     if t is tuple:
-        return _ceq_items(cython.cast(tuple, a), cython.cast(tuple, b))
+        if level >= _MAX_DEPTH:
+            raise _too_deep()
+        return _ceq_items(cython.cast(tuple, a), cython.cast(tuple, b), level + 1)
     if t is Canon:
-        return _ceq(cython.cast(Canon, a).value, cython.cast(Canon, b).value)
+        return _ceq(cython.cast(Canon, a).value, cython.cast(Canon, b).value, level)
     return a == b
 
 
 @cython.cfunc
-def _ceq_items(fa: tuple, fb: tuple) -> cython.bint:
+def _ceq_items(fa: tuple, fb: tuple, level: cython.int) -> cython.bint:
     n: cython.Py_ssize_t = len(fa)
     i: cython.Py_ssize_t
     if n != len(fb):
         return False
     for i in range(n):
-        if not _ceq(fa[i], fb[i]):
+        if not _ceq(fa[i], fb[i], level):
             return False
     return True
 
@@ -234,15 +307,18 @@ def _ceq_items(fa: tuple, fb: tuple) -> cython.bint:
 def canonical_equal(a, b) -> bool:
     """Canonical equality of two values: ``canonical_equal(1, True)`` is False,
     ``canonical_equal(-0.0, 0.0)`` is False, ``canonical_equal(nan, nan)`` is
-    True for NaNs with the same bits. Never raises."""
-    return _ceq(a, b)
+    True for NaNs with the same bits. Raises nothing for values; may raise
+    :class:`InvalidValueError` for tuples nested deeper than ``MAX_DEPTH``
+    (which are not values) rather than recurse that deep."""
+    return _ceq(a, b, 0)
 
 
 def canonical_hash(v) -> int:
     """A hash consistent with :func:`canonical_equal`. Raises nothing for
-    values; for other objects it falls back to ``hash`` (which may raise
-    ``TypeError``)."""
-    return _chash(v)
+    values; for tuples nested deeper than ``MAX_DEPTH``,
+    :class:`InvalidValueError`; for other objects it falls back to ``hash``
+    (which may raise ``TypeError``)."""
+    return _chash(v, 0)
 
 
 # Records and Canon keys are immutable and hold only values built before
@@ -263,7 +339,9 @@ class Record:
     != Record("a", 1.0)``. Records are immutable.
 
     Raises :class:`InvalidValueError` for a label that is not a non-empty
-    ``str`` or a field that is neither a value nor a pattern.
+    ``str``, a field that is neither a value nor a pattern, or fields nested
+    so deep that the record would be deeper than ``MAX_DEPTH`` levels (the
+    record is one level; each record, tuple, list and capture in it another).
     """
 
     label = cython.declare(str, visibility="readonly")
@@ -271,6 +349,7 @@ class Record:
     _cls = cython.declare(str)
     _hash = cython.declare(cython.Py_hash_t)
     _pattern = cython.declare(cython.bint)
+    _depth = cython.declare(cython.int)  # 1 + its deepest field's depth: at most MAX_DEPTH
 
     def __init__(self, label, *fields):
         if type(label) is not str:
@@ -282,8 +361,14 @@ class Record:
                 "the empty label is reserved for tuples; write a tuple instead of Record('', ...)"
             )
         flags: cython.int = 0
+        depth: cython.int = 0
+        r: cython.int
         for f in fields:
-            flags |= _classify(f)
+            r = _classify(f, 1)
+            flags |= r & _FLAGS
+            r >>= _DEPTH_SHIFT
+            if r > depth:
+                depth = r
         if flags & _HAS_LIST:
             fields = tuple([_normalize(f) for f in fields])
         pattern: cython.bint = (flags & _IS_PATTERN) != 0
@@ -291,7 +376,8 @@ class Record:
         self.fields = fields
         self._cls = class_key(label, len(fields))
         self._pattern = pattern
-        self._hash = hash(tuple([hash(label)] + [_chash(f) for f in fields]))
+        self._depth = depth + 1
+        self._hash = hash(tuple([hash(label)] + [_chash(f, 1) for f in fields]))
 
     @property
     def is_pattern(self) -> bool:
@@ -304,12 +390,12 @@ class Record:
     def __eq__(self, other):
         if type(other) is not Record:
             return NotImplemented
-        return _ceq(self, other)
+        return _ceq(self, other, 0)
 
     def __ne__(self, other):
         if type(other) is not Record:
             return NotImplemented
-        return not _ceq(self, other)
+        return not _ceq(self, other, 0)
 
     def __repr__(self):
         from a0py.dataspace._syntax import format_term
@@ -332,7 +418,7 @@ class Canon:
 
     def __init__(self, value):
         self.value = value
-        self._hash = _chash(value)
+        self._hash = _chash(value, 0)
 
     def __hash__(self):
         return self._hash
@@ -340,12 +426,12 @@ class Canon:
     def __eq__(self, other):
         if type(other) is not Canon:
             return NotImplemented
-        return _ceq(self.value, cython.cast(Canon, other).value)
+        return _ceq(self.value, cython.cast(Canon, other).value, 0)
 
     def __ne__(self, other):
         if type(other) is not Canon:
             return NotImplemented
-        return not _ceq(self.value, cython.cast(Canon, other).value)
+        return not _ceq(self.value, cython.cast(Canon, other).value, 0)
 
     def __repr__(self):
         return f"Canon({self.value!r})"
@@ -405,7 +491,7 @@ def _key(v: object) -> object:
     if t is bool or t is float:
         return _subkey(v)
     if t is tuple:
-        if _classify(v):  # lists were made tuples by _value
+        if _classify(v, 0) & _FLAGS:  # lists were made tuples by _value
             raise InvalidValueError(f"{v!r} is a pattern (it holds _ or $), not a value")
         return _subkey(v)
     raise _value_error(v)
@@ -505,6 +591,7 @@ class Skeleton:
     _const_key = cython.declare(object)
 
     def __init__(self, pattern):
+        _nesting(pattern, 0)  # bounds _analyse's recursion
         constants: list = []
         captures: list = []
         names: list = []
