@@ -304,6 +304,297 @@ def pingpong_alephzero(n, warmup, size, cpus):
     return _run(child, roundtrip, n, warmup, cpus, [cleanup])
 
 
+def pingpong_iceoryx2(n, warmup, size, cpus):
+    """iceoryx2 publish-subscribe (Slice[c_uint8] samples loaned in shared
+    memory) plus an event service per direction, its documented event-based
+    pattern: the sender notifies after send(), the receiver sleeps in
+    Listener.timed_wait (no busy poll of receive())."""
+    try:
+        import ctypes
+
+        import iceoryx2 as iox2
+    except ImportError as e:
+        raise Missing(f"iceoryx2 not installed ({e})") from None
+    iox2.set_log_level(iox2.LogLevel.Error)
+    base = _unique("a0bench")
+    wait = iox2.Duration.from_secs(int(JOIN_S))
+    payload = iox2.Slice[ctypes.c_uint8]
+
+    def open_side(rx_name, tx_name):
+        """A node with (subscriber, listener) on rx_name and (publisher,
+        notifier) on tx_name. Only the returned dict holds the node and the
+        services, so clearing it drops them (Node has no delete())."""
+        node = (iox2.NodeBuilder.new().signal_handling_mode(iox2.SignalHandlingMode.Disabled)
+                .create(iox2.ServiceType.Ipc))
+        svc = node.service_builder
+        rx_ps = svc(iox2.ServiceName.new(rx_name)).publish_subscribe(payload).open_or_create()
+        rx_ev = svc(iox2.ServiceName.new(rx_name)).event().open_or_create()
+        tx_ps = svc(iox2.ServiceName.new(tx_name)).publish_subscribe(payload).open_or_create()
+        tx_ev = svc(iox2.ServiceName.new(tx_name)).event().open_or_create()
+        ports = (rx_ps.subscriber_builder().create(), rx_ev.listener_builder().create(),
+                 tx_ps.publisher_builder().initial_max_slice_len(size).create(),
+                 tx_ev.notifier_builder().create())
+        return {"node": node, "services": (rx_ps, rx_ev, tx_ps, tx_ev), "ports": ports}
+
+    def close_side(side):
+        for port in side.get("ports", ()):
+            port.delete()
+        side.clear()
+
+    def receiver(sub, listener):
+        receive, timed_wait, has_samples = sub.receive, listener.timed_wait, sub.has_samples
+
+        def recv():
+            while (sample := receive()) is None:
+                if not timed_wait(wait) and not has_samples():
+                    raise TimeoutError(f"iceoryx2: no sample within {JOIN_S} s")
+            return sample
+        return recv
+
+    def child(total):
+        side = open_side(f"{base}/ping", f"{base}/pong")
+        sub, listener, pub, notifier = side["ports"]
+        recv, loan, memmove, notify = receiver(sub, listener), pub.loan_slice_uninit, ctypes.memmove, notifier.notify
+        notify()  # ready: the ping subscriber exists
+        for _ in range(total):
+            sample = recv()
+            out = loan(size)
+            memmove(out.payload_ptr, sample.payload_ptr, size)
+            sample.delete()
+            out.assume_init().send()
+            notify()
+        close_side(side)
+
+    # The parent's ports exist before the fork, so the child's first pong
+    # always has a subscriber; the child's ready notification covers the ping.
+    before = set(_iceoryx2_state())
+    side = open_side(f"{base}/pong", f"{base}/ping")
+    sub, listener, pub, notifier = side["ports"]
+    msg = b"p" * size
+    ready = []
+    recv, loan, memmove, notify = receiver(sub, listener), pub.loan_slice_uninit, ctypes.memmove, notifier.notify
+    string_at = ctypes.string_at
+
+    def roundtrip():
+        if not ready:
+            if not listener.timed_wait(wait):
+                raise TimeoutError("iceoryx2 echo child never became ready")
+            ready.append(True)
+        out = loan(size)
+        memmove(out.payload_ptr, msg, size)
+        out.assume_init().send()
+        notify()
+        sample = recv()
+        string_at(sample.payload_ptr, size)
+        sample.delete()
+
+    def cleanup():
+        close_side(side)
+        _iceoryx2_sweep(before)
+
+    return _run(child, roundtrip, n, warmup, cpus, [cleanup])
+
+
+IOX2_ROOT = "/tmp/iceoryx2"
+
+
+def _iceoryx2_state():
+    """iceoryx2's host-wide state: global_mgmt segments in /dev/shm, then
+    (deepest first, for rmdir) its folders under /tmp/iceoryx2."""
+    shm = sorted(os.path.join("/dev/shm", f) for f in os.listdir("/dev/shm")
+                 if f.startswith("iox2_") and f.endswith(".global_mgmt"))
+    dirs = [os.path.join(IOX2_ROOT, d) for d in ("nodes", "services")]
+    return shm + [d for d in dirs + [IOX2_ROOT] if os.path.isdir(d)]
+
+
+def _iceoryx2_sweep(before):
+    """Removes what iceoryx2 keeps on the host after its last node is gone
+    (a /dev/shm global_mgmt segment, empty /tmp/iceoryx2 folders), but only
+    what was not there before this run and only if no node is registered."""
+    nodes = os.path.join(IOX2_ROOT, "nodes")
+    try:
+        if os.listdir(nodes):
+            return
+    except FileNotFoundError:
+        pass
+    for path in _iceoryx2_state():
+        if path in before:
+            continue
+        try:
+            os.rmdir(path) if os.path.isdir(path) else os.unlink(path)
+        except OSError:
+            pass
+
+
+# zenoh runs its sessions on tokio threads that a fork() does not carry over:
+# a forked process whose parent had opened a session hangs in zenoh.open().
+# Both sides therefore run in spawned interpreters, and they leave through
+# sys.exit (not the os._exit of a forked multiprocessing child) so zenoh's
+# exit handlers unlink their /dev/shm segments. This process never opens a
+# session, which keeps the forks of the other peers clean.
+SPAWN = mp.get_context("spawn")
+ZENOH_KEY = "a0bench"
+
+
+def _zenoh_config(zenoh, endpoint, listen):
+    """Peer mode on one unix socket, no scouting; the lowlatency transport
+    (which requires QoS off), as zenoh's configuration docs advise for latency."""
+    conf = zenoh.Config()
+    for key, value in (("mode", '"peer"'), ("scouting/multicast/enabled", "false"),
+                       ("scouting/gossip/enabled", "false"),
+                       ("transport/unicast/lowlatency", "true"),
+                       ("transport/unicast/qos/enabled", "false"),
+                       ("listen/endpoints", f'["{endpoint}"]' if listen else "[]"),
+                       ("connect/endpoints", "[]" if listen else f'["{endpoint}"]')):
+        conf.insert_json5(key, value)
+    return conf
+
+
+def _zenoh_side(zenoh, session, rx, tx):
+    sub = session.declare_subscriber(f"{ZENOH_KEY}/{rx}")
+    pub = session.declare_publisher(f"{ZENOH_KEY}/{tx}", express=True,
+                                    congestion_control=zenoh.CongestionControl.BLOCK)
+    return sub, pub
+
+
+def _zenoh_matched(pub):
+    """Waits (bounded) until the other side's subscriber is known here."""
+    deadline = time.monotonic() + JOIN_S
+    while not pub.matching_status.matching:
+        if time.monotonic() > deadline:
+            raise TimeoutError("zenoh: the other side's subscriber never appeared")
+        time.sleep(0.001)
+
+
+def _zenoh_sender(zenoh, pub, size, shm):
+    """put(bytes) -> None: copies into a fresh SHM buffer when shm."""
+    put = pub.put
+    if not shm:
+        return put
+    provider = zenoh.shm.ShmProvider.default_backend(1 << 20)
+    alloc, policy = provider.alloc, zenoh.shm.BlockOn(zenoh.shm.GarbageCollect())
+
+    def send(data):
+        buf = alloc(size, policy=policy)
+        buf[:] = data
+        put(buf)
+    return send
+
+
+def _zenoh_echo(endpoint, total, size, shm, cpu, ready):
+    import zenoh
+
+    _pin(cpu)
+    with zenoh.open(_zenoh_config(zenoh, endpoint, listen=True)) as session:
+        sub, pub = _zenoh_side(zenoh, session, "ping", "pong")
+        ready.send(True)
+        ready.close()
+        _zenoh_matched(pub)
+        send, recv = _zenoh_sender(zenoh, pub, size, shm), sub.recv
+        for _ in range(total):
+            send(recv().payload.to_bytes())
+        sub.undeclare()
+        pub.undeclare()
+
+
+def _zenoh_timer(endpoint, n, warmup, size, shm, cpu, out):
+    import zenoh
+
+    _pin(cpu)
+    with zenoh.open(_zenoh_config(zenoh, endpoint, listen=False)) as session:
+        sub, pub = _zenoh_side(zenoh, session, "pong", "ping")
+        _zenoh_matched(pub)
+        send, recv = _zenoh_sender(zenoh, pub, size, shm), sub.recv
+        msg = b"p" * size
+
+        def roundtrip():
+            send(msg)
+            recv().payload.to_bytes()
+
+        out.send_bytes(_timed(roundtrip, n, warmup).tobytes())
+        out.close()
+        sub.undeclare()
+        pub.undeclare()
+
+
+def pingpong_zenoh(n, warmup, size, cpus, shm=True):
+    """eclipse-zenoh pub/sub between two peer-mode sessions over a unix
+    socket (unixsock-stream), express publishers, blocking Subscriber.recv.
+    With shm, each message is written into a buffer from zenoh.shm's
+    ShmProvider (unstable API) so only a descriptor crosses the socket."""
+    try:
+        import zenoh  # noqa: F401  (this process only checks it imports)
+    except ImportError as e:
+        raise Missing(f"eclipse-zenoh not installed ({e})") from None
+    sock = f"/tmp/{_unique('a0bench-zenoh')}.sock"
+    endpoint = f"unixsock-stream/{sock}"
+    shm_before = {f for f in os.listdir("/dev/shm") if f.endswith(".zenoh")}
+    ready_rx, ready_tx = SPAWN.Pipe(duplex=False)
+    lat_rx, lat_tx = SPAWN.Pipe(duplex=False)
+    echo = SPAWN.Process(target=_zenoh_echo, daemon=True,
+                         args=(endpoint, warmup + n, size, shm, cpus and cpus[1], ready_tx))
+    timer = SPAWN.Process(target=_zenoh_timer, daemon=True,
+                          args=(endpoint, n, warmup, size, shm, cpus and cpus[0], lat_tx))
+    procs = [echo]
+    budget = JOIN_S + (warmup + n) * 2e-3  # generous: ~10x the round trips seen here
+    try:
+        echo.start()
+        ready_tx.close()
+        if not ready_rx.poll(JOIN_S):
+            raise RuntimeError(f"zenoh echo child not ready (exit code {echo.exitcode})")
+        ready_rx.recv()
+        timer.start()
+        procs.append(timer)
+        lat_tx.close()
+        if not lat_rx.poll(budget):
+            raise RuntimeError(f"zenoh ping-pong did not finish in {budget:.0f} s "
+                               f"(exit codes {echo.exitcode}, {timer.exitcode})")
+        lat = array("q")
+        lat.frombytes(lat_rx.recv_bytes())
+        for p in procs:
+            p.join(JOIN_S)
+            if p.exitcode != 0:
+                raise RuntimeError(f"zenoh {p.name} exited with {p.exitcode}")
+        return lat
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+            p.join(JOIN_S)
+        for c in (ready_rx, lat_rx):
+            c.close()
+        try:
+            os.unlink(sock)
+        except FileNotFoundError:
+            pass
+        _zenoh_sweep(shm_before)
+
+
+def _zenoh_sweep(before):
+    """zenoh 1.10 leaves its /dev/shm segments behind even on a clean exit
+    (a receiver keeps the sender's segments mapped and locked until it exits,
+    and nobody unlinks them afterwards). Unlinks those this run created that
+    no live process holds: zenoh's own test for a dangling segment is that an
+    exclusive flock on it succeeds."""
+    import fcntl
+
+    for f in os.listdir("/dev/shm"):
+        if not f.endswith(".zenoh") or f in before:
+            continue
+        path = os.path.join("/dev/shm", f)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(path)
+        except OSError:
+            pass  # held by a live process, not ours to remove
+        finally:
+            os.close(fd)
+
+
 PEERS = {
     "os.pipe": pingpong_os_pipe,
     "mp.Pipe": pingpong_mp_pipe,
@@ -312,4 +603,7 @@ PEERS = {
     "faster-fifo": pingpong_faster_fifo,
     "posix_ipc mq": pingpong_posix_mq,
     "alephzero 0.3.17": pingpong_alephzero,
+    "iceoryx2 0.10": pingpong_iceoryx2,
+    "zenoh 1.10 shm": pingpong_zenoh,
+    "zenoh 1.10": lambda n, w, z, c: pingpong_zenoh(n, w, z, c, shm=False),
 }
