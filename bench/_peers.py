@@ -300,6 +300,10 @@ def pingpong_alephzero(n, warmup, size, cpus):
                 os.unlink(os.path.join(root, f"{t}.pubsub.a0"))
             except FileNotFoundError:
                 pass
+        try:
+            os.rmdir(root)  # only if empty: other AlephZero users' topics stay
+        except OSError:
+            pass
 
     return _run(child, roundtrip, n, warmup, cpus, [cleanup])
 
