@@ -33,14 +33,6 @@ except ImportError:  # pragma: no cover - the build is part of `make test`
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(params=["compiled", "interpreted"])
-def mod(request):
-    if request.param == "compiled":
-        if compiled is None:  # pragma: no cover
-            pytest.fail("a0py._index is not built")
-        return compiled
-    return interpreted
-
 
 def records(mod, depth, inner=None):
     """``a(a(...a(inner)...))``: ``depth`` levels (``a()`` when inner is None)."""

@@ -19,7 +19,6 @@ from a0py.dataspace import (
     capture,
     parse,
 )
-from a0py.dataspace import _skeleton as interpreted
 from a0py.errors import A0Error
 
 try:
@@ -34,14 +33,6 @@ def test_package_uses_the_compiled_build():
     assert ds.Index is compiled.Index and ds.Record is compiled.Record
     assert compiled.__file__.endswith(".so")
 
-
-@pytest.fixture(params=["compiled", "interpreted"])
-def mod(request):
-    if request.param == "compiled":
-        if compiled is None:
-            pytest.fail("a0py._index is not built")
-        return compiled
-    return interpreted
 
 
 class Trace:
