@@ -19,6 +19,8 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
 CORE_USERS = {"a0py._core"}
+CORE_DEPENDS = sorted(glob.glob("csrc/*.[ch]") + glob.glob("a0py/_core.pxd")
+                      + glob.glob("a0py/includes/*.pxd") + glob.glob("a0py/binding/*.pxi"))
 DEBUG = os.environ.get("A0PY_DEBUG") == "1"
 OPT = ["-O0", "-g"] if DEBUG else ["-O2"]
 CORE_CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
@@ -58,8 +60,9 @@ def extensions():
             name, [pyx],
             include_dirs=["csrc"],
             extra_compile_args=CYTHON_CFLAGS,
-            # Every core source and header: editing any of them must relink.
-            depends=glob.glob("csrc/*.[ch]") if name in CORE_USERS else [],
+            # Every core source and header, and the binding's included parts
+            # and declarations: editing any of them must rebuild and relink.
+            depends=CORE_DEPENDS if name in CORE_USERS else [],
         ))
     return exts
 

@@ -1,7 +1,7 @@
 # The binding's classes, for other Cython modules that cimport them.
 from libc.stdint cimport uint8_t, uint64_t
 
-from ._a0 cimport a0_locked_t, a0_transport_t
+from .includes.a0_transport cimport a0_locked_t, a0_transport_t
 
 
 cdef class Arena:

@@ -1,0 +1,93 @@
+# errors.pxi — C error codes to the exceptions of a0py.errors, and the
+# argument checks every call shares (sizes, timeouts, frame data). Included
+# by _core.pyx.
+
+_ERR_CLASS = {
+    A0_ERR_BAD_MAGIC: ArenaFormatError,
+    A0_ERR_BAD_VERSION: ArenaFormatError,
+    A0_ERR_BAD_HEADER_SIZE: ArenaFormatError,
+    A0_ERR_SIZE_MISMATCH: ArenaFormatError,
+    A0_ERR_TOO_SMALL: ArenaFormatError,
+    A0_ERR_CORRUPT: ArenaCorruptError,
+    A0_ERR_FRAME_TOO_LARGE: FrameTooLargeError,
+    A0_ERR_EMPTY: EmptyError,
+    A0_ERR_NO_FRAME: NoFrameError,
+    A0_ERR_SEQ_NOT_FOUND: SeqNotFoundError,
+    A0_ERR_TIMEOUT: A0TimeoutError,
+    A0_ERR_BUSY: LockError,
+    A0_ERR_DEADLOCK: LockError,
+    A0_ERR_NOT_RECOVERABLE: LockError,
+    A0_ERR_NOT_LOCKED: LockError,
+    A0_ERR_PENDING: LockError,
+    A0_ERR_NOT_OWNER: LockError,
+}
+
+
+cdef int _raise(a0_err_t err, str what, const a0_check_info_t* info=NULL) except -1:
+    """Raises the exception for a C error code, saying what was being done."""
+    cdef int saved_errno = errno
+    reason = a0_strerror(err).decode()
+    if err == A0_ERR_SYS:
+        raise A0OSError(saved_errno, f"{what}: {os.strerror(saved_errno)}")
+    msg = f"{what}: {reason}"
+    if info != NULL and info.field != NULL:
+        field = info.field.decode()
+        if field == "magic":
+            msg += f" (field magic: expected {info.expected:#018x}, found {info.found:#018x})"
+        else:
+            msg += f" (field {field}: expected {info.expected}, found {info.found})"
+    raise _ERR_CLASS.get(err, ArenaCorruptError)(msg)
+
+
+cdef inline int _check_err(a0_err_t err, str what) except -1:
+    if err:
+        _raise(err, what)
+    return 0
+
+
+cdef int _make_deadline(object timeout, timespec* ts) except -1:
+    """Fills ts with now + timeout on CLOCK_MONOTONIC; 0 if timeout is None."""
+    if timeout is None:
+        return 0
+    cdef double secs
+    if isinstance(timeout, (str, bytes, bool)) or not isinstance(timeout, numbers.Real):
+        raise ArgumentError(f"timeout must be a number of seconds or None, not {timeout!r}")
+    secs = float(timeout)
+    if not secs >= 0:  # also rejects NaN
+        raise ArgumentError(f"timeout must be >= 0 seconds, got {timeout!r}")
+    if secs > 1e9:
+        return 0
+    clock_gettime(CLOCK_MONOTONIC, ts)
+    cdef long whole = <long>secs
+    cdef long nanos = <long>((secs - whole) * 1e9)
+    ts.tv_sec += whole
+    ts.tv_nsec += nanos
+    if ts.tv_nsec >= 1000000000:
+        ts.tv_sec += 1
+        ts.tv_nsec -= 1000000000
+    return 1
+
+
+cdef uint64_t _as_size(object n, str what) except? 0:
+    try:
+        value = int(n.__index__())
+    except AttributeError:
+        raise ArgumentError(f"{what} must be an integer, not {type(n).__name__}") from None
+    if value < 0:
+        raise ArgumentError(f"{what} must be >= 0, got {value}")
+    if value >= 2**63:
+        raise ArgumentError(f"{what} is too large: {value}")
+    return <uint64_t>value
+
+
+cdef int _get_buffer(object data, Py_buffer* buf) except -1:
+    # Cython declares PyObject_GetBuffer `except -1`: it raises TypeError
+    # itself, so a `< 0` test after it never ran and callers got TypeError
+    # instead of the documented ArgumentError.
+    try:
+        PyObject_GetBuffer(data, buf, PyBUF_SIMPLE)
+    except TypeError:
+        raise ArgumentError(f"frame data must be bytes-like, not {type(data).__name__}") from None
+    except BufferError as e:
+        raise ArgumentError(f"frame data must be one contiguous buffer ({e})") from None
+    return 0
