@@ -52,13 +52,18 @@ cdef class Transport:
         self.arena.locks_held += 1
         return 0
 
-    cdef int _release(self, a0_locked_t lk) except -1:
-        cdef a0_err_t err = a0_transport_unlock(lk)
+    cdef a0_err_t _release(self, a0_locked_t lk, bint commit=False) except *:
+        """The one way a lock taken by _acquire is given back: commits first
+        if asked (waking sleepers after the unlock), uncounts it, and lets a
+        close() that came meanwhile unmap. A lock the core already gave up
+        (a failed relock in a wait) is only uncounted. Returns the core's
+        error for the caller to raise with its own context."""
+        cdef a0_err_t err = A0_OK
+        if self.t.locked:
+            err = a0_transport_commit_unlock(lk) if commit else a0_transport_unlock(lk)
         self.arena.locks_held -= 1
         self.arena._maybe_unmap()
-        if err:
-            _raise(err, f"unlocking {self.arena._describe()}")
-        return 0
+        return err
 
     def lock(self):
         """The lock as a context manager; `with transport.lock() as t:` gives
@@ -118,9 +123,7 @@ cdef class Transport:
                 self._release(lk)
             else:
                 memcpy(dst, buf.buf, buf.len)
-                # Wakes sleepers after unlocking, so they find the lock free.
-                err = a0_transport_commit_unlock(lk)
-                self.arena.locks_held -= 1
+                err = self._release(lk, commit=True)
             if err:
                 _raise(err, f"writing {buf.len} bytes to {self.arena._describe()}")
             return seq
@@ -156,9 +159,7 @@ cdef class Transport:
         except BaseException:
             self._release(lk)
             raise
-        # Wakes sleepers after unlocking, so they find the lock free.
-        err = a0_transport_commit_unlock(lk)
-        self.arena.locks_held -= 1
+        err = self._release(lk, commit=True)
         if err:
             _raise(err, f"committing to {self.arena._describe()}")
         return seq
@@ -201,10 +202,7 @@ cdef class Transport:
                 _raise(err, f"reading {self.arena._describe()}")
             return fr.seq, PyBytes_FromStringAndSize(<char*>fr.data, <Py_ssize_t>fr.size)
         finally:
-            if self.t.locked:
-                self._release(lk)
-            else:
-                self.arena.locks_held -= 1
+            self._release(lk)
 
     def read_many(self, max_frames=None):
         """Returns every frame after the cursor (up to `max_frames`) as a list
@@ -263,7 +261,7 @@ cdef class LockedTransport:
         self.active = False
         self.generation += 1
         if held:
-            self.tr._release(self.lk)
+            _check_err(self.tr._release(self.lk), f"unlocking {self.tr.arena._describe()}")
         return False
 
     cdef int _check(self) except -1:
@@ -526,9 +524,9 @@ cdef class LockedTransport:
         if err == A0_OK:
             return True
         if not self.tr.t.locked:
-            # Relocking failed: the lock is no longer held.
+            # Relocking failed: the lock is no longer held; uncount it now.
             self.active = False
-            self.tr.arena.locks_held -= 1
+            self.tr._release(self.lk)
         if err == A0_ERR_TIMEOUT:
             raise A0TimeoutError(f"wait timed out after {timeout} s")
         _raise(err, "wait")
