@@ -20,7 +20,7 @@ from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, PROT_WRITE, mmap, munmap
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.time cimport timespec
 from posix.unistd cimport close as c_close
 
 from .includes.a0_arena cimport *

@@ -13,21 +13,15 @@ cdef enum:
 cdef a0_err_t _deadman_blocking(Arena arena, int op, object timeout) except *:
     """Runs a blocking deadman operation in interruptible slices, with the
     arena counted busy so close() from another thread defers its unmap."""
-    cdef timespec final, now, slice_end
+    cdef timespec final, slice_end
     cdef a0_err_t err = A0_OK
     arena._check_open()
     cdef int has_deadline = _make_deadline(timeout, &final)
     arena.busy += 1
     try:
         while True:
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            slice_end = now
-            slice_end.tv_nsec += _DM_SLICE_NS
-            if slice_end.tv_nsec >= 1000000000:
-                slice_end.tv_sec += 1
-                slice_end.tv_nsec -= 1000000000
-            if has_deadline and (final.tv_sec < slice_end.tv_sec or
-                                 (final.tv_sec == slice_end.tv_sec and final.tv_nsec < slice_end.tv_nsec)):
+            slice_end = a0_deadline_after_ns(_DM_SLICE_NS)
+            if has_deadline and a0_timespec_before(&final, &slice_end):
                 slice_end = final
             with nogil:
                 if op == _DM_TAKE:
@@ -46,10 +40,8 @@ cdef a0_err_t _deadman_blocking(Arena arena, int op, object timeout) except *:
             if err != A0_ERR_TIMEOUT and err != A0_ERR_INTERRUPTED:
                 return err
             PyErr_CheckSignals()
-            if err == A0_ERR_TIMEOUT and has_deadline:
-                clock_gettime(CLOCK_MONOTONIC, &now)
-                if now.tv_sec > final.tv_sec or (now.tv_sec == final.tv_sec and now.tv_nsec >= final.tv_nsec):
-                    return A0_ERR_TIMEOUT
+            if err == A0_ERR_TIMEOUT and has_deadline and a0_deadline_passed(&final):
+                return A0_ERR_TIMEOUT
     finally:
         arena.busy -= 1
         arena._maybe_unmap()

@@ -57,14 +57,7 @@ cdef int _make_deadline(object timeout, timespec* ts) except -1:
         raise ArgumentError(f"timeout must be >= 0 seconds, got {timeout!r}")
     if secs > 1e9:
         return 0
-    clock_gettime(CLOCK_MONOTONIC, ts)
-    cdef long whole = <long>secs
-    cdef long nanos = <long>((secs - whole) * 1e9)
-    ts.tv_sec += whole
-    ts.tv_nsec += nanos
-    if ts.tv_nsec >= 1000000000:
-        ts.tv_sec += 1
-        ts.tv_nsec -= 1000000000
+    ts[0] = a0_deadline_after_ns(<uint64_t>(secs * 1e9))
     return 1
 
 

@@ -18,6 +18,7 @@
 #include "a0_arena.h"
 #include "a0_deadman.h"
 #include "a0_err.h"
+#include "a0_sync.h"
 #include "a0_transport.h"
 
 static int passed, failed;
@@ -457,12 +458,7 @@ static void test_deadman(void) {
   CHECK_ERR(a0_deadman_release(base), A0_ERR_NOT_OWNER);
 
   struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 20 * 1000 * 1000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
+  deadline = a0_deadline_after_ns(20 * 1000 * 1000);
   CHECK_ERR(a0_deadman_wait_taken(base, &deadline), A0_ERR_TIMEOUT);
   CHECK_ERR(a0_deadman_wait_released(base, NULL), A0_OK);
   CHECK_ERR(a0_deadman_take(base, NULL), A0_OK);
@@ -486,12 +482,7 @@ static void test_wait_timeout(void) {
 
   struct timespec deadline;
   double start = now_s();
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 30 * 1000 * 1000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
+  deadline = a0_deadline_after_ns(30 * 1000 * 1000);
   CHECK_ERR(a0_transport_wait(lk, a0_pred_has_next, NULL, &deadline), A0_ERR_TIMEOUT);
   CHECK(now_s() - start >= 0.029);
   CHECK(t.locked); /* returns with the lock held, even on timeout */
