@@ -61,6 +61,115 @@ def _reserve(int fd, uint64_t size, str label):
             raise A0OSError(e.errno, f"{label}: {e.strerror}") from None
 
 
+class _ShmName:
+    """Where a shm arena lives: create/open/unlink by POSIX shm name. create
+    raises FileExistsError and open FileNotFoundError, as _FileName's do."""
+    kind = "shm"
+
+    def __init__(self, name):
+        self.name = name
+        self.label = f"shared memory arena {name!r}"
+
+    def _fd(self, shm):
+        fd = os.dup(shm.fd)
+        shm.close_fd()
+        return fd
+
+    def create(self, mode):
+        try:
+            return self._fd(posix_ipc.SharedMemory(self.name, posix_ipc.O_CREX, mode=mode))
+        except posix_ipc.ExistentialError:
+            raise FileExistsError(self.name) from None
+        except posix_ipc.PermissionsError as e:
+            raise A0OSError(_errno.EACCES, f"{self.label}: {e}") from None
+
+    def open(self):
+        try:
+            return self._fd(posix_ipc.SharedMemory(self.name))
+        except posix_ipc.ExistentialError:
+            raise FileNotFoundError(self.name) from None
+        except posix_ipc.PermissionsError as e:
+            raise A0OSError(_errno.EACCES, f"{self.label}: {e}") from None
+
+    def unlink(self):
+        Arena.unlink_shm(self.name)
+
+
+class _FileName:
+    """Where a file arena lives: create/open/unlink by path."""
+    kind = "file"
+
+    def __init__(self, path):
+        self.name = path
+        self.label = f"file arena {path!r}"
+
+    def _os_open(self, flags, mode=0o600):
+        try:
+            return os.open(self.name, flags | os.O_RDWR | os.O_CLOEXEC, mode)
+        except (FileExistsError, FileNotFoundError):
+            raise
+        except IsADirectoryError:
+            raise ArgumentError(f"file arena path {self.name!r} is a directory") from None
+        except OSError as e:
+            raise A0OSError(e.errno, f"{self.label}: {e.strerror}") from None
+
+    def create(self, mode):
+        return self._os_open(os.O_CREAT | os.O_EXCL, mode)
+
+    def open(self):
+        return self._os_open(0)
+
+    def unlink(self):
+        try:
+            os.unlink(self.name)
+        except FileNotFoundError:
+            pass
+
+
+def _create_or_open(where, size, mode):
+    """The create-or-open dance, once for every named arena kind.
+
+    With a size: exclusive create (so one process initializes it) or, if it
+    exists, open; if it vanished between the two, try again. Without: open.
+    A created object gets exactly `mode` whatever the umask; if attaching it
+    then fails, it is removed so a half-made object never poisons the name.
+    """
+    cdef Arena arena
+    created = False
+    while True:
+        try:
+            if size is not None:
+                try:
+                    fd = where.create(mode)
+                    created = True
+                    break
+                except FileExistsError:
+                    pass
+            fd = where.open()
+            break
+        except FileNotFoundError:
+            if size is None:
+                raise ArenaNotFoundError(f"{where.label} does not exist") from None
+            # Unlinked between our create and open attempts: create again.
+    if created:
+        try:
+            os.fchmod(fd, mode)
+        except OSError as e:
+            os.close(fd)
+            where.unlink()
+            raise A0OSError(e.errno, f"{where.label}: {e.strerror}") from None
+    arena = Arena.__new__(Arena)
+    arena._kind = where.kind
+    arena._name = where.name
+    try:
+        arena._attach(fd, size, where.label)  # owns fd from here: closes it on failure
+    except BaseException:
+        if created:
+            where.unlink()
+        raise
+    return arena
+
+
 cdef class _Buffer:
     """Exports [ptr, ptr+size) of an arena's mapping to the buffer protocol.
 
@@ -113,42 +222,8 @@ cdef class Arena:
         such arena and no size), ArenaFormatError (not an a0py arena of this
         version, or recorded size differs from the object's), A0OSError.
         """
-        cdef Arena arena
         name = _shm_name(name)
-        size = _check_create_size(size)
-        mode = _check_mode(mode)
-        created = False
-        while True:
-            try:
-                if size is None:
-                    shm = posix_ipc.SharedMemory(name)
-                else:
-                    try:
-                        shm = posix_ipc.SharedMemory(name, posix_ipc.O_CREX, mode=mode)
-                        created = True
-                    except posix_ipc.ExistentialError:
-                        shm = posix_ipc.SharedMemory(name)
-                break
-            except posix_ipc.ExistentialError:
-                if size is None:
-                    raise ArenaNotFoundError(f"shared memory arena {name!r} does not exist") from None
-                # It vanished between our create and open attempts: retry.
-            except posix_ipc.PermissionsError as e:
-                raise A0OSError(13, f"shared memory arena {name!r}: {e}") from None
-        fd = os.dup(shm.fd)
-        shm.close_fd()
-        if created:
-            os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
-        arena = Arena.__new__(Arena)
-        arena._kind = "shm"
-        arena._name = name
-        try:
-            arena._attach(fd, size, f"shared memory arena {name!r}")
-        except BaseException:
-            if created:  # don't leave a half-made object that poisons the name
-                Arena.unlink_shm(name)
-            raise
-        return arena
+        return _create_or_open(_ShmName(name), _check_create_size(size), _check_mode(mode))
 
     @staticmethod
     def file(path, size=None, mode=0o600):
@@ -160,7 +235,6 @@ cdef class Arena:
         Raises ArgumentError, ArenaNotFoundError, ArenaFormatError (wrong
         magic/version/header size, truncated, or size mismatch), A0OSError.
         """
-        cdef Arena arena
         try:
             path = os.fspath(path)
         except TypeError:
@@ -170,39 +244,7 @@ cdef class Arena:
             path = os.fsdecode(path)
         if "\0" in path:
             raise ArgumentError(f"file arena path may not contain a NUL byte: {path!r}")
-        size = _check_create_size(size)
-        mode = _check_mode(mode)
-        flags = os.O_RDWR | os.O_CLOEXEC
-        created = False
-        try:
-            if size is None:
-                fd = os.open(path, flags)
-            else:
-                try:
-                    fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
-                    created = True
-                    os.fchmod(fd, mode)
-                except FileExistsError:
-                    fd = os.open(path, flags)
-        except FileNotFoundError:
-            raise ArenaNotFoundError(f"file arena {path!r} does not exist") from None
-        except IsADirectoryError:
-            raise ArgumentError(f"file arena path {path!r} is a directory") from None
-        except OSError as e:
-            raise A0OSError(e.errno, f"file arena {path!r}: {e.strerror}") from None
-        arena = Arena.__new__(Arena)
-        arena._kind = "file"
-        arena._name = path
-        try:
-            arena._attach(fd, size, f"file arena {path!r}")
-        except BaseException:
-            if created:
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass
-            raise
-        return arena
+        return _create_or_open(_FileName(path), _check_create_size(size), _check_mode(mode))
 
     @staticmethod
     def heap(size):
