@@ -14,8 +14,10 @@ import pytest
 from a0py import (
     A0TimeoutError,
     Arena,
+    ArgumentError,
     Deadman,
     EmptyError,
+    FrameTooLargeError,
     LockError,
     NoFrameError,
     SeqNotFoundError,
@@ -308,6 +310,96 @@ def test_eviction_is_published_even_if_the_alloc_is_not_committed():
         t.alloc(200)  # evicts frame 1, then is dropped
     assert reader.read_many() == [(2, b"2" * 200)]
     a.close()
+
+
+# ---- writing without evicting --------------------------------------------------
+
+
+def fill_without_evicting(tr, size):
+    """Writes frames of `size` bytes until the next one would evict; their seqs."""
+    seqs = []
+    while True:
+        with tr.lock() as t:
+            if t.alloc_evicts(size):
+                return seqs
+        seqs.append(tr.write(bytes([len(seqs) % 256]) * size))
+
+
+def live_seqs(tr):
+    with tr.lock() as t:
+        return (t.seq_low, t.seq_high)
+
+
+def test_write_without_evicting_times_out_when_full_and_evicts_nothing(tr):
+    seqs = fill_without_evicting(tr, 300)
+    assert len(seqs) > 3
+    for timeout in (0, 0.05):
+        t0 = time.monotonic()
+        with pytest.raises(A0TimeoutError, match=r"heap arena.*without evicting.*drop_through"):
+            tr.write(b"x" * 300, evict=False, timeout=timeout)
+        assert time.monotonic() - t0 >= timeout
+        assert live_seqs(tr) == (1, seqs[-1])  # nothing evicted, nothing written
+    # A frame that still fits in the free tail goes in without waiting.
+    assert tr.write(b"", evict=False, timeout=0) == seqs[-1] + 1
+    assert live_seqs(tr) == (1, seqs[-1] + 1)
+
+
+def test_write_without_evicting_takes_the_room_a_consumer_drops(tr):
+    seqs = fill_without_evicting(tr, 300)
+    with tr.lock() as t:
+        t.drop_through(1)  # the consumer has read frame 1
+        assert t.seq_low == 2
+    seq = tr.write(b"y" * 300, evict=False, timeout=0)
+    assert live_seqs(tr) == (2, seq)
+    with tr.lock() as t:
+        t.jump(seq)
+        assert t.frame().tobytes() == b"y" * 300
+    assert seq == seqs[-1] + 1
+
+
+def test_write_without_evicting_refuses_what_can_never_fit(tr):
+    with pytest.raises(FrameTooLargeError):
+        tr.write(b"z" * (tr.max_frame_size + 1), evict=False, timeout=None)
+    with pytest.raises(ArgumentError, match="evict=False"):
+        tr.write(b"z", timeout=1)  # an evicting write never waits: a timeout is a mistake
+    with pytest.raises(ArgumentError, match="timeout"):
+        tr.write(b"z", evict=False, timeout=-1)
+
+
+def test_write_without_evicting_sleeps_until_another_thread_clears(tr):
+    fill_without_evicting(tr, 500)
+    high = live_seqs(tr)[1]
+    writer = Transport(tr.arena)
+    got = []
+    th = start(lambda: got.append(writer.write(b"w" * 500, evict=False, timeout=10)))
+    wait_for_sleeper(tr)
+    assert not got and live_seqs(tr) == (1, high)  # asleep: it evicted nothing
+    with tr.lock() as t:
+        t.clear()
+    th.join(10)
+    assert not th.is_alive()
+    assert got == [high + 1]
+    assert live_seqs(tr) == (high + 1, high + 1)
+
+
+def test_drop_through_bounds_and_pending_frames(tr):
+    fill(tr, 5, 10)
+    with tr.lock() as t:
+        t.drop_through(0)
+        assert (t.seq_low, t.seq_high) == (1, 5)
+        view = t.alloc(4)
+        with pytest.raises(LockError, match="commit"):
+            t.drop_through(2)
+        t.commit()
+        t.drop_through(3)
+        assert (t.seq_low, t.seq_high) == (4, 6)
+        t.drop_through(10**6)
+        assert t.empty and t.seq_low == 7
+        with pytest.raises(ValueError):
+            view[0] = 1  # the view of a dropped frame is revoked
+    with pytest.raises(ArgumentError):
+        with tr.lock() as t:
+            t.drop_through(-1)
 
 
 def test_max_frame_size_fills_the_workspace(tr):

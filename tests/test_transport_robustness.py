@@ -142,6 +142,7 @@ def test_created_arena_storage_is_reserved_not_sparse(tmp_path):
     "tr.lock().__enter__().wait()",
     "tr.lock().__enter__().wait_seq_above(10**6)",
     "a0py.Deadman(arena).wait_taken()",
+    "tr.write(bytes(40000)); tr.write(bytes(40000), evict=False)",
 ])
 def test_ctrl_c_interrupts_blocking_calls(blocking_call):
     name = unique("sig")

@@ -104,26 +104,61 @@ cdef class Transport:
         """Largest data size one frame may have in this arena."""
         return a0_transport_max_frame_data(&self.t)
 
-    def write(self, data):
+    def write(self, data, evict=True, timeout=None):
         """Appends one frame holding a copy of `data` (any bytes-like object)
         and commits it; returns its seq. One lock round trip.
 
-        Raises FrameTooLargeError, ArgumentError (not bytes-like), and the
-        lock errors of :meth:`lock`."""
+        evict=True (default): the oldest frames are evicted as needed, and
+        the call never waits for room. evict=False: no frame is evicted; if
+        there is no room the call sleeps (lock released, GIL released,
+        Ctrl-C interrupts) until a consumer removes frames (``clear()`` or
+        ``drop_through(seq)``), for at most `timeout` seconds (None: no
+        limit; 0: do not wait).
+
+        Raises FrameTooLargeError (can never fit this arena), A0TimeoutError
+        (evict=False: still no room at the timeout; nothing written),
+        ArgumentError (not bytes-like, a bad timeout, or a timeout with
+        evict=True), and the lock errors of :meth:`lock`."""
         cdef Py_buffer buf
         cdef a0_locked_t lk
         cdef uint8_t* dst
         cdef a0_err_t err
+        cdef timespec ts
+        cdef int has_deadline = 0
+        cdef bint evicting = evict
+        if not evicting:
+            has_deadline = _make_deadline(timeout, &ts)
+        elif timeout is not None:
+            raise ArgumentError(f"write to {self.arena._describe()}: timeout applies only with "
+                                "evict=False (an evicting write never waits for room)")
         _get_buffer(data, &buf)
         try:
             self._acquire(&lk)
-            err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
+            if evicting:
+                err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
+            else:
+                while True:
+                    with nogil:
+                        err = a0_transport_alloc_noevict(lk, <uint64_t>buf.len,
+                                                         &ts if has_deadline else NULL, &dst)
+                    if err != A0_ERR_INTERRUPTED:
+                        break
+                    try:
+                        PyErr_CheckSignals()  # Ctrl-C raises here; other handlers: keep waiting
+                    except BaseException:
+                        self._release(lk)
+                        raise
             seq = a0_transport_seq_high(lk)
             if err:
                 self._release(lk)
             else:
                 memcpy(dst, buf.buf, buf.len)
                 err = self._release(lk, commit=True)
+            if err == A0_ERR_TIMEOUT:
+                raise A0TimeoutError(
+                    f"no room for a frame of {buf.len} bytes in {self.arena._describe()} without "
+                    f"evicting, after {timeout} s: a consumer makes room with clear() or "
+                    "drop_through(seq)")
             if err:
                 _raise(err, f"writing {buf.len} bytes to {self.arena._describe()}")
             return seq
@@ -344,6 +379,28 @@ cdef class LockedTransport:
         """Removes every frame at once (seqs keep counting up)."""
         self._check()
         _check_err(a0_transport_clear(self.lk), "clear")
+        if self.views:
+            self._release_evicted()
+
+    def drop_through(self, seq):
+        """Removes the frames from the oldest through `seq` and publishes at
+        once: a consumer that has read through `seq` gives their room back to
+        writers waiting in ``write(data, evict=False)``. Nothing happens for a
+        `seq` below the oldest frame; a `seq` at or above the newest empties
+        the ring (seqs keep counting up).
+
+        Raises LockError if frames allocated under this lock are not
+        committed yet (dropping publishes, which would commit them),
+        ArgumentError for a bad seq."""
+        cdef uint64_t s = _as_size(seq, "seq")
+        self._check()
+        cdef a0_err_t err = a0_transport_drop_through(self.lk, s)
+        if err == A0_ERR_PENDING:
+            raise LockError(f"drop_through({s}) on {self.tr.arena._describe()}: commit the frames "
+                            "allocated under this lock first")
+        _check_err(err, f"drop_through({s})")
+        if self.views:
+            self._release_evicted()
 
     def jump_head(self):
         """Cursor to the oldest frame. EmptyError if there is none."""

@@ -38,6 +38,9 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_commit(a0_locked_t lk)
     a0_err_t a0_transport_commit_unlock(a0_locked_t lk)
     a0_err_t a0_transport_clear(a0_locked_t lk)
+    a0_err_t a0_transport_drop_through(a0_locked_t lk, uint64_t seq)
+    a0_err_t a0_transport_alloc_noevict(a0_locked_t lk, uint64_t n, const timespec* deadline,
+                                        uint8_t** data)
     uint64_t a0_transport_seq_low(a0_locked_t lk)
     uint64_t a0_transport_seq_high(a0_locked_t lk)
     bint a0_transport_empty(a0_locked_t lk)
@@ -58,5 +61,6 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_wait_step(a0_locked_t lk, const timespec* deadline)
     c_bool a0_pred_has_next(a0_locked_t lk, void* ctx)
     c_bool a0_pred_seq_above(a0_locked_t lk, void* ctx)
+    c_bool a0_pred_fits(a0_locked_t lk, void* ctx)
     uint32_t a0_transport_notify_count(const a0_transport_t* t)
     uint32_t a0_transport_waiter_count(const a0_transport_t* t)
