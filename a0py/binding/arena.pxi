@@ -390,18 +390,17 @@ cdef class Arena:
         return f"{self._kind} arena {self._name!r}"
 
     def close(self):
-        """Unmaps the arena (idempotent). Releases the deadman if this process
-        holds it through this arena. While zero-copy views into it are alive
-        the unmap is deferred until the last is released, and while another
-        thread is blocked in a call on it (a deadman wait, a lock) until that
-        call returns; new calls raise ClosedError at once.
+        """Closes the arena (idempotent): from now on every call on it, and
+        on its transports and deadmen, raises ClosedError. Operations already
+        in flight in other threads finish first: a held lock (a ``with
+        t.lock()`` block, a write), a blocked wait, a zero-copy view keep the
+        mapping, which is unmapped when the last of them is done. Releases
+        the deadman if this thread holds it through this arena.
 
-        Raises LockError if a Transport of this process holds its lock, or if
-        another thread of this process holds the deadman."""
+        Raises LockError if another thread of this process holds the
+        deadman (release it in that thread first)."""
         if self.base == NULL or self.closing:
             return
-        if self.locks_held:
-            raise LockError(f"cannot close {self._describe()}: a transport of this process holds its lock")
         if self.deadman_held:
             if a0_deadman_release(self.base) != A0_OK:
                 raise LockError(f"cannot close {self._describe()}: another thread of this process "
