@@ -38,9 +38,11 @@ import time
 import posix_ipc
 
 from .errors import (
+    A0Error,
     A0OSError,
     A0TimeoutError,
     ArenaCorruptError,
+    ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
     ArgumentError,

@@ -14,6 +14,7 @@ import pytest
 from a0py import (
     A0TimeoutError,
     Arena,
+    ArenaExistsError,
     ArgumentError,
     Deadman,
     EmptyError,
@@ -629,8 +630,10 @@ def test_attach_with_size_none_and_open(shm, tmp_path):
         with Arena.shm(name) as b:  # attach: must exist
             assert b.size == 2048
             assert Transport(b).read_next() == (1, b"hi")
-        with Arena.shm(name, 8192) as c:  # exists: attaches at its own size
+        with Arena.shm(name, 2048) as c:  # exists with the size asked for: attaches
             assert c.size == 2048
+        with pytest.raises(ArenaExistsError, match=r"size of 2048 bytes, not the 8192.*size=None"):
+            Arena.shm(name, 8192)  # exists with another size: says so (it used to attach silently)
         with Arena.open(shm=name) as d:
             assert Transport(d).read_many() == [(1, b"hi")]
         with Arena.open(shm="/" + name) as e:
@@ -638,6 +641,8 @@ def test_attach_with_size_none_and_open(shm, tmp_path):
     path = str(tmp_path / "x.a0")
     with Arena.file(path, 1024) as a:
         Transport(a).write(b"file")
+    with pytest.raises(ArenaExistsError, match=r"size of 1024 bytes, not the 4096"):
+        Arena.file(path, 4096)
     with Arena.open(path=path) as b:
         assert b.size == 1024
         assert Transport(b).read_many() == [(1, b"file")]
@@ -697,6 +702,41 @@ def test_reopening_keeps_frames_and_seqs(tmp_path):
 
 
 # ---- the creation race -----------------------------------------------------------------
+
+
+def _race_sizes_child(name, size, barrier, results):
+    barrier.wait(30)
+    try:
+        with Arena.shm(name, size) as a:
+            results.put(("attached", size, a.size))
+    except ArenaExistsError as e:
+        results.put(("exists", size, str(e)))
+
+
+def test_processes_racing_to_create_with_different_sizes_get_one_arena_or_a_clear_error(shm):
+    """Eight processes create one name with four sizes: one size wins, those
+    that asked for it attach, every other one gets ArenaExistsError naming
+    both sizes (it used to attach silently at the winner's size)."""
+    name = shm("racesz")
+    ctx = multiprocessing.get_context("fork")
+    sizes = [4096, 8192, 16384, 32768] * 2
+    barrier, results = ctx.Barrier(len(sizes)), ctx.Queue()
+    procs = [ctx.Process(target=_race_sizes_child, args=(name, z, barrier, results)) for z in sizes]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * len(sizes)
+    with Arena.shm(name) as a:
+        winner = a.size
+    assert winner in sizes
+    for outcome, asked, detail in got:
+        if asked == winner:
+            assert (outcome, detail) == ("attached", winner)
+        else:
+            assert outcome == "exists"
+            assert f"size of {winner} bytes, not the {asked} bytes" in detail
 
 
 def _race_child(name, size, barrier, pid_box):

@@ -214,13 +214,16 @@ cdef class Arena:
 
         With `size`, creates it (exclusive create, so exactly one process
         initializes it; the object gets exactly `mode`, default 0600) or, if
-        it exists, attaches to it with the size it already has. Without
-        `size`, it must exist. Race-free: processes creating the same name at
-        once end up with one initialized arena.
+        it exists with that size, attaches to it. Without `size` (None), it
+        must exist and is attached at whatever size it has. Race-free:
+        processes creating the same name at once end up with one initialized
+        arena, and any of them that asked for another size than the winner's
+        gets ArenaExistsError.
 
         Raises ArgumentError (bad name, size or mode), ArenaNotFoundError (no
-        such arena and no size), ArenaFormatError (not an a0py arena of this
-        version, or recorded size differs from the object's), A0OSError.
+        such arena and no size), ArenaExistsError (it exists with another
+        size; the message gives both), ArenaFormatError (not an a0py arena of
+        this version, or recorded size differs from the object's), A0OSError.
         """
         name = _shm_name(name)
         return _create_or_open(_ShmName(name), _check_create_size(size), _check_mode(mode))
@@ -230,9 +233,11 @@ cdef class Arena:
         """Creates, or attaches to, a file-backed arena at `path`.
 
         Same rules as :meth:`shm`: with `size` it is created (mode 0600 by
-        default) or attached at its existing size; without, it must exist.
+        default) or attached if it exists with that size; without, it must
+        exist and is attached at its size.
 
-        Raises ArgumentError, ArenaNotFoundError, ArenaFormatError (wrong
+        Raises ArgumentError, ArenaNotFoundError, ArenaExistsError (exists
+        with another size), ArenaFormatError (not an a0py arena: wrong
         magic/version/header size, truncated, or size mismatch), A0OSError.
         """
         try:
@@ -334,6 +339,11 @@ cdef class Arena:
                 err = a0_arena_check(self.base, self.size, &info)
                 if err:
                     _raise(err, label, &info)
+                if size is not None and size != actual:
+                    raise ArenaExistsError(
+                        f"{label} already exists with a size of {actual} bytes, not the {size} "
+                        "bytes asked for: pass size=None to attach to it as it is, or unlink it "
+                        "to create it anew")
                 if exclusive:
                     a0_arena_reset_locks(self.base)
                 break
@@ -342,7 +352,7 @@ cdef class Arena:
         except OSError as e:
             self._unmap()
             os.close(fd)
-            if isinstance(e, A0OSError):
+            if isinstance(e, A0Error):  # ours (ArenaExistsError is an OSError too)
                 raise
             raise A0OSError(e.errno, f"{label}: {e.strerror}") from None
         except BaseException:
