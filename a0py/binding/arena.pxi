@@ -28,20 +28,20 @@ def _shm_name(name):
     return name
 
 
-def _check_create_size(size):
+def _check_create_size(size, label):
     if size is None:
         return None
-    value = _as_size(size, "arena size")
+    value = _as_size(size, f"{label}: arena size")
     if value < A0_MIN_ARENA_SIZE:
         raise ArgumentError(
-            f"arena size must be at least {A0_MIN_ARENA_SIZE} bytes "
+            f"{label}: arena size must be at least {A0_MIN_ARENA_SIZE} bytes "
             f"({A0_HEADER_SIZE}-byte header + room for a frame), got {value}")
     return value
 
 
-def _check_mode(mode):
+def _check_mode(mode, label):
     if not isinstance(mode, int) or isinstance(mode, bool) or mode < 0 or mode > 0o7777:
-        raise ArgumentError(f"mode must be an int permission like 0o600, not {mode!r}")
+        raise ArgumentError(f"{label}: mode must be an int permission like 0o600, not {mode!r}")
     return mode
 
 
@@ -225,8 +225,9 @@ cdef class Arena:
         size; the message gives both), ArenaFormatError (not an a0py arena of
         this version, or recorded size differs from the object's), A0OSError.
         """
-        name = _shm_name(name)
-        return _create_or_open(_ShmName(name), _check_create_size(size), _check_mode(mode))
+        where = _ShmName(_shm_name(name))
+        return _create_or_open(where, _check_create_size(size, where.label),
+                               _check_mode(mode, where.label))
 
     @staticmethod
     def file(path, size=None, mode=0o600):
@@ -249,7 +250,9 @@ cdef class Arena:
             path = os.fsdecode(path)
         if "\0" in path:
             raise ArgumentError(f"file arena path may not contain a NUL byte: {path!r}")
-        return _create_or_open(_FileName(path), _check_create_size(size), _check_mode(mode))
+        where = _FileName(path)
+        return _create_or_open(where, _check_create_size(size, where.label),
+                               _check_mode(mode, where.label))
 
     @staticmethod
     def heap(size):
@@ -258,7 +261,7 @@ cdef class Arena:
         Raises ArgumentError for a size below the minimum."""
         cdef Arena arena
         cdef void* mem = NULL
-        size = _check_create_size(size)
+        size = _check_create_size(size, "heap arena")
         if size is None:
             raise ArgumentError("a heap arena needs a size")
         if posix_memalign(&mem, 64, <size_t>size) != 0:
@@ -337,6 +340,12 @@ cdef class Arena:
                     continue
                 self._map(fd, actual, label)
                 err = a0_arena_check(self.base, self.size, &info)
+                if actual < A0_HEADER_SIZE and (err == A0_ERR_BAD_MAGIC or actual < 8):
+                    # Short and without the magic: some other file, not a
+                    # truncated arena ("too small" would send users astray).
+                    raise ArenaFormatError(
+                        f"{label} is not an a0py arena: {actual} bytes without the arena magic "
+                        f"(an arena starts with a {A0_HEADER_SIZE}-byte header)")
                 if err:
                     _raise(err, label, &info)
                 if size is not None and size != actual:

@@ -16,7 +16,7 @@ cdef a0_err_t _deadman_blocking(Arena arena, int op, object timeout) except *:
     cdef timespec final, slice_end
     cdef a0_err_t err = A0_OK
     arena._check_open()
-    cdef int has_deadline = _make_deadline(timeout, &final)
+    cdef int has_deadline = _make_deadline(timeout, &final, arena)
     arena.busy += 1
     try:
         while True:

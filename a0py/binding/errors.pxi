@@ -45,42 +45,62 @@ cdef inline int _check_err(a0_err_t err, str what) except -1:
     return 0
 
 
-cdef int _make_deadline(object timeout, timespec* ts) except -1:
+cdef str _where(object arena):
+    """The prefix that names the arena an argument error is about."""
+    return "" if arena is None else f"{arena._describe()}: "
+
+
+cdef int _frame_too_large(object arena, uint64_t n, uint64_t max_size) except -1:
+    """FrameTooLargeError that says how large a frame may be and what to do."""
+    cdef uint64_t needed = A0_HEADER_SIZE + ((A0_FRAME_HDR_SIZE + n + A0_FRAME_ALIGN - 1)
+                                             & ~(<uint64_t>A0_FRAME_ALIGN - 1))
+    raise FrameTooLargeError(
+        f"a frame of {n} bytes does not fit {arena._describe()}: at most {max_size} bytes per "
+        f"frame (its max_frame_size). Create a larger arena (size >= {needed} bytes for this "
+        "frame) or split the data over several frames")
+
+
+cdef int _make_deadline(object timeout, timespec* ts, object arena=None) except -1:
     """Fills ts with now + timeout on CLOCK_MONOTONIC; 0 if timeout is None."""
     if timeout is None:
         return 0
     cdef double secs
     if isinstance(timeout, (str, bytes, bool)) or not isinstance(timeout, numbers.Real):
-        raise ArgumentError(f"timeout must be a number of seconds or None, not {timeout!r}")
+        raise ArgumentError(f"{_where(arena)}timeout must be a number of seconds or None, "
+                            f"not {timeout!r}")
     secs = float(timeout)
     if not secs >= 0:  # also rejects NaN
-        raise ArgumentError(f"timeout must be >= 0 seconds, got {timeout!r}")
+        raise ArgumentError(f"{_where(arena)}timeout must be >= 0 seconds, got {timeout!r}")
     if secs > 1e9:
         return 0
     ts[0] = a0_deadline_after_ns(<uint64_t>(secs * 1e9))
     return 1
 
 
-cdef uint64_t _as_size(object n, str what) except? 0:
+cdef uint64_t _as_size(object n, str what, object arena=None) except? 0:
     try:
         value = int(n.__index__())
     except AttributeError:
-        raise ArgumentError(f"{what} must be an integer, not {type(n).__name__}") from None
+        raise ArgumentError(f"{_where(arena)}{what} must be an integer, not {type(n).__name__}") from None
     if value < 0:
-        raise ArgumentError(f"{what} must be >= 0, got {value}")
+        raise ArgumentError(f"{_where(arena)}{what} must be >= 0, got {value}")
     if value >= 2**63:
-        raise ArgumentError(f"{what} is too large: {value}")
+        raise ArgumentError(f"{_where(arena)}{what} is too large: {value}")
     return <uint64_t>value
 
 
-cdef int _get_buffer(object data, Py_buffer* buf) except -1:
+cdef int _get_buffer(object data, Py_buffer* buf, object arena=None) except -1:
     # Cython declares PyObject_GetBuffer `except -1`: it raises TypeError
     # itself, so a `< 0` test after it never ran and callers got TypeError
     # instead of the documented ArgumentError.
     try:
         PyObject_GetBuffer(data, buf, PyBUF_SIMPLE)
     except TypeError:
-        raise ArgumentError(f"frame data must be bytes-like, not {type(data).__name__}") from None
+        if isinstance(data, str):
+            raise ArgumentError(f"{_where(arena)}frame data must be bytes-like, not str: "
+                                "encode it first, e.g. data.encode()") from None
+        raise ArgumentError(f"{_where(arena)}frame data must be bytes-like, "
+                            f"not {type(data).__name__}") from None
     except BufferError as e:
-        raise ArgumentError(f"frame data must be one contiguous buffer ({e})") from None
+        raise ArgumentError(f"{_where(arena)}frame data must be one contiguous buffer ({e})") from None
     return 0

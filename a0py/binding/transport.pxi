@@ -77,9 +77,9 @@ cdef class Transport:
 
     @spin.setter
     def spin(self, value):
-        cdef uint64_t spin = _as_size(value, "spin")
+        cdef uint64_t spin = _as_size(value, "spin", self.arena)
         if spin > 0xFFFFFFFF:
-            raise ArgumentError(f"spin must be at most {0xFFFFFFFF} iterations, got {spin}")
+            raise ArgumentError(f"{self.arena._describe()}: spin must be at most {0xFFFFFFFF} iterations, got {spin}")
         self.t.spin = <uint32_t>spin
 
     @property
@@ -127,11 +127,11 @@ cdef class Transport:
         cdef int has_deadline = 0
         cdef bint evicting = evict
         if not evicting:
-            has_deadline = _make_deadline(timeout, &ts)
+            has_deadline = _make_deadline(timeout, &ts, self.arena)
         elif timeout is not None:
             raise ArgumentError(f"write to {self.arena._describe()}: timeout applies only with "
                                 "evict=False (an evicting write never waits for room)")
-        _get_buffer(data, &buf)
+        _get_buffer(data, &buf, self.arena)
         try:
             self._acquire(&lk)
             if evicting:
@@ -154,6 +154,8 @@ cdef class Transport:
             else:
                 memcpy(dst, buf.buf, buf.len)
                 err = self._release(lk, commit=True)
+            if err == A0_ERR_FRAME_TOO_LARGE:
+                _frame_too_large(self.arena, buf.len, a0_transport_max_frame_data(&self.t))
             if err == A0_ERR_TIMEOUT:
                 raise A0TimeoutError(
                     f"no room for a frame of {buf.len} bytes in {self.arena._describe()} without "
@@ -177,16 +179,18 @@ cdef class Transport:
         try:
             items = list(frames)
         except TypeError:
-            raise ArgumentError(f"write_many needs an iterable of bytes-like frames, "
+            raise ArgumentError(f"write_many to {self.arena._describe()} needs an iterable of bytes-like frames, "
                                 f"not {type(frames).__name__}") from None
         self._acquire(&lk)
         try:
             for item in items:
-                _get_buffer(item, &buf)
+                _get_buffer(item, &buf, self.arena)
                 err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
                 if not err:
                     memcpy(dst, buf.buf, buf.len)
                 PyBuffer_Release(&buf)
+                if err == A0_ERR_FRAME_TOO_LARGE:
+                    _frame_too_large(self.arena, buf.len, a0_transport_max_frame_data(&self.t))
                 if err:
                     _raise(err, f"writing frame {count} to {self.arena._describe()}")
                 count += 1
@@ -214,7 +218,7 @@ cdef class Transport:
         if timeout is not None and timeout == 0:
             has_deadline = -1
         else:
-            has_deadline = _make_deadline(timeout, &ts)
+            has_deadline = _make_deadline(timeout, &ts, self.arena)
         self._acquire(&lk)
         try:
             if not a0_transport_has_next(lk):
@@ -245,7 +249,7 @@ cdef class Transport:
         cdef a0_locked_t lk
         cdef a0_frame_t fr
         cdef a0_err_t err
-        cdef Py_ssize_t limit = -1 if max_frames is None else <Py_ssize_t>_as_size(max_frames, "max_frames")
+        cdef Py_ssize_t limit = -1 if max_frames is None else <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
         out = []
         self._acquire(&lk)
         try:
@@ -347,14 +351,12 @@ cdef class LockedTransport:
         Raises FrameTooLargeError if `n` exceeds the workspace,
         ArgumentError for a negative or non-integer n."""
         cdef uint8_t* data
-        cdef uint64_t size = _as_size(n, "frame size")
+        cdef uint64_t size = _as_size(n, "frame size", self.tr.arena)
         self._check()
         cdef a0_err_t err = a0_transport_alloc(self.lk, size, &data)
         if err:
             if err == A0_ERR_FRAME_TOO_LARGE:
-                raise FrameTooLargeError(
-                    f"frame of {size} bytes does not fit {self.tr.arena._describe()}: "
-                    f"at most {a0_transport_max_frame_data(&self.tr.t)} bytes per frame")
+                _frame_too_large(self.tr.arena, size, a0_transport_max_frame_data(&self.tr.t))
             _raise(err, f"alloc({size})")
         if self.views:
             self._release_evicted()
@@ -363,9 +365,11 @@ cdef class LockedTransport:
     def alloc_evicts(self, n):
         """Whether alloc(n) would evict at least one frame; changes nothing."""
         cdef c_bool evicts = 0
-        cdef uint64_t size = _as_size(n, "frame size")
+        cdef uint64_t size = _as_size(n, "frame size", self.tr.arena)
         self._check()
         cdef a0_err_t err = a0_transport_alloc_evicts(self.lk, size, &evicts)
+        if err == A0_ERR_FRAME_TOO_LARGE:
+            _frame_too_large(self.tr.arena, size, a0_transport_max_frame_data(&self.tr.t))
         if err:
             _raise(err, f"alloc_evicts({size})")
         return bool(evicts)
@@ -392,7 +396,7 @@ cdef class LockedTransport:
         Raises LockError if frames allocated under this lock are not
         committed yet (dropping publishes, which would commit them),
         ArgumentError for a bad seq."""
-        cdef uint64_t s = _as_size(seq, "seq")
+        cdef uint64_t s = _as_size(seq, "seq", self.tr.arena)
         self._check()
         cdef a0_err_t err = a0_transport_drop_through(self.lk, s)
         if err == A0_ERR_PENDING:
@@ -416,7 +420,7 @@ cdef class LockedTransport:
         """Cursor to frame `seq`, or to the oldest surviving frame if `seq`
         was evicted. SeqNotFoundError if `seq` is newer than the newest frame,
         EmptyError if there is no frame."""
-        cdef uint64_t s = _as_size(seq, "seq")
+        cdef uint64_t s = _as_size(seq, "seq", self.tr.arena)
         self._check()
         cdef a0_err_t err = a0_transport_jump(self.lk, s)
         if err:
@@ -524,7 +528,7 @@ cdef class LockedTransport:
         cdef timespec ts
         cdef a0_err_t err
         self._check()
-        cdef int has_deadline = _make_deadline(timeout, &ts)
+        cdef int has_deadline = _make_deadline(timeout, &ts, self.tr.arena)
         if predicate is None or predicate == self.has_next:
             if a0_transport_has_next(self.lk):
                 return True
@@ -536,7 +540,7 @@ cdef class LockedTransport:
                     return self._after_wait(err, timeout)
                 PyErr_CheckSignals()
         if not callable(predicate):
-            raise ArgumentError(f"predicate must be callable, not {type(predicate).__name__}")
+            raise ArgumentError(f"{self.tr.arena._describe()}: predicate must be callable, not {type(predicate).__name__}")
         timed_out = False
         while True:
             if predicate(self):
@@ -557,9 +561,9 @@ cdef class LockedTransport:
         """Waits (C predicate) until the newest seq exceeds `seq`."""
         cdef timespec ts
         cdef a0_err_t err
-        cdef uint64_t target = _as_size(seq, "seq")
+        cdef uint64_t target = _as_size(seq, "seq", self.tr.arena)
         self._check()
-        cdef int has_deadline = _make_deadline(timeout, &ts)
+        cdef int has_deadline = _make_deadline(timeout, &ts, self.tr.arena)
         if a0_transport_seq_high(self.lk) > target:
             return True
         self._invalidate()
