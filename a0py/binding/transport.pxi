@@ -540,7 +540,8 @@ cdef class LockedTransport:
                     return self._after_wait(err, timeout)
                 PyErr_CheckSignals()
         if not callable(predicate):
-            raise ArgumentError(f"{self.tr.arena._describe()}: predicate must be callable, not {type(predicate).__name__}")
+            raise ArgumentError(f"{self.tr.arena._describe()}: predicate must be callable, "
+                                f"not {type(predicate).__name__}")
         timed_out = False
         while True:
             if predicate(self):
