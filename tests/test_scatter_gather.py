@@ -353,7 +353,8 @@ def test_concurrent_gathers_share_the_death_watch_and_stay_independent(system):
 @pytest.mark.slow
 def test_many_gathers_leave_no_watcher_threads_behind(system):
     from a0py.actor import spawn_process
-    from a0py.actor.gather import _WATCH_SLICE, _service
+    from a0py.actor.gather import _service
+    from a0py.actor.watch import WATCH_SLICE
 
     tag = unique()
     with spawn_process({f"{tag}-v{i}": (Vehicle, (i,)) for i in range(6)},
@@ -361,7 +362,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
         refs = list(node.refs.values())
         service = _service(system)
         assert scatter_gather(system, "warm-up", refs, timeout=10).complete  # starts the inbox
-        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * WATCH_SLICE + 2)
         baseline = threading.active_count()
         peak = 0
         for k in range(40):
@@ -369,7 +370,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
             peak = max(peak, service.death_watch.threads)
             assert all(g.result(10).complete for g in gathers)
         assert peak <= len(refs)                         # bounded: one per remote actor
-        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * WATCH_SLICE + 2)
         assert wait_until(lambda: threading.active_count() <= baseline, 2)
         assert service.death_watch._watches == {}
 
@@ -382,7 +383,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
         other.shutdown()
         with pytest.raises(GatherError, match="shut down"):
             pending.result(5)
-        assert wait_until(lambda: other_service.death_watch.threads == 0, 3 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: other_service.death_watch.threads == 0, 3 * WATCH_SLICE + 2)
         busy.kill()
     assert wait_until(lambda: threading.active_count() <= baseline, 2)
 

@@ -41,18 +41,8 @@ from .gather import (
 )
 from .mailbox import Mailbox, QueueMailbox
 from .ordered import Labeller, OrderedProxy, cyclic
-from .system import (
-    STOP,
-    ActorContext,
-    ActorRef,
-    ActorSystem,
-    Failure,
-    LocalRef,
-    Stop,
-    Timer,
-    become,
-    current,
-)
+from .ref import STOP, ActorRef, LocalRef, Stop
+from .system import ActorContext, ActorSystem, Failure, Timer, become, current
 
 __all__ = [
     "STOP", "ActorConfigError", "ActorContext", "ActorError", "ActorNameTakenError",

@@ -39,7 +39,8 @@ from .errors import (
     MessageTooLargeError,
 )
 from .mailbox import Mailbox
-from .system import ActorRef
+from .ref import ActorRef
+from .watch import close_death_watches
 
 __all__ = ["ARENA_PREFIX", "DEFAULT_ARENA_SIZE", "ArenaMailbox", "ArenaRef", "arena_name",
            "unlink_mailbox"]
@@ -202,6 +203,10 @@ class ArenaRef(ActorRef):
     def address(self):
         """The actor's name, which is also its address."""
         return self._name
+
+    @property
+    def _watch_key(self):
+        return ("blocking", self._name)
 
     def send(self, message, timeout=...):
         """Pickle ``message`` into the actor's mailbox. Returns True if written, False if
@@ -404,6 +409,10 @@ class ArenaMailbox(Mailbox):
         except (A0Error, OSError):
             pass
 
+    def remote_ref(self):
+        """An :class:`ArenaRef` to this mailbox."""
+        return ArenaRef(self._name)
+
     def __repr__(self):
         return f"<ArenaMailbox {self._name!r}>"
 
@@ -413,9 +422,7 @@ def close_cached_arenas():
     once no thread of this process uses them (a node process does, on its way out, so
     the arenas are not left to interpreter finalization). The gathers' death-watch
     threads, which block on these arenas, are ended first."""
-    from .gather import _close_death_watches
-
-    _close_death_watches()
+    close_death_watches()
     with _arenas_lock:
         arenas = list(_arenas.values())
         _arenas.clear()

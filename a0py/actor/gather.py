@@ -19,14 +19,10 @@ replies into one :class:`GatherResult`. The pieces carry the seed's names:
   once and never retried; when every recipient has answered or is dead the gather
   completes without waiting for the timeout.
 * **death watch**: a running gather learns of a recipient's death at once, not at the
-  next poll. An actor in another process is watched by a daemon thread blocked on its
-  robust lock (:meth:`ArenaRef.wait_dead`, i.e. ``Deadman.wait_released``), which returns
-  the moment the process exits or is killed; an actor of this process by a callback run
-  when its thread ends. One watch per actor, shared by every running gather of the
-  service that waits for it; it ends once no gather waits for that actor (a watcher thread
-  within 1.5 x ``_WATCH_SLICE`` seconds) or when the actor dies, and the number of watcher
-  threads is capped (``_MAX_WATCHERS``; past it, and for other kinds of refs, the
-  ``liveness_interval`` poll is what finds the dead).
+  next poll, through the service's :class:`~a0py.actor.watch.DeathWatch` (one watch per
+  actor, shared by every running gather that waits for it; see that module). Refs it
+  cannot follow, and arena actors past its cap on threads, are left to the
+  ``liveness_interval`` poll.
 
 Replies that arrive after completion (*late*) and second replies from one recipient
 (*duplicates*) are ignored: each recipient counts once. A gather over an empty recipient
@@ -39,18 +35,18 @@ by that one actor: no locks.
 
 import asyncio
 import concurrent.futures
-import logging
-import random
 import threading
 import time
 import uuid
-import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from .arena import ArenaRef
 from .errors import ActorConfigError, ActorNotFoundError, GatherError
 from .ordered import _as_callable
-from .system import ActorRef, _check_delay
+from .ref import ActorRef
+from .system import _check_delay
+from .watch import DeathWatch
 
 __all__ = [
     "ContentRouter", "Gather", "GatherResult", "Register", "Registrar", "Reply", "Request",
@@ -245,196 +241,7 @@ class _ReplyRef(ActorRef):
 
 
 def _is_remote(ref):
-    from .arena import ArenaRef
-
     return isinstance(ref, ArenaRef)
-
-
-log = logging.getLogger("a0py.actor")
-
-_WATCH_SLICE = 0.5     # how long a watcher thread blocks before checking it is still needed
-_MAX_WATCHERS = 256    # watcher threads per gather service; past it: the liveness poll
-
-
-class _Watch:
-    __slots__ = ("cancel", "cids", "key", "name", "ref", "thread")
-
-    def __init__(self, key, name, ref):
-        self.key = key
-        self.name = name
-        self.ref = ref
-        self.cids = set()
-        self.thread = None
-        self.cancel = None
-
-
-_death_watches = weakref.WeakSet()
-
-
-class _DeathWatch:
-    """Tells the gather service at once when a recipient it waits for dies.
-
-    One watch per actor, shared by the gathers that wait for it (a set of correlation ids):
-
-    * an arena actor (:class:`ArenaRef`, typically in another process): a daemon thread
-      blocked on the actor's robust lock (``ref.wait_dead``, i.e.
-      ``Deadman.wait_released``), which returns the moment its holder releases it or its
-      process dies. The wait is cut in slices of ``_WATCH_SLICE`` seconds (each thread's
-      stretched by a random factor up to 1.5, so watchers started together do not wake
-      together): between two, the thread ends if no gather waits for the actor any more or
-      the watch was closed. So a watcher outlives the last gather that needed it by less
-      than 1.5 slices, and a gather started meanwhile reuses it;
-    * an actor of this process (a :class:`LocalRef`): a callback its thread runs when it
-      ends (no thread);
-    * anything else, or an arena actor past ``limit`` watcher threads: not watched (the
-      caller relies on its liveness poll).
-
-    ``notify(key, name, cids)`` runs on the watcher's thread (or the dying actor's) and must
-    not block. Thread-safe.
-    """
-
-    def __init__(self, notify, slice_s=_WATCH_SLICE, limit=_MAX_WATCHERS):
-        self._notify = notify
-        self._slice = slice_s
-        self._limit = limit
-        self._lock = threading.Lock()
-        self._watches = {}       # key -> _Watch
-        self._threads = 0        # watcher threads running
-        self._closed = False
-        _death_watches.add(self)
-
-    @property
-    def threads(self):
-        """How many watcher threads are running."""
-        with self._lock:
-            return self._threads
-
-    def watch(self, ref, cid):
-        """Watch ``ref`` for gather ``cid``; returns the key to :meth:`unwatch` with, or None
-        if ``ref`` cannot be watched (left to the caller's poll)."""
-        from .arena import ArenaRef
-
-        actor = getattr(ref, "_actor", None)
-        if actor is not None and hasattr(actor, "_on_end"):
-            key = ("local", actor)
-        elif isinstance(ref, ArenaRef):
-            key = ("arena", ref.name)
-        else:
-            return None
-        start_thread = run_now = False
-        with self._lock:
-            if self._closed:
-                return None
-            watch = self._watches.get(key)
-            if watch is None:
-                if key[0] == "arena":
-                    if self._threads >= self._limit:
-                        return None
-                    self._threads += 1
-                    start_thread = True
-                watch = _Watch(key, ref.name, ref)
-                self._watches[key] = watch
-                run_now = True
-            watch.cids.add(cid)
-        if start_thread:
-            watch.thread = threading.Thread(target=self._run, args=(watch,), daemon=True,
-                                             name=f"a0py-gather-watch-{ref.name}")
-            try:
-                watch.thread.start()
-            except BaseException:
-                with self._lock:
-                    self._threads -= 1
-                    self._watches.pop(key, None)
-                raise
-        elif run_now:
-            # May call back at once, on this thread, if the actor already ended.
-            cancel = actor._on_end(lambda: self._died(watch))
-            with self._lock:
-                watch.cancel = cancel if self._watches.get(key) is watch else None
-        return key
-
-    def unwatch(self, key, cid):
-        """Gather ``cid`` no longer waits for the actor watched under ``key``."""
-        cancel = None
-        with self._lock:
-            watch = self._watches.get(key)
-            if watch is None:
-                return
-            watch.cids.discard(cid)
-            if not watch.cids and watch.thread is None:
-                del self._watches[key]
-                cancel, watch.cancel = watch.cancel, None
-        if cancel is not None:
-            cancel()
-
-    def _died(self, watch):
-        with self._lock:
-            if self._watches.get(watch.key) is not watch:
-                return
-            del self._watches[watch.key]
-            watch.cancel = None
-            cids = tuple(watch.cids)
-        if cids:
-            self._notify(watch.key, watch.name, cids)
-
-    def _run(self, watch):
-        # Watchers started together by one gather would otherwise wake together, a burst
-        # of threads taking the GIL at once: spread them over half a slice.
-        slice_s = self._slice * (1.0 + 0.5 * random.random())
-        try:
-            while True:
-                try:
-                    dead = watch.ref.wait_dead(slice_s)
-                except Exception:
-                    # Not a verdict (e.g. this process closed its mapping): leave the actor
-                    # to the poll.
-                    log.debug("death watch of %s failed", watch.name, exc_info=True)
-                    with self._lock:
-                        if self._watches.get(watch.key) is watch:
-                            del self._watches[watch.key]
-                        return
-                if dead:
-                    self._died(watch)
-                    return
-                with self._lock:
-                    if self._closed or not watch.cids:
-                        if self._watches.get(watch.key) is watch:
-                            del self._watches[watch.key]
-                        return
-        finally:
-            with self._lock:
-                self._threads -= 1
-
-    def close(self, join=False, timeout=None):
-        """Stop watching: callbacks are cancelled and watcher threads end within one slice
-        (and a half: the jitter). With ``join``, wait for them, at most ``timeout`` seconds
-        (default two slices): needed only before this process unmaps the arenas they block
-        on (:func:`~a0py.actor.arena.close_cached_arenas` does it). A blocked watcher keeps
-        its arena referenced, so it is never unmapped by garbage collection or interpreter
-        finalization under it."""
-        with self._lock:
-            self._closed = True
-            watches = list(self._watches.values())
-            self._watches.clear()
-        threads = []
-        for watch in watches:
-            if watch.cancel is not None:
-                watch.cancel()
-            if watch.thread is not None:
-                threads.append(watch.thread)
-        if not join:
-            return
-        deadline = time.monotonic() + (2 * self._slice if timeout is None else timeout)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
-
-
-def _close_death_watches():
-    """Close every death watch of this process and wait for its watcher threads: before
-    the arena mappings they block on are unmapped."""
-    for death_watch in list(_death_watches):
-        death_watch.close(join=True)
 
 
 class _GatherService:
@@ -454,7 +261,7 @@ class _GatherService:
         self.send_errors = 0
         self.duplicates = 0
         self.deaths_seen = 0      # recipients the death watch reported dead mid-gather
-        self.death_watch = _DeathWatch(self._notify_death)
+        self.death_watch = DeathWatch(self._notify_death)
 
     def _notify_death(self, key, name, cids):
         self.self_ref.send(_RecipientDied(key, name, cids))

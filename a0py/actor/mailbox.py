@@ -50,6 +50,11 @@ class Mailbox:
     def release(self):
         """Free what the mailbox owns (an arena, a name) once no actor uses it."""
 
+    def remote_ref(self):
+        """A ref that reaches this mailbox from other processes (it pickles), or None if
+        the mailbox is in-process only (the default)."""
+        return None
+
 
 _CLOSED = object()
 

@@ -34,50 +34,16 @@ import traceback as _traceback
 from collections import deque
 from dataclasses import dataclass, field
 
-from .errors import (
-    ActorConfigError,
-    ActorStoppedError,
-    NotInActorError,
-    NotPicklableRefError,
-)
+from .arena import ArenaMailbox, ArenaRef
+from .errors import ActorConfigError, ActorStoppedError, NotInActorError
 from .mailbox import Mailbox, QueueMailbox
+from .ref import STOP, LocalRef, Stop
 
-__all__ = [
-    "STOP",
-    "ActorContext",
-    "ActorRef",
-    "ActorSystem",
-    "Failure",
-    "LocalRef",
-    "Stop",
-    "Timer",
-    "become",
-    "current",
-]
+__all__ = ["ActorContext", "ActorSystem", "Failure", "Timer", "become", "current"]
 
 log = logging.getLogger("a0py.actor")
 
 _current = contextvars.ContextVar("a0py_actor_current", default=None)
-
-
-class Stop:
-    """The stop request: an actor that takes it stops after the messages before it. Compare
-    by type (``isinstance(m, Stop)``): it crosses processes by pickling."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "STOP"
-
-    def __reduce__(self):
-        return (_stop_singleton, ())
-
-
-def _stop_singleton():
-    return STOP
-
-
-STOP = Stop()
 
 
 @dataclass
@@ -126,85 +92,6 @@ def _as_handler(behaviour):
     raise ActorConfigError(
         f"a behaviour must be a callable taking one message or an object with a handle() "
         f"method, got {behaviour!r}")
-
-
-class ActorRef:
-    """The address of an actor: ``ref.send(message)`` (or ``ref(message)``) puts a message
-    in its mailbox and returns at once. Refs compare and hash by the actor they name."""
-
-    __slots__ = ()
-
-    @property
-    def name(self):
-        """The actor's name (unique in its system; for arena actors, across processes)."""
-        raise NotImplementedError
-
-    def send(self, message):
-        """Put ``message`` in the actor's mailbox. Messages to a stopped actor are dropped."""
-        raise NotImplementedError
-
-    def __call__(self, message):
-        self.send(message)
-
-    def is_alive(self):
-        """Whether the actor still takes messages."""
-        raise NotImplementedError
-
-    def wait_dead(self, timeout=None):
-        """Block until the actor is dead or ``timeout`` seconds passed; True if dead."""
-        raise NotImplementedError
-
-    def __repr__(self):
-        return f"<{type(self).__name__} {self.name!r}>"
-
-
-class LocalRef(ActorRef):
-    """A ref to an actor of this process. It pickles only if the actor has an arena mailbox
-    (it then becomes an :class:`~a0py.actor.arena.ArenaRef` to the same actor); otherwise
-    pickling raises :class:`NotPicklableRefError`."""
-
-    __slots__ = ("_actor", "send")
-
-    def __init__(self, actor):
-        self._actor = actor
-        self.send = actor.enqueue  # the hot path: one attribute call, no indirection
-
-    @property
-    def name(self):
-        return self._actor.name
-
-    def is_alive(self):
-        return self._actor.alive
-
-    def wait_dead(self, timeout=None):
-        return self._actor.done.wait(timeout)
-
-    @property
-    def address(self):
-        """The arena name other processes reach this actor by, or None."""
-        return self._actor.mailbox.address
-
-    def __call__(self, message):
-        self._actor.enqueue(message)
-
-    def __eq__(self, other):
-        if isinstance(other, LocalRef):
-            return other._actor is self._actor
-        address = self._actor.mailbox.address
-        return address is not None and getattr(other, "address", None) == address
-
-    def __hash__(self):
-        return hash(self._actor.name)
-
-    def __reduce__(self):
-        address = self._actor.mailbox.address
-        if address is None:
-            raise NotPicklableRefError(
-                f"actor {self._actor.name!r} has an in-process mailbox and cannot be addressed "
-                f"from another process; spawn it with arena=True")
-        from .arena import ArenaRef
-
-        return (ArenaRef, (self._actor.name,))
 
 
 class ActorContext:
@@ -644,8 +531,6 @@ class ActorSystem:
         owned = False
         try:
             if arena:
-                from .arena import ArenaMailbox
-
                 mailbox = ArenaMailbox(name, size=arena_size, create=True)
                 owned = True
             elif mailbox is None:
@@ -707,8 +592,6 @@ class ActorSystem:
             actor = self._actors.get(name)
         if actor is not None:
             return actor.ref
-        from .arena import ArenaRef
-
         return ArenaRef(name)
 
     def actors(self):
