@@ -11,8 +11,15 @@
 
 The cross-process parts import the compiled core on first use only, so everything
 in-process works without it. See ``docs/actors.md``.
+
+Modules, bottom up (each imports only those above it in this list): ``errors``; ``ref``
+(:class:`ActorRef`, :class:`LocalRef`, :data:`STOP`); ``mailbox``; ``watch`` (the death
+watch); ``arena`` (arena mailboxes and :class:`ArenaRef`); ``context``; ``kinds`` (thread
+and asyncio actors); ``scheduler``; ``system``; ``ordered``; ``gather``; ``registry``;
+``router``; ``process`` (:func:`spawn_process`).
 """
 
+from .context import ActorContext, become, current
 from .errors import (
     ActorConfigError,
     ActorError,
@@ -27,14 +34,10 @@ from .errors import (
     OrderingWindowError,
 )
 from .gather import (
-    ContentRouter,
     Gather,
     GatherResult,
-    Register,
-    Registrar,
     Reply,
     Request,
-    Unregister,
     new_correlation_id,
     scatter_gather,
     start_gather,
@@ -42,7 +45,10 @@ from .gather import (
 from .mailbox import Mailbox, QueueMailbox
 from .ordered import Labeller, OrderedProxy, cyclic
 from .ref import STOP, ActorRef, LocalRef, Stop
-from .system import ActorContext, ActorSystem, Failure, Timer, become, current
+from .registry import Register, Registrar, Unregister
+from .router import ContentRouter
+from .scheduler import Timer
+from .system import ActorSystem, Failure
 
 __all__ = [
     "STOP", "ActorConfigError", "ActorContext", "ActorError", "ActorNameTakenError",
