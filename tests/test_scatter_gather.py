@@ -431,6 +431,49 @@ def test_registrar_drops_a_killed_process_at_once(system):
     registrar.close()
 
 
+def test_registrar_watches_local_actors_without_threads_and_drops_a_stopped_one_at_once(system):
+    dropped = []
+    registrar = Registrar(on_drop=lambda topic, ref: dropped.append((topic, ref.name)))
+    refs = [system.spawn(silent(), name=f"w{i}") for i in range(50)]
+    for ref in refs:
+        assert registrar.register("fleet", ref)
+    baseline = threading.active_count()
+    registrar.watch()
+    assert threading.active_count() == baseline        # a callback per actor, no thread
+    system.stop(refs[3])
+    assert wait_until(lambda: dropped == [("fleet", "w3")])   # found without a lookup
+    assert registrar.dropped == 1
+    assert len(registrar.lookup("fleet")) == 49
+    registrar.close()
+    assert all(ref._actor._end_callbacks == {} for ref in refs)   # the watch was taken down
+    system.stop(refs[4])
+    assert [r.name for r in registrar.lookup("fleet")][:4] == ["w0", "w1", "w2", "w5"]
+    assert dropped == [("fleet", "w3"), ("fleet", "w4")]
+
+
+@pytest.mark.slow
+def test_registrar_watcher_threads_are_capped_and_lookup_drops_the_rest(system):
+    from a0py.actor import spawn_process
+
+    tag = unique()
+    dropped = []
+    registrar = Registrar(on_drop=lambda topic, ref: dropped.append(ref.name))
+    registrar._death_watch._limit = 2
+    with spawn_process({f"{tag}-v{i}": (Vehicle, (i,)) for i in range(4)},
+                       start_method="fork") as node:
+        for ref in node.refs.values():
+            assert registrar.register("fleet", ref)
+        registrar.watch()
+        assert registrar._death_watch.threads == 2      # capped: not one per actor
+        os.kill(node.pid, signal.SIGKILL)
+        node.join(5)
+        assert wait_until(lambda: len(dropped) == 2)    # the watched two, without a lookup
+        assert registrar.lookup("fleet") == []          # the two past the cap: by the lookup
+        assert sorted(dropped) == sorted(node.refs)
+        assert wait_until(lambda: registrar._death_watch.threads == 0)
+    registrar.close()
+
+
 @pytest.mark.slow
 def test_a_request_forwarded_to_another_process_is_answered_through_the_arena_inbox(system):
     from a0py.actor import spawn_process

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .errors import ActorConfigError
 from .ref import ActorRef
+from .watch import DeathWatch
 
 __all__ = ["Register", "Registrar", "Unregister"]
 
@@ -34,16 +35,22 @@ class Unregister:
     ref: ActorRef
 
 
+_REGISTERED = "registered"   # the registrar's one kind of death-watch subscriber
+
+
 class Registrar:
     """A registry of actors by topic that drops the actors it finds dead.
 
     Every :meth:`lookup` checks the liveness of what it returns, so an actor whose process
     exited or was killed is never handed out (for cross-process actors the check is the
     robust lock held by the actor's process: the kernel releases it at once).
-    :meth:`watch` also starts one thread per registered actor that blocks until the actor
-    dies and then drops it and calls ``on_drop(topic, ref)`` for each of its topics.
-    Thread-safe; also usable as an actor behaviour taking :class:`Register` and
-    :class:`Unregister` messages.
+    :meth:`watch` also follows every registered actor with a death watch
+    (:class:`~a0py.actor.watch.DeathWatch`, the one the gathers use): an actor of this
+    process by a callback run when it ends, an arena actor by a thread blocked on its
+    robust lock (at most one per actor and 256 per registrar; past that cap an actor is
+    dropped by the next :meth:`lookup` or :meth:`sweep` instead). A dead actor is dropped
+    and ``on_drop(topic, ref)`` is called for each of its topics. Thread-safe; also usable
+    as an actor behaviour taking :class:`Register` and :class:`Unregister` messages.
 
     Raises :class:`ActorConfigError` for a bad ``on_drop``.
     """
@@ -55,8 +62,8 @@ class Registrar:
         self._topics = {}        # topic -> OrderedDict name -> ref
         self._lock = threading.RLock()
         self._watching = False
-        self._watchers = {}      # name -> thread
-        self._closed = threading.Event()
+        self._death_watch = DeathWatch(self._died)
+        self._watched = {}       # name -> death-watch key
         self.dropped = 0
 
     def register(self, topic, ref):
@@ -89,6 +96,8 @@ class Registrar:
                     found = True
                     if not members:
                         del self._topics[t]
+            if found and not self._registered(ref.name):
+                self._unwatch(ref.name)
         return found
 
     def handle(self, message):
@@ -101,21 +110,29 @@ class Registrar:
         else:
             raise ActorConfigError(f"a Registrar takes Register/Unregister messages, got {message!r}")
 
-    def _drop(self, name, only_topic=None):
+    def _registered(self, name):
+        return any(name in members for members in self._topics.values())
+
+    def _drop_dead(self, name):
+        """Drop the actor ``name`` from every topic where its ref is found dead; returns the
+        (topic, ref) pairs dropped. ``on_drop`` is told under the (reentrant) lock: once a
+        lookup has returned, it has been told of every drop, whichever thread found the
+        actor dead."""
         dropped = []
         with self._lock:
             for topic in list(self._topics):
-                if only_topic is not None and topic != only_topic:
-                    continue
                 members = self._topics[topic]
-                ref = members.pop(name, None)
-                if ref is not None:
+                ref = members.get(name)
+                if ref is not None and not ref.is_alive():
+                    del members[name]
                     dropped.append((topic, ref))
                     if not members:
                         del self._topics[topic]
+            if not dropped:
+                return dropped
             self.dropped += len(dropped)
-            # Under the (reentrant) lock: once a lookup has returned, on_drop has been told
-            # of every drop, whichever thread found the actor dead.
+            if not self._registered(name):
+                self._unwatch(name)
             if self.on_drop is not None:
                 for topic, ref in dropped:
                     self.on_drop(topic, ref)
@@ -131,7 +148,7 @@ class Registrar:
             if ref.is_alive():
                 live.append(ref)
             else:
-                self._drop(ref.name)
+                self._drop_dead(ref.name)
         return live
 
     def topics(self):
@@ -143,11 +160,10 @@ class Registrar:
     def sweep(self):
         """Drop every registered actor found dead; return the (topic, ref) pairs dropped."""
         with self._lock:
-            refs = {ref.name: ref for members in self._topics.values() for ref in members.values()}
+            names = {name for members in self._topics.values() for name in members}
         dropped = []
-        for name, ref in refs.items():
-            if not ref.is_alive():
-                dropped.extend(self._drop(name))
+        for name in names:
+            dropped.extend(self._drop_dead(name))
         return dropped
 
     def recipients(self, topic_of):
@@ -158,38 +174,54 @@ class Registrar:
         return lambda request: self.lookup(topic_of)
 
     def watch(self):
-        """Start watching: each registered actor gets a thread that waits for its death
-        (for cross-process actors, on its robust lock) and then drops it at once.
-        Idempotent; :meth:`close` stops the threads."""
+        """Start watching: every registered actor, and every one registered later, is
+        followed by the death watch and dropped the moment it dies. Idempotent;
+        :meth:`close` stops it."""
         with self._lock:
+            if self._watching:
+                return
             self._watching = True
-            for members in self._topics.values():
-                for ref in members.values():
+            if self._death_watch is None:
+                self._death_watch = DeathWatch(self._died)
+            for members in list(self._topics.values()):
+                for ref in list(members.values()):
                     self._watch_one(ref)
 
     def _watch_one(self, ref):
-        if ref.name in self._watchers:
+        # Under the lock. The watch may report a death at once, on this thread: _died then
+        # drops the actor before its key is recorded, so record it only if still registered.
+        name = ref.name
+        if name in self._watched:
             return
+        key = self._death_watch.watch(ref, _REGISTERED)
+        if key is not None and self._registered(name):
+            self._watched[name] = key
 
-        def watcher():
-            try:
-                while not self._closed.is_set():
-                    if ref.wait_dead(0.25):
-                        self._drop(ref.name)
-                        return
-            finally:
-                with self._lock:
-                    self._watchers.pop(ref.name, None)
+    def _unwatch(self, name):
+        key = self._watched.pop(name, None)
+        if key is not None and self._death_watch is not None:
+            self._death_watch.unwatch(key, _REGISTERED)
 
-        thread = threading.Thread(target=watcher, name=f"a0py-registrar-{ref.name}", daemon=True)
-        self._watchers[ref.name] = thread
-        thread.start()
+    def _died(self, key, name, subscribers):
+        # From the death watch (a watcher thread or the dying actor's own thread).
+        with self._lock:
+            if self._watched.get(name) == key:
+                del self._watched[name]
+            self._drop_dead(name)
+            # A new actor took the name meanwhile (alive, so kept): follow it instead.
+            if self._watching:
+                for members in self._topics.values():
+                    ref = members.get(name)
+                    if ref is not None:
+                        self._watch_one(ref)
+                        break
 
     def close(self):
-        """Stop the watcher threads (registrations are kept)."""
-        self._closed.set()
+        """Stop watching (registrations are kept): watcher threads end within about a
+        second; :meth:`watch` starts again."""
         with self._lock:
             self._watching = False
-            threads = list(self._watchers.values())
-        for thread in threads:
-            thread.join(1)
+            death_watch, self._death_watch = self._death_watch, None
+            self._watched.clear()
+        if death_watch is not None:
+            death_watch.close(join=True)
