@@ -292,6 +292,69 @@ def test_asyncio_actors_handle_sync_and_async_behaviours_in_order():
     assert not overlap
 
 
+def _scripted(log, use_async):
+    """A behaviour that logs, raises on "bad", becomes a second behaviour on "become" and
+    stops itself on "stop"; async (awaiting between steps) or not."""
+
+    def second(m):
+        log.append(("second", m))
+        if m == "stop":
+            current().stop()
+
+    def first(m):
+        if m == "bad":
+            raise ValueError("bad message")
+        log.append(m)
+        if m == "become":
+            become(second)
+
+    if not use_async:
+        return first
+
+    async def first_async(m):
+        await asyncio.sleep(0)
+        first(m)
+    return first_async
+
+
+def test_thread_and_asyncio_actors_handle_messages_through_the_same_path():
+    script = ["a", "bad", "become", "b", "stop", "never"]
+    expected = ["a", "become", ("second", "b"), ("second", "stop")]
+
+    async def main():
+        failures = []
+        system = ActorSystem(supervisor=failures.append)
+        cases = {"thread": (system.spawn, False), "asyncio": (system.spawn_async, False),
+                 "asyncio, async def": (system.spawn_async, True)}
+        logs, refs = {}, {}
+        for kind, (spawn, use_async) in cases.items():
+            logs[kind] = []
+            refs[kind] = spawn(_scripted(logs[kind], use_async), name=kind)
+            for m in script:
+                refs[kind].send(m)
+        for _ in range(1000):
+            if not any(ref.is_alive() for ref in refs.values()):
+                break
+            await asyncio.sleep(0.005)
+        stopping = system.spawn_async(_scripted([], True), name="stops", on_failure="stop")
+        stopping.send("bad")
+        stopping.send("a")
+        for _ in range(1000):
+            if not stopping.is_alive():
+                break
+            await asyncio.sleep(0.005)
+        system.shutdown()
+        return failures, logs, refs, stopping
+
+    failures, logs, refs, stopping = asyncio.run(main())
+    for kind, log in logs.items():
+        assert log == expected, kind
+        assert not refs[kind].is_alive() and refs[kind]._actor.handled == 5
+    assert sorted(f.actor for f in failures) == ["asyncio", "asyncio, async def", "stops", "thread"]
+    assert all(isinstance(f.error, ValueError) and "bad message" in f.traceback for f in failures)
+    assert not stopping.is_alive() and stopping._actor.handled == 0
+
+
 def test_spawn_async_without_a_loop_is_a_config_error(system):
     with pytest.raises(ActorConfigError, match="loop"):
         system.spawn_async(print)

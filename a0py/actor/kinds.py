@@ -45,19 +45,24 @@ def _nothing():
 
 
 class _Actor:
-    """State shared by thread and asyncio actors."""
+    """What thread and asyncio actors share: state, the one message-handling path
+    (:meth:`_handle_one`), stopping, and the end callbacks. A kind adds how it starts,
+    runs its loop over its mailbox and is joined."""
+
+    _awaits = False   # whether an awaitable returned by the handler is awaited
 
     def __init__(self, system, behaviour, name, mailbox, on_failure):
         self.system = system
         self.handler = _as_handler(behaviour)
         self.name = name
         self.mailbox = mailbox
+        self.enqueue = mailbox.put
         self.on_failure = on_failure
         self.alive = True
         self.context = ActorContext(self)
         self.done = threading.Event()
         self.handled = 0
-        self.ref = None  # set by the subclass once enqueue exists
+        self.ref = LocalRef(self)
         self._end_lock = threading.Lock()
         self._end_callbacks = {}    # token -> fn, run once when the actor has ended
         self._end_tokens = itertools.count()
@@ -67,10 +72,61 @@ class _Actor:
         not one)."""
         self.handler = _as_handler(behaviour)
 
+    def _handle_one(self, message):
+        """Handle one message, for every kind of actor. Returns True to go on, False once
+        the actor should stop, or (asyncio actors only, when the handler returned an
+        awaitable) a coroutine that awaits it and then gives that verdict."""
+        if isinstance(message, Stop):
+            return False
+        try:
+            result = self.handler(message)
+        except Exception as exc:
+            return self._failed(message, exc)
+        if result is not None and self._awaits and inspect.isawaitable(result):
+            return self._await_handler(message, result)
+        self.handled += 1
+        return self.alive
+
+    async def _await_handler(self, message, awaitable):
+        try:
+            await awaitable
+        except Exception as exc:
+            return self._failed(message, exc)
+        self.handled += 1
+        return self.alive
+
+    def _failed(self, message, exc):
+        self.system._report(self, message, exc)
+        if self.on_failure == "stop":
+            return False
+        self.handled += 1
+        return self.alive
+
+    def request_stop(self):
+        """Stop after the messages already sent."""
+        self.mailbox.put(STOP)
+
+    def halt(self):
+        """Stop now: the messages not yet taken are dropped."""
+        self.alive = False
+        self.mailbox.close()
+
+    def _end(self):
+        """On the actor's own thread, once, after its last message."""
+        self.alive = False
+        try:
+            self.mailbox.close()
+        finally:
+            try:
+                self.mailbox.close_reader()
+            finally:
+                self.system._ended(self)
+                self._set_done()
+
     def _on_end(self, fn):
         """Call ``fn()`` when the actor has ended (on its thread; at once, on this one, if
-        it already has). Returns a function that cancels the call. Used by the gather
-        service to see a local recipient's death at once."""
+        it already has). Returns a function that cancels the call. Used by the death watch
+        to see a local actor's death at once."""
         with self._end_lock:
             if not self.done.is_set():
                 token = next(self._end_tokens)
@@ -93,25 +149,12 @@ class _Actor:
             except Exception:
                 log.exception("an end callback of actor %s failed", self.name)
 
-    def _handle_one(self, message):
-        """Handle one message; False once the actor should stop."""
-        if isinstance(message, Stop):
-            return False
-        try:
-            self.handler(message)
-        except Exception as exc:
-            self.system._report(self, message, exc)
-            if self.on_failure == "stop":
-                return False
-        self.handled += 1
-        return self.alive
-
 
 class _ThreadActor(_Actor):
+    """An actor on a thread of its own, taking batches of messages from its mailbox."""
+
     def __init__(self, system, behaviour, name, mailbox, on_failure):
         super().__init__(system, behaviour, name, mailbox, on_failure)
-        self.enqueue = mailbox.put
-        self.ref = LocalRef(self)
         self.thread = threading.Thread(target=self._run, name=f"a0py-actor-{name}", daemon=True)
         self._ready = threading.Event()
         self._start_error = None
@@ -147,20 +190,7 @@ class _ThreadActor(_Actor):
                         self.alive = False
                         break
         finally:
-            self.alive = False
-            mailbox.close()
-            try:
-                mailbox.close_reader()
-            finally:
-                self.system._ended(self)
-                self._set_done()
-
-    def request_stop(self):
-        self.mailbox.put(STOP)
-
-    def halt(self):
-        self.alive = False
-        self.mailbox.close()
+            self._end()
 
     def join(self, timeout):
         if threading.current_thread() is self.thread:
@@ -171,13 +201,12 @@ class _ThreadActor(_Actor):
 class _AsyncActor(_Actor):
     """An actor that is one asyncio task on ``loop``; its behaviour may be ``async``."""
 
+    _awaits = True
+
     def __init__(self, system, behaviour, name, loop, on_failure):
-        super().__init__(system, behaviour, name, _AsyncMailbox(self), on_failure)
+        super().__init__(system, behaviour, name, _AsyncMailbox(loop), on_failure)
         self.loop = loop
-        self.queue = asyncio.Queue()
-        self.loop_thread = None
         self.future = None
-        self.ref = LocalRef(self)
 
     def start(self):
         try:
@@ -185,66 +214,63 @@ class _AsyncActor(_Actor):
         except RuntimeError:
             running = None
         if running is self.loop:
-            self.loop_thread = threading.get_ident()
+            self.mailbox.loop_thread = threading.get_ident()
             self.future = self.loop.create_task(self._run())
         else:
             self.future = asyncio.run_coroutine_threadsafe(self._run(), self.loop)
 
-    def enqueue(self, message):
-        if not self.alive:
-            return
-        if threading.get_ident() == self.loop_thread:
-            self.queue.put_nowait(message)
-        else:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
-
     async def _run(self):
-        self.loop_thread = threading.get_ident()
+        self.mailbox.loop_thread = threading.get_ident()
         _current.set(self.context)
+        get = self.mailbox.get
+        handle_one = self._handle_one
         try:
             while self.alive:
-                message = await self.queue.get()
-                if message is _HALT or isinstance(message, Stop):
+                go_on = handle_one(await get())
+                if go_on is not True and go_on is not False:
+                    go_on = await go_on
+                if not go_on:
                     break
-                try:
-                    result = self.handler(message)
-                    if inspect.isawaitable(result):
-                        await result
-                except Exception as exc:
-                    self.system._report(self, message, exc)
-                    if self.on_failure == "stop":
-                        break
-                self.handled += 1
         finally:
-            self.alive = False
-            self.system._ended(self)
-            self._set_done()
-
-    def request_stop(self):
-        self.enqueue(STOP)
-
-    def halt(self):
-        if self.alive:
-            self.enqueue(_HALT)
-            self.alive = False
+            self._end()
 
     def join(self, timeout):
-        if threading.get_ident() == self.loop_thread:
+        if threading.get_ident() == self.mailbox.loop_thread:
             return self.done.is_set()  # cannot block the loop the actor runs on
         return self.done.wait(timeout)
 
 
-_HALT = object()
-
-
 class _AsyncMailbox(Mailbox):
-    """The sending side of an asyncio actor (its queue lives in the actor)."""
+    """The mailbox of an asyncio actor: an :class:`asyncio.Queue` on its loop. Sends from
+    other threads are handed to the loop thread-safely; closing sends :data:`STOP`, so the
+    actor's task wakes and ends."""
 
-    def __init__(self, actor):
-        self._actor = actor
+    def __init__(self, loop):
+        self.loop = loop
+        self.loop_thread = None
+        self._queue = asyncio.Queue()
+        self._closed = False
+
+    def _hand(self, message):
+        if threading.get_ident() == self.loop_thread:
+            self._queue.put_nowait(message)
+        else:
+            self.loop.call_soon_threadsafe(self._queue.put_nowait, message)
 
     def put(self, message):
-        self._actor.enqueue(message)
+        if not self._closed:
+            self._hand(message)
+
+    async def get(self):
+        """The next message (the actor's task only)."""
+        return await self._queue.get()
 
     def close(self):
-        pass
+        if not self._closed:
+            self._closed = True
+            self._hand(STOP)
+
+    @property
+    def closed(self):
+        """True once :meth:`close` was called."""
+        return self._closed

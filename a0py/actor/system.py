@@ -75,6 +75,10 @@ def _safe_repr(value, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _format_error(exc):
+    return "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
+
+
 class ActorSystem:
     """Runs actors, their scheduled messages and their supervision.
 
@@ -251,7 +255,7 @@ class ActorSystem:
     # -- supervision ----------------------------------------------------------------------
 
     def _report(self, actor, message, exc):
-        failure = Failure(actor.name, message, exc, _traceback.format_exc())
+        failure = Failure(actor.name, message, exc, _format_error(exc))
         self.failures.append(failure)
         supervisor = self.supervisor
         if supervisor is None:
@@ -264,7 +268,7 @@ class ActorSystem:
             log.exception("the supervisor of %s failed while handling a failure", actor.name)
 
     def _report_scheduler(self, timer, exc):
-        failure = Failure("<scheduler>", timer.message, exc, _traceback.format_exc())
+        failure = Failure("<scheduler>", timer.message, exc, _format_error(exc))
         self.failures.append(failure)
         log.error("scheduled send to %r failed: %r", timer.target, exc)
 
