@@ -435,6 +435,64 @@ def test_a_message_larger_than_the_mailbox_is_refused(system):
         ArenaRef(name).send(b"x" * 100_000)
 
 
+def test_mailbox_put_and_arena_ref_send_share_one_send_path(system):
+    from a0py.actor import ArenaMailbox, ArenaRef
+
+    name = unique()
+    mailbox = ArenaMailbox(name, size=8192)
+    try:
+        assert mailbox.put("via put") is True
+        assert ArenaRef(name).send("via send") is True
+        for send in (mailbox.put, ArenaRef(name).send):
+            with pytest.raises(MessageTooLargeError, match="arena_size"):
+                send(b"x" * 100_000)
+        mailbox.open_reader()
+        assert mailbox.take(1) == ["via put", "via send"]
+        mailbox.close_reader()
+    finally:
+        mailbox.release()
+
+
+def _send_before_and_after_closing_the_cached_arenas(name, result):
+    from a0py.actor import ArenaRef
+    from a0py.actor.arena import close_cached_arenas
+
+    ref = ArenaRef(name)
+    sends = []
+    sent_once, closed = threading.Event(), threading.Event()
+
+    def sender():   # one thread, so one cached transport, used before and after
+        sends.append(ref.send("before"))
+        sent_once.set()
+        closed.wait(10)
+        sends.append(ref.send("after"))
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    sent_once.wait(10)
+    close_cached_arenas()    # the sender's cached transport now maps a closed arena
+    closed.set()
+    thread.join(10)
+    result.put(sends)
+
+
+@pytest.mark.slow
+def test_a_sender_whose_cached_mapping_was_closed_maps_the_mailbox_again(system):
+    import multiprocessing
+
+    name = unique()
+    got = []
+    system.spawn(got.append, name=name, arena=True)
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    child = context.Process(target=_send_before_and_after_closing_the_cached_arenas,
+                            args=(name, result))
+    child.start()
+    assert result.get(timeout=30) == [True, True]
+    child.join(10)
+    assert wait_for(lambda: got == ["before", "after"])
+
+
 def test_two_live_actors_cannot_share_a_name(system):
     name = unique()
     system.spawn(print, name=name, arena=True)

@@ -6,13 +6,15 @@ The actor's own thread is the only reader.
 
 Invariants:
 
-* **No message is evicted unread.** A writer allocates only when ``alloc_evicts`` says
-  nothing would be evicted, else it sleeps on the arena (lock released) until the reader
-  makes room. The reader makes room by clearing the arena once it has read every frame
-  in it (the clear and the check are under one lock, so nothing unread is cleared). The
+* **No message is evicted unread.** Every message goes through one send path,
+  :func:`_send`, which appends its frame only where nothing would be evicted, else sleeps
+  on the arena (lock released) until the reader makes room. The reader makes room by
+  clearing the arena once it has read every frame in it (the clear and the check are
+  under one lock, so nothing unread is cleared). The
   mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
   up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
-  actor is dead drops the message (like any send to a dead actor).
+  actor is dead drops the message (like any send to a dead actor). Only the close marker
+  is written with an evicting write: closing drops what was not taken anyway.
 * **Liveness.** The actor's thread takes the arena's :class:`a0py.Deadman` before its
   first message and releases it after its last. While it holds it the actor is alive;
   if its process exits or is killed, the kernel releases the robust lock at once, so
@@ -30,7 +32,7 @@ import pickle
 import threading
 import time
 
-from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, FrameTooLargeError
+from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, ClosedError, FrameTooLargeError
 from .errors import (
     ActorConfigError,
     ActorNameTakenError,
@@ -143,38 +145,68 @@ class _CloseMarker:
         return (_CloseMarker, (self.token,))
 
 
-def _write(name, data, timeout):
-    """Append one frame without evicting; False if dropped because the reader is dead."""
-    transport = _transport(name)
+def _append_without_evicting(transport, data, timeout):
+    """Append ``data`` as one frame, waiting up to ``timeout`` seconds for room instead of
+    evicting: ``transport.write(data, evict=False, timeout=timeout)`` of the core, written
+    with the binding's locked calls until that call exists. Raises
+    :class:`a0py.A0TimeoutError` if there was no room by the deadline,
+    :class:`a0py.FrameTooLargeError` if the frame can never fit."""
     n = len(data)
-    if n > transport.max_frame_size:
-        raise MessageTooLargeError(
-            f"a message of {n} bytes (pickled) does not fit the mailbox of actor {name!r}: "
-            f"at most {transport.max_frame_size} bytes per message")
     with transport.lock() as t:
         if t.alloc_evicts(n):
-            deadline = None if timeout is None else time.monotonic() + timeout
-
-            def has_room(t):
-                return not t.alloc_evicts(n)
-
-            while True:
-                step = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - time.monotonic())
-                try:
-                    t.wait(has_room, timeout=max(step, 0.0))
-                    break
-                except A0TimeoutError:
-                    if not _deadman(name).is_taken():
-                        return False
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise MailboxFullError(
-                            f"the mailbox of actor {name!r} stayed full for {timeout}s") from None
-        try:
-            t.alloc(n)[:] = data
-        except FrameTooLargeError as exc:
-            raise MessageTooLargeError(str(exc)) from None
+            if n > transport.max_frame_size:
+                raise FrameTooLargeError(f"frame of {n} bytes: at most {transport.max_frame_size}")
+            t.wait(lambda t: not t.alloc_evicts(n), timeout=timeout)
+        t.alloc(n)[:] = data
         t.commit()
-    return True
+
+
+def _send(name, message, timeout):
+    """The one send path of arena mailboxes (:meth:`ArenaRef.send`,
+    :meth:`ArenaMailbox.put`): pickle ``message`` into one frame of actor ``name``'s arena
+    without evicting anything. While it is full, wait in slices of ``_WAIT_SLICE`` seconds,
+    checking between two that its reader is alive. Returns True once written, False if the
+    mailbox is full and its reader dead (the message is dropped). Raises
+    :class:`MailboxFullError` after ``timeout`` seconds (None: never),
+    :class:`MessageTooLargeError`, :class:`ActorNotFoundError` (no such mailbox), and
+    pickling errors."""
+    data = pickle.dumps(message, protocol=5)
+    transport = _local.transports.get(name)
+    if transport is None:
+        transport = _transport(name)
+    if timeout is None or timeout >= _WAIT_SLICE:
+        step = _WAIT_SLICE
+    else:
+        step = timeout if timeout > 0 else 0.0
+    deadline = None
+    remapped = False
+    while True:
+        try:
+            _append_without_evicting(transport, data, step)
+            return True
+        except A0TimeoutError:
+            pass
+        except ClosedError:
+            if remapped:
+                raise
+            # This process closed that mapping (close_cached_arenas): map it again, once.
+            transport = _transport(name)
+            remapped = True
+            continue
+        except FrameTooLargeError:
+            raise MessageTooLargeError(
+                f"a message of {len(data)} bytes (pickled) does not fit the mailbox of actor "
+                f"{name!r}: at most {transport.max_frame_size} bytes per message; spawn it "
+                f"with a larger arena_size") from None
+        if not _deadman(name).is_taken():
+            return False
+        if timeout is not None:
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + timeout - step   # the first slice is already spent
+            if now >= deadline:
+                raise MailboxFullError(f"the mailbox of actor {name!r} stayed full for {timeout}s")
+            step = min(_WAIT_SLICE, deadline - now)
 
 
 class ArenaRef(ActorRef):
@@ -216,8 +248,7 @@ class ArenaRef(ActorRef):
         Raises :class:`ActorNotFoundError` (no mailbox of that name),
         :class:`MailboxFullError` (still full at the timeout), :class:`MessageTooLargeError`,
         :class:`pickle.PicklingError` or :class:`TypeError` for an unpicklable message."""
-        data = pickle.dumps(message, protocol=5)
-        return _write(self._name, data, self.send_timeout if timeout is ... else timeout)
+        return _send(self._name, message, self.send_timeout if timeout is ... else timeout)
 
     def __call__(self, message):
         self.send(message)
@@ -310,10 +341,11 @@ class ArenaMailbox(Mailbox):
         return self._closed
 
     def put(self, message):
-        """Send ``message`` to this mailbox (as :meth:`ArenaRef.send`, with its default
-        send timeout)."""
+        """Send ``message`` to this mailbox: :meth:`ArenaRef.send` with the default send
+        timeout (the same errors); nothing once the mailbox is closed."""
         if not self._closed:
-            _write(self._name, pickle.dumps(message, protocol=5), DEFAULT_SEND_TIMEOUT)
+            return _send(self._name, message, DEFAULT_SEND_TIMEOUT)
+        return False
 
     def open_reader(self):
         """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
@@ -387,7 +419,8 @@ class ArenaMailbox(Mailbox):
             self._closed = True
             return
         try:
-            # A transport of its own: close() may run on any thread, at any time.
+            # A transport of its own: close() may run on any thread, at any time. An
+            # evicting write: a full mailbox must not block its close.
             _core().Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
         except A0Error:
             pass
