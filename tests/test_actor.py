@@ -453,6 +453,32 @@ def test_mailbox_put_and_arena_ref_send_share_one_send_path(system):
         mailbox.release()
 
 
+def test_take_drains_a_batch_and_gives_the_room_back_once_everything_is_read():
+    from a0py.actor import ArenaMailbox, ArenaRef
+
+    name = unique()
+    mailbox = ArenaMailbox(name, size=16384, batch=50)
+    ref = ArenaRef(name, send_timeout=0)
+    sent = 0
+    while ref.send(sent):      # no reader yet: fill it (full and no reader: dropped, False)
+        sent += 1
+    try:
+        assert sent > 100
+        mailbox.open_reader()
+        got = mailbox.take(1)
+        assert got == list(range(50))               # one batch, in order
+        with pytest.raises(MailboxFullError):       # frames left unread: no room yet
+            ref.send("no room")
+        while len(got) < sent:
+            got += mailbox.take(1)
+        assert got == list(range(sent))
+        ref.send("room again")                      # everything read: the room is back
+        assert mailbox.take(1) == ["room again"]
+        mailbox.close_reader()
+    finally:
+        mailbox.release()
+
+
 def _send_before_and_after_closing_the_cached_arenas(name, result):
     from a0py.actor import ArenaRef
     from a0py.actor.arena import close_cached_arenas

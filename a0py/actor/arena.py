@@ -9,8 +9,8 @@ Invariants:
 * **No message is evicted unread.** Every message goes through one send path,
   :func:`_send`, which appends its frame only where nothing would be evicted, else sleeps
   on the arena (lock released) until the reader makes room. The reader makes room by
-  clearing the arena once it has read every frame in it (the clear and the check are
-  under one lock, so nothing unread is cleared). The
+  clearing the arena once it has read every frame in it: :meth:`ArenaMailbox.take`
+  copies a batch out and clears under one lock, so nothing unread is cleared. The
   mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
   up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
   actor is dead drops the message (like any send to a dead actor). Only the close marker
@@ -368,35 +368,42 @@ class ArenaMailbox(Mailbox):
                 self._deadman = None
 
     def take(self, timeout=None):
+        """Block until at least one frame is there (or ``timeout`` seconds passed, or the
+        mailbox was closed) and return the messages waiting, at most ``batch`` of them.
+        The frames are copied out under one lock per call, which also gives their room back
+        to the senders once everything is read; they are unpickled after it."""
         if self._closed or self._reader is None:
             return []
         reader = self._reader
-        frames = reader.read_many(self._batch)
-        if not frames:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not frames:
-                with reader.lock() as t:
-                    if not t.empty and t.seq_high == reader.cursor_seq:
-                        t.clear()  # everything was read: give the room back to the senders
-                    step = _READER_SLICE
-                    if deadline is not None:
-                        step = min(step, deadline - time.monotonic())
-                    try:
-                        t.wait(t.has_next, timeout=max(step, 0.0))
-                    except A0TimeoutError:
-                        pass
-                if self._closed:
-                    return []
-                frames = reader.read_many(self._batch)
-                if not frames and deadline is not None and time.monotonic() >= deadline:
-                    return []
-        if len(frames) < self._batch:
-            with reader.lock() as t:
-                if t.seq_high == reader.cursor_seq:
-                    t.clear()
+        frames = []
+        with reader.lock() as t:
+            deadline = None
+            while True:
+                room = self._batch
+                while room and t.has_next():
+                    t.next()
+                    frames.append(t.frame().tobytes())
+                    room -= 1
+                if room and not t.empty and not t.has_next():
+                    t.clear()  # everything was read: give the room back to the senders
+                if frames:
+                    break
+                step = _READER_SLICE
+                if timeout is not None:
+                    if deadline is None:
+                        deadline = time.monotonic() + timeout
+                    step = min(step, deadline - time.monotonic())
+                try:
+                    t.wait(t.has_next, timeout=max(step, 0.0))
+                except A0TimeoutError:
+                    if self._closed or (deadline is not None and time.monotonic() >= deadline):
+                        return []
+        return self._decode(frames)
+
+    def _decode(self, frames):
         messages = []
         loads = pickle.loads
-        for _seq, data in frames:
+        for data in frames:
             try:
                 message = loads(data)
             except Exception:
