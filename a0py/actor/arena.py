@@ -113,10 +113,9 @@ def _arena(name, size=None):
 
 def _forget(name):
     with _arenas_lock:
-        arena = _arenas.pop(name, None)
+        _arenas.pop(name, None)
         _deadmen.pop(name, None)
     _local.transports.pop(name, None)
-    return arena
 
 
 def _transport(name):
@@ -249,9 +248,6 @@ class ArenaRef(ActorRef):
         :class:`MailboxFullError` (still full at the timeout), :class:`MessageTooLargeError`,
         :class:`pickle.PicklingError` or :class:`TypeError` for an unpicklable message."""
         return _send(self._name, message, self.send_timeout if timeout is ... else timeout)
-
-    def __call__(self, message):
-        self.send(message)
 
     def is_alive(self):
         """Whether a live thread holds the actor's liveness lock (False if its mailbox does

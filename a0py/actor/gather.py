@@ -223,9 +223,6 @@ class _ReplyRef(ActorRef):
     def send(self, message):
         self._service.self_ref.send(message)
 
-    def __call__(self, message):
-        self._service.self_ref.send(message)
-
     def is_alive(self):
         return self._service.self_ref.is_alive()
 

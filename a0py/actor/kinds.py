@@ -206,7 +206,7 @@ class _AsyncActor(_Actor):
     def __init__(self, system, behaviour, name, loop, on_failure):
         super().__init__(system, behaviour, name, _AsyncMailbox(loop), on_failure)
         self.loop = loop
-        self.future = None
+        self._task = None   # the loop keeps only a weak reference to a task: keep it here
 
     def start(self):
         try:
@@ -215,9 +215,9 @@ class _AsyncActor(_Actor):
             running = None
         if running is self.loop:
             self.mailbox.loop_thread = threading.get_ident()
-            self.future = self.loop.create_task(self._run())
+            self._task = self.loop.create_task(self._run())
         else:
-            self.future = asyncio.run_coroutine_threadsafe(self._run(), self.loop)
+            self._task = asyncio.run_coroutine_threadsafe(self._run(), self.loop)
 
     async def _run(self):
         self.mailbox.loop_thread = threading.get_ident()

@@ -12,8 +12,7 @@ import os
 import signal
 import time
 
-from ..errors import A0TimeoutError
-from .arena import DEFAULT_ARENA_SIZE, ArenaMailbox, ArenaRef, close_cached_arenas, unlink_mailbox
+from .arena import DEFAULT_ARENA_SIZE, ArenaMailbox, ArenaRef, close_cached_arenas
 from .errors import ActorConfigError, ActorError
 from .system import STOP, ActorSystem
 
@@ -186,11 +185,7 @@ def spawn_process(actors, *, start_method="spawn", arena_size=DEFAULT_ARENA_SIZE
                 if not process.is_alive():
                     raise ActorError(f"the node process for {name!r} exited with code "
                                      f"{process.exitcode} before its actors started")
-                try:
-                    ref.wait_alive(min(0.2, max(deadline - time.monotonic(), 0.0)))
-                except A0TimeoutError:
-                    pass
-                if ref.is_alive():
+                if ref.wait_alive(min(0.2, max(deadline - time.monotonic(), 0.0))):
                     break
                 if time.monotonic() >= deadline:
                     raise ActorError(f"actor {name!r} did not start within {start_timeout}s")
@@ -202,8 +197,3 @@ def spawn_process(actors, *, start_method="spawn", arena_size=DEFAULT_ARENA_SIZE
         raise
     return node
 
-
-def unlink_actor(name):
-    """Unlink the mailbox of actor ``name`` left behind by a dead process; True if one
-    existed."""
-    return unlink_mailbox(name)

@@ -140,8 +140,7 @@ class ActorSystem:
         alive in another process), :class:`ActorStoppedError` after shutdown, and the
         arena's errors (:class:`a0py.A0Error`) when creating the mailbox fails.
         """
-        handler_check = _as_handler(behaviour)  # fail before reserving anything
-        del handler_check
+        _as_handler(behaviour)  # fail before reserving anything
         if on_failure not in ("resume", "stop"):
             raise ActorConfigError(f"on_failure must be 'resume' or 'stop', got {on_failure!r}")
         if mailbox is not None and not isinstance(mailbox, Mailbox):
