@@ -592,6 +592,30 @@ def test_process_actor_is_addressable_by_name_survives_a_failure_and_is_seen_dea
     assert ("counted", 2, 0) in replies
 
 
+def test_wait_alive_on_a_mailbox_never_created_returns_false_at_the_timeout():
+    from a0py.actor import ArenaRef
+
+    ref = ArenaRef(unique("never"))
+    assert ref.wait_alive(0.1) is False      # no ActorNotFoundError: it waited
+    assert ref.wait_alive(0) is False
+
+
+@pytest.mark.slow
+def test_wait_alive_waits_for_a_mailbox_that_another_process_creates_later():
+    from a0py.actor import ArenaRef, spawn_process
+
+    name = unique("later")
+    outcome = []
+    waiter = threading.Thread(target=lambda: outcome.append(ArenaRef(name).wait_alive(30)))
+    waiter.start()
+    time.sleep(0.2)                           # the waiter finds no mailbox yet
+    assert outcome == []
+    with spawn_process({name: Echo}, start_method="fork") as node:
+        waiter.join(30)
+        assert outcome == [True]
+        assert ArenaRef(name).owner_pid == node.pid
+
+
 @pytest.mark.slow
 def test_messages_sent_before_a_fork_started_node_is_up_are_delivered(system):
     from a0py.actor import ArenaRef, spawn_process

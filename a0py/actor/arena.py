@@ -266,10 +266,27 @@ class ArenaRef(ActorRef):
             return None
 
     def wait_alive(self, timeout=None):
-        """Block until the actor is alive; True if it is, False at the timeout. Raises
-        :class:`ActorNotFoundError` if its mailbox does not exist."""
+        """Block until the actor is alive: until its mailbox exists (it may not have been
+        created yet; checked every few milliseconds, at most every ``_WAIT_SLICE``
+        seconds) and a live thread reads it (a blocking wait on its liveness lock). True
+        if it is, False after ``timeout`` seconds (None: wait for ever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            try:
+                deadman = _deadman(self._name)
+                break
+            except ActorNotFoundError:
+                if deadline is None:
+                    time.sleep(pause)
+                else:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    time.sleep(min(pause, left))
+                pause = min(2 * pause, _WAIT_SLICE)
         try:
-            _deadman(self._name).wait_taken(timeout)
+            deadman.wait_taken(None if deadline is None else max(0.0, deadline - time.monotonic()))
             return True
         except A0TimeoutError:
             return False
