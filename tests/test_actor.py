@@ -519,6 +519,38 @@ def test_a_sender_whose_cached_mapping_was_closed_maps_the_mailbox_again(system)
     assert wait_for(lambda: got == ["before", "after"])
 
 
+def _write_raw_frame(name, data):
+    import a0py
+
+    arena = a0py.Arena.shm(f"a0py.actor.{name}")
+    try:
+        a0py.Transport(arena).write(data)
+    finally:
+        arena.close()
+
+
+def test_an_undecodable_frame_is_reported_to_the_log_and_counted(system, caplog):
+    from a0py.actor import ArenaMailbox
+    from a0py.actor.mailbox import Undecodable
+
+    name = unique()
+    got = []
+    mailbox = ArenaMailbox(name)
+    ref = system.spawn(got.append, name=name, mailbox=mailbox)
+    with caplog.at_level("ERROR", logger="a0py.actor"):
+        _write_raw_frame(name, b"not a pickle")
+        ref.send("after")
+        assert wait_for(lambda: got == ["after"])
+        assert wait_for(lambda: len(system.failures) == 1)
+    failure = system.failures[0]
+    assert isinstance(failure.message, Undecodable) and failure.message.size == 12
+    assert failure.message.head == b"not a pickle" and failure.actor == name
+    assert isinstance(failure.error, pickle.UnpicklingError) and "Traceback" in failure.traceback
+    assert mailbox.undecodable == 1
+    assert any("undecodable frame of 12 bytes" in r.getMessage() for r in caplog.records)
+    assert ref.is_alive()
+
+
 def test_two_live_actors_cannot_share_a_name(system):
     name = unique()
     system.spawn(print, name=name, arena=True)
@@ -614,6 +646,25 @@ def test_wait_alive_waits_for_a_mailbox_that_another_process_creates_later():
         waiter.join(30)
         assert outcome == [True]
         assert ArenaRef(name).owner_pid == node.pid
+
+
+@pytest.mark.slow
+def test_an_undecodable_frame_in_a_process_actor_reaches_its_supervisor(system):
+    from a0py.actor import spawn_process
+
+    tag = unique()
+    replies, failures = [], []
+    inbox = system.spawn(replies.append, name=f"{tag}-inbox", arena=True)
+    system.spawn(failures.append, name=f"{tag}-supervisor", arena=True)
+    with spawn_process({f"{tag}-echo": Echo}, supervisor=f"{tag}-supervisor") as node:
+        _write_raw_frame(f"{tag}-echo", b"\x80\x05garbage")
+        node[f"{tag}-echo"].send((inbox, "still here"))
+        assert wait_for(lambda: replies == [(node.pid, "still here")])
+        assert wait_for(lambda: len(failures) == 1)
+    failure = failures[0]
+    assert failure.actor == f"{tag}-echo" and failure.pid == node.pid
+    assert "undecodable frame of 9 bytes" in failure.message     # its repr, across processes
+    assert "UnpicklingError" in str(failure.error) and "Traceback" in failure.traceback
 
 
 @pytest.mark.slow

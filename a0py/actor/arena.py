@@ -40,7 +40,7 @@ from .errors import (
     MailboxFullError,
     MessageTooLargeError,
 )
-from .mailbox import Mailbox
+from .mailbox import Mailbox, Undecodable
 from .ref import ActorRef
 from .watch import close_death_watches
 
@@ -321,6 +321,10 @@ class ArenaMailbox(Mailbox):
     one; ``create=False`` attaches only. ``batch`` bounds the messages one :meth:`take`
     returns. The creator calls :meth:`release` to unlink it.
 
+    :attr:`undecodable` counts the frames that did not unpickle (each was also returned by
+    :meth:`take` as an :class:`~a0py.actor.mailbox.Undecodable`, which its actor reports
+    to the supervisor).
+
     Raises :class:`ActorConfigError` (bad name, size or batch), :class:`ActorNotFoundError`
     (``create=False`` and it does not exist), and :class:`a0py.A0Error` from the arena.
     """
@@ -384,7 +388,9 @@ class ArenaMailbox(Mailbox):
         """Block until at least one frame is there (or ``timeout`` seconds passed, or the
         mailbox was closed) and return the messages waiting, at most ``batch`` of them.
         The frames are copied out under one lock per call, which also gives their room back
-        to the senders once everything is read; they are unpickled after it."""
+        to the senders once everything is read; they are unpickled after it. A frame that
+        does not unpickle is returned as an :class:`Undecodable` in its place and counted
+        in :attr:`undecodable`."""
         if self._closed or self._reader is None:
             return []
         reader = self._reader
@@ -419,8 +425,9 @@ class ArenaMailbox(Mailbox):
         for data in frames:
             try:
                 message = loads(data)
-            except Exception:
+            except Exception as exc:
                 self.undecodable += 1
+                messages.append(Undecodable(self._name, data, exc))
                 continue
             if type(message) is _CloseMarker:
                 if message.token == self._token:

@@ -23,10 +23,12 @@ import threading
 
 from .context import ActorContext, _current
 from .errors import ActorConfigError
-from .mailbox import Mailbox
+from .mailbox import Mailbox, Undecodable
 from .ref import STOP, LocalRef, Stop
 
 log = logging.getLogger("a0py.actor")
+
+_CONTROL = (Stop, Undecodable)   # messages for the actor itself, not its behaviour
 
 
 def _as_handler(behaviour):
@@ -76,8 +78,12 @@ class _Actor:
         """Handle one message, for every kind of actor. Returns True to go on, False once
         the actor should stop, or (asyncio actors only, when the handler returned an
         awaitable) a coroutine that awaits it and then gives that verdict."""
-        if isinstance(message, Stop):
-            return False
+        if isinstance(message, _CONTROL):
+            if isinstance(message, Stop):
+                return False
+            # A frame its mailbox could not decode: nothing to handle, a failure to report.
+            self.system._report(self, message, message.error, message.traceback)
+            return self.alive
         try:
             result = self.handler(message)
         except Exception as exc:

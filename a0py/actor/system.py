@@ -41,7 +41,10 @@ log = logging.getLogger("a0py.actor")
 @dataclass
 class Failure:
     """What the supervisor is told when a handler raised: the actor's ``name``, the
-    ``message`` it was handling, the ``error`` and its formatted ``traceback``."""
+    ``message`` it was handling, the ``error`` and its formatted ``traceback``, and the
+    ``pid`` of the actor's process. Also when the actor's mailbox could not decode a
+    message: ``message`` is then an :class:`~a0py.actor.mailbox.Undecodable` and
+    ``error`` the decoding error."""
 
     actor: str
     message: object
@@ -253,8 +256,9 @@ class ActorSystem:
 
     # -- supervision ----------------------------------------------------------------------
 
-    def _report(self, actor, message, exc):
-        failure = Failure(actor.name, message, exc, _format_error(exc))
+    def _report(self, actor, message, exc, traceback=None):
+        failure = Failure(actor.name, message, exc,
+                          _format_error(exc) if traceback is None else traceback)
         self.failures.append(failure)
         supervisor = self.supervisor
         if supervisor is None:
