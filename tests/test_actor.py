@@ -684,3 +684,76 @@ def test_messages_sent_before_a_fork_started_node_is_up_are_delivered(system):
             assert [body for _pid, body in replies] == ["early", "late"]
     finally:
         early.release()
+
+
+# -- spawn_process and the main module ---------------------------------------------------
+
+_NODE_SCRIPT = """\
+import operator
+from a0py.actor import spawn_process
+
+{indent_if}node = spawn_process({{{name!r}: (operator.itemgetter, (0,))}}, start_method={method!r})
+{indent}node[{name!r}].send(("x",))
+{indent}node.close()
+{indent}print("started")
+"""
+
+
+def _run_node_script(path, name, method="spawn", guarded=False):
+    import subprocess
+    import sys
+
+    body = _NODE_SCRIPT.format(name=name, method=method,
+                               indent_if='if __name__ == "__main__":\n    ' if guarded else "",
+                               indent="    " if guarded else "")
+    path.write_text(body)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=path.parent)
+
+
+def _no_mailbox_left(name):
+    return not os.path.exists(f"/dev/shm/a0py.actor.{name}")
+
+
+@pytest.mark.slow
+def test_spawn_process_from_unguarded_main_code_says_to_add_the_guard(tmp_path):
+    name = unique("guard")
+    script = tmp_path / "unguarded.py"
+    run = _run_node_script(script, name)
+    assert run.returncode != 0 and "started" not in run.stdout
+    assert "ActorConfigError" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr and f"{script}, line 4" in run.stderr
+    assert "bootstrapping phase" not in run.stderr     # not multiprocessing's error
+    assert _no_mailbox_left(name)
+
+
+@pytest.mark.slow
+def test_spawn_process_under_the_guard_or_with_fork_starts(tmp_path):
+    guarded = _run_node_script(tmp_path / "guarded.py", unique("guard"), guarded=True)
+    assert guarded.returncode == 0, guarded.stderr
+    assert guarded.stdout.strip() == "started"
+    forked = _run_node_script(tmp_path / "forked.py", unique("guard"), method="fork")
+    assert forked.returncode == 0, forked.stderr
+    assert forked.stdout.strip() == "started"
+
+
+@pytest.mark.slow
+def test_a_child_that_reaches_spawn_process_while_starting_says_to_add_the_guard(tmp_path):
+    import py_compile
+    import subprocess
+    import sys
+
+    name = unique("guard")
+    source = tmp_path / "gone.py"
+    source.write_text(_NODE_SCRIPT.format(name=name, method="spawn", indent_if="", indent=""))
+    compiled = tmp_path / "nosource.pyc"
+    py_compile.compile(str(source), cfile=str(compiled))
+    source.unlink()     # no source: the parent cannot tell, the child finds out
+    run = subprocess.run([sys.executable, str(compiled)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode != 0 and "started" not in run.stdout
+    assert "while this process was starting as a child" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr
+    assert "exited with code 1 before its actors started" in run.stderr
+    assert "bootstrapping phase" not in run.stderr
+    assert _no_mailbox_left(name)
