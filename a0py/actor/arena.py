@@ -32,6 +32,8 @@ import pickle
 import threading
 import time
 
+import a0py  # its core names (Arena, Transport, Deadman) load on first use
+
 from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, ClosedError, FrameTooLargeError
 from .errors import (
     ActorConfigError,
@@ -87,12 +89,6 @@ def _reset_after_fork():
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _core():
-    import a0py
-
-    return a0py
-
-
 def _arena(name, size=None):
     """The mapped arena of actor ``name`` (created with ``size`` if given and missing)."""
     arena = _arenas.get(name)
@@ -102,7 +98,7 @@ def _arena(name, size=None):
         arena = _arenas.get(name)
         if arena is None or arena.closed:
             try:
-                arena = _core().Arena.shm(arena_name(name), size)
+                arena = a0py.Arena.shm(arena_name(name), size)
             except ArenaNotFoundError:
                 raise ActorNotFoundError(f"no mailbox for actor {name!r} "
                                          f"(shared memory {arena_name(name)!r} does not exist)") from None
@@ -121,7 +117,7 @@ def _forget(name):
 def _transport(name):
     transport = _local.transports.get(name)
     if transport is None or transport.arena.closed:
-        transport = _core().Transport(_arena(name))
+        transport = a0py.Transport(_arena(name))
         _local.transports[name] = transport
     return transport
 
@@ -129,7 +125,7 @@ def _transport(name):
 def _deadman(name):
     deadman = _deadmen.get(name)
     if deadman is None:
-        deadman = _core().Deadman(_arena(name))
+        deadman = a0py.Deadman(_arena(name))
         _deadmen[name] = deadman
     return deadman
 
@@ -367,13 +363,12 @@ class ArenaMailbox(Mailbox):
     def open_reader(self):
         """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
         if a live actor already reads this mailbox."""
-        core = _core()
-        self._deadman = core.Deadman(self._arena)
+        self._deadman = a0py.Deadman(self._arena)
         if not self._deadman.try_take():
             pid = self._deadman.owner_pid
             self._deadman = None
             raise ActorNameTakenError(f"actor {self._name!r} is already alive (pid {pid})")
-        self._reader = core.Transport(self._arena)
+        self._reader = a0py.Transport(self._arena)
         self._reader_thread = threading.get_ident()
 
     def close_reader(self):
@@ -448,7 +443,7 @@ class ArenaMailbox(Mailbox):
         try:
             # A transport of its own: close() may run on any thread, at any time. An
             # evicting write: a full mailbox must not block its close.
-            _core().Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
+            a0py.Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
         except A0Error:
             pass
         self._closed = True
@@ -459,7 +454,7 @@ class ArenaMailbox(Mailbox):
         unlink the winner's mailbox)."""
         if self._deadman is None:
             try:
-                if _core().Deadman(self._arena).is_taken():
+                if a0py.Deadman(self._arena).is_taken():
                     return
             except A0Error:
                 pass
@@ -498,4 +493,4 @@ def close_cached_arenas():
 def unlink_mailbox(name):
     """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
     _forget(name)
-    return bool(_core().Arena.unlink_shm(arena_name(name)))
+    return bool(a0py.Arena.unlink_shm(arena_name(name)))

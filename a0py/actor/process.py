@@ -25,7 +25,8 @@ import time
 
 from .arena import DEFAULT_ARENA_SIZE, ArenaMailbox, ArenaRef, close_cached_arenas
 from .errors import ActorConfigError, ActorError
-from .system import STOP, ActorSystem
+from .ref import STOP
+from .system import ActorSystem
 
 __all__ = ["ProcessActors", "spawn_process"]
 
