@@ -19,6 +19,9 @@ and asyncio actors); ``scheduler``; ``system``; ``ordered``; ``gather``; ``regis
 ``router``; ``process`` (:func:`spawn_process`).
 """
 
+import importlib
+
+from .arena import ArenaMailbox, ArenaRef, unlink_mailbox
 from .context import ActorContext, become, current
 from .errors import (
     ActorConfigError,
@@ -61,18 +64,14 @@ __all__ = [
     "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
 ]
 
-_LAZY = {
-    "ArenaMailbox": ".arena", "ArenaRef": ".arena", "unlink_mailbox": ".arena",
-    "ProcessActors": ".process", "spawn_process": ".process",
-}
+# Loaded on first use: it imports multiprocessing, which in-process users do not need.
+_LAZY = {"ProcessActors": ".process", "spawn_process": ".process"}
 
 
 def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'a0py.actor' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
