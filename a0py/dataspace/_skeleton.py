@@ -48,16 +48,15 @@ import struct
 import cython
 from cython.cimports.libc.math import floor
 
-from a0py.dataspace._codec import MAX_DEPTH
 from a0py.dataspace._errors import (
     DataspaceTypeError,
     InvalidValueError,
     NotAssertedError,
     UnknownHandlerError,
 )
+from a0py.dataspace._format import format_term
 from a0py.dataspace._patterns import Capture, Discard
-
-TUPLE_LABEL = ""
+from a0py.dataspace._values import MAX_DEPTH, TUPLE_LABEL
 
 _ADD = cython.declare(cython.int, 1)
 _REMOVE = cython.declare(cython.int, 2)
@@ -70,8 +69,8 @@ _SALT_FLOAT = cython.declare(cython.Py_hash_t, 0x1B873593)
 _SALT_TUPLE = cython.declare(cython.Py_hash_t, 0x2545F491)
 _INF = cython.declare(cython.double, float("inf"))
 
-# How deep a value or pattern may nest (the codec's limit): each record,
-# tuple, list and capture is one level, an atom none. Every recursion below
+# How deep a value or pattern may nest (MAX_DEPTH, the codec's limit): each
+# record, tuple, list and capture is one level, an atom none. Every recursion below
 # over a value's parts is bounded by it, so none can exhaust the C stack.
 _MAX_DEPTH = cython.declare(cython.int, MAX_DEPTH)
 
@@ -398,8 +397,6 @@ class Record:
         return not _ceq(self, other, 0)
 
     def __repr__(self):
-        from a0py.dataspace._syntax import format_term
-
         return format_term(self)
 
     def __reduce__(self):
