@@ -1,10 +1,14 @@
 """The skeleton index: pattern analysis, event traces, pruning, errors.
 
-Every test runs on both builds of the one source (compiled ``a0py._index``
-and interpreted ``a0py.dataspace._skeleton``), each with its own Record.
+Every test runs on both builds of the one source (compiled
+``a0py.dataspace._compiled`` and interpreted ``a0py.dataspace._skeleton``),
+each with its own Record.
 """
 
 import math
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,17 +26,40 @@ from a0py.dataspace import (
 from a0py.errors import A0Error
 
 try:
-    from a0py import _index as compiled
+    from a0py.dataspace import _compiled as compiled
 except ImportError:  # pragma: no cover - the build is part of `make test`
     compiled = None
 
 
 def test_package_uses_the_compiled_build():
-    assert compiled is not None, "a0py._index is not built"
+    assert compiled is not None, "a0py.dataspace._compiled is not built"
     assert ds.COMPILED
     assert ds.Index is compiled.Index and ds.Record is compiled.Record
     assert compiled.__file__.endswith(".so")
+    # The compiled index lives in the dataspace layer, beside its source.
+    assert compiled.__name__ == "a0py.dataspace._compiled"
+    assert Path(compiled.__file__).parent == Path(ds.__file__).parent
 
+
+@pytest.mark.parametrize("first", ["a0py.dataspace._compiled", "a0py.dataspace._skeleton"])
+def test_either_build_imports_first_in_a_fresh_interpreter(first):
+    """A build imported before anything else of the package loads whole: it
+    imports only modules below it. (When the compiled index sat above the
+    package and imported from it, importing it first failed half-built.)"""
+    script = textwrap.dedent(f"""
+        import importlib
+        m = importlib.import_module({first!r})
+        from a0py.dataspace import parse
+        seen = []
+        idx = m.Index()
+        idx.add_handler(parse("present($x)", record=m.Record), lambda ev, c: seen.append((ev, c)))
+        r = m.Record("present", "Alice")
+        idx.add_assertion(r)
+        print(repr(r), seen)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == """present("Alice") [('+', ('Alice',))]"""
 
 
 class Trace:
@@ -553,8 +580,8 @@ def test_records_pickle_and_copy(mod):
 
 
 def test_both_builds_compile_the_same_source():
-    text = (Path(__file__).resolve().parent.parent / "a0py" / "_index.pyx").read_text()
-    assert 'include "dataspace/_skeleton.py"' in text
+    text = (Path(__file__).resolve().parent.parent / "a0py" / "dataspace" / "_compiled.pyx").read_text()
+    assert 'include "_skeleton.py"' in text
 
 
 def test_lists_are_tuples(mod):

@@ -5,7 +5,7 @@ space and *retract* them; observers register *patterns* and hear ``+`` when a
 matching capture tuple appears, ``-`` when it disappears, and ``!`` for each
 matching message. The :class:`Index` is the skeleton index of Garnock-Jones'
 "Efficient, Imperative Dataspaces for Conversational Concurrency", compiled
-with Cython (``a0py._index``).
+with Cython (``a0py.dataspace._compiled``).
 
 >>> from a0py.dataspace import Index, Record, capture, parse
 >>> idx = Index()

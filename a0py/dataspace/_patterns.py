@@ -1,7 +1,7 @@
 """Pattern-only building blocks: the discard ``_`` and captures ``$``.
 
 They live in a plain Python module of their own so that both builds of the
-skeleton code (compiled ``a0py._index`` and interpreted
+skeleton code (compiled ``a0py.dataspace._compiled`` and interpreted
 ``a0py.dataspace._skeleton``) recognise the same objects.
 """
 

@@ -10,10 +10,10 @@ capture tuples and its callbacks. The names below are the paper's.
 
 This one source file is built twice (see docs/dataspace.md, "Two builds"):
 
-* compiled: ``a0py/_index.pyx`` ``include``\\ s it, so Cython turns every
-  ``@cython.cclass`` into an extension type with C fields and every
-  annotation into a C type; this is ``a0py._index``, the build the package
-  uses;
+* compiled: ``a0py/dataspace/_compiled.pyx`` ``include``\\ s it, so Cython
+  turns every ``@cython.cclass`` into an extension type with C fields and
+  every annotation into a C type; this is ``a0py.dataspace._compiled``, the
+  build the package uses;
 * interpreted: imported as ``a0py.dataspace._skeleton``, CPython runs it as
   ordinary Python (Cython's shadow module makes the ``cython.*`` decorators
   no-ops). The benchmark runs both on the same workload.
@@ -110,7 +110,7 @@ def _float_bits(x: cython.double) -> cython.longlong:
     # interpreted, through struct.
     bits: cython.longlong
     if cython.compiled:
-        bits = _double_bits(x)  # noqa: F821 - declared in a0py/_index.pxd
+        bits = _double_bits(x)  # noqa: F821 - declared in _compiled.pxd
     else:
         bits = _INT64.unpack(_DOUBLE.pack(x))[0]
     return bits
@@ -522,7 +522,7 @@ def _untrack(o: object):
     does not walk every asserted value in every cache. (The interpreted build
     has no such hook; the algorithm is the same.)"""
     if cython.compiled:
-        PyObject_GC_UnTrack(o)  # noqa: F821 - declared in a0py/_index.pxd
+        PyObject_GC_UnTrack(o)  # noqa: F821 - declared in _compiled.pxd
 
 
 @cython.cfunc
@@ -909,7 +909,7 @@ def _emptied(events: list) -> list:
     (``clear()`` frees the storage too, and costs more than letting the list
     go). Nobody else holds ``events``: no callback is given it."""
     if cython.compiled and len(events) <= 96:
-        _truncate_list(events)  # noqa: F821 - declared in a0py/_index.pxd
+        _truncate_list(events)  # noqa: F821 - declared in _compiled.pxd
         return events
     return []
 

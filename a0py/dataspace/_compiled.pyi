@@ -1,4 +1,5 @@
-"""Type stub for the compiled dataspace index (built from a0py/dataspace/_skeleton.py)."""
+"""Type stub for the compiled dataspace index ``a0py.dataspace._compiled`` (built from
+a0py/dataspace/_skeleton.py)."""
 
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeAlias
