@@ -22,7 +22,7 @@ from a0py.dataspace import (
     decode,
     encode,
 )
-from a0py.dataspace import _skeleton as interpreted
+from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
 
 try:
@@ -174,7 +174,7 @@ _DEEP_SCRIPT = textwrap.dedent("""
     import sys
     import a0py.dataspace as ds
     from a0py.dataspace import InvalidValueError, capture, encode
-    from a0py.dataspace import _skeleton as interpreted
+    from a0py.dataspace import _interpreted as interpreted
     from a0py.dataspace import _compiled as compiled
 
     mod = compiled if sys.argv[1] == "compiled" else interpreted

@@ -1,11 +1,13 @@
 """The skeleton index: pattern analysis, event traces, pruning, errors.
 
 Every test runs on both builds of the one source (compiled
-``a0py.dataspace._compiled`` and interpreted ``a0py.dataspace._skeleton``),
+``a0py.dataspace._compiled`` and interpreted ``a0py.dataspace._interpreted``),
 each with its own Record.
 """
 
+import ast
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,6 +25,7 @@ from a0py.dataspace import (
     capture,
     parse,
 )
+from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
 
 try:
@@ -41,7 +44,7 @@ def test_package_uses_the_compiled_build():
     assert Path(compiled.__file__).parent == Path(ds.__file__).parent
 
 
-@pytest.mark.parametrize("first", ["a0py.dataspace._compiled", "a0py.dataspace._skeleton"])
+@pytest.mark.parametrize("first", ["a0py.dataspace._compiled", "a0py.dataspace._interpreted"])
 def test_either_build_imports_first_in_a_fresh_interpreter(first):
     """A build imported before anything else of the package loads whole: it
     imports only modules below it. (When the compiled index sat above the
@@ -580,8 +583,23 @@ def test_records_pickle_and_copy(mod):
 
 
 def test_both_builds_compile_the_same_source():
-    text = (Path(__file__).resolve().parent.parent / "a0py" / "dataspace" / "_compiled.pyx").read_text()
-    assert 'include "_skeleton.py"' in text
+    """The compiled module includes exactly the files the interpreted build
+    imports as modules, and both expose the names of the type stub."""
+    here = Path(ds.__file__).parent
+    included = re.findall(r'^include "(\w+)\.py"$', (here / "_compiled.pyx").read_text(), re.M)
+    assert included == ["_canonical", "_skeleton", "_trie", "_index"]
+    imported = {
+        node.module.rpartition(".")[2]
+        for node in ast.walk(ast.parse((here / "_interpreted.py").read_text()))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert imported == {*included, "_values"}
+    stub = ast.parse((here / "_compiled.pyi").read_text())
+    public = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    public |= {n.target.id for n in stub.body
+               if isinstance(n, ast.AnnAssign) and n.target.id.isupper() and n.value is None}
+    assert public == set(interpreted.__all__)
+    assert all(hasattr(compiled, name) for name in public)
 
 
 def test_lists_are_tuples(mod):

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a0py.dataspace import DISCARD, Capture, NotAssertedError, encode
-from a0py.dataspace import _skeleton as interpreted
+from a0py.dataspace import _interpreted as interpreted
 
 try:
     from a0py.dataspace import _compiled as compiled

@@ -2,10 +2,16 @@
 # cython: initializedcheck=False
 """The compiled build of the dataspace skeleton index: ``a0py.dataspace._compiled``.
 
-The algorithm is written once, in Cython's pure-Python mode, in
-``a0py/dataspace/_skeleton.py``; this module compiles that same source (the
-interpreted build is that file imported as a module under CPython). See
-docs/dataspace.md, "Two builds".
+The index is written once, in Cython's pure-Python mode, in four files, one
+concept each; this module includes all four, in the order they depend on
+each other, so Cython compiles them as one extension module (their cdef
+classes and functions call each other directly, as C). The interpreted
+build is the same four files imported as modules (``_interpreted.py``); each
+file imports its siblings only ``if not cython.compiled``, since here they
+are one module already. See docs/dataspace.md, "Two builds".
 """
 
+include "_canonical.py"
 include "_skeleton.py"
+include "_trie.py"
+include "_index.py"

@@ -2,7 +2,7 @@
 
 They live in a plain Python module of their own so that both builds of the
 skeleton code (compiled ``a0py.dataspace._compiled`` and interpreted
-``a0py.dataspace._skeleton``) recognise the same objects.
+``a0py.dataspace._interpreted``) recognise the same objects.
 """
 
 import struct
