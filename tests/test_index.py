@@ -572,6 +572,14 @@ def test_exact_and_bagged_handlers_agree(mod):
                                ("erasing", "-", ())], key=repr)
 
 
+def test_record_is_pattern_when_it_holds_discard_or_capture(mod):
+    R = mod.Record
+    assert not R("a", 1, (2, R("b", "x"))).is_pattern
+    assert R("a", DISCARD).is_pattern
+    assert R("a", 1, (2, R("b", capture()))).is_pattern
+    assert R("a", [capture(1)]).is_pattern
+
+
 def test_records_pickle_and_copy(mod):
     import copy
     import pickle

@@ -16,8 +16,9 @@ Everything runs on the caller's thread; callbacks run after the index has
 settled (see :class:`Index`), so they may act on the dataspace themselves.
 """
 
-from a0py.dataspace._errors import FacetStoppedError, UnknownHandlerError
+from a0py.dataspace._errors import DataspaceTypeError, FacetStoppedError, UnknownHandlerError
 from a0py.dataspace._impl import impl
+from a0py.dataspace._syntax import parse
 
 
 class AssertionHandle:
@@ -189,14 +190,10 @@ class Facet:
         """
         self._check()
         if type(pattern) is str:
-            from a0py.dataspace._syntax import parse
-
             pattern = parse(pattern)
         cb = callback
         if cb is None:
             if added is None and removed is None and message is None:
-                from a0py.dataspace._errors import DataspaceTypeError
-
                 raise DataspaceTypeError("observe needs a callback or added/removed/message")
             table = {"+": added, "-": removed, "!": message}
 
@@ -206,8 +203,6 @@ class Facet:
                     f(*captures)
 
         elif added is not None or removed is not None or message is not None:
-            from a0py.dataspace._errors import DataspaceTypeError
-
             raise DataspaceTypeError("give either callback or added/removed/message, not both")
         handle = self.dataspace.index.add_handler(pattern, cb)
         obs = Observer(self, pattern, handle)
