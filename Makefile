@@ -65,7 +65,7 @@ bench: build
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd)
 
 clean:
-	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/_index.c .pytest_cache .hypothesis
+	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c .pytest_cache .hypothesis

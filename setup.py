@@ -5,8 +5,9 @@ core (``a0py._core``) get the core's objects linked in; those objects are
 compiled first, on their own, with ``-Wall -Wextra -Werror`` so a warning in
 the core fails the build, while Cython's generated C keeps milder flags.
 
-``A0PY_ONLY=a0py._index,a0py._core`` builds only the named modules (handy while
-one of them is being edited); ``A0PY_DEBUG=1`` builds without optimisation.
+``A0PY_ONLY=a0py.dataspace._compiled,a0py._core`` builds only the named
+modules (handy while one of them is being edited); ``A0PY_DEBUG=1`` builds
+without optimisation.
 """
 
 import glob
