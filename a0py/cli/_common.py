@@ -120,7 +120,7 @@ def errors_about(target, *, missing_hint=None):
     try:
         yield
     except ArenaNotFoundError:
-        raise CliError(f"{target.label} does not exist" + (f": {missing_hint}" if missing_hint else "")) from None
+        raise CliError(f"{target.label} does not exist: {missing_hint or create_hint(target)}") from None
     except A0Error as error:
         message = str(error)
         name = target.shm.lstrip("/") if target.shm is not None else target.path

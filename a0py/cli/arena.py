@@ -2,6 +2,7 @@
 ``info``, ``dump``, ``write``, ``tail`` and ``rm``."""
 
 import os
+import sys
 
 import click
 
@@ -21,9 +22,12 @@ def info(target):
     with errors_about(target), target.open() as arena:
         header = arena.header()
         with Transport(arena).lock() as t:
-            low, high = t.seq_low, t.seq_high
+            low, high, empty = t.seq_low, t.seq_high, t.empty
             used, high_water = t.used_space, t.high_water_mark
-        frames = f"seq {low}..{high} ({max(0, high - low + 1)} live)"
+        if empty:
+            frames = f"none (empty; the next frame gets seq {high + 1})"
+        else:
+            frames = f"seq {low}..{high} ({high - low + 1} live)"
         owner = header["deadman_pid"]
         print_fields([
             ("arena", f"{arena.kind} {arena.name}"),
@@ -38,7 +42,7 @@ def info(target):
 
 @click.command()
 @arena_options
-@click.option("-n", "count", type=int, default=None, metavar="N",
+@click.option("-n", "count", type=click.IntRange(min=0), default=None, metavar="N",
               help="Print at most N frames (the oldest N).")
 @_HEX
 def dump(target, count, as_hex):
@@ -53,17 +57,45 @@ def dump(target, count, as_hex):
         click.echo(frame_line(seq, data, as_hex))
 
 
+def _frames_from_arguments(items, as_hex):
+    """The bytes of each DATA argument; ``-`` is all of standard input."""
+    if list(items).count("-") > 1:
+        raise click.BadParameter("'-' (standard input) can be given once", param_hint="DATA")
+    frames = []
+    for item in items:
+        raw = sys.stdin.buffer.read() if item == "-" else item
+        if not as_hex:
+            frames.append(raw if isinstance(raw, bytes) else os.fsencode(raw))
+            continue
+        text = raw.decode("ascii", "replace") if isinstance(raw, bytes) else raw
+        try:
+            frames.append(bytes.fromhex(text))
+        except ValueError:
+            shown = "standard input" if item == "-" else repr(item)
+            raise click.BadParameter(
+                f"{shown} is not hex: with --hex give pairs of hex digits, such as 00ff10 or '00 ff 10'",
+                param_hint="DATA",
+            ) from None
+    return frames
+
+
 @click.command()
 @arena_options
 @click.option("--size", type=ByteSize(), default=None,
               help="Create the arena with this size if it does not exist (bytes, or 64K, 16M, 1G).")
+@click.option("--hex", "as_hex", is_flag=True, help="Each DATA is hex digits (00ff10), not text.")
 @click.argument("data", nargs=-1, required=True)
-def write(target, size, data):
-    """Append one frame per DATA (its UTF-8 bytes) and print the seq of each."""
+def write(target, size, as_hex, data):
+    """Append one frame per DATA and print the seq of each.
+
+    DATA is text (written as its UTF-8 bytes), hex digits with --hex, or -
+    for all of standard input as one frame.
+    """
     from a0py import Transport
 
-    frames = [os.fsencode(item) for item in data]
-    with errors_about(target), target.open(size) as arena:
+    frames = _frames_from_arguments(data, as_hex)
+    missing = f"add --size BYTES to create it (for example `a0py write {target.flag} --size 1M ...`)"
+    with errors_about(target, missing_hint=missing), target.open(size) as arena:
         transport = Transport(arena)
         for frame in frames:
             click.echo(transport.write(frame))
