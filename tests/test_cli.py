@@ -247,6 +247,17 @@ def test_file_arena_commands_and_not_an_arena(tmp_path):
     assert_fails_cleanly(a0("info", "--file", str(stray)), 1, str(stray))
 
 
+def test_creating_a_file_arena_in_a_missing_directory_says_so(tmp_path):
+    path = tmp_path / "no such dir" / "frames.a0"
+    result = a0("write", "--file", str(path), "--size", "4K", "x")
+    assert_fails_cleanly(result, 1, str(path), f"is there a directory '{path.parent}'")
+
+
+def test_an_empty_frame_is_a_line_without_trailing_blanks(shm):
+    make_arena(shm, b"", b"b")
+    assert a0("dump", "--shm", shm).out.splitlines() == ["         1         0 B", "         2         1 B  b"]
+
+
 def test_an_arena_must_be_named_once(shm, tmp_path):
     assert_fails_cleanly(a0("info"), 2, "--shm NAME or --file PATH")
     assert_fails_cleanly(a0("info", "--shm", shm, "--file", str(tmp_path / "x")), 2, "--shm NAME or --file PATH")

@@ -48,4 +48,5 @@ def preview(data, as_hex, width=64):
 
 def frame_line(seq, data, as_hex):
     """One frame as ``dump`` and ``tail`` print it: seq, size, preview."""
-    return f"{seq:>10}  {len(data):>8} B  {preview(data, as_hex)}"
+    line = f"{seq:>10}  {len(data):>8} B"
+    return f"{line}  {preview(data, as_hex)}" if len(data) else line

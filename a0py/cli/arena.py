@@ -94,7 +94,12 @@ def write(target, size, as_hex, data):
     from a0py import Transport
 
     frames = _frames_from_arguments(data, as_hex)
-    missing = f"add --size BYTES to create it (for example `a0py write {target.flag} --size 1M ...`)"
+    if size is None:
+        missing = f"add --size BYTES to create it (for example `a0py write {target.flag} --size 1M ...`)"
+    elif target.path is not None:  # creating, yet missing: the file's directory is
+        missing = f"cannot create it: is there a directory {os.path.dirname(os.path.abspath(target.path))!r}?"
+    else:
+        missing = None
     with errors_about(target, missing_hint=missing), target.open(size) as arena:
         transport = Transport(arena)
         for frame in frames:
