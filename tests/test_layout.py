@@ -344,7 +344,7 @@ def test_layers_import_only_layers_below_them():
         ("a0py.broker.server", "a0py.dataspace", True),
         ("a0py.broker.server", "a0py.actor", False),
         ("a0py.spark.reader", "a0py.view", False),
-        ("a0py.cli.arena", "a0py.actor", True),
+        ("a0py.cli.arenas", "a0py.actor", True),
         ("a0py.__main__", "a0py.cli", True),
     ],
 )

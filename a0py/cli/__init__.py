@@ -21,11 +21,11 @@ from a0py import __version__
 
 # command -> (module under a0py.cli, name of the click command in it)
 COMMANDS = {
-    "info": ("arena", "info"),
-    "dump": ("arena", "dump"),
-    "write": ("arena", "write"),
-    "tail": ("arena", "tail"),
-    "rm": ("arena", "rm"),
+    "info": ("arenas", "info"),
+    "dump": ("arenas", "dump"),
+    "write": ("arenas", "write"),
+    "tail": ("arenas", "tail"),
+    "rm": ("arenas", "rm"),
 }
 
 
