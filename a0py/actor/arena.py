@@ -8,9 +8,10 @@ Invariants:
 
 * **No message is evicted unread.** Every message goes through one send path,
   :func:`_send`, which appends its frame only where nothing would be evicted, else sleeps
-  on the arena (lock released) until the reader makes room. The reader makes room by
-  clearing the arena once it has read every frame in it: :meth:`ArenaMailbox.take`
-  copies a batch out and clears under one lock, so nothing unread is cleared. The
+  on the arena (lock released) until the reader makes room: the core's
+  ``Transport.write(data, evict=False)``. The reader makes room by dropping the frames
+  it has read: :meth:`ArenaMailbox.take` copies a batch out, then drops through the last
+  seq it read (``drop_through``), so nothing unread is ever removed. The
   mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
   up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
   actor is dead drops the message (like any send to a dead actor). Only the close marker
@@ -140,22 +141,6 @@ class _CloseMarker:
         return (_CloseMarker, (self.token,))
 
 
-def _append_without_evicting(transport, data, timeout):
-    """Append ``data`` as one frame, waiting up to ``timeout`` seconds for room instead of
-    evicting: ``transport.write(data, evict=False, timeout=timeout)`` of the core, written
-    with the binding's locked calls until that call exists. Raises
-    :class:`a0py.A0TimeoutError` if there was no room by the deadline,
-    :class:`a0py.FrameTooLargeError` if the frame can never fit."""
-    n = len(data)
-    with transport.lock() as t:
-        if t.alloc_evicts(n):
-            if n > transport.max_frame_size:
-                raise FrameTooLargeError(f"frame of {n} bytes: at most {transport.max_frame_size}")
-            t.wait(lambda t: not t.alloc_evicts(n), timeout=timeout)
-        t.alloc(n)[:] = data
-        t.commit()
-
-
 def _send(name, message, timeout):
     """The one send path of arena mailboxes (:meth:`ArenaRef.send`,
     :meth:`ArenaMailbox.put`): pickle ``message`` into one frame of actor ``name``'s arena
@@ -177,7 +162,7 @@ def _send(name, message, timeout):
     remapped = False
     while True:
         try:
-            _append_without_evicting(transport, data, step)
+            transport.write(data, evict=False, timeout=step)
             return True
         except A0TimeoutError:
             pass
@@ -382,37 +367,36 @@ class ArenaMailbox(Mailbox):
     def take(self, timeout=None):
         """Block until at least one frame is there (or ``timeout`` seconds passed, or the
         mailbox was closed) and return the messages waiting, at most ``batch`` of them.
-        The frames are copied out under one lock per call, which also gives their room back
-        to the senders once everything is read; they are unpickled after it. A frame that
+        The frames are copied out, then dropped through the last one read under one lock
+        per call, which gives their room back to the senders; they are unpickled after it. A frame that
         does not unpickle is returned as an :class:`Undecodable` in its place and counted
         in :attr:`undecodable`."""
         if self._closed or self._reader is None:
             return []
         reader = self._reader
-        frames = []
+        deadline = None
+        while True:
+            frames = reader.read_many(self._batch)
+            if frames:
+                break
+            step = _READER_SLICE
+            if timeout is not None:
+                if deadline is None:
+                    deadline = time.monotonic() + timeout
+                step = min(step, deadline - time.monotonic())
+            first = reader.read_next(timeout=max(step, 0.0))
+            if first is not None:
+                frames = [first]
+                if self._batch > 1:
+                    frames += reader.read_many(self._batch - 1)
+                break
+            if self._closed or (deadline is not None and time.monotonic() >= deadline):
+                return []
+        # Everything through the last frame read is consumed: give its room back to
+        # the senders waiting in write(evict=False). The one lock of this batch.
         with reader.lock() as t:
-            deadline = None
-            while True:
-                room = self._batch
-                while room and t.has_next():
-                    t.next()
-                    frames.append(t.frame().tobytes())
-                    room -= 1
-                if room and not t.empty and not t.has_next():
-                    t.clear()  # everything was read: give the room back to the senders
-                if frames:
-                    break
-                step = _READER_SLICE
-                if timeout is not None:
-                    if deadline is None:
-                        deadline = time.monotonic() + timeout
-                    step = min(step, deadline - time.monotonic())
-                try:
-                    t.wait(t.has_next, timeout=max(step, 0.0))
-                except A0TimeoutError:
-                    if self._closed or (deadline is not None and time.monotonic() >= deadline):
-                        return []
-        return self._decode(frames)
+            t.drop_through(frames[-1][0])
+        return self._decode([data for _, data in frames])
 
     def _decode(self, frames):
         messages = []
