@@ -134,7 +134,7 @@ def test_argument_errors_name_the_arena(tr, tmp_path):
         Arena.file(path, 4096, mode="rw")
     with pytest.raises(ArgumentError, match=f"file arena '{path}': arena size must be at least"):
         Arena.file(path, 100)
-    with pytest.raises(ArgumentError, match="shared memory arena '/x': arena size must be an integer"):
+    with pytest.raises(ArgumentError, match="shared memory arena 'x': arena size must be an integer"):
         Arena.shm("x", "big")
 
 

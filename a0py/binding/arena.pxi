@@ -68,7 +68,8 @@ class _ShmName:
 
     def __init__(self, name):
         self.name = name
-        self.label = f"shared memory arena {name!r}"
+        # Named as users write it (``Arena.shm("demo")``), not as POSIX spells it ("/demo").
+        self.label = f"shared memory arena {name.lstrip('/')!r}"
 
     def _fd(self, shm):
         fd = os.dup(shm.fd)
@@ -135,7 +136,7 @@ def _create_or_open(where, size, mode):
     then fails, it is removed so a half-made object never poisons the name.
     """
     cdef Arena arena
-    created = False
+    created = no_place = False
     while True:
         try:
             if size is not None:
@@ -145,12 +146,19 @@ def _create_or_open(where, size, mode):
                     break
                 except FileExistsError:
                     pass
+                except FileNotFoundError:
+                    # Creating, not opening, found nothing: the place itself is missing
+                    # (a file arena's directory). Retrying cannot help.
+                    no_place = True
+                    break
             fd = where.open()
             break
         except FileNotFoundError:
             if size is None:
                 raise ArenaNotFoundError(f"{where.label} does not exist") from None
             # Unlinked between our create and open attempts: create again.
+    if no_place:
+        raise ArenaNotFoundError(f"{where.label} cannot be created: its directory does not exist")
     if created:
         try:
             os.fchmod(fd, mode)
