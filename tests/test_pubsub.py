@@ -207,6 +207,21 @@ def test_init_and_iter_across_processes(root, spawn, kind, init, iter):
             assert nums[0] == 1
 
 
+def test_oldest_then_newest_is_delivered_without_any_later_write(root):
+    # The first read (the oldest) leaves newer packets behind; the dispatcher must not
+    # go to sleep on them.
+    pub = a0py.Publisher("oldest-newest")
+    for x in (b"1", b"2", b"3"):
+        pub.pub(x)
+    c = Collector(until=b"3")
+    sub = a0py.Subscriber("oldest-newest", c, init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST)
+    assert c.done.wait(MSG_S), c.payloads()
+    assert c.payloads() == ["1", "3"]
+    sub.close()
+    batch = a0py.SubscriberSync("oldest-newest", init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST).read_batch()
+    assert [p.payload for p in batch] == [b"1", b"3"]
+
+
 # ------------------------------------------------------------ start orders
 
 
