@@ -518,7 +518,7 @@ def test_corrupt_frames_are_skipped_by_callbacks_and_raised_to_pullers(root, cap
 
 def test_read_blocking_times_out_naming_the_topic_and_iterates(root, spawn):
     sub = a0py.SubscriberSync("pull")
-    with pytest.raises(A0TimeoutError, match="topic 'pull': no packet within 0.05 s"):
+    with pytest.raises(A0TimeoutError, match=r"topic 'pull': no packet within 0\.05 s"):
         sub.read_blocking(timeout=0.05)
     parent, child = CTX.Pipe()
     p = spawn(_publish_n, "pull", 3, child)
