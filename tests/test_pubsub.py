@@ -168,11 +168,9 @@ def _collect_callback(topic, init, iter, conn):
 def _collect_aio(topic, init, iter, conn):
     async def main():
         got = []
-        gen = a0py.aio_sub(topic, init=init, iter=iter)
-        first = asyncio.ensure_future(gen.__anext__())
-        await asyncio.sleep(0.05)  # the generator has made its reader (it is waiting or done)
+        gen = a0py.aio_sub(topic, init=init, iter=iter)  # init takes effect here
         conn.send("go")
-        got.append((await asyncio.wait_for(first, MSG_S)).payload.decode())
+        got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         while got[-1] != "6":
             got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         await gen.aclose()
