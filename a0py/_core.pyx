@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Binding of the a0py C core: arenas, the frame transport, the deadman.
+"""Binding of the a0py C core: arenas, the frame transport, the deadman,
+packets and the many-arena wait.
 
 A thin layer over csrc/: every blocking call releases the GIL; frame bytes
 are handed out as zero-copy memoryviews that are released when the lock is;
@@ -10,27 +11,32 @@ declarations are in ``includes/`` (one .pxd per csrc/ header), the code in
 ``binding/`` (one included file per concept).
 """
 
+cimport cython
 from cpython.buffer cimport (
     PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
 )
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.errno cimport errno
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport free
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 from posix.mman cimport MAP_FAILED, MAP_SHARED, PROT_READ, PROT_WRITE, mmap, munmap
-from posix.time cimport timespec
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport close as c_close
 
 from .includes.a0_arena cimport *
 from .includes.a0_deadman cimport *
 from .includes.a0_err cimport *
+from .includes.a0_multiwait cimport *
+from .includes.a0_packet cimport *
 from .includes.a0_sync cimport *
 from .includes.a0_transport cimport *
 
 import errno as _errno
 import fcntl
+import json as _json
 import numbers
 import os
 import time
@@ -51,6 +57,7 @@ from .errors import (
     FrameTooLargeError,
     LockError,
     NoFrameError,
+    PacketCorruptError,
     SeqNotFoundError,
 )
 
@@ -58,3 +65,5 @@ include "binding/errors.pxi"
 include "binding/arena.pxi"
 include "binding/transport.pxi"
 include "binding/deadman.pxi"
+include "binding/packet.pxi"
+include "binding/multiwait.pxi"
