@@ -30,7 +30,7 @@ import os
 import re
 import threading
 
-from ..errors import A0Error, ArgumentError
+from ..errors import A0Error, ArenaExistsError, ArgumentError
 
 __all__ = [
     "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC",
@@ -295,11 +295,16 @@ os.register_at_fork(after_in_child=_reset_after_fork)
 
 
 def _open(topic, protocol, create):
+    """Creates the arena at the topic's size, or attaches to it as it is: whoever came
+    first chose the size (a later side asking another size still joins it)."""
     core = _core()
     where = topic.location(protocol)
     size = topic.size_for(protocol) if create else None
     if topic.root.kind == "shm":
-        return core.Arena.shm(where, size)
+        try:
+            return core.Arena.shm(where, size)
+        except ArenaExistsError:
+            return core.Arena.shm(where)
     if create:
         try:
             os.makedirs(os.path.dirname(where), exist_ok=True)
@@ -308,7 +313,10 @@ def _open(topic, protocol, create):
 
             raise A0OSError(e.errno, f"topic {topic.name!r}: cannot create the directory of "
                             f"{where!r}: {e.strerror}") from None
-    return core.Arena.file(where, size)
+    try:
+        return core.Arena.file(where, size)
+    except ArenaExistsError:
+        return core.Arena.file(where)
 
 
 def topic_arena(topic, protocol, *, create=True):
