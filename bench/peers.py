@@ -30,6 +30,7 @@ This is a script, not a test: it asserts nothing about speed.
 
 import argparse
 import json
+import math
 import os
 import shlex
 import statistics
@@ -367,6 +368,8 @@ def chart(cases, res, path):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     panels = list(cases)
     ncols = min(3, len(panels))
@@ -374,7 +377,8 @@ def chart(cases, res, path):
     labels = {k: CH[k].label for k in res["peers"]}
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 0.32 * len(labels) * nrows + 1.8 * nrows),
                              squeeze=False)
-    colours = {"copy": "#4C72B0", "zero-copy": "#DD8452", "p50": "#4C72B0", "p99": "#8DA0CB"}
+    colours = {"copy": "#4C72B0", "zero-copy": "#DD8452", "p50": "#4C72B0", "p99": "#A6B8DC"}
+    ticks = FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}")
     for ax, wk in zip(axes.flat, panels):
         w = WORKLOADS[wk]
         cs = cases[wk]
@@ -382,6 +386,7 @@ def chart(cases, res, path):
         series = ["p50", "p99"] if wk == "pingpong" else [m for m in w.modes
                                                           if any(c.mode == m and c.summary() for c in cs)]
         height = 0.8 / max(1, len(series))
+        values = []
         for j, name in enumerate(series):
             ys, xs, notes = [], [], []
             for i, k in enumerate(keys):
@@ -396,6 +401,7 @@ def chart(cases, res, path):
                 ys.append(i + (j - (len(series) - 1) / 2) * height)
                 xs.append(v)
                 notes.append("" if wk == "pingpong" or s["delivered"] >= 0.995 else f"{s['delivered']:.0%}")
+            values += xs
             bars = ax.barh(ys, xs, height=height, color=colours[name], label=name)
             for b, note in zip(bars, notes):
                 if note:
@@ -403,19 +409,38 @@ def chart(cases, res, path):
                                 textcoords="offset points", va="center", fontsize=7, color="#B22222")
         ax.set_yticks(range(len(keys)))
         ax.set_yticklabels([labels[k] for k in keys], fontsize=8)
+        for k, tick in zip(keys, ax.get_yticklabels()):
+            if k.startswith("a0py"):
+                tick.set_fontweight("bold")
         ax.invert_yaxis()
         ax.set_xscale("log")
+        if values:
+            # Bars start at the decade below the smallest value, so their
+            # lengths compare as ratios; labels at 1-2-5 steps when the
+            # panel spans few decades.
+            lo, hi = math.floor(math.log10(min(values))), math.log10(max(values))
+            ax.set_xlim(left=10 ** lo)
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if hi - lo > 2.5 else (1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(ticks)
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=8)
         ax.set_title(w.title + (" (lower is better)" if wk == "pingpong" else ""), fontsize=10)
         ax.grid(axis="x", which="both", alpha=0.3)
-        if len(series) > 1:
-            ax.legend(fontsize=8, loc="lower right")
-    for ax in list(axes.flat)[len(panels):]:
+    spare = list(axes.flat)[len(panels):]
+    for ax in spare:
         ax.axis("off")
+    handles = [Patch(color=colours[n], label=t) for n, t in (
+        ("p50", "ping-pong p50"), ("p99", "ping-pong p99"), ("copy", "copy-out receive"),
+        ("zero-copy", "zero-copy receive"))]
+    if spare:
+        spare[0].legend(handles=handles, loc="center", fontsize=9, frameon=False,
+                        title="log scales; red: % delivered\nwhere under 100 %", title_fontsize=9)
+    else:
+        fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
     load = res["load"]
-    fig.suptitle(f"a0py and its peers, medians of {res['args']['repeats']} runs; "
-                 f"load {load['before'][0]:.1f} → {load['after'][0]:.1f} "
-                 f"({res['machine']['cpus']} CPUs); red: % delivered when under 100 %",
-                 fontsize=10)
+    fig.suptitle(f"a0py and its peers across processes, medians of {res['args']['repeats']} runs "
+                 f"({res['started'][:10]}); load average {load['before'][0]:.1f} before, "
+                 f"{load['after'][0]:.1f} after, {res['machine']['cpus']} CPUs", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -425,7 +450,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--quick", action="store_true",
-                    help="smoke run: 1 repeat, 0.15 s streams, 500 round trips")
+                    help="smoke run: 1 repeat, 0.1 s streams, 500 round trips")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved runs per case (default 3)")
     ap.add_argument("--seconds", type=float, default=None, help="seconds a stream run sends (default 1)")
     ap.add_argument("--round-trips", type=int, default=None,
@@ -443,7 +468,7 @@ def main(argv=None):
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
     if args.seconds is None:
-        args.seconds = 0.15 if args.quick else 1.0
+        args.seconds = 0.1 if args.quick else 1.0
     if args.round_trips is None:
         args.round_trips = 500 if args.quick else max(200, int(5000 * args.seconds))
     if args.repeats < 1 or args.seconds <= 0 or args.round_trips < 1:
