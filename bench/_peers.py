@@ -318,24 +318,25 @@ def pingpong_iceoryx2(n, warmup, size, cpus):
     """iceoryx2 publish-subscribe (Slice[c_uint8] samples loaned in shared
     memory) plus an event service per direction, its documented event-based
     pattern: the sender notifies after send(), the receiver sleeps in
-    Listener.timed_wait (no busy poll of receive())."""
+    Listener.timed_wait (no busy poll of receive()). It runs in a private
+    iceoryx2 namespace (see _iceoryx2_space)."""
     try:
         import ctypes
 
         import iceoryx2 as iox2
     except ImportError as e:
         raise Missing(f"iceoryx2 not installed ({e})") from None
-    iox2.set_log_level(iox2.LogLevel.Error)
     base = _unique("a0bench")
+    space = _iceoryx2_space()
     wait = iox2.Duration.from_secs(int(JOIN_S))
+    cycle = iox2.Duration.from_millis(IOX2_CYCLE_MS)
     payload = iox2.Slice[ctypes.c_uint8]
 
     def open_side(rx_name, tx_name):
         """A node with (subscriber, listener) on rx_name and (publisher,
         notifier) on tx_name. Only the returned dict holds the node and the
         services, so clearing it drops them (Node has no delete())."""
-        node = (iox2.NodeBuilder.new().signal_handling_mode(iox2.SignalHandlingMode.Disabled)
-                .create(iox2.ServiceType.Ipc))
+        node = _iceoryx2_node(iox2, space)
         svc = node.service_builder
         rx_ps = svc(iox2.ServiceName.new(rx_name)).publish_subscribe(payload).open_or_create()
         rx_ev = svc(iox2.ServiceName.new(rx_name)).event().open_or_create()
@@ -352,12 +353,17 @@ def pingpong_iceoryx2(n, warmup, size, cpus):
         side.clear()
 
     def receiver(sub, listener):
-        receive, timed_wait, has_samples = sub.receive, listener.timed_wait, sub.has_samples
+        receive, timed_wait = sub.receive, listener.timed_wait
 
         def recv():
+            idle = 0
             while (sample := receive()) is None:
-                if not timed_wait(wait) and not has_samples():
-                    raise TimeoutError(f"iceoryx2: no sample within {JOIN_S} s")
+                if timed_wait(cycle):
+                    idle = 0
+                else:
+                    idle += 1
+                    if idle * IOX2_CYCLE_MS >= JOIN_S * 1000:
+                        raise TimeoutError(f"iceoryx2: no sample within {JOIN_S} s")
             return sample
         return recv
 
@@ -377,7 +383,6 @@ def pingpong_iceoryx2(n, warmup, size, cpus):
 
     # The parent's ports exist before the fork, so the child's first pong
     # always has a subscriber; the child's ready notification covers the ping.
-    before = set(_iceoryx2_state())
     side = open_side(f"{base}/pong", f"{base}/ping")
     sub, listener, pub, notifier = side["ports"]
     msg = b"p" * size
@@ -399,41 +404,54 @@ def pingpong_iceoryx2(n, warmup, size, cpus):
         sample.delete()
 
     def cleanup():
-        close_side(side)
-        _iceoryx2_sweep(before)
+        try:
+            close_side(side)
+        finally:
+            _iceoryx2_remove(space)
 
     return _run(child, roundtrip, n, warmup, cpus, [cleanup])
 
 
-IOX2_ROOT = "/tmp/iceoryx2"
+# iceoryx2 listeners wait in cycles, as iceoryx2's own examples do
+# (timed_wait in a loop, receive() after each wake). Under load, 0.10 now and
+# then wakes a listener without the sample being receivable yet, or sends no
+# wake for a sample that turns up later; a waiter that slept until the next
+# event would hang, a cycling one sees the sample at its next cycle (the
+# delay shows in the p99, and stream receivers count these stalls).
+IOX2_CYCLE_MS = 100
 
 
-def _iceoryx2_state():
-    """iceoryx2's host-wide state: global_mgmt segments in /dev/shm, then
-    (deepest first, for rmdir) its folders under /tmp/iceoryx2."""
-    shm = sorted(os.path.join("/dev/shm", f) for f in os.listdir("/dev/shm")
-                 if f.startswith("iox2_") and f.endswith(".global_mgmt"))
-    dirs = [os.path.join(IOX2_ROOT, d) for d in ("nodes", "services")]
-    return shm + [d for d in dirs + [IOX2_ROOT] if os.path.isdir(d)]
+def _iceoryx2_space():
+    """A private iceoryx2 namespace for one run: its own prefix for the
+    /dev/shm segments and its own root folder (iceoryx2 keeps node and
+    service records and event sockets there; /tmp/iceoryx2 by default). Runs
+    then never see, or clean up, another program's iceoryx2 state, even
+    when other benchmarks use iceoryx2 on the machine at the same time, and
+    removing the run's state is removing its names."""
+    tag = uuid.uuid4().hex[:10]
+    return {"prefix": f"iox2{tag}_", "root": f"/tmp/a0bench-iox2-{tag}/"}
 
 
-def _iceoryx2_sweep(before):
-    """Removes what iceoryx2 keeps on the host after its last node is gone
-    (a /dev/shm global_mgmt segment, empty /tmp/iceoryx2 folders), but only
-    what was not there before this run and only if no node is registered."""
-    nodes = os.path.join(IOX2_ROOT, "nodes")
-    try:
-        if os.listdir(nodes):
-            return
-    except FileNotFoundError:
-        pass
-    for path in _iceoryx2_state():
-        if path in before:
-            continue
-        try:
-            os.rmdir(path) if os.path.isdir(path) else os.unlink(path)
-        except OSError:
-            pass
+def _iceoryx2_node(iox2, space):
+    """A node in `space` (see _iceoryx2_space), signal handling off."""
+    iox2.set_log_level(iox2.LogLevel.Error)
+    cfg = iox2.config.default()
+    cfg.global_cfg.prefix = iox2.FileName.new(space["prefix"])
+    cfg.global_cfg.root_path = iox2.Path.new(space["root"])
+    return (iox2.NodeBuilder.new().config(cfg).signal_handling_mode(iox2.SignalHandlingMode.Disabled)
+            .create(iox2.ServiceType.Ipc))
+
+
+def _iceoryx2_remove(space):
+    """Removes everything of `space`: its root folder and its segments
+    (also those of a child killed before it could drop its node)."""
+    shutil.rmtree(space["root"], ignore_errors=True)
+    for f in os.listdir("/dev/shm"):
+        if f.startswith(space["prefix"]):
+            try:
+                os.unlink(os.path.join("/dev/shm", f))
+            except FileNotFoundError:
+                pass
 
 
 # zenoh runs its sessions on tokio threads that a fork() does not carry over:
@@ -799,9 +817,13 @@ def _stream_sender(chan, state, seconds, acks, done, conn):
                     break
             t1 = clock()
             send(STOP)
-            if chan.drops(state):
-                deadline = t1 + JOIN_S
-                while not done.wait(0.005) and time.monotonic() < deadline:
+            # The sender's end stays open until every receiver has its STOP:
+            # closing it could drop what a library still queues (zmq's
+            # linger, a feeder thread). A channel that drops repeats STOP.
+            repeat = chan.drops(state)
+            deadline = t1 + JOIN_S
+            while not done.wait(0.005) and time.monotonic() < deadline:
+                if repeat:
                     send(STOP)
         finally:
             close()
@@ -1665,16 +1687,14 @@ class Iceoryx2Channel(Channel):
     def setup(self, size, n_rx):
         buffer = max(2, min(4096, BUFFER_BYTES // n_rx // size))
         return {"size": size, "n_rx": n_rx, "service": _unique("a0bench/stream"), "buffer": buffer,
-                "before": sorted(_iceoryx2_state())}
+                "space": _iceoryx2_space()}
 
     def _open(self, state):
         import ctypes
 
         import iceoryx2 as iox2
 
-        iox2.set_log_level(iox2.LogLevel.Error)
-        node = (iox2.NodeBuilder.new().signal_handling_mode(iox2.SignalHandlingMode.Disabled)
-                .create(iox2.ServiceType.Ipc))
+        node = _iceoryx2_node(iox2, state["space"])
         name = iox2.ServiceName.new(state["service"])
         ps = (node.service_builder(name).publish_subscribe(iox2.Slice[ctypes.c_uint8])
               .max_subscribers(state["n_rx"]).subscriber_max_buffer_size(state["buffer"])
@@ -1742,18 +1762,26 @@ class Iceoryx2Channel(Channel):
         else:
             listener = ev.listener_builder().create()
             side["ports"].append(listener)
-            wait, timed_wait = iox2.Duration.from_millis(100), listener.timed_wait
+            wait, timed_wait = iox2.Duration.from_millis(IOX2_CYCLE_MS), listener.timed_wait
+            stalls = [0]
 
             def recv():
                 while (sample := receive()) is None:
-                    timed_wait(wait)
+                    if not timed_wait(wait) and (sample := receive()) is not None:
+                        stalls[0] += 1  # a sample that came without a wake
+                        break
                 seq = unpack_from(string_at(sample.payload_ptr, take))[0]
                 sample.delete()
                 return seq
+
+            def close():
+                self._close(side)
+                return {"stalls": stalls[0]}
+            return recv, close
         return recv, lambda: self._close(side)
 
     def teardown(self, state):
-        _iceoryx2_sweep(set(state["before"]))
+        _iceoryx2_remove(state["space"])
 
 
 class Iceoryx2PollChannel(Iceoryx2Channel):
