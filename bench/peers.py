@@ -29,10 +29,12 @@ This is a script, not a test: it asserts nothing about speed.
 """
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import shlex
+import signal
 import statistics
 import sys
 import time
@@ -161,7 +163,8 @@ class Case:
         w = self.workload
         if w.key == "pingpong":
             n = args.round_trips
-            lat = PINGPONG[self.key](n, max(50, n // 10), w.size, args.cpus)
+            with _deadline(_peers.JOIN_S + n * 2e-3, f"{self.chan.label} ping-pong"):
+                lat = PINGPONG[self.key](n, max(50, n // 10), w.size, args.cpus)
             s = transport.summarize([lat])
             return {"round_trips": n, "p50_us": s["p50_us"], "p99_us": s["p99_us"],
                     "mean_us": s["mean_us"]}
@@ -195,6 +198,24 @@ class Case:
     def to_json(self):
         return {"peer": self.key, "label": self.chan.label, "mode": self.mode, "status": self.status,
                 "reason": self.reason, "median": self.summary(), "runs": self.runs}
+
+
+@contextlib.contextmanager
+def _deadline(seconds, what):
+    """Raises TimeoutError in this process after `seconds` (SIGALRM), so a
+    ping-pong whose message was lost fails instead of hanging; the harness's
+    finally then kills the echo child. (Stream runs have their own
+    deadlines: the parent waits on pipes with timeouts.)"""
+    def expire(signum, frame):
+        raise TimeoutError(f"{what} did not finish within {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def build_cases(workloads, peers):
