@@ -177,7 +177,7 @@ class Case:
                "rate_per_receiver": rates, "msgs_per_s": rate, "mb_per_s": rate * w.size / 1e6,
                "delivered": sum(rx["count"] for rx in r["receivers"]) / (w.n_rx * r["sent"])}
         # What a channel adds per receiver (a0py: Transport.missed; iceoryx2:
-        # stalls), as lists over the receivers.
+        # empty_wakes), as lists over the receivers.
         for extra in sorted({k for rx in r["receivers"] for k in rx} - {"count", "disorder", "t_stop"}):
             out[extra] = [rx.get(extra) for rx in r["receivers"]]
         return out
