@@ -229,6 +229,18 @@ def build_cases(workloads, peers):
     return cases
 
 
+def load_cases(res):
+    """The cases of a run written by --json (for --from-json)."""
+    cases = {}
+    for wk, w in res["workloads"].items():
+        cases[wk] = []
+        for cj in w["cases"]:
+            c = Case(WORKLOADS[wk], cj["peer"], cj["mode"])
+            c.status, c.reason, c.runs = cj["status"], cj["reason"], cj["runs"]
+            cases[wk].append(c)
+    return cases
+
+
 def measure(cases, args):
     """Round-robin: every case's run 1, then every case's run 2, ...; a
     case that fails is not run again."""
@@ -441,6 +453,8 @@ def chart(cases, res, path):
             # lengths compare as ratios; labels at 1-2-5 steps when the
             # panel spans few decades.
             lo, hi = math.floor(math.log10(min(values))), math.log10(max(values))
+            if min(values) < 2 * 10 ** lo:
+                lo -= 1  # else the smallest bar would be too short to see
             ax.set_xlim(left=10 ** lo)
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if hi - lo > 2.5 else (1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(ticks)
@@ -463,7 +477,7 @@ def chart(cases, res, path):
     fig.suptitle(f"a0py and its peers across processes, medians of {res['args']['repeats']} runs "
                  f"({res['started'][:10]}); load average {load['before'][0]:.1f} before, "
                  f"{load['after'][0]:.1f} after, {res['machine']['cpus']} CPUs", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -486,6 +500,8 @@ def main(argv=None):
     ap.add_argument("--json", metavar="PATH", help="write every run and median as JSON")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
     ap.add_argument("--chart", metavar="PATH", help="write a PNG chart (matplotlib)")
+    ap.add_argument("--from-json", metavar="PATH",
+                    help="measure nothing: report (and chart) a run saved with --json")
     args = ap.parse_args(argv)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
@@ -503,6 +519,12 @@ def main(argv=None):
     args.cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
     if args.cpus and max(args.cpus) >= os.cpu_count():
         args.cpus = None
+
+    if args.from_json:
+        with open(args.from_json) as f:
+            res = json.load(f)
+        cases = load_cases(res)
+        return report(cases, res, args)
 
     peers = select_peers(args.peers)
     workloads = select_workloads(args.only)
@@ -522,11 +544,17 @@ def main(argv=None):
     res["workloads"] = {wk: {"title": WORKLOADS[wk].title, "size": WORKLOADS[wk].size,
                              "receivers": WORKLOADS[wk].n_rx, "unit": WORKLOADS[wk].unit,
                              "cases": [c.to_json() for c in cs]} for wk, cs in cases.items()}
-    text = markdown(cases, res)
-    print(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1)
+    return report(cases, res, args)
+
+
+def report(cases, res, args):
+    """Prints the Markdown report, writes --markdown and --chart; 1 if a
+    case failed."""
+    text = markdown(cases, res)
+    print(text)
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write(text)

@@ -116,6 +116,10 @@ def test_quick_run_reports_every_workload_and_leaves_nothing_behind(tmp_path):
 
     md = out_md.read_text()
     assert md in out  # the same report on stdout
+    # --from-json reports a saved run again, measuring nothing
+    rc, again, err, _ = _run(["--from-json", str(out_json)], timeout=60)
+    assert rc == 0, err[-2000:]
+    assert again == out
     assert "| peer | ping-pong 64 B p50 / p99 µs | 64 B msgs/s |" in md
     for label in ("a0py Transport", "multiprocessing.Pipe", "multiprocessing.Queue", "os.pipe",
                   "POSIX mq (posix_ipc)", "shm ring + semaphore"):
