@@ -1,11 +1,18 @@
-"""Cross-process ping-pong for a0py and its peers, measured the same way.
+"""a0py and its peers across processes, measured the same way (used by
+bench/transport.py and bench/peers.py).
 
-Each ``pingpong_<peer>(n, warmup, size, cpus)`` forks an echo child, sends
-``warmup + n`` messages of ``size`` bytes one at a time, waits for each echo,
-and returns the n timed round trips in nanoseconds (an ``array('q')``).
-``cpus`` is ``(parent_cpu, child_cpu)`` to pin each side, or None to leave
-placement to the scheduler. A peer whose package is missing raises
-:class:`Missing` with the reason.
+Ping-pong: each ``pingpong_<peer>(n, warmup, size, cpus)`` forks an echo
+child, sends ``warmup + n`` messages of ``size`` bytes one at a time, waits
+for each echo, and returns the n timed round trips in nanoseconds (an
+``array('q')``). ``cpus`` is ``(parent_cpu, child_cpu)`` to pin each side, or
+None to leave placement to the scheduler. A peer whose package is missing
+raises :class:`Missing` with the reason.
+
+Streams ("one-way channels" below): a :class:`Channel` per peer gives the
+sender's and the receivers' halves; :func:`run_stream` runs one sender and n
+receivers in separate processes and counts what arrived;
+:func:`pingpong_channel` times round trips over two channels for peers that
+have no echo child above. ``CHANNELS`` maps each peer's key to its channel.
 """
 
 import multiprocessing as mp
