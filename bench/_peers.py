@@ -20,7 +20,6 @@ import multiprocessing.connection
 import os
 import shutil
 import struct
-import tempfile
 import threading
 import time
 import traceback
@@ -1055,93 +1054,97 @@ class A0pyChannel(Channel):
 
 
 class A0pyPubSubChannel(Channel):
-    """a0py.Publisher → SubscriberSync.read_blocking (issue 9), when present.
-    A0PY_ROOT points both sides at a fresh folder under /dev/shm, removed
-    afterwards, so the run never touches the user's topics."""
+    """a0py.Publisher → SubscriberSync.read_blocking (issue 9) on one topic of
+    BUFFER_BYTES, in a shared-memory root of its own (`shm:a0bench-...`), so
+    the run never touches the user's topics and removing the run's names is
+    removing that prefix."""
 
     key = "a0py-pubsub"
     label = "a0py Publisher → SubscriberSync"
     lossy = True
-    notes = "`Publisher.pub` → `SubscriberSync(init=INIT_OLDEST, iter=ITER_NEXT).read_blocking()`"
+    notes = ("one topic of 64 MiB (its own `shm:` root); `Publisher.pub` → "
+             "`SubscriberSync(init=INIT_OLDEST, iter=ITER_NEXT).read_blocking().payload`")
 
     def check(self, size, n_rx):
         try:
             import a0py
         except ImportError as e:
             raise Missing(f"a0py not built ({e})") from None
-        for name in ("Publisher", "SubscriberSync", "Subscriber", "INIT_OLDEST", "ITER_NEXT"):
-            if not hasattr(a0py, name):
-                raise Missing(f"a0py.{name} not in this a0py build (pub/sub, issue 9)")
+        for name in ("Publisher", "SubscriberSync", "Subscriber", "Topic", "INIT_OLDEST", "ITER_NEXT"):
+            try:
+                getattr(a0py, name)
+            except (AttributeError, ImportError):
+                raise Missing(f"a0py.{name} not in this a0py build (pub/sub, issue 9)") from None
 
     def setup(self, size, n_rx):
-        root = tempfile.mkdtemp(prefix="a0bench-root-", dir="/dev/shm")
-        # Children inherit it (forked or spawned); they set it again in _open.
-        state = {"size": size, "n_rx": n_rx, "root": root, "topic": f"bench_{uuid.uuid4().hex[:10]}",
-                 "root_before": os.environ.get("A0PY_ROOT")}
-        os.environ["A0PY_ROOT"] = root
-        return state
+        return {"size": size, "n_rx": n_rx, "prefix": _unique("a0bench-ps"), "topic": "bench"}
 
     @staticmethod
-    def _open(state):
-        os.environ["A0PY_ROOT"] = state["root"]
+    def _topic(state):
         import a0py
 
-        return a0py
+        return a0py, a0py.Topic(state["topic"], root=f"shm:{state['prefix']}", size=BUFFER_BYTES)
+
+    @staticmethod
+    def _release(topic):
+        """Drops the process's cached mapping of the topic (the harness's
+        parent maps one per ping-pong run)."""
+        from a0py.proto import topic as topics
+
+        topics.forget_arena(topic, "pubsub")
 
     def sender(self, state):
-        a0py = self._open(state)
-        pub = a0py.Publisher(state["topic"])
+        a0py, topic = self._topic(state)
+        pub = a0py.Publisher(topic)
         buf, pack_into = _message(state["size"])
         publish = pub.pub
-        pack_into(buf, 0, WARM)
-        try:
-            publish(buf)  # a warm-up message: receivers ignore it
-            takes_buffer = True
-        except (TypeError, a0py.A0Error):
-            takes_buffer = False
 
-        if takes_buffer:
-            def send(seq):
-                pack_into(buf, 0, seq)
-                publish(buf)
-        else:
-            def send(seq):
-                pack_into(buf, 0, seq)
-                publish(bytes(buf))
-        return send, getattr(pub, "close", lambda: None)
+        def send(seq):
+            pack_into(buf, 0, seq)
+            publish(buf)
+
+        def close():
+            pub.close()
+            self._release(topic)
+        return send, close
 
     def receiver(self, state, index, zero_copy):
-        a0py = self._open(state)
-        sub = a0py.SubscriberSync(state["topic"], init=a0py.INIT_OLDEST, iter=a0py.ITER_NEXT)
+        a0py, topic = self._topic(state)
+        sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST, iter=a0py.ITER_NEXT)
         read, unpack_from = sub.read_blocking, SEQ.unpack_from
 
         def recv():
             return unpack_from(read().payload)[0]
 
         def close():
-            missed = getattr(sub, "missed", None)
-            getattr(sub, "close", lambda: None)()
-            return {} if missed is None else {"missed": missed}
+            missed = sub.missed
+            sub.close()
+            self._release(topic)
+            return {"missed": missed}
         return recv, close
 
     def teardown(self, state):
-        shutil.rmtree(state["root"], ignore_errors=True)
-        if state["root_before"] is None:
-            os.environ.pop("A0PY_ROOT", None)
-        else:
-            os.environ["A0PY_ROOT"] = state["root_before"]
+        for f in os.listdir("/dev/shm"):
+            if f.startswith(state["prefix"] + "."):
+                try:
+                    os.unlink(os.path.join("/dev/shm", f))
+                except FileNotFoundError:
+                    pass
 
 
 class A0pyCallbackChannel(A0pyPubSubChannel):
-    """a0py.Publisher → Subscriber(callback) (issue 9), when present."""
+    """a0py.Publisher → Subscriber(callback) (issue 9): the callback runs on
+    the process's dispatcher thread; the receiver's main thread waits for
+    the end marker."""
 
     key = "a0py-callback"
     label = "a0py Publisher → Subscriber(callback)"
     pull = False
-    notes = "`Publisher.pub` → `Subscriber(topic, callback, init=INIT_OLDEST, iter=ITER_NEXT)`"
+    notes = ("as a0py pub/sub, received by `Subscriber(topic, callback, init=INIT_OLDEST, "
+             "iter=ITER_NEXT)`")
 
     def receive(self, state, index, zero_copy, opened, ack):
-        a0py = self._open(state)
+        a0py, topic = self._topic(state)
         unpack_from = SEQ.unpack_from
         stopped = threading.Event()
         tally = {"count": 0, "disorder": 0, "last": -1, "t_stop": None}
@@ -1158,18 +1161,17 @@ class A0pyCallbackChannel(A0pyPubSubChannel):
                 tally["t_stop"] = time.monotonic()
                 stopped.set()
 
-        sub = a0py.Subscriber(state["topic"], callback, init=a0py.INIT_OLDEST, iter=a0py.ITER_NEXT)
+        sub = a0py.Subscriber(topic, callback, init=a0py.INIT_OLDEST, iter=a0py.ITER_NEXT)
         try:
             opened()
             while not stopped.wait(1.0):
                 pass
         finally:
-            missed = getattr(sub, "missed", None)
-            getattr(sub, "close", lambda: None)()
-        out = {"count": tally["count"], "disorder": tally["disorder"], "t_stop": tally["t_stop"]}
-        if missed is not None:
-            out["missed"] = missed
-        return out
+            missed = sub.missed
+            sub.close()
+            self._release(topic)
+        return {"count": tally["count"], "disorder": tally["disorder"], "t_stop": tally["t_stop"],
+                "missed": missed}
 
     def receiver(self, state, index, zero_copy):
         raise Unsupported(f"{self.label} delivers to a callback: no pull-style receiver")
