@@ -464,7 +464,7 @@ def chart(cases, res, path):
             if min(values) < 2 * 10 ** lo:
                 lo -= 1  # else the smallest bar would be too short to see
             ax.set_xlim(left=10 ** lo)
-            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if hi - lo > 2.5 else (1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if hi - lo > 2 else (1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(ticks)
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.tick_params(axis="x", labelsize=8)
