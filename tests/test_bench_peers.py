@@ -1,0 +1,155 @@
+"""bench/peers.py end to end on the peers that are always installed (a0py,
+multiprocessing, os.pipe, POSIX mq, the shm ring baseline): every workload
+reported for each, lossless peers deliver every message, a missing package
+is listed as "not installed", and nothing is left behind (processes, files
+in /dev/shm and /tmp)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "bench", "peers.py")
+WORKLOADS = {"pingpong", "64b", "4kib", "1mib", "fanout"}
+LOSSLESS = ("mp-pipe", "mp-queue", "os-pipe", "posix-mq", "shm-ring")
+TINY = ["--quick", "--repeats", "1", "--seconds", "0.05", "--round-trips", "200"]
+
+pytestmark = pytest.mark.slow
+
+
+def _bench_names():
+    """Names the bench's peers create in /dev/shm and /tmp."""
+    names = set()
+    for d in ("/dev/shm", "/tmp"):
+        for f in os.listdir(d):
+            if (f.startswith(("a0bench", "sem.a0bench", "iox2_", "iceoryx2", "alephzero"))
+                    or f.endswith(".zenoh")):
+                names.add(os.path.join(d, f))
+    return names
+
+
+def _session_processes(sid):
+    """Live processes in session `sid` (the bench's children, if any are left)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+def _run(args, code=None, timeout=120):
+    """Runs bench/peers.py (or `code`, a -c program) in its own session;
+    returns (returncode, stdout, stderr, processes left in the session)."""
+    cmd = [sys.executable, SCRIPT, *args] if code is None else [sys.executable, "-c", code, *args]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise
+    left = _session_processes(proc.pid)
+    return proc.returncode, out, err, left
+
+
+def test_quick_run_reports_every_workload_and_leaves_nothing_behind(tmp_path):
+    before = _bench_names()
+    out_json, out_md = tmp_path / "peers.json", tmp_path / "peers.md"
+    peers = "a0py," + ",".join(LOSSLESS)
+    rc, out, err, left = _run([*TINY, "--peers", peers, "--json", str(out_json),
+                               "--markdown", str(out_md)])
+    assert rc == 0, err[-4000:]
+    assert left == [], f"processes left behind: {left}"
+    assert _bench_names() - before == set()
+
+    res = json.loads(out_json.read_text())
+    assert set(res["workloads"]) == WORKLOADS
+    assert len(res["load"]["before"]) == 3 and len(res["load"]["after"]) == 3
+    # the a0py family: the transport row, plus the pub/sub rows (run, or
+    # listed as not installed while a0py has no pub/sub)
+    assert res["peers"][:3] == ["a0py", "a0py-pubsub", "a0py-callback"]
+    assert set(res["peers"][3:]) == set(LOSSLESS)
+    for wk, w in res["workloads"].items():
+        cases = {(c["peer"], c["mode"]): c for c in w["cases"]}
+        for peer in res["peers"]:
+            c = cases[(peer, "copy")]
+            if peer in ("a0py-pubsub", "a0py-callback") and c["status"] == "not installed":
+                assert "a0py." in c["reason"]
+                continue
+            if peer == "posix-mq" and wk == "1mib":
+                assert c["status"] == "n/a" and "8 KiB" in c["reason"]
+                continue
+            if peer == "a0py-callback" and wk == "pingpong":
+                assert c["status"] == "n/a"
+                continue
+            assert c["status"] == "ok", (wk, peer, c["reason"])
+            assert len(c["runs"]) == 1
+            med = c["median"]
+            if wk == "pingpong":
+                assert 0 < med["p50_us"] <= med["p99_us"]
+                assert c["runs"][0]["round_trips"] == 200
+                continue
+            run = c["runs"][0]
+            assert run["sent"] > 0
+            assert len(run["received"]) == w["receivers"] == (4 if wk == "fanout" else 1)
+            assert 0 < med["delivered"] <= 1
+            assert med["msgs_per_s"] > 0 and med["mb_per_s"] > 0
+            if "missed" in run:  # a0py pub/sub (and Transport.missed): nothing lost silently
+                for got, missed in zip(run["received"], run["missed"]):
+                    assert got + missed >= run["sent"], (wk, peer, run)
+            if peer in LOSSLESS:
+                # a lossless channel delivers every message, in order
+                assert run["received"] == [run["sent"]] * w["receivers"], (wk, peer)
+                assert run["out_of_order"] == [0] * w["receivers"]
+        if len(w["cases"]) > len(res["peers"]):  # 4 KiB and 1 MiB: zero-copy cases too
+            assert cases[("a0py", "zero-copy")]["status"] == "ok"
+            assert cases[("shm-ring", "zero-copy")]["status"] == "ok"
+            assert cases[("mp-pipe", "zero-copy")]["status"] == "n/a"
+
+    md = out_md.read_text()
+    assert md in out  # the same report on stdout
+    # --from-json reports a saved run again, measuring nothing
+    rc, again, err, _ = _run(["--from-json", str(out_json)], timeout=60)
+    assert rc == 0, err[-2000:]
+    assert again == out
+    assert "| peer | ping-pong 64 B p50 / p99 µs | 64 B msgs/s |" in md
+    for label in ("a0py Transport", "multiprocessing.Pipe", "multiprocessing.Queue", "os.pipe",
+                  "POSIX mq (posix_ipc)", "shm ring + semaphore"):
+        assert f"\n| {label} | " in md
+
+
+# Runs peers.py with `zmq` made unimportable, as on a machine without pyzmq.
+WITHOUT_ZMQ = ("import runpy, sys; sys.modules['zmq'] = None; sys.argv = ['peers.py', *sys.argv[1:]]; "
+               f"runpy.run_path({SCRIPT!r}, run_name='__main__')")
+
+
+def test_a_peer_that_does_not_import_is_listed_as_not_installed(tmp_path):
+    out_json = tmp_path / "peers.json"
+    rc, out, _, left = _run([*TINY, "--peers", "pyzmq", "--only", "64b,pingpong",
+                             "--json", str(out_json)], code=WITHOUT_ZMQ, timeout=60)
+    assert rc == 0 and left == []
+    res = json.loads(out_json.read_text())
+    for wk in ("64b", "pingpong"):
+        (case,) = res["workloads"][wk]["cases"]
+        assert case["peer"] == "pyzmq" and case["status"] == "not installed"
+        assert "pyzmq not installed" in case["reason"]
+    assert "| pyzmq ipc | not installed | not installed |" in out
+    assert "Not installed:\n- pyzmq ipc: pyzmq not installed" in out
+
+
+def test_unknown_peer_or_workload_is_a_clear_error():
+    rc, _, err, _ = _run(["--peers", "nosuch"], timeout=60)
+    assert rc != 0 and "unknown peer 'nosuch'" in err and "shm-ring" in err
+    rc, _, err, _ = _run(["--only", "2kib"], timeout=60)
+    assert rc != 0 and "unknown workload '2kib'" in err
