@@ -70,9 +70,13 @@ $(VENV)/.installed-test+bench: $(VENV)/.created pyproject.toml setup.py
 	touch $@
 
 BENCH_ARGS ?=
+PEERS_ARGS ?= --json build/peers.json --markdown build/peers.md --chart build/peers.png
 
+# The transport's own figures, then a0py against every peer (bench/peers.py).
 bench: build $(VENV)/.installed-test+bench
 	$(VPY) bench/transport.py $(BENCH_ARGS)
+	@mkdir -p build
+	$(VPY) bench/peers.py $(PEERS_ARGS)
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples
