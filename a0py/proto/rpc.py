@@ -39,7 +39,6 @@ Invariants:
 
 import asyncio
 import concurrent.futures
-import heapq
 import logging
 import os
 import threading
@@ -696,7 +695,7 @@ class _Client:
             entry = _Entry(call, future, on_message)
             router.calls[call.id] = entry
         future.add_done_callback(lambda f, e=entry: router.done(e))
-        _ticker.add(router)
+        _ticker.add(router, call.deadline)
         return future
 
     def close(self):
@@ -736,6 +735,10 @@ class _Router:
         self.calls = {}
         self.reader = _core.PacketReader(client.arena, _INIT_AWAIT_NEW, _ITER_NEXT, client._label)
         self.handled_through = self.reader.last_seq  # every packet up to it has been routed
+        # The highest seq a server accepted through: a call is accepted iff its seq is
+        # at most this (kept here, not per call, so an accept costs O(1) however many
+        # calls are pending).
+        self.accepted_through = 0
         self.closed = False
         self.watch = _dispatch.watch(client.arena, self._route)
 
@@ -746,12 +749,16 @@ class _Router:
                 continue
             h = pkt.headers
             kind = h.get(TYPE)
+            if kind == T_ACCEPT:
+                self.accepted_through = max(self.accepted_through, _int(h.get(THROUGH)))
+                continue
             with self.lock:  # held by send() from its write until the call is registered
                 if kind in (T_REPLY, T_CANCEL):
                     entry = self.calls.get(h.get(REQ))
                     entries = () if entry is None else (entry,)
-                elif kind in (T_ACCEPT, T_START):
+                elif kind == T_START:
                     entries = list(self.calls.values())
+                    self.mark_accepted(entries)
                 else:
                     continue
             for entry in entries:
@@ -768,6 +775,12 @@ class _Router:
         if batch:
             self.handled_through = self.reader.last_seq
         return len(batch) >= _BATCH
+
+    def mark_accepted(self, entries):
+        through = self.accepted_through
+        for entry in entries:
+            if entry.call.seq <= through:
+                entry.call.accepted = True
 
     def deliver(self, entry, reply):
         call = entry.call
@@ -812,6 +825,7 @@ class _Router:
         if not entries:
             return None
         alive = _alive_pid(self.client._server)
+        self.mark_accepted(entries)
         earliest = None
         for entry in entries:
             try:
@@ -844,20 +858,25 @@ class _Router:
 
 class _Ticker:
     """One thread per process checks deadlines and server liveness of every pending
-    callback/future call (at least every _POLL_S seconds while any is pending)."""
+    callback/future call: at least every _POLL_S seconds while any is pending, and at
+    the earliest deadline. Woken early only by a call whose deadline comes before its
+    planned wake, so a burst of sends costs no tick each."""
 
     def __init__(self):
         self.cond = threading.Condition(threading.Lock())
         self.routers = set()
         self.thread = None
+        self.wake_at = None  # monotonic time of the planned wake while asleep
 
-    def add(self, router):
+    def add(self, router, deadline):
         with self.cond:
+            new = router not in self.routers
             self.routers.add(router)
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="a0py-rpc-ticker", daemon=True)
                 self.thread.start()
-            self.cond.notify()
+            elif new or (deadline is not None and self.wake_at is not None and deadline < self.wake_at):
+                self.cond.notify()
 
     def _run(self):
         while True:
@@ -868,16 +887,18 @@ class _Ticker:
                     self.thread = None
                     return
             now = time.monotonic()
-            earliest = []
+            earliest = None
             for r in routers:
                 d = r.tick(now)
-                if d is not None:
-                    heapq.heappush(earliest, d)
+                if d is not None and (earliest is None or d < earliest):
+                    earliest = d
             wait = _POLL_S
-            if earliest:
-                wait = max(0.0, min(wait, earliest[0] - time.monotonic()))
+            if earliest is not None:
+                wait = max(0.0, min(wait, earliest - time.monotonic()))
             with self.cond:
+                self.wake_at = time.monotonic() + wait
                 self.cond.wait(wait)
+                self.wake_at = None
 
 
 _ticker = _Ticker()
