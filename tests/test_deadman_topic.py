@@ -128,6 +128,20 @@ def test_deadman_of_an_arena_keeps_the_core_behaviour(root):
     assert dm.is_mine and dm.state().token is not None
     dm.release()
     dm.wait_released(timeout=0)  # the core's keyword form still works
+    with a0py.Deadman(arena):
+        t = threading.Thread(target=lambda: out.append(_timed_out(dm, 0.05)))
+        out = []
+        t.start()
+        t.join(MSG_S)
+    assert out == [True]  # the core's positional form: wait_released(0.05) is a timeout
+
+
+def _timed_out(dm, seconds):
+    try:
+        dm.wait_released(seconds)
+    except A0TimeoutError:
+        return True
+    return False
 
 
 def test_bad_arguments(root):
@@ -143,5 +157,11 @@ def test_bad_arguments(root):
         dm.wait_taken(timeout="1s")
     with pytest.raises(ArgumentError, match="token"):
         dm.wait_released("tok")
+    other = a0py.Deadman("other")
+    with other:
+        with pytest.raises(ArgumentError, match="another deadman"):
+            dm.wait_released(other.state().token)
+        with pytest.raises(ArgumentError, match="must be a DeadmanToken when a timeout is given"):
+            dm.wait_released(3, timeout=1)
     with pytest.raises(LockError):
         dm.release()  # not held

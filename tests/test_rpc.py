@@ -460,8 +460,21 @@ def test_a_dropped_client_stops_routing_once_its_calls_are_over(root):
         assert not router.closed
         del c
         gc.collect()
-        a0py.RpcClient("drop").send_blocking(b"", timeout=MSG_S)  # any packet wakes the router
         wait_until(lambda: router.closed, "the orphaned router to close")
+        assert not router.watch.active
+        # With a call pending, it closes after that call instead.
+        held = []
+        with a0py.RpcServer("drop2", held.append):
+            c2 = a0py.RpcClient("drop2")
+            future = c2.send(b"", timeout=MSG_S)
+            router2 = c2._router
+            del c2
+            gc.collect()
+            wait_until(lambda: held, "the request to reach the handler")
+            assert not router2.closed
+            held[0].reply(b"late")
+            assert future.result(MSG_S).payload == b"late"
+            wait_until(lambda: router2.closed, "the router to close after its last call")
 
 
 def test_interpreter_exit_with_everything_open_is_clean(root):

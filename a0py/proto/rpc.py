@@ -54,7 +54,7 @@ from ..errors import (
     PacketCorruptError,
 )
 from . import _dispatch
-from .deadman import keeper_call
+from .deadman import keeper_call, keeper_post, start_keeper
 from .topic import RPC, Topic
 
 __all__ = [
@@ -313,6 +313,8 @@ class _Server:
                 for pkt in serve.values():
                     if self._closed:
                         break
+                    if _past_deadline(pkt.headers):
+                        continue  # its client gave up while an earlier handler ran
                     self._accept(pkt.seq)
                     self._dispatch_request(pkt)
             else:
@@ -733,11 +735,13 @@ class _Client:
             router.close()
 
     def __del__(self):
-        # Only a flag: a collector may run this anywhere, even inside a lock the close
-        # would take. The router closes itself on the dispatcher once idle.
+        # A collector may run this anywhere, even inside a lock that closing takes: so
+        # only a flag and a post to the keeper thread, which closes the router if idle
+        # (else the router closes itself after its last pending call).
         router = self.__dict__.get("_router")
         if router is not None:
             router.orphaned = True
+            keeper_post(router.close_if_idle)
 
     def __enter__(self):
         return self
@@ -775,6 +779,7 @@ class _Router:
         self.closed = False
         self.orphaned = False  # its client is gone: close once no call is pending
         self.pid = os.getpid()
+        start_keeper()  # the client's finalizer posts its close there
         self.watch = _dispatch.watch(link.arena, self._route)
 
     def _route(self):
@@ -855,6 +860,14 @@ class _Router:
             entry.call.done = True
             self.link.write_cancel(entry.call.id)
         if self.orphaned and not self.calls and self.pid == os.getpid():
+            self.close()
+
+    def close_if_idle(self):
+        if self.pid != os.getpid():
+            return  # a forked child's copy: the parent's dispatcher owns it
+        with self.lock:
+            idle = not self.calls
+        if idle:
             self.close()
 
     def tick(self, now):
