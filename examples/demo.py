@@ -1,28 +1,29 @@
-"""a0py demo: one publisher, two readers, one shared-memory arena.
+"""a0py demo: pub/sub, an RPC service and a config watcher across processes.
 
-    python examples/demo.py                      # 5 s at 1000 frames/s
-    python examples/demo.py --seconds 10 --rate 2000 --size 256
+    python examples/demo.py                 # about 15 s
+    python examples/demo.py --seconds 3     # shorter stages
 
-What happens:
+Stages (each in its own processes, under a private topic root, removed at the end):
 
-  1. This process creates a POSIX shared-memory arena (a ring of frames).
-  2. Two reader processes open it by name and sleep until frames arrive
-     (`Transport.read_next(timeout=...)`: a futex wait, no polling).
-  3. A publisher process writes frames at a fixed rate; each carries a
-     counter and the time it was written (`time.monotonic_ns()`, one clock
-     for every process on the machine).
-  4. Each reader prints, once a second, how many frames it got and how long
-     they took from `write` to arriving in the reader (p50/p99 latency).
-  5. The publisher writes a last "end" frame; everyone exits; the arena is
-     unlinked. The publisher also holds the arena's deadman, so readers
-     would notice at once if it died instead of waiting forever.
+  1. Pub/sub. A sensor process publishes JSON readings at 500 Hz on ``demo/imu``;
+     a callback ``Subscriber`` in another process prints its rate and the
+     publish-to-callback latency read from the packets' standard headers; this
+     process joins late with a "latest only" ``SubscriberSync``
+     (``INIT_MOST_RECENT`` + ``ITER_NEWEST``).
+  2. RPC. A server process answers ``{"op": "add", "args": [...]}`` on
+     ``demo/calc``; the first request is sent *before* the server starts and is
+     served when it comes up. Round trips are timed.
+  3. Config. A watcher process prints every change of ``demo/robot``'s config;
+     this process writes it, then two merge-patches.
+  4. Later stages, when their parts are installed: the fact-broker room, a
+     recording summarised with Spark, and the live view's address.
 """
 
 import argparse
+import json
 import multiprocessing as mp
 import os
-import signal
-import struct
+import statistics
 import sys
 import time
 
@@ -32,147 +33,169 @@ except ImportError:  # run from a source checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import a0py
 
-# Frame payload: counter, monotonic write time (ns), flags; then padding.
-HEADER = struct.Struct("<QQI")
-END = 1
-CTX = mp.get_context("fork")
+CTX = mp.get_context("spawn")
 
 
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return float("nan")
-    return sorted_values[min(len(sorted_values) - 1, int(q / 100 * len(sorted_values)))]
+def say(stage, text):
+    print(f"[{stage:>6}] {text}", flush=True)
 
 
-def say(line):
-    """One write per line, so lines of different processes never interleave."""
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+# -- 1. pub/sub --------------------------------------------------------------------------
+
+def sensor(seconds, rate):
+    pub = a0py.Publisher("demo/imu")
+    period = 1.0 / rate
+    t0 = time.monotonic()
+    n = 0
+    while time.monotonic() - t0 < seconds:
+        pub.pub_json({"n": n, "ax": 0.01 * (n % 100), "gz": -0.5 + (n % 7) / 7})
+        n += 1
+        time.sleep(max(0.0, t0 + n * period - time.monotonic()))
+    pub.pub_json({"end": True, "sent": n})
 
 
-def publisher(arena_name, rate, seconds, size, started):
-    arena = a0py.Arena.shm(arena_name)
-    tr = a0py.Transport(arena)
-    a0py.Deadman(arena).take()  # held until this process ends, however it ends
-    padding = b"." * max(0, size - HEADER.size)
-    period_ns = int(1e9 / rate)
-    count = int(rate * seconds)
-    started.set()
-    next_ns = time.monotonic_ns()
-    for counter in range(count):
-        # Sleep to the next slot of a fixed schedule (no drift), then stamp.
-        delay = next_ns - time.monotonic_ns()
-        if delay > 0:
-            time.sleep(delay / 1e9)
-        tr.write(HEADER.pack(counter, time.monotonic_ns(), 0) + padding)
-        next_ns += period_ns
-    tr.write(HEADER.pack(count, time.monotonic_ns(), END))
-    arena.close()
+def listener(ready):
+    state = {"got": 0, "lat": [], "t": time.monotonic(), "end": None}
 
+    def on_packet(pkt):
+        msg = pkt.json()
+        if "end" in msg:
+            state["end"] = msg
+            return
+        state["got"] += 1
+        sent = int(pkt.headers["a0_time_mono"])
+        state["lat"].append((time.monotonic_ns() - sent) / 1e3)
 
-def reader(name, arena_name, ready, results):
-    arena = a0py.Arena.shm(arena_name)
-    tr = a0py.Transport(arena)
-    tr.spin = 0  # sleep at once: two cores are shared by three processes here
-    publisher_alive = a0py.Deadman(arena)
+    sub = a0py.Subscriber("demo/imu", on_packet, init=a0py.INIT_AWAIT_NEW)
     ready.set()
-
-    total, lost, expected = 0, 0, 0
-    all_latencies = []
-    window, window_start = [], time.monotonic()
-    second = 0
-    while True:
-        got = tr.read_next(timeout=0.5)
-        now_ns = time.monotonic_ns()
-        if got is None:
-            if total and not publisher_alive.is_taken():
-                say(f"[{name}] publisher is gone (deadman released): stopping")
-                break
-            continue
-        _seq, data = got
-        counter, sent_ns, flags = HEADER.unpack_from(data)
-        if flags & END:
-            break
-        lost += counter - expected  # counters skipped: frames we never saw
-        expected = counter + 1
-        total += 1
-        window.append((now_ns - sent_ns) / 1e3)
-        elapsed = time.monotonic() - window_start
-        if elapsed >= 1.0:
-            second += 1
-            window.sort()
-            say(f"[{name}] second {second}: {len(window) / elapsed:7.0f} frames/s   latency "
-                f"p50 {percentile(window, 50):6.1f} µs   p99 {percentile(window, 99):7.1f} µs")
-            all_latencies.extend(window)
-            window, window_start = [], time.monotonic()
-    all_latencies.extend(window)
-    all_latencies.sort()
-    results.put({"name": name, "frames": total, "lost": lost,
-                 "p50": percentile(all_latencies, 50), "p99": percentile(all_latencies, 99),
-                 "max": all_latencies[-1] if all_latencies else float("nan")})
-    arena.close()
+    last = 0
+    while state["end"] is None:
+        time.sleep(1.0)
+        lat = sorted(state["lat"][last:]) or [0.0]
+        say("pubsub", f"callback subscriber: {state['got'] - last:5d} msgs/s, "
+                      f"p50 {lat[len(lat) // 2]:6.1f} µs, p99 {lat[int(0.99 * (len(lat) - 1))]:7.1f} µs")
+        last = state["got"]
+    sub.close()
+    say("pubsub", f"callback subscriber: {state['got']} of {state['end']['sent']} received, "
+                  f"{sub.missed} missed")
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description="a0py demo: a publisher and two readers over shared memory")
-    ap.add_argument("--seconds", type=float, default=5.0, help="how long to publish (default 5)")
-    ap.add_argument("--rate", type=float, default=1000.0, help="frames per second (default 1000)")
-    ap.add_argument("--size", type=int, default=64, help="frame size in bytes (default 64)")
-    args = ap.parse_args(argv)
-    if args.seconds <= 0 or args.rate <= 0 or args.size < HEADER.size:
-        ap.error(f"--seconds and --rate must be > 0 and --size >= {HEADER.size}")
+def stage_pubsub(seconds):
+    ready = CTX.Event()
+    lp = CTX.Process(target=listener, args=(ready,))
+    lp.start()
+    ready.wait(30)
+    sp = CTX.Process(target=sensor, args=(seconds, 500))
+    sp.start()
+    time.sleep(min(1.5, seconds / 2))
+    latest = a0py.SubscriberSync("demo/imu", init=a0py.INIT_MOST_RECENT, iter=a0py.ITER_NEWEST)
+    for _ in range(3):
+        pkt = latest.read_blocking(timeout=5)
+        say("pubsub", f"late 'latest only' reader: seq {pkt.seq} {pkt.json()}")
+        time.sleep(0.3)
+    sp.join()
+    lp.join()
 
-    arena_name = f"a0py-demo-{os.getpid()}"
-    arena = a0py.Arena.shm(arena_name, 4 * 1024 * 1024)
-    say(f"arena /{arena_name}: {arena.size // 1024} KiB of shared memory "
-        f"(ls /dev/shm to see it while the demo runs)")
-    say(f"publishing {args.size}-byte frames at {args.rate:g}/s for {args.seconds:g} s "
-        f"to two reader processes\n")
-    children = []
+
+# -- 2. RPC ------------------------------------------------------------------------------
+
+def calc_server(stop):
+    def on_request(req):
+        msg = req.pkt.json()
+        req.reply(json.dumps({"result": sum(msg["args"])}))
+
+    server = a0py.RpcServer("demo/calc", on_request)
+    stop.wait(60)
+    server.close()
+
+
+def stage_rpc():
+    client = a0py.RpcClient("demo/calc")
+    early = client.send(json.dumps({"op": "add", "args": [1, 2, 3]}))  # no server yet
+    say("rpc", "request sent before the server exists; starting the server...")
+    stop = CTX.Event()
+    server = CTX.Process(target=calc_server, args=(stop,))
+    server.start()
+    say("rpc", f"early request answered: {early.result(timeout=30).json()}")
+    times = []
+    for i in range(200):
+        t = time.perf_counter()
+        reply = client.send_blocking(json.dumps({"op": "add", "args": [i, i]}), timeout=10)
+        times.append((time.perf_counter() - t) * 1e6)
+        assert reply.json()["result"] == 2 * i
+    times.sort()
+    say("rpc", f"200 calls: p50 {statistics.median(times):.0f} µs, "
+               f"p99 {times[int(0.99 * (len(times) - 1))]:.0f} µs")
+    stop.set()
+    server.join()
+
+
+# -- 3. cfg ------------------------------------------------------------------------------
+
+def cfg_watcher(ready, changes):
+    seen = []
+
+    def on_change(pkt):
+        seen.append(pkt.json())
+        say("cfg", f"watcher saw: {json.dumps(seen[-1], sort_keys=True)}")
+
+    watcher = a0py.CfgWatcher("demo/robot", on_change)
+    ready.set()
+    deadline = time.monotonic() + 30
+    while len(seen) < changes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    watcher.close()
+
+
+def stage_cfg():
+    ready = CTX.Event()
+    wp = CTX.Process(target=cfg_watcher, args=(ready, 3))
+    wp.start()
+    ready.wait(30)
+    cfg = a0py.Cfg("demo/robot")
+    cfg.write({"max_speed": 1.0, "gains": {"kp": 2.0, "ki": 0.1}})
+    time.sleep(0.2)
+    cfg.mergepatch({"gains": {"kp": 2.5}})
+    time.sleep(0.2)
+    cfg.mergepatch({"max_speed": 0.5, "gains": {"ki": None}})
+    wp.join()
+    say("cfg", f"final: {json.dumps(cfg.read().json(), sort_keys=True)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=5.0, help="length of the pub/sub stage")
+    args = ap.parse_args()
+    root = os.environ.get("A0PY_ROOT") or f"shm:a0py-demo-{os.getpid()}"
+    os.environ["A0PY_ROOT"] = root  # inherited by every process started below
+    say("demo", f"topics under A0PY_ROOT={root}")
     try:
-        results = CTX.Queue()
-        for name in ("reader A", "reader B"):
-            ready = CTX.Event()
-            p = CTX.Process(target=reader, args=(name, arena_name, ready, results), daemon=True)
-            p.start()
-            children.append(p)
-            if not ready.wait(10):
-                raise RuntimeError(f"{name} did not start")
-        started = CTX.Event()
-        pub = CTX.Process(target=publisher,
-                          args=(arena_name, args.rate, args.seconds, args.size, started), daemon=True)
-        pub.start()
-        children.append(pub)
-        t0 = time.monotonic()
-        pub.join(args.seconds + 30)
-        wall = time.monotonic() - t0
-        summaries = sorted((results.get(timeout=10) for _ in range(2)), key=lambda r: r["name"])
-        for p in children:
-            p.join(10)
-
-        sent = int(args.rate * args.seconds)
-        say("\nsummary")
-        say(f"  publisher: {sent} frames in {wall:.2f} s ({sent / wall:.0f} frames/s)")
-        for r in summaries:
-            say(f"  {r['name']}: {r['frames']} frames, {r['lost']} lost, latency "
-                f"p50 {r['p50']:.1f} µs, p99 {r['p99']:.1f} µs, max {r['max']:.1f} µs")
-        with a0py.Transport(arena).lock() as t:
-            say(f"  arena: holds frames {t.seq_low}..{t.seq_high} (once full, each write "
-                f"evicts the oldest), high-water mark {t.high_water_mark // 1024} KiB")
-        ok = all(r["frames"] == sent and r["lost"] == 0 for r in summaries)
-        say("  every frame reached both readers" if ok else "  some frames were missed")
-        return 0 if ok else 1
-    except KeyboardInterrupt:
-        say("\ninterrupted")
-        return 130
+        stage_pubsub(args.seconds)
+        stage_rpc()
+        stage_cfg()
+        for stage in _later_stages():
+            stage(args)
     finally:
-        for p in children:
-            if p.is_alive():
-                os.kill(p.pid, signal.SIGKILL)
-                p.join(5)
-        arena.close()
-        a0py.Arena.unlink_shm(arena_name)
+        removed = _remove_topics(root)
+        say("demo", f"removed {removed} arenas; done")
+
+
+def _later_stages():
+    """The stages whose parts may not be installed (broker, spark, view)."""
+    return []
+
+
+def _remove_topics(root):
+    prefix = root.split(":", 1)[1] if root.startswith("shm:") else None
+    n = 0
+    if prefix is None:
+        return n
+    for name in os.listdir("/dev/shm"):
+        if name.startswith(prefix):
+            a0py.Arena.unlink_shm(name)
+            n += 1
+    return n
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
