@@ -1,10 +1,12 @@
 """What every command group shares: the error a user can act on, the arena
-options (``--shm NAME | --file PATH``), sizes with units, and the mapping of
-a0py's exceptions to messages that name the arena and say what to do.
+options (``--shm NAME | --file PATH``), topic names and ``--root``, sizes
+with units, and the mapping of a0py's exceptions to messages that name the
+arena or topic and say what to do.
 
 Invariant: a command never lets an :class:`a0py.A0Error` reach the user as a
-traceback; it leaves through :func:`errors_about`, which turns it into a
-:class:`CliError` (one line on stderr, exit status 1).
+traceback; it leaves through :func:`errors_about` (arenas) or
+:func:`errors_about_topic` (topics), which turn it into a :class:`CliError`
+(one line on stderr, exit status 1).
 """
 
 import contextlib
@@ -17,11 +19,14 @@ import click
 
 from a0py.errors import (
     A0Error,
+    A0TimeoutError,
     ArenaCorruptError,
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArgumentError,
     FrameTooLargeError,
+    PacketCorruptError,
 )
 
 
@@ -128,3 +133,112 @@ def errors_about(target, *, missing_hint=None):
             message = f"{target.label}: {message}"
         hint = _hint(error, target)
         raise CliError(f"{message}; {hint}" if hint else message) from None
+
+
+# -- topics
+
+
+class TopicName(click.ParamType):
+    """A topic name, checked (and a leading ``/`` dropped) as a0py.Topic does;
+    a bad one is a usage error naming what is wrong."""
+
+    name = "TOPIC"
+
+    def convert(self, value, param, ctx):
+        from a0py.proto.topic import check_topic_name
+
+        try:
+            return check_topic_name(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+class RootSpec(click.ParamType):
+    """Where topics live, in ``A0PY_ROOT`` syntax (``shm:PREFIX`` or a directory)."""
+
+    name = "ROOT"
+
+    def convert(self, value, param, ctx):
+        from a0py.proto.topic import Root
+
+        if isinstance(value, Root):
+            return value
+        try:
+            return Root.parse(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+TOPIC = TopicName()
+
+root_option = click.option(
+    "--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
+    help="Where the topics live: shm:PREFIX (shared memory, default shm:a0py) or a directory.")
+
+
+@dataclass(frozen=True)
+class TopicTarget:
+    """A topic a command works on, with its root, as messages name it."""
+
+    name: str
+    root: object = None  # a0py.proto.topic.Root; None for A0PY_ROOT
+
+    def topic(self, size=None):
+        """The :class:`a0py.Topic` (``size``: the size its arenas get if this
+        process creates them)."""
+        from a0py.proto.topic import Topic
+
+        return Topic(self.name, root=self.root, size=size)
+
+    @property
+    def label(self):
+        """``topic 'camera'``, with its root when that is not the default."""
+        from a0py.proto.topic import Root
+
+        root = self.root or Root.parse(None)
+        if root == Root.parse(None):
+            return f"topic '{self.name}'"
+        return f"topic '{self.name}' (root {root.spec()})"
+
+    @property
+    def rm_command(self):
+        """The command that removes it, shell-quoted."""
+        from a0py.proto.topic import Root
+
+        root = "" if self.root is None or self.root == Root.parse(None) else f" --root {shlex.quote(self.root.spec())}"
+        return f"a0py rm {shlex.quote(self.name)}{root}"
+
+
+def _topic_hint(error, target, protocol):
+    if isinstance(error, FrameTooLargeError):
+        return (f"its {protocol} arena is too small for this packet: remove the topic with "
+                f"`{target.rm_command}` and create it again larger (`a0py pub --size BYTES ...`, "
+                "or A0PY_TOPIC_SIZES / A0PY_ARENA_SIZE in the publishing program)")
+    if isinstance(error, ArenaFormatError):
+        return (f"its {protocol} arena is not an a0py arena of this version; remove the topic "
+                f"with `{target.rm_command}` if nothing else uses it")
+    if isinstance(error, (ArenaCorruptError, PacketCorruptError)):
+        return f"remove the topic with `{target.rm_command}` and start its programs again"
+    return None
+
+
+@contextlib.contextmanager
+def errors_about_topic(target, protocol="pubsub", *, timeout_hint=None):
+    """Turn the a0py errors raised inside the block into :class:`CliError`
+    naming the topic ``target`` (:class:`TopicTarget`), with a hint of what to
+    do. ``timeout_hint`` is the hint for an :class:`a0py.A0TimeoutError`."""
+    try:
+        yield
+    except A0TimeoutError as error:
+        message = _with_label(str(error), target)
+        raise CliError(f"{message}; {timeout_hint}" if timeout_hint else message) from None
+    except A0Error as error:
+        message = _with_label(str(error), target)
+        hint = _topic_hint(error, target, protocol)
+        raise CliError(f"{message}; {hint}" if hint else message) from None
+
+
+def _with_label(message, target):
+    if f"'{target.name}'" in message:
+        return message
+    return f"{target.label}: {message}"

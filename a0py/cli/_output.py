@@ -35,14 +35,19 @@ def print_fields(rows):
 _CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(32), 127)}
 
 
+def escape_text(data):
+    """Bytes (or str) as one line of text: undecodable bytes and control
+    characters escaped (``\\xff``, ``\\n``)."""
+    if not isinstance(data, str):
+        data = bytes(data).decode("utf-8", "backslashreplace")
+    return data.translate(_CONTROL_ESCAPES)
+
+
 def preview(data, as_hex, width=64):
     """The first ``width`` bytes of a frame, as text (undecodable bytes and
     control characters escaped) or as hex, with an ellipsis when there is more."""
     chunk = bytes(data[:width])
-    if as_hex:
-        text = chunk.hex(" ")
-    else:
-        text = chunk.decode("utf-8", "backslashreplace").translate(_CONTROL_ESCAPES)
+    text = chunk.hex(" ") if as_hex else escape_text(chunk)
     return text + (" …" if len(data) > width else "")
 
 
@@ -50,3 +55,52 @@ def frame_line(seq, data, as_hex):
     """One frame as ``dump`` and ``tail`` print it: seq, size, preview."""
     line = f"{seq:>10}  {len(data):>8} B"
     return f"{line}  {preview(data, as_hex)}" if len(data) else line
+
+
+def print_table(columns, rows, right=()):
+    """Print rows under column titles: a rich table on a terminal, aligned
+    plain columns otherwise (titles first). Columns named in ``right`` are
+    right-aligned (numbers)."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    if _to_terminal():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(box=None, header_style="bold cyan", pad_edge=False)
+        for title in columns:
+            table.add_column(title, justify="right" if title in right else "left",
+                             no_wrap=title == columns[0])
+        for row in rows:
+            table.add_row(*row)
+        Console(highlight=False).print(table)
+        return
+    widths = [max([len(title)] + [len(row[i]) for row in rows]) for i, title in enumerate(columns)]
+    for cells in [list(columns), *rows]:
+        parts = [cell.rjust(w) if title in right else cell.ljust(w)
+                 for cell, w, title in zip(cells, widths, columns)]
+        click.echo("  ".join(parts).rstrip())
+
+
+def human_bytes(n):
+    """A byte count for people: ``512 B``, ``4 KiB``, ``1.5 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    if unit == "B":
+        return f"{int(n)} B"
+    return f"{value:.0f} {unit}" if value == int(value) or value >= 100 else f"{value:.1f} {unit}"
+
+
+def human_seconds(seconds):
+    """A duration for people: ``850 ms``, ``2.5 s``, ``3 min``, ``2.0 h``, ``4 d``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} d"
