@@ -1,9 +1,11 @@
 """a0py: shared-memory IPC for Python on Linux.
 
-The transport names (:class:`Arena`, :class:`Transport`, :class:`Frame`,
-:class:`Deadman`) come from the compiled core ``a0py._core`` and are loaded on
-first use, so pure-Python subpackages (``a0py.dataspace``, ``a0py.actor``)
-import without touching it.
+The transport names (:class:`Arena`, :class:`Transport`, :class:`Frame`) come
+from the compiled core ``a0py._core`` and the protocol names (:class:`Publisher`,
+:class:`RpcServer`, :class:`Cfg`, :class:`Deadman`...) from ``a0py.proto``; both are
+loaded on first use, so pure-Python subpackages (``a0py.dataspace``,
+``a0py.actor``) import without touching them. :class:`Deadman` takes a topic name or
+an :class:`Arena`.
 """
 
 from .errors import (
@@ -26,18 +28,29 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
+_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "FORMAT_VERSION")
 # Packets (compiled) and pub/sub (a0py.proto), also loaded on first use.
 _PACKET_NAMES = ("Packet", "Headers", "STANDARD_HEADERS")
 _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
-                "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST")
+                "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST",
+                # RPC, PRPC, log, cfg, deadman, discovery
+                "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError",
+                "RpcServerDiedError", "RpcRemoteError", "PrpcServer", "PrpcClient",
+                "PrpcConnection", "Logger", "LogLevel", "LogListener", "LogHandler", "Cfg",
+                "CfgWatcher", "CfgView", "CfgError", "Deadman", "DeadmanState", "Discovery")
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError",
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
     "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
-    "Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION",
-    "PacketCorruptError", *_PACKET_NAMES, *_PROTO_NAMES,
+    "Arena", "Transport", "LockedTransport", "Frame", "FORMAT_VERSION",
+    "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
+    "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
+    "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST",
+    "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError", "RpcServerDiedError",
+    "RpcRemoteError", "PrpcServer", "PrpcClient", "PrpcConnection", "Logger", "LogLevel",
+    "LogListener", "LogHandler", "Cfg", "CfgWatcher", "CfgView", "CfgError", "Deadman",
+    "DeadmanState", "Discovery",
 ]
 
 

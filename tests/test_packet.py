@@ -14,8 +14,7 @@ import uuid
 import pytest
 
 import a0py
-from a0py import ArgumentError, FrameTooLargeError, LockError, PacketCorruptError
-from a0py import _core
+from a0py import ArgumentError, FrameTooLargeError, LockError, PacketCorruptError, _core
 
 STD = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_seq", "a0_transport_seq")
 
@@ -114,7 +113,7 @@ def test_json_helper():
 def test_to_bytes_has_the_documented_layout_and_round_trips():
     p = a0py.Packet([("key", "value"), ("k2", "")], b"payload")
     raw = p.to_bytes()
-    magic, version, flags = struct.unpack_from("<IHH", raw, 0)
+    _magic, version, flags = struct.unpack_from("<IHH", raw, 0)
     assert raw[:4] == b"A0PK" and version == 1 and flags == 0
     assert raw[8:24] == uuid.UUID(p.id).bytes
     count, reserved, payload_off, payload_size = struct.unpack_from("<IIQQ", raw, 24)
@@ -152,7 +151,7 @@ def test_header_entry_pointing_outside_and_non_utf8_headers_are_corrupt():
     raw = bytearray(a0py.Packet([("key", "value")], b"p").to_bytes())
     bad = bytearray(raw)
     struct.pack_into("<I", bad, 96, 0xFFFFFF00)  # key offset far past the metadata
-    with pytest.raises(PacketCorruptError, match="header 0.*header key"):
+    with pytest.raises(PacketCorruptError, match=r"header 0.*header key"):
         a0py.Packet.from_bytes(bytes(bad))
     bad = bytearray(raw)
     key_off = struct.unpack_from("<I", bad, 96)[0]
@@ -347,7 +346,7 @@ def test_reader_arguments_are_checked(arena):
         _core.PacketReader(arena, 5, 0)
     with pytest.raises(ArgumentError, match="iter must be"):
         _core.PacketReader(arena, 0, True)
-    with pytest.raises(ArgumentError, match="needs an a0py.Arena"):
+    with pytest.raises(ArgumentError, match=r"needs an a0py\.Arena"):
         _core.PacketReader("arena", 0, 0)
     r = _core.PacketReader(arena, 0, 0)
     with pytest.raises(ArgumentError, match="timeout"):

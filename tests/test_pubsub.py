@@ -168,11 +168,9 @@ def _collect_callback(topic, init, iter, conn):
 def _collect_aio(topic, init, iter, conn):
     async def main():
         got = []
-        gen = a0py.aio_sub(topic, init=init, iter=iter)
-        first = asyncio.ensure_future(gen.__anext__())
-        await asyncio.sleep(0.05)  # the generator has made its reader (it is waiting or done)
+        gen = a0py.aio_sub(topic, init=init, iter=iter)  # init takes effect here
         conn.send("go")
-        got.append((await asyncio.wait_for(first, MSG_S)).payload.decode())
+        got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         while got[-1] != "6":
             got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         await gen.aclose()
@@ -518,7 +516,7 @@ def test_corrupt_frames_are_skipped_by_callbacks_and_raised_to_pullers(root, cap
 
 def test_read_blocking_times_out_naming_the_topic_and_iterates(root, spawn):
     sub = a0py.SubscriberSync("pull")
-    with pytest.raises(A0TimeoutError, match="topic 'pull': no packet within 0.05 s"):
+    with pytest.raises(A0TimeoutError, match=r"topic 'pull': no packet within 0\.05 s"):
         sub.read_blocking(timeout=0.05)
     parent, child = CTX.Pipe()
     p = spawn(_publish_n, "pull", 3, child)

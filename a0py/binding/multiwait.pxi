@@ -87,7 +87,8 @@ cdef class MultiWait:
         cdef a0_multiwait_entry_t saved[128]
         arenas = list(arenas)
         if len(arenas) > A0_MULTIWAIT_MAX - 1:
-            raise ArgumentError(f"a MultiWait watches at most {A0_MULTIWAIT_MAX - 1} arenas, got {len(arenas)}")
+            raise ArgumentError(
+                f"a MultiWait watches at most {A0_MULTIWAIT_MAX - 1} arenas, got {len(arenas)}")
         old = {id(a): i for i, a in enumerate(self._arenas)}
         memcpy(saved, self.entries, sizeof(saved))
         fresh = set()

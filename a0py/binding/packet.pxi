@@ -102,6 +102,9 @@ cdef tuple _decode_headers(bytes meta, str what, bint with_standard):
     return tuple(out)
 
 
+_HEADERS_KIND = "headers must be a mapping or an iterable of (key, value) pairs of str, not "
+
+
 cdef tuple _check_headers(object headers, bint refuse_standard):
     """Headers given by a user, as a tuple of (str, str); each key and value
     has its UTF-8 form computed (and cached on the str) now, so the writer
@@ -114,16 +117,14 @@ cdef tuple _check_headers(object headers, bint refuse_standard):
     elif isinstance(headers, dict):
         items = headers.items()
     elif isinstance(headers, (str, bytes, bytearray, memoryview)):
-        raise ArgumentError(
-            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}")
+        raise ArgumentError(_HEADERS_KIND + type(headers).__name__)
     else:
         items = headers.items() if hasattr(headers, "items") else headers
     out = []
     try:
         iterator = iter(items)
     except TypeError:
-        raise ArgumentError(
-            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}") from None
+        raise ArgumentError(_HEADERS_KIND + type(headers).__name__) from None
     for item in iterator:
         if not isinstance(item, tuple) or len(item) != 2:
             try:
@@ -136,8 +137,8 @@ cdef tuple _check_headers(object headers, bint refuse_standard):
         if not isinstance(key, str):
             raise ArgumentError(f"header key must be str, not {type(key).__name__} ({key!r})")
         if not isinstance(value, str):
-            raise ArgumentError(
-                f"header {key!r}: value must be str, not {type(value).__name__} ({value!r}); convert it with str()")
+            raise ArgumentError(f"header {key!r}: value must be str, not {type(value).__name__} "
+                                f"({value!r}); convert it with str()")
         if not key:
             raise ArgumentError("header key may not be empty")
         if "\0" in key:
@@ -781,9 +782,10 @@ cdef class PacketReader:
         cdef a0_locked_t lk
         if not isinstance(arena, Arena):
             raise ArgumentError(f"a packet reader needs an a0py.Arena, not {type(arena).__name__}")
-        if init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT, PACKET_INIT_AWAIT_NEW) or isinstance(init, bool):
+        if isinstance(init, bool) or init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT,
+                                                  PACKET_INIT_AWAIT_NEW):
             raise ArgumentError(f"init must be 0 (oldest), 1 (most recent) or 2 (await new), not {init!r}")
-        if iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST) or isinstance(iter, bool):
+        if isinstance(iter, bool) or iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST):
             raise ArgumentError(f"iter must be 0 (next) or 1 (newest), not {iter!r}")
         (<Arena>arena)._check_open()
         cdef a0_err_t err = a0_transport_init(&self.t, (<Arena>arena).base, (<Arena>arena).size)
@@ -912,7 +914,8 @@ cdef class PacketReader:
                     if item is not None:
                         break
                     with nogil:
-                        err = a0_transport_wait(lk, _pred_new_packet, &self.last, &ts if has_deadline else NULL)
+                        err = a0_transport_wait(lk, _pred_new_packet, &self.last,
+                                                &ts if has_deadline else NULL)
                     if err == A0_ERR_INTERRUPTED:
                         PyErr_CheckSignals()
                     elif err == A0_ERR_TIMEOUT:

@@ -1,0 +1,86 @@
+"""A callback reader of any protocol's arena, served by the process's dispatcher.
+
+:class:`a0py.Subscriber` is this for ``pubsub`` arenas; log listeners and cfg watchers
+need the same on the ``log`` and ``cfg`` arenas, with a filter. Same rules: one
+dispatcher thread for the whole process (:mod:`a0py.proto._dispatch`), packets copied
+out and the lock released before the callback runs, a raising callback logged and the
+next packet delivered, corrupt frames logged and skipped.
+"""
+
+import logging
+
+from .. import _core
+from ..errors import ArgumentError, PacketCorruptError
+from . import _dispatch
+from .topic import Topic
+
+__all__ = ["ProtocolSubscriber"]
+
+_BATCH = 64
+INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2}
+ITER_CODES = {"next": 0, "newest": 1}
+
+
+def init_code(init):
+    code = INIT_CODES.get(init) if isinstance(init, str) else None
+    if code is None:
+        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW "
+                            f"({', '.join(map(repr, INIT_CODES))}), not {init!r}")
+    return code
+
+
+class ProtocolSubscriber:
+    """Calls ``callback(pkt)`` for the packets of `topic`'s `protocol` arena for which
+    ``accept(pkt)`` (if given) is true, until :meth:`close`. `init` as for
+    :class:`a0py.SubscriberSync`; `iter_newest` skips to the newest packet each time."""
+
+    def __init__(self, topic, protocol, callback, init, iter_newest=False, accept=None, what="subscriber"):
+        if not callable(callback):
+            raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
+        self.topic = Topic.of(topic)
+        self._what = what
+        self._callback = callback
+        self._accept = accept
+        self.corrupt = 0
+        self._log = logging.getLogger(f"a0py.{protocol}")
+        label = f"{protocol} topic {self.topic.name!r}"
+        self._reader = _core.PacketReader(self.topic.arena(protocol), init_code(init),
+                                          1 if iter_newest else 0, label)
+        self._watch = _dispatch.watch(self._reader.arena, self._deliver)
+
+    def _deliver(self):
+        batch = self._reader.read_batch(_BATCH)
+        for item in batch:
+            if not self._watch.active:
+                return False
+            if type(item) is PacketCorruptError:
+                self.corrupt += 1
+                self._log.warning("%s (skipped)", item)
+                continue
+            try:
+                if self._accept is None or self._accept(item):
+                    self._callback(item)
+            except Exception:
+                self._log.exception("callback of the %s on topic %r raised", self._what, self.topic.name)
+        return len(batch) >= _BATCH
+
+    @property
+    def missed(self):
+        """Packets lost to eviction before they were read, in total."""
+        return self._reader.missed
+
+    @property
+    def closed(self):
+        return not self._watch.active
+
+    def close(self):
+        """Stops the callbacks; returns once none is running (unless called from one).
+        Idempotent."""
+        self._watch.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
