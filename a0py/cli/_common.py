@@ -13,6 +13,7 @@ import contextlib
 import functools
 import re
 import shlex
+import time
 from dataclasses import dataclass
 
 import click
@@ -242,3 +243,58 @@ def _with_label(message, target):
     if f"'{target.name}'" in message:
         return message
     return f"{target.label}: {message}"
+
+
+# How often a command waiting for a topic's arena to appear looks again (s).
+APPEAR_POLL_S = 0.05
+
+
+def wait_for_topic(target, protocol, timeout, waiting_for):
+    """Wait until ``target``'s ``protocol`` arena exists, without creating it
+    (saying once on stderr that it waits for ``waiting_for``); False if
+    ``timeout`` seconds (None: no limit) pass first.
+
+    Commands that read never create a topic: the creator fixes the arena's
+    size, and the program that writes the topic knows the size it needs."""
+    topic = target.topic()
+    if topic.exists(protocol):
+        return True
+    from a0py.proto.topic import PROTOCOLS
+
+    what = "has no " + protocol + " arena yet" if any(map(topic.exists, PROTOCOLS)) else "does not exist yet"
+    click.echo(f"a0py: {target.label} {what}; waiting for {waiting_for} (Ctrl-C to stop)", err=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not topic.exists(protocol):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(APPEAR_POLL_S)
+    return True
+
+
+@dataclass(frozen=True)
+class PacketFormat:
+    """How a command prints packets (``--json``, ``--hex``, ``--raw``, ``-v``)."""
+
+    json: bool = False
+    hex: bool = False
+    raw: bool = False
+    verbose: bool = False
+
+
+def packet_format_options(command):
+    """Add ``--json | --hex | --raw`` and ``-v`` to a command that prints
+    packets; it receives them as one ``fmt`` (:class:`PacketFormat`)."""
+
+    @click.option("-v", "--verbose", is_flag=True, help="Show each packet's seq, id and headers too.")
+    @click.option("--raw", is_flag=True, help="Write payloads' bytes as they are, nothing between them.")
+    @click.option("--hex", "as_hex", is_flag=True, help="Show payloads as hex.")
+    @click.option("--json", "as_json", is_flag=True, help="Decode payloads as JSON (one line each).")
+    @functools.wraps(command)
+    def with_format(*args, as_json, as_hex, raw, verbose, **kwargs):
+        if as_json + as_hex + raw > 1:
+            raise click.UsageError("choose one of --json, --hex and --raw")
+        if raw and verbose:
+            raise click.UsageError("--raw writes payloads only: leave out -v")
+        return command(*args, fmt=PacketFormat(as_json, as_hex, raw, verbose), **kwargs)
+
+    return with_format

@@ -2,7 +2,9 @@
 when the output goes to a pipe or a file (no colour codes, no wrapping, no
 trailing blanks), so scripts and ``grep`` read the same fields a person sees."""
 
+import json
 import sys
+import time
 
 import click
 
@@ -35,12 +37,53 @@ def print_fields(rows):
 _CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(32), 127)}
 
 
-def escape_text(data):
+_CONTROL_ESCAPES_BUT_LINES = {c: e for c, e in _CONTROL_ESCAPES.items() if chr(c) not in "\n\t"}
+
+
+def escape_text(data, keep_lines=False):
     """Bytes (or str) as one line of text: undecodable bytes and control
-    characters escaped (``\\xff``, ``\\n``)."""
+    characters escaped (``\\xff``, ``\\n``); with ``keep_lines``, newlines and
+    tabs are kept (text that is meant to span lines, such as a traceback)."""
     if not isinstance(data, str):
         data = bytes(data).decode("utf-8", "backslashreplace")
-    return data.translate(_CONTROL_ESCAPES)
+    return data.translate(_CONTROL_ESCAPES_BUT_LINES if keep_lines else _CONTROL_ESCAPES)
+
+
+def wall_time(wall_ns):
+    """A packet's ``a0_time_wall`` (ns since the epoch) as local time with ms."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(wall_ns / 1e9))
+    return f"{stamp}.{int(wall_ns % 1_000_000_000) // 1_000_000:03d}"
+
+
+def payload_text(pkt, as_json=False, as_hex=False):
+    """A packet's payload as one line: text (escaped), hex, or its JSON
+    re-encoded on one line. ValueError if ``as_json`` and it is not JSON."""
+    if as_hex:
+        return bytes(pkt.payload).hex(" ")
+    if as_json:
+        return json.dumps(pkt.json(), ensure_ascii=False)
+    return escape_text(pkt.payload)
+
+
+def print_packet(pkt, body):
+    """A packet as a block (``echo -v``): seq, id, headers (the wall time
+    also as local time), the payload shown as ``body``, then ``---``."""
+    click.echo(f"seq: {pkt.seq}")
+    click.echo(f"id: {pkt.id}")
+    click.echo("headers:")
+    for key, value in pkt.headers.items():
+        shown = escape_text(value)
+        if key == "a0_time_wall" and value.isdigit():
+            shown += f" ({wall_time(int(value))})"
+        click.echo(f"  {escape_text(key)}: {shown}")
+    click.echo(f"payload: {body}")
+    click.echo("---")
+
+
+def write_raw(data):
+    """Bytes to standard output as they are (``--raw``)."""
+    sys.stdout.buffer.write(bytes(data))
+    sys.stdout.buffer.flush()
 
 
 def preview(data, as_hex, width=64):
@@ -104,3 +147,26 @@ def human_seconds(seconds):
     if seconds < 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.0f} d"
+
+
+def show_packet(pkt, label, fmt):
+    """Print a packet as ``echo`` does (and ``rpc`` its reply), in the
+    format ``fmt`` (:class:`a0py.cli._common.PacketFormat`); a gap before it,
+    and a payload that is not the JSON asked for, are said on stderr naming
+    ``label`` (the topic)."""
+    if pkt.missed:
+        click.echo(f"a0py: {label}: {pkt.missed} packets missed before seq {pkt.seq} "
+                   "(evicted before they were read)", err=True)
+    if fmt.raw:
+        write_raw(pkt.payload)
+        return
+    try:
+        body = payload_text(pkt, fmt.json, fmt.hex)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        click.echo(f"a0py: {label}: packet seq {pkt.seq} is not JSON ({e}); not shown "
+                   "(leave out --json to see it)", err=True)
+        return
+    if fmt.verbose:
+        print_packet(pkt, body)
+    else:
+        click.echo(body)

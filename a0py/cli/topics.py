@@ -15,6 +15,7 @@ Invariants:
   command read it is reported on stderr, never dropped silently.
 """
 
+import itertools
 import json
 import math
 import sys
@@ -26,26 +27,28 @@ import click
 
 from a0py.cli import _procs
 from a0py.cli._common import (
+    APPEAR_POLL_S,
     TOPIC,
     ByteSize,
     CliError,
     TopicTarget,
     errors_about_topic,
+    packet_format_options,
     root_option,
+    wait_for_topic,
 )
 from a0py.cli._output import (
-    escape_text,
     human_bytes,
     human_seconds,
     print_fields,
     print_table,
+    show_packet,
+    wall_time,
 )
 from a0py.errors import A0Error, A0TimeoutError, PacketCorruptError
 
 PUBSUB = "pubsub"
 _INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
-# How often a command waiting for a topic to appear looks for it again (s).
-_APPEAR_POLL_S = 0.05
 _REPORT_PERIOD_S = 1.0
 
 
@@ -68,20 +71,6 @@ def _existing(topic, protocols=None):
     from a0py.proto.topic import PROTOCOLS
 
     return [p for p in (protocols or PROTOCOLS) if topic.exists(p)]
-
-
-def _wait_until_exists(target, topic, timeout, what="a publisher"):
-    """Wait for ``topic``'s pubsub arena to exist (saying so once on stderr);
-    False if ``timeout`` seconds pass first."""
-    if topic.exists(PUBSUB):
-        return True
-    _warn(f"{target.label} does not exist yet; waiting for {what} to create it (Ctrl-C to stop)")
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while not topic.exists(PUBSUB):
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
-        time.sleep(_APPEAR_POLL_S)
-    return True
 
 
 # -- reading an arena's packets without subscribing (ls, info)
@@ -122,12 +111,6 @@ class _PubsubState:
 
 def _age(wall_ns):
     return human_seconds(max(0.0, time.time() - wall_ns / 1e9)) + " ago"
-
-
-def _when(wall_ns):
-    seconds = wall_ns / 1e9
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
-    return f"{stamp}.{int(wall_ns % 1_000_000_000) // 1_000_000:03d}"
 
 
 def _arena_paths(topic, protocols):
@@ -233,7 +216,7 @@ def info(topic, root, shm, path):
             continue
         if state.newest is not None:
             seq, wall, writer = state.newest
-            rows.append(("newest", f"seq {seq} at {_when(wall)} ({_age(wall)}), writer {writer}"))
+            rows.append(("newest", f"seq {seq} at {wall_time(wall)} ({_age(wall)}), writer {writer}"))
         if state.writers:
             rows.append(("writers", f"{len(state.writers)} in the ring"))
             for writer, (seq, wall) in sorted(state.writers.items(), key=lambda kv: -kv[1][0]):
@@ -252,33 +235,6 @@ def info(topic, root, shm, path):
 # -- echo
 
 
-def _print_verbose(pkt, body):
-    click.echo(f"seq: {pkt.seq}")
-    click.echo(f"id: {pkt.id}")
-    click.echo("headers:")
-    for key, value in pkt.headers.items():
-        shown = escape_text(value)
-        if key == "a0_time_wall" and value.isdigit():
-            shown += f" ({_when(int(value))})"
-        click.echo(f"  {escape_text(key)}: {shown}")
-    click.echo(f"payload: {body}")
-    click.echo("---")
-
-
-def _body(pkt, as_json, as_hex, target):
-    """How echo shows a packet's payload, or None (with a warning) if it
-    cannot be shown that way."""
-    if as_hex:
-        return bytes(pkt.payload).hex(" ")
-    if as_json:
-        try:
-            return json.dumps(pkt.json(), ensure_ascii=False)
-        except ValueError as e:  # JSONDecodeError and UnicodeDecodeError
-            _warn(f"{target.label}: packet seq {pkt.seq} is not JSON ({e}); not shown (echo without --json shows it)")
-            return None
-    return escape_text(pkt.payload)
-
-
 @click.command()
 @click.argument("topic", type=TOPIC)
 @root_option
@@ -291,11 +247,8 @@ def _body(pkt, as_json, as_hex, target):
 @click.option("--once", is_flag=True, help="Stop after one packet (-n 1).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
               help="Stop after SECONDS without a packet (an error if -n/--once wanted more).")
-@click.option("--json", "as_json", is_flag=True, help="Decode each payload as JSON (one line each).")
-@click.option("--hex", "as_hex", is_flag=True, help="Show payloads as hex.")
-@click.option("--raw", is_flag=True, help="Write the payloads' bytes as they are, nothing between them.")
-@click.option("-v", "--verbose", is_flag=True, help="Show each packet's seq, id and headers too.")
-def echo(topic, root, init, newest, count, once, timeout, as_json, as_hex, raw, verbose):
+@packet_format_options
+def echo(topic, root, init, newest, count, once, timeout, fmt):
     """Print a topic's packets as they arrive, one line each: the payload
     as text (bytes that are not UTF-8 and control characters escaped).
 
@@ -303,54 +256,35 @@ def echo(topic, root, init, newest, count, once, timeout, as_json, as_hex, raw, 
     """
     from a0py import ITER_NEWEST, ITER_NEXT, SubscriberSync
 
-    if sum((as_json, as_hex, raw)) > 1:
-        raise click.UsageError("choose one of --json, --hex and --raw")
-    if raw and verbose:
-        raise click.UsageError("--raw writes payloads only: leave out -v")
     if once:
         if count not in (None, 1):
             raise click.UsageError("--once is -n 1: give one of them")
         count = 1
     target = TopicTarget(topic, root)
-    topic = target.topic()
-    missing_hint = "is a publisher running? `a0py info {}` shows the processes that have it open"
-    got = 0
     try:
-        if not _wait_until_exists(target, topic, timeout):
+        if not wait_for_topic(target, PUBSUB, timeout, "a publisher to create it"):
             if count is not None:
                 raise CliError(f"{target.label} did not appear within {timeout} s: start its publisher, "
                                "or check the name with `a0py ls`")
             return
+        iter_ = ITER_NEWEST if newest else ITER_NEXT
         with errors_about_topic(target), \
-                SubscriberSync(topic, init=_INITS[init], iter=ITER_NEWEST if newest else ITER_NEXT) as sub:
+                SubscriberSync(target.topic(), init=_INITS[init], iter=iter_) as sub:
+            got = 0
             while count is None or got < count:
                 try:
                     pkt = sub.read_blocking(timeout=timeout)
                 except A0TimeoutError:
                     if count is not None:
-                        raise CliError(
-                            f"{target.label}: no packet within {timeout} s (got {got} of {count}); "
-                            + missing_hint.format(target.name)) from None
+                        raise CliError(f"{target.label}: no packet within {timeout} s (got {got} of {count}); "
+                                       f"is a publisher running? `a0py info {target.name}` shows the "
+                                       "processes that have the topic open") from None
                     return
                 except PacketCorruptError as e:
                     _warn(f"{e} (skipped)")
                     continue
-                if pkt.missed:
-                    _warn(f"{target.label}: {pkt.missed} packets missed before seq {pkt.seq} "
-                          "(evicted before echo read them)")
-                if raw:
-                    sys.stdout.buffer.write(bytes(pkt.payload))
-                    sys.stdout.buffer.flush()
-                    got += 1
-                    continue
                 got += 1
-                body = _body(pkt, as_json, as_hex, target)
-                if body is None:
-                    continue
-                if verbose:
-                    _print_verbose(pkt, body)
-                else:
-                    click.echo(body)
+                show_packet(pkt, target.label, fmt)
     except KeyboardInterrupt:
         pass
 
@@ -506,7 +440,7 @@ class _Window:
 def _hz_line(times, sizes):
     if len(times) < 2:
         return "1 packet so far"
-    intervals = [b - a for a, b in zip(times, times[1:])]
+    intervals = [b - a for a, b in itertools.pairwise(times)]
     span = times[-1] - times[0]
     rate = (len(times) - 1) / span if span > 0 else math.inf
     mean = sum(intervals) / len(intervals)
@@ -545,7 +479,7 @@ def _monitor(topics, root, window, duration, line):
             now = time.monotonic()
             wake = next_report if deadline is None else min(next_report, deadline)
             if now < wake:
-                time.sleep(min(wake - now, _APPEAR_POLL_S if any(w.subscriber is None for w in windows) else wake - now))
+                time.sleep(min(wake - now, APPEAR_POLL_S if any(w.subscriber is None for w in windows) else wake - now))
                 continue
             if now >= next_report:
                 next_report += _REPORT_PERIOD_S
