@@ -11,6 +11,7 @@ traceback; it leaves through :func:`errors_about` (arenas) or
 
 import contextlib
 import functools
+import json
 import re
 import shlex
 import time
@@ -193,13 +194,15 @@ class TopicTarget:
 
     @property
     def label(self):
-        """``topic 'camera'``, with its root when that is not the default."""
+        """How messages name it: ``topic 'camera'``."""
+        return f"topic '{self.name}'"
+
+    @property
+    def where(self):
+        """Its root, for messages about where it is (or is not): ``under shm:a0py``."""
         from a0py.proto.topic import Root
 
-        root = self.root or Root.parse(None)
-        if root == Root.parse(None):
-            return f"topic '{self.name}'"
-        return f"topic '{self.name}' (root {root.spec()})"
+        return f"under {(self.root or Root.parse(None)).spec()}"
 
     @property
     def rm_command(self):
@@ -261,7 +264,10 @@ def wait_for_topic(target, protocol, timeout, waiting_for):
         return True
     from a0py.proto.topic import PROTOCOLS
 
-    what = "has no " + protocol + " arena yet" if any(map(topic.exists, PROTOCOLS)) else "does not exist yet"
+    if any(map(topic.exists, PROTOCOLS)):
+        what = f"has no {protocol} arena yet"
+    else:
+        what = f"does not exist yet ({target.where})"
     click.echo(f"a0py: {target.label} {what}; waiting for {waiting_for} (Ctrl-C to stop)", err=True)
     deadline = None if timeout is None else time.monotonic() + timeout
     while not topic.exists(protocol):
@@ -298,3 +304,33 @@ def packet_format_options(command):
         return command(*args, fmt=PacketFormat(as_json, as_hex, raw, verbose), **kwargs)
 
     return with_format
+
+
+def parse_header(item):
+    """``-H KEY=VALUE`` as a (key, value) pair; a usage error if it is not one
+    or uses the prefix ``a0_`` (a0py's own headers: standard and protocol)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{item!r}: give KEY=VALUE, such as -H unit=mm", param_hint="'-H'")
+    if key.startswith("a0_"):
+        raise click.BadParameter(f"{key!r}: headers starting with 'a0_' are a0py's own and cannot be set",
+                                 param_hint="'-H'")
+    return key, value
+
+
+def prepare_payload(raw, where, as_hex, as_json):
+    """The payload to publish from DATA's bytes; click.BadParameter naming
+    ``where`` if they are not the hex or JSON asked for."""
+    if as_hex:
+        try:
+            raw = bytes.fromhex(raw.decode("ascii", "replace"))
+        except ValueError:
+            raise click.BadParameter(f"{where} is not hex: give pairs of hex digits, such as 00ff10",
+                                     param_hint="DATA") from None
+    if as_json:
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise click.BadParameter(f"{where} is not JSON: {e}", param_hint="DATA") from None
+        raw = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return raw

@@ -62,7 +62,7 @@ def describe(pid, width=60):
         argv = []
     if argv:
         argv[0] = os.path.basename(argv[0])
-    command = " ".join(argv) or "?"
+    command = " ".join(" ".join(argv).split()) or "?"  # one line, whatever the arguments hold
     if len(command) > width:
         command = command[: width - 1] + "…"
     return f"{pid} {command}"

@@ -16,7 +16,6 @@ Invariants:
 """
 
 import itertools
-import json
 import math
 import sys
 import threading
@@ -34,6 +33,8 @@ from a0py.cli._common import (
     TopicTarget,
     errors_about_topic,
     packet_format_options,
+    parse_header,
+    prepare_payload,
     root_option,
     wait_for_topic,
 )
@@ -210,8 +211,10 @@ def info(topic, root, shm, path):
         except A0Error as e:
             rows.append((protocol, f"{paths[protocol]}: {e}"))
             continue
-        frames = "empty" if state.empty else f"{state.count} {'packets' if protocol == PUBSUB else 'frames'} (seq {state.seq_low}..{state.seq_high})"
+        noun = "packet" if protocol == PUBSUB else "frame"
+        frames = "empty" if state.empty else f"{_count(state.count, noun)} (seq {state.seq_low}..{state.seq_high})"
         rows.append((protocol, f"{paths[protocol]}, {human_bytes(size)}, {frames}, {human_bytes(state.used)} used"))
+        rows.extend(_owner_rows(topic, protocol))
         if protocol != PUBSUB:
             continue
         if state.newest is not None:
@@ -230,6 +233,28 @@ def info(topic, root, shm, path):
         uses = ",".join(p for p in protocols if pid in attached.get(paths[p], ()))
         rows.append(("processes" if i == 0 else "", f"{_procs.describe(pid)} ({uses})"))
     print_fields(rows)
+
+
+def _count(n, noun):
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _owner_rows(topic, protocol):
+    """The live server of an rpc/prpc arena, the owner of a deadman."""
+    try:
+        if protocol in ("rpc", "prpc"):
+            from a0py.proto.rpc import server_pid
+
+            pid = server_pid(topic, protocol)
+            return [("server", f"pid {pid}" if pid else "none alive")]
+        if protocol == "deadman":
+            from a0py import Deadman
+
+            pid = Deadman(topic).state().owner_pid
+            return [("owner", f"pid {pid}" if pid else "free")]
+    except A0Error as e:
+        return [("", f"{protocol}: {e}")]
+    return []
 
 
 # -- echo
@@ -264,7 +289,7 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
     try:
         if not wait_for_topic(target, PUBSUB, timeout, "a publisher to create it"):
             if count is not None:
-                raise CliError(f"{target.label} did not appear within {timeout} s: start its publisher, "
+                raise CliError(f"{target.label} did not appear within {timeout} s ({target.where}): start its publisher, "
                                "or check the name with `a0py ls`")
             return
         iter_ = ITER_NEWEST if newest else ITER_NEXT
@@ -290,35 +315,6 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
 
 
 # -- pub
-
-
-def _parse_header(item):
-    from a0py import STANDARD_HEADERS
-
-    key, sep, value = item.partition("=")
-    if not sep or not key:
-        raise click.BadParameter(f"{item!r}: give KEY=VALUE, such as -H unit=mm", param_hint="'-H'")
-    if key in STANDARD_HEADERS:
-        raise click.BadParameter(f"{key!r} is written by every publisher and cannot be set", param_hint="'-H'")
-    return key, value
-
-
-def _prepare(raw, where, as_hex, as_json):
-    """The payload to publish from DATA's bytes; click.BadParameter naming
-    ``where`` if they are not the hex or JSON asked for."""
-    if as_hex:
-        try:
-            raw = bytes.fromhex(raw.decode("ascii", "replace"))
-        except ValueError:
-            raise click.BadParameter(f"{where} is not hex: give pairs of hex digits, such as 00ff10",
-                                     param_hint="DATA") from None
-    if as_json:
-        try:
-            obj = json.loads(raw)
-        except ValueError as e:
-            raise click.BadParameter(f"{where} is not JSON: {e}", param_hint="DATA") from None
-        raw = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return raw
 
 
 def _paced(payloads, rate):
@@ -366,7 +362,7 @@ def pub(topic, data, root, rate, times, lines, as_json, as_hex, headers, size, v
         raise click.UsageError("--lines reads standard input: give DATA as -")
     if lines and times is not None:
         raise click.UsageError("--lines publishes each line once: leave out --times")
-    extra = [_parse_header(item) for item in headers]
+    extra = [parse_header(item) for item in headers]
     if as_json:
         extra.append(("content-type", "application/json"))
     target = TopicTarget(topic, root)
@@ -374,14 +370,14 @@ def pub(topic, data, root, rate, times, lines, as_json, as_hex, headers, size, v
         def payloads():
             for number, line in enumerate(sys.stdin.buffer, 1):
                 try:
-                    yield _prepare(line.rstrip(b"\r\n"), f"line {number} of standard input", as_hex, as_json)
+                    yield prepare_payload(line.rstrip(b"\r\n"), f"line {number} of standard input", as_hex, as_json)
                 except click.BadParameter as e:
                     raise CliError(f"{target.label}: {e.format_message()}; the {number - 1} lines "
                                    "before it were published") from None
     else:
         # Read and checked before the topic is touched: a bad DATA creates nothing.
         raw = sys.stdin.buffer.read() if data == "-" else data.encode("utf-8", "surrogateescape")
-        one = _prepare(raw, "standard input" if data == "-" else repr(data), as_hex, as_json)
+        one = prepare_payload(raw, "standard input" if data == "-" else repr(data), as_hex, as_json)
         count = times if times is not None or rate is not None else 1
 
         def payloads():
@@ -470,7 +466,7 @@ def _monitor(topics, root, window, duration, line):
         next_report = time.monotonic() + _REPORT_PERIOD_S
         for w in windows:
             if not w.target.topic().exists(PUBSUB):
-                _warn(f"{w.target.label} does not exist yet; waiting for a publisher to create it")
+                _warn(f"{w.target.label} does not exist yet ({w.target.where}); waiting for a publisher to create it")
         while True:
             for w in windows:
                 if w.subscriber is None and w.target.topic().exists(PUBSUB):
