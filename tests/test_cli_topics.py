@@ -4,13 +4,15 @@ subprocesses, publishers and subscribers in other processes, checking what
 the commands print and their exit status."""
 
 import os
+import pty
 import re
 import signal
+import subprocess
 import time
 
 import pytest
 from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import Running, a0, assert_fails_cleanly, python, wait_until
+from _cli_common import SCRIPT, Running, a0, assert_fails_cleanly, python, wait_until
 
 import a0py
 from a0py.proto import topic as tp
@@ -380,3 +382,38 @@ def test_rm_of_a_raw_arena_still_works(root):
     with pytest.raises(a0py.ArenaNotFoundError):
         a0py.Arena.shm(name)
     assert_fails_cleanly(a0("rm", "t", "--shm", name), 2, "not both")
+
+
+# -- the command table
+
+
+def test_help_lists_every_command_of_the_table(root):
+    from a0py.cli import COMMANDS
+
+    result = a0("--help")
+    assert result.returncode == 0, result.err
+    listed = [line.split()[0] for line in result.out.split("Commands:\n", 1)[1].splitlines() if line.strip()]
+    assert listed == list(COMMANDS)
+    for command in COMMANDS:  # each command's module loads and has help
+        assert a0(command, "--help").returncode == 0, command
+
+
+def test_ls_on_a_terminal_is_a_table_with_the_same_columns(root):
+    a0("pub", "cam", "x")
+    controller, terminal = pty.openpty()
+    with subprocess.Popen([str(SCRIPT), "ls"], stdout=terminal, stderr=subprocess.PIPE) as proc:
+        os.close(terminal)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    os.close(controller)
+    text = output.decode()
+    for column in ("TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES", "cam", "pubsub", "4 MiB"):
+        assert column in text, text

@@ -448,7 +448,7 @@ def _hz_line(times, sizes):
 def _bw_line(times, sizes):
     span = times[-1] - times[0] if len(times) > 1 else 0.0
     per_s = f"{human_bytes(sum(sizes[1:]) / span)}/s" if span > 0 else "-/s"
-    return (f"{per_s} from {len(sizes)} packets  mean {human_bytes(sum(sizes) / len(sizes))}  "
+    return (f"{per_s} from {_count(len(sizes), 'packet')}  mean {human_bytes(sum(sizes) / len(sizes))}  "
             f"min {human_bytes(min(sizes))}  max {human_bytes(max(sizes))}")
 
 
