@@ -417,3 +417,16 @@ def test_ls_on_a_terminal_is_a_table_with_the_same_columns(root):
     text = output.decode()
     for column in ("TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES", "cam", "pubsub", "4 MiB"):
         assert column in text, text
+
+
+def test_echo_into_a_closed_pipe_stops_quietly(root):
+    with a0py.Publisher("t") as pub:
+        for i in range(2000):
+            pub.pub(b"packet %d" % i)
+    with Running.a0py("echo", "t", "--init", "oldest") as echo:
+        assert echo.readline() == "packet 0\n"
+        echo.proc.stdout.close()  # as `| head -1` does
+        status = echo.wait()
+        err = echo.proc.stderr.read().decode()
+    assert status == 1
+    assert "Traceback" not in err and "Exception ignored" not in err
