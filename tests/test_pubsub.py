@@ -546,6 +546,30 @@ def test_json_across_processes(root, spawn):
     assert pkt.headers["content-type"] == "application/json" and pkt.headers["unit"] == "m"
 
 
+def test_one_publisher_shared_by_threads_numbers_packets_in_seq_order(root):
+    pub = a0py.Publisher(tp.Topic("threads/pub", size="4M"))
+    sub = a0py.SubscriberSync("threads/pub")
+
+    def work(k):
+        for i in range(500):
+            if i % 2:
+                pub.pub(b"%d" % k)
+            else:
+                with pub.alloc(1) as buf:
+                    buf[0] = k
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [sub.read() for _ in range(2000)]
+    assert sub.read() is None and sub.missed == 0
+    assert [int(p.headers["a0_writer_seq"]) for p in got] == list(range(1, 2001))
+    assert [p.seq for p in got] == list(range(got[0].seq, got[0].seq + 2000))
+    assert len({p.headers["a0_writer_id"] for p in got}) == 1 and pub.writer_seq == 2000
+
+
 def test_one_sync_subscriber_used_by_two_threads_at_once_is_a_lock_error(root):
     sub = a0py.SubscriberSync("threads")
     blocked = threading.Thread(target=lambda: sub.read_blocking(timeout=2))

@@ -630,13 +630,13 @@ cdef class PacketWriter:
                     memcpy(dst, buf.buf, buf.len)
             else:
                 memcpy(dst, buf.buf, buf.len)
+            self.wseq += 1  # under the lock: the next writer thread numbers after us
             # Wakes sleepers after unlocking, so they find the lock free.
             err = a0_transport_commit_unlock(lk)
             arena.locks_held -= 1
             arena._maybe_unmap()
             if err:
                 _raise(err, f"committing to {self._label}")
-            self.wseq += 1
             return seq
         finally:
             PyBuffer_Release(&buf)
@@ -733,12 +733,12 @@ cdef class PacketAlloc:
         if exc_type is not None:
             _unlock_arena(self.arena, self.lk)  # discards the frame
             return False
+        self.writer.wseq += 1  # under the lock, as in pub()
         err = a0_transport_commit_unlock(self.lk)
         self.arena.locks_held -= 1
         self.arena._maybe_unmap()
         if err:
             _raise(err, f"committing to {self.writer._label}")
-        self.writer.wseq += 1
         return False
 
 
