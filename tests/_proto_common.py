@@ -18,11 +18,12 @@ import pytest
 
 from a0py.proto import topic as tp
 
-__all__ = ["CTX", "JOIN_S", "MSG_S", "REPO", "bounded", "child_env", "join_ok", "recv", "root",
-           "run_python", "spawn", "wait_until"]
+__all__ = ["CTX", "EXAMPLES", "JOIN_S", "MSG_S", "REPO", "bounded", "child_env", "example_env",
+           "join_ok", "recv", "root", "run_python", "spawn", "wait_until"]
 
 CTX = mp.get_context("fork")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = os.path.join(REPO, "examples")
 JOIN_S = 20.0
 MSG_S = 10.0
 TEST_LIMIT_S = 90
@@ -108,3 +109,9 @@ def child_env(**extra):
 def run_python(code, timeout=60, **env):
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(**env),
                           capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def example_env():
+    """(root, env) for running an example program in a root of its own."""
+    root = f"shm:a0pyt-ex-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return root, child_env(A0PY_ROOT=root, A0PY_ARENA_SIZE="64k")

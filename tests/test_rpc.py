@@ -17,7 +17,7 @@ import time
 
 import pytest
 from _proto_common import *  # noqa: F403 - fixtures: root, spawn, bounded
-from _proto_common import CTX, MSG_S, join_ok, recv, wait_until
+from _proto_common import CTX, MSG_S, join_ok, recv, run_python, wait_until
 
 import a0py
 from a0py import A0TimeoutError, ArgumentError, LockError
@@ -445,3 +445,52 @@ def test_bad_arguments_are_clear_errors(root):
         a0py.RpcClient("bad", wait_for_server=-3)
     with pytest.raises(ArgumentError, match="callback"):
         c.send(b"", callback=3)
+
+
+# ------------------------------------------------------------------ lifetime
+
+
+def test_a_dropped_client_stops_routing_once_its_calls_are_over(root):
+    import gc
+
+    with a0py.RpcServer("drop", lambda r: r.reply(b"ok")):
+        c = a0py.RpcClient("drop")
+        assert c.send(b"", timeout=MSG_S).result(MSG_S).payload == b"ok"
+        router = c._router
+        assert not router.closed
+        del c
+        gc.collect()
+        wait_until(lambda: router.closed, "the orphaned router to close")
+        assert not router.watch.active
+        # With a call pending, it closes after that call instead.
+        held = []
+        with a0py.RpcServer("drop2", held.append):
+            c2 = a0py.RpcClient("drop2")
+            future = c2.send(b"", timeout=MSG_S)
+            router2 = c2._router
+            del c2
+            gc.collect()
+            wait_until(lambda: held, "the request to reach the handler")
+            assert not router2.closed
+            held[0].reply(b"late")
+            assert future.result(MSG_S).payload == b"late"
+            wait_until(lambda: router2.closed, "the router to close after its last call")
+
+
+def test_interpreter_exit_with_everything_open_is_clean(root):
+    r = run_python("""
+        import a0py
+        srv = a0py.RpcServer("exit/rpc", lambda req: None)   # never replies
+        psrv = a0py.PrpcServer("exit/prpc", lambda conn: conn.send("x"))
+        pending = a0py.RpcClient("exit/rpc").send(b"forever")
+        stream = a0py.PrpcClient("exit/prpc").connect(b"", lambda pkt, done: None)
+        watcher = a0py.CfgWatcher("exit/cfg", print)
+        listener = a0py.LogListener("exit/log", "dbg", print)
+        disc = a0py.Discovery("**", lambda name: None)
+        dm = a0py.Deadman("exit/dm"); dm.take()
+        print("ok", flush=True)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "ok"
+    assert r.stderr == ""
+    assert rpc.server_pid("exit/rpc") is None  # the deadman went with the process

@@ -9,7 +9,7 @@ public names are re-exported from :mod:`a0py`.
 """
 
 from .cfg import Cfg, CfgError, CfgView, CfgWatcher
-from .deadman import Deadman, DeadmanState
+from .deadman import Deadman, DeadmanState, DeadmanToken
 from .discovery import Discovery
 from .log import Logger, LogHandler, LogLevel, LogListener
 from .prpc import PrpcClient, PrpcConnection, PrpcServer
@@ -36,7 +36,7 @@ from .rpc import (
 from .topic import PROTOCOLS, Root, Topic, close_arenas, list_topics, unlink_topic
 
 __all__ = [
-    "Cfg", "CfgError", "CfgView", "CfgWatcher", "Deadman", "DeadmanState", "Discovery",
+    "Cfg", "CfgError", "CfgView", "CfgWatcher", "Deadman", "DeadmanState", "DeadmanToken", "Discovery",
     "LogHandler", "LogLevel", "LogListener", "Logger", "PrpcClient", "PrpcConnection",
     "PrpcServer", "RpcCancelledError", "RpcClient", "RpcError", "RpcRemoteError", "RpcRequest",
     "RpcServer", "RpcServerDiedError",

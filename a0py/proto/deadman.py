@@ -6,11 +6,13 @@ as the core's :class:`a0py._core.Deadman`). A process that takes it holds it for
 long as it lives: the lock is a robust process-shared mutex, so when the holder is
 killed every other process sees it released at once, with no heartbeat and no timeout.
 
-Tokens. Every take is named by a token: the value of the arena's deadman notify word
-once it is taken. The word is bumped by every take and every release and by nothing
-else while the deadman is held, so a token names one take: ``wait_released(token)``
-returns once *that* take is over, even if another process has taken the deadman again
-meanwhile (waiting on "released" alone would then wait for the new holder too).
+Tokens. Every take is named by a :class:`DeadmanToken`: the value of the arena's
+deadman notify word once it is taken. The word is bumped by every take and every
+release and by nothing else while the deadman is held, so a token names one take:
+``wait_released(token)`` returns once *that* take is over, even if another process has
+taken the deadman again meanwhile (waiting on "released" alone would then wait for the
+new holder too). Tokens are their own type, not ints, so ``wait_released(0.5)`` keeps
+meaning "wait up to 0.5 s" as on the core class.
 
 Invariants:
 
@@ -23,21 +25,45 @@ Invariants:
   threads) and starts without a keeper thread.
 """
 
+import logging
 import os
+import queue
 import threading
 import time
-from collections import deque
 from typing import NamedTuple
 
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, LockError
 from .topic import DEADMAN, Topic
 
-__all__ = ["Deadman", "DeadmanState", "keeper_call"]
+__all__ = ["Deadman", "DeadmanState", "DeadmanToken", "keeper_call", "keeper_post"]
+
+_log = logging.getLogger("a0py.deadman")
 
 # wait_released(token) waits on the core's "released" in slices this long, so a take
 # released and taken again by someone else within one slice is still seen as released.
 _RELEASE_SLICE_S = 0.2
+
+
+class DeadmanToken:
+    """Names one take of one deadman (from ``take()``, ``wait_taken()`` or
+    ``state().token``); equal tokens name the same take."""
+
+    __slots__ = ("arena_id", "value")
+
+    def __init__(self, arena_id, value):
+        self.arena_id = arena_id
+        self.value = value
+
+    def __eq__(self, other):
+        return (isinstance(other, DeadmanToken) and other.value == self.value
+                and other.arena_id == self.arena_id)
+
+    def __hash__(self):
+        return hash((self.arena_id, self.value))
+
+    def __repr__(self):
+        return f"DeadmanToken({self.value})"
 
 
 class DeadmanState(NamedTuple):
@@ -47,7 +73,7 @@ class DeadmanState(NamedTuple):
     is_taken: bool
     is_mine: bool
     owner_pid: int | None
-    token: int | None
+    token: DeadmanToken | None
 
 
 def _check_timeout(timeout, what):
@@ -77,7 +103,7 @@ class Deadman:
     Raises ArgumentError for a bad topic or target, and the arena errors of
     :func:`a0py.proto.topic.topic_arena` when the topic's arena cannot be made."""
 
-    __slots__ = ("_core", "arena", "topic")
+    __slots__ = ("_core", "_where", "arena", "topic")
 
     def __init__(self, target):
         if isinstance(target, _core.Arena):
@@ -90,6 +116,7 @@ class Deadman:
             raise ArgumentError(f"Deadman takes a topic name, an a0py.proto.Topic or an a0py.Arena, "
                                 f"not {type(target).__name__} ({target!r})")
         self._core = _core.Deadman(self.arena)
+        self._where = self.arena.name or f"heap@{id(self.arena):x}"
 
     def _label(self):
         if self.topic is not None:
@@ -99,6 +126,9 @@ class Deadman:
     def _notify(self):
         return self.arena.header()["deadman_notify"]
 
+    def _token(self, value):
+        return DeadmanToken(self._where, value)
+
     def state(self):
         """A consistent :class:`DeadmanState` (lock word and token read together)."""
         while True:
@@ -107,7 +137,7 @@ class Deadman:
             if self._notify() == before:
                 if not taken:
                     return DeadmanState(False, False, None, None)
-                return DeadmanState(True, mine, pid or None, before)
+                return DeadmanState(True, mine, pid or None, self._token(before))
 
     def take(self, timeout=None):
         """Takes the deadman, waiting while another live thread holds it; returns this
@@ -115,7 +145,7 @@ class Deadman:
         already; ArgumentError for a bad timeout."""
         _check_timeout(timeout, f"taking the deadman of {self._label()}")
         self._core.take(timeout)
-        return self._notify()
+        return self._token(self._notify())
 
     def try_take(self):
         """Takes the deadman if it is free (or its holder died); returns whether it did.
@@ -144,10 +174,22 @@ class Deadman:
     def wait_released(self, token=None, timeout=None):
         """Waits until the take named by `token` is over (released, or its holder died);
         with no token, the take current now (returns at once if the deadman is free).
-        A0TimeoutError at the timeout; LockError if the calling thread holds that take;
-        ArgumentError for a bad token or timeout."""
-        if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
-            raise ArgumentError(f"token must be an int from take(), wait_taken() or state(), not {token!r}")
+        A number given in place of the token is the timeout (the core class's
+        ``wait_released(timeout)``). A0TimeoutError at the timeout; LockError if the
+        calling thread holds that take; ArgumentError for a bad token or timeout, or a
+        token of another deadman."""
+        if isinstance(token, (int, float)) and not isinstance(token, bool):
+            if timeout is not None:
+                raise ArgumentError(f"wait_released({token!r}, timeout={timeout!r}): the first argument "
+                                    "must be a DeadmanToken when a timeout is given")
+            token, timeout = None, token
+        if token is not None:
+            if not isinstance(token, DeadmanToken):
+                raise ArgumentError(f"token must be a DeadmanToken from take(), wait_taken() or state(), "
+                                    f"not {token!r}")
+            if token.arena_id != self._where:
+                raise ArgumentError(f"{token!r} names a take of another deadman ({token.arena_id}), "
+                                    f"not of {self._label()}")
         timeout = _check_timeout(timeout, f"waiting for the deadman of {self._label()} to be released")
         deadline = None if timeout is None else time.monotonic() + timeout
         if token is None:
@@ -203,48 +245,49 @@ class Deadman:
 
 class _Keeper:
     """A daemon thread that runs small calls for others, so that what it takes (robust
-    locks) stays held until released or the process ends, whatever thread asked."""
+    locks) stays held until released or the process ends, whatever thread asked. Jobs
+    come through a SimpleQueue, whose put() is safe even from a finalizer that runs
+    while its thread holds some other lock."""
 
     def __init__(self):
-        self.cond = threading.Condition(threading.Lock())
-        self.jobs = deque()
+        self.jobs = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="a0py-deadman-keeper", daemon=True)
         self.thread.start()
 
     def _run(self):
         while True:
-            with self.cond:
-                while not self.jobs:
-                    self.cond.wait()
-                fn, box, done = self.jobs.popleft()
+            fn, box, done = self.jobs.get()
             try:
-                box.append((True, fn()))
+                result = (True, fn())
             except BaseException as e:  # handed back to the caller
-                box.append((False, e))
-            done.set()
+                result = (False, e)
+                if done is None:
+                    _log.exception("a0py keeper: a posted call raised")
+            if done is not None:
+                box.append(result)
+                done.set()
 
     def call(self, fn):
         if threading.current_thread() is self.thread:
             return fn()
         box, done = [], threading.Event()
-        with self.cond:
-            self.jobs.append((fn, box, done))
-            self.cond.notify()
+        self.jobs.put((fn, box, done))
         done.wait()
         ok, value = box[0]
         if ok:
             return value
         raise value
 
+    def post(self, fn):
+        self.jobs.put((fn, None, None))
+
 
 _keeper = None
 _keeper_lock = threading.Lock()
 
 
-def keeper_call(fn):
-    """Runs ``fn()`` on this process's keeper thread (started on first use; it lives
-    until the process ends) and returns its result or raises its exception. For taking
-    and releasing deadmen that must outlive the thread that asked."""
+def start_keeper():
+    """The keeper thread's handle, starting it if needed (so keeper_post works)."""
     global _keeper
     keeper = _keeper
     if keeper is None:
@@ -252,7 +295,25 @@ def keeper_call(fn):
             if _keeper is None:
                 _keeper = _Keeper()
             keeper = _keeper
-    return keeper.call(fn)
+    return keeper
+
+
+def keeper_call(fn):
+    """Runs ``fn()`` on this process's keeper thread (started on first use; it lives
+    until the process ends) and returns its result or raises its exception. For taking
+    and releasing deadmen that must outlive the thread that asked."""
+    return start_keeper().call(fn)
+
+
+def keeper_post(fn):
+    """Has ``fn()`` run on the keeper thread soon, without waiting (an exception is
+    logged). Safe from a finalizer (``__del__``) once the keeper is running: it only
+    puts on a SimpleQueue. Returns whether it was posted (False: no keeper yet)."""
+    keeper = _keeper
+    if keeper is None:
+        return False
+    keeper.post(fn)
+    return True
 
 
 def _reset_after_fork():

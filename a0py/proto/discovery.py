@@ -190,6 +190,7 @@ class Discovery:
         self._lock = threading.Lock()
         self._announced = set()
         self._closed = False
+        self._pid = os.getpid()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._inotify = None
         self.mode = "poll"
@@ -333,12 +334,13 @@ class Discovery:
         if self._closed:
             return
         self._closed = True
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
+        if os.getpid() == self._pid:  # a forked child's copy has no thread to stop
+            try:
+                os.write(self._wake_w, b"x")
+            except OSError:
+                pass
+            if threading.current_thread() is not self._thread:
+                self._thread.join(timeout)
         for fd in (self._wake_r, self._wake_w):
             try:
                 os.close(fd)

@@ -39,7 +39,6 @@ Invariants:
 
 import asyncio
 import concurrent.futures
-import heapq
 import logging
 import os
 import threading
@@ -55,7 +54,7 @@ from ..errors import (
     PacketCorruptError,
 )
 from . import _dispatch
-from .deadman import keeper_call
+from .deadman import keeper_call, keeper_post, start_keeper
 from .topic import RPC, Topic
 
 __all__ = [
@@ -260,6 +259,7 @@ class _Server:
         self._scanning = True
         self._closed = False
         self._watch = None
+        self._pid = os.getpid()
         try:
             self._writer = _core.PacketWriter(self.arena, self._label)
             self._reader = _core.PacketReader(self.arena, _INIT_OLDEST, _ITER_NEXT, self._label)
@@ -313,6 +313,8 @@ class _Server:
                 for pkt in serve.values():
                     if self._closed:
                         break
+                    if _past_deadline(pkt.headers):
+                        continue  # its client gave up while an earlier handler ran
                     self._accept(pkt.seq)
                     self._dispatch_request(pkt)
             else:
@@ -428,6 +430,8 @@ class _Server:
             if self._closed:
                 return
             self._closed = True
+        if os.getpid() != self._pid:
+            return  # a forked child's copy: the server, its requests and deadman are the parent's
         if self._watch is not None:
             self._watch.cancel()
         with _inline_lock:
@@ -501,16 +505,16 @@ class RpcServer(_Server):
 class _Call:
     """The client side of one request: what it has seen of its fate so far."""
 
-    __slots__ = ("accepted", "client", "dead_at", "deadline", "done", "id", "idle", "no_server_since",
+    __slots__ = ("accepted", "dead_at", "deadline", "done", "id", "idle", "link", "no_server_since",
                  "seq", "timeout")
 
-    def __init__(self, client, rid, seq, timeout, now):
-        self.client = client
+    def __init__(self, link, rid, seq, timeout, now):
+        self.link = link
         self.id = rid
         self.seq = seq
         self.timeout = timeout
         self.deadline = None if timeout is None else now + timeout  # monotonic seconds
-        self.idle = client.streaming  # PRPC: the timeout restarts at each message
+        self.idle = link.streaming  # PRPC: the timeout restarts at each message
         self.accepted = False
         self.no_server_since = None
         self.dead_at = None  # the arena's newest seq when the server was first seen dead
@@ -524,7 +528,7 @@ class _Call:
                 return None
             status = h.get(STATUS, S_OK)
             if status == S_OK:
-                if not self.client.streaming or h.get(DONE) == "1":
+                if not self.link.streaming or h.get(DONE) == "1":
                     self.done = True
                 elif self.timeout is not None:
                     self.deadline = time.monotonic() + self.timeout
@@ -532,19 +536,19 @@ class _Call:
             self.done = True
             why = bytes(pkt.payload).decode("utf-8", "replace")
             if status == S_EXPIRED:
-                raise A0TimeoutError(f"{self.client._label}: {why}")
-            raise RpcRemoteError(f"{self.client._label}: {why}")
+                raise A0TimeoutError(f"{self.link.label}: {why}")
+            raise RpcRemoteError(f"{self.link.label}: {why}")
         if kind == T_CANCEL:
             if h.get(REQ) == self.id:
                 self.done = True
-                raise RpcCancelledError(f"{self.client._label}: request {self.id} was cancelled")
+                raise RpcCancelledError(f"{self.link.label}: request {self.id} was cancelled")
         elif kind == T_ACCEPT:
             if _int(h.get(THROUGH)) >= self.seq:
                 self.accepted = True
         elif kind == T_START and self.accepted:
             self.done = True
             raise RpcServerDiedError(
-                f"{self.client._label}: the server that accepted request {self.id} is gone and a new "
+                f"{self.link.label}: the server that accepted request {self.id} is gone and a new "
                 f"one started (pid {h.get(SERVER)}); the request was not run again, as it may have "
                 "been partly done")
         return None
@@ -556,16 +560,16 @@ class _Call:
         A server that closes answers first and releases its deadman after, so a dead
         server fails an accepted call only once every packet written before its death
         was seen was handled (the reply may be among them)."""
-        client = self.client
+        link = self.link
         if alive is not None:
             self.no_server_since = None
             self.dead_at = None
         elif self.accepted:
             if self.dead_at is None:
-                self.dead_at = _seq_high(client.arena)
+                self.dead_at = _seq_high(link.arena)
             if read_through >= self.dead_at:
                 self.done = True
-                raise RpcServerDiedError(f"{client._label}: the server died while handling request "
+                raise RpcServerDiedError(f"{link.label}: the server died while handling request "
                                          f"{self.id}; it was not run again, as it may have been partly "
                                          "done")
         elif self.no_server_since is None:
@@ -573,12 +577,33 @@ class _Call:
         if self.deadline is not None and now >= self.deadline:
             what = "no message for" if self.idle else "no reply within"
             extra = "" if alive is not None else " (and no server is alive)"
-            raise A0TimeoutError(f"{client._label}: {what} {self.timeout} s to request {self.id}{extra}")
-        wait = client.wait_for_server
+            raise A0TimeoutError(f"{link.label}: {what} {self.timeout} s to request {self.id}{extra}")
+        wait = link.wait_for_server
         if self.no_server_since is not None and wait is not None and now - self.no_server_since >= wait:
-            raise A0TimeoutError(f"{client._label}: no server alive for {wait} s, request {self.id} "
+            raise A0TimeoutError(f"{link.label}: no server alive for {wait} s, request {self.id} "
                                  "was not served; start a server on the topic (or pass a longer "
                                  "wait_for_server=)")
+
+
+class _Link:
+    """What a client's calls and router need of it (not the client itself: an
+    unreferenced client is collected while its router finishes the pending calls)."""
+
+    __slots__ = ("arena", "label", "server", "streaming", "wait_for_server", "writer")
+
+    def __init__(self, arena, label, streaming, wait_for_server):
+        self.arena = arena
+        self.label = label
+        self.streaming = streaming
+        self.wait_for_server = wait_for_server
+        self.writer = _core.PacketWriter(arena, label)
+        self.server = _core.Deadman(arena)  # the live server holds it
+
+    def write_cancel(self, rid):
+        try:
+            self.writer.pub(b"", [(TYPE, T_CANCEL), (REQ, rid)])
+        except A0Error:
+            _log.exception("%s: could not write the cancel of request %s", self.label, rid)
 
 
 class _Client:
@@ -589,15 +614,23 @@ class _Client:
     streaming = False
 
     def __init__(self, topic, *, wait_for_server=DEFAULT_WAIT_FOR_SERVER_S):
-        self.wait_for_server = _check_seconds(wait_for_server, "wait_for_server")
+        wait = _check_seconds(wait_for_server, "wait_for_server")
         self.topic = Topic.of(topic)
         self._label = _describe(self.protocol, self.topic)
         self.arena = self.topic.arena(self.protocol)
-        self._writer = _core.PacketWriter(self.arena, self._label)
-        self._server = _core.Deadman(self.arena)
+        self._link = _Link(self.arena, self._label, self.streaming, wait)
         self._key = (self.topic.root, self.topic.name, self.protocol)
         self._router = None
         self._router_lock = threading.Lock()
+
+    @property
+    def wait_for_server(self):
+        """Seconds a call waits while no server is alive (None: only its timeout)."""
+        return self._link.wait_for_server
+
+    @wait_for_server.setter
+    def wait_for_server(self, value):
+        self._link.wait_for_server = _check_seconds(value, "wait_for_server")
 
     def _request(self, msg, headers, timeout):
         payload, hdrs = _message(msg, _user_headers(headers))
@@ -611,10 +644,10 @@ class _Client:
     def _send(self, msg, headers, timeout):
         """Writes a request; returns its call state (deadline from now)."""
         pkt = self._request(msg, headers, None if self.streaming else timeout)
-        seq = self._writer.pub(pkt)
+        seq = self._link.writer.pub(pkt)
         now = time.monotonic()
-        call = _Call(self, pkt.id, seq, timeout, now)
-        if _alive_pid(self._server) is None:
+        call = _Call(self._link, pkt.id, seq, timeout, now)
+        if _alive_pid(self._link.server) is None:
             call.no_server_since = now
         return call
 
@@ -637,7 +670,7 @@ class _Client:
             while True:
                 now = time.monotonic()
                 if now - last_tick >= _POLL_S or (call.deadline is not None and now >= call.deadline):
-                    call.on_tick(now, _alive_pid(self._server), reader.last_seq)
+                    call.on_tick(now, _alive_pid(self._link.server), reader.last_seq)
                     last_tick = now
                     if call.dead_at is not None:
                         last_tick -= _POLL_S  # look again as soon as the arena is read through
@@ -659,14 +692,8 @@ class _Client:
         finally:
             if call is not None and not call.done:
                 call.done = True
-                self._write_cancel(call.id)
+                self._link.write_cancel(call.id)
             reader.close()
-
-    def _write_cancel(self, rid):
-        try:
-            self._writer.pub(b"", [(TYPE, T_CANCEL), (REQ, rid)])
-        except A0Error:
-            _log.exception("%s: could not write the cancel of request %s", self._label, rid)
 
     def cancel(self, request_id):
         """Cancels request `request_id` (its packet id) wherever it waits: a blocking
@@ -679,12 +706,12 @@ class _Client:
             entry = router.calls.get(request_id)
             if entry is not None and entry.future.cancel():
                 return  # its done-callback wrote the cancel
-        self._write_cancel(request_id)
+        self._link.write_cancel(request_id)
 
     def _route(self):
         with self._router_lock:
             if self._router is None:
-                self._router = _Router(self)
+                self._router = _Router(self._link)
             return self._router
 
     def _submit(self, msg, timeout, headers, on_message):
@@ -696,7 +723,7 @@ class _Client:
             entry = _Entry(call, future, on_message)
             router.calls[call.id] = entry
         future.add_done_callback(lambda f, e=entry: router.done(e))
-        _ticker.add(router)
+        _ticker.add(router, call.deadline)
         return future
 
     def close(self):
@@ -706,6 +733,15 @@ class _Client:
             router, self._router = self._router, None
         if router is not None:
             router.close()
+
+    def __del__(self):
+        # A collector may run this anywhere, even inside a lock that closing takes: so
+        # only a flag and a post to the keeper thread, which closes the router if idle
+        # (else the router closes itself after its last pending call).
+        router = self.__dict__.get("_router")
+        if router is not None:
+            router.orphaned = True
+            keeper_post(router.close_if_idle)
 
     def __enter__(self):
         return self
@@ -730,14 +766,21 @@ class _Entry:
 class _Router:
     """Routes a client's replies to its futures, on the dispatcher thread."""
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, link):
+        self.link = link
         self.lock = threading.Lock()
         self.calls = {}
-        self.reader = _core.PacketReader(client.arena, _INIT_AWAIT_NEW, _ITER_NEXT, client._label)
+        self.reader = _core.PacketReader(link.arena, _INIT_AWAIT_NEW, _ITER_NEXT, link.label)
         self.handled_through = self.reader.last_seq  # every packet up to it has been routed
+        # The highest seq a server accepted through: a call is accepted iff its seq is
+        # at most this (kept here, not per call, so an accept costs O(1) however many
+        # calls are pending).
+        self.accepted_through = 0
         self.closed = False
-        self.watch = _dispatch.watch(client.arena, self._route)
+        self.orphaned = False  # its client is gone: close once no call is pending
+        self.pid = os.getpid()
+        start_keeper()  # the client's finalizer posts its close there
+        self.watch = _dispatch.watch(link.arena, self._route)
 
     def _route(self):
         batch = self.reader.read_batch(_BATCH)
@@ -746,12 +789,16 @@ class _Router:
                 continue
             h = pkt.headers
             kind = h.get(TYPE)
+            if kind == T_ACCEPT:
+                self.accepted_through = max(self.accepted_through, _int(h.get(THROUGH)))
+                continue
             with self.lock:  # held by send() from its write until the call is registered
                 if kind in (T_REPLY, T_CANCEL):
                     entry = self.calls.get(h.get(REQ))
                     entries = () if entry is None else (entry,)
-                elif kind in (T_ACCEPT, T_START):
+                elif kind == T_START:
                     entries = list(self.calls.values())
+                    self.mark_accepted(entries)
                 else:
                     continue
             for entry in entries:
@@ -767,7 +814,16 @@ class _Router:
                     self.deliver(entry, reply)
         if batch:
             self.handled_through = self.reader.last_seq
+        if self.orphaned and not self.calls:
+            self.close()  # its client is gone and nothing is pending
+            return False
         return len(batch) >= _BATCH
+
+    def mark_accepted(self, entries):
+        through = self.accepted_through
+        for entry in entries:
+            if entry.call.seq <= through:
+                entry.call.accepted = True
 
     def deliver(self, entry, reply):
         call = entry.call
@@ -776,7 +832,7 @@ class _Router:
                 entry.on_message(reply, call.done)
             except Exception:
                 _log.exception("%s: the callback raised on a reply to request %s",
-                               self.client._label, call.id)
+                               self.link.label, call.id)
         if call.done:
             self.finish(entry, result=reply)
 
@@ -802,7 +858,17 @@ class _Router:
             self.calls.pop(entry.call.id, None)
         if entry.future.cancelled() and not entry.call.done:
             entry.call.done = True
-            self.client._write_cancel(entry.call.id)
+            self.link.write_cancel(entry.call.id)
+        if self.orphaned and not self.calls and self.pid == os.getpid():
+            self.close()
+
+    def close_if_idle(self):
+        if self.pid != os.getpid():
+            return  # a forked child's copy: the parent's dispatcher owns it
+        with self.lock:
+            idle = not self.calls
+        if idle:
+            self.close()
 
     def tick(self, now):
         """Deadlines and server liveness of the pending calls; returns the earliest
@@ -811,14 +877,15 @@ class _Router:
             entries = list(self.calls.values())
         if not entries:
             return None
-        alive = _alive_pid(self.client._server)
+        alive = _alive_pid(self.link.server)
+        self.mark_accepted(entries)
         earliest = None
         for entry in entries:
             try:
                 entry.call.on_tick(now, alive, self.handled_through)
             except A0TimeoutError as e:
                 self.finish(entry, error=e)
-                self.client._write_cancel(entry.call.id)
+                self.link.write_cancel(entry.call.id)
                 continue
             except RpcError as e:
                 self.finish(entry, error=e)
@@ -833,31 +900,41 @@ class _Router:
         return bool(self.calls)
 
     def close(self):
+        if self.closed:
+            return
         self.closed = True
         self.watch.cancel()
         with self.lock:
             entries = list(self.calls.values())
         for entry in entries:
             entry.future.cancel()
-        self.reader.close()
+        try:
+            self.reader.close()
+        except LockError:
+            pass  # closed from a collector run inside a read: the reader goes with the router
 
 
 class _Ticker:
     """One thread per process checks deadlines and server liveness of every pending
-    callback/future call (at least every _POLL_S seconds while any is pending)."""
+    callback/future call: at least every _POLL_S seconds while any is pending, and at
+    the earliest deadline. Woken early only by a call whose deadline comes before its
+    planned wake, so a burst of sends costs no tick each."""
 
     def __init__(self):
         self.cond = threading.Condition(threading.Lock())
         self.routers = set()
         self.thread = None
+        self.wake_at = None  # monotonic time of the planned wake while asleep
 
-    def add(self, router):
+    def add(self, router, deadline):
         with self.cond:
+            new = router not in self.routers
             self.routers.add(router)
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._run, name="a0py-rpc-ticker", daemon=True)
                 self.thread.start()
-            self.cond.notify()
+            elif new or (deadline is not None and self.wake_at is not None and deadline < self.wake_at):
+                self.cond.notify()
 
     def _run(self):
         while True:
@@ -868,16 +945,18 @@ class _Ticker:
                     self.thread = None
                     return
             now = time.monotonic()
-            earliest = []
+            earliest = None
             for r in routers:
                 d = r.tick(now)
-                if d is not None:
-                    heapq.heappush(earliest, d)
+                if d is not None and (earliest is None or d < earliest):
+                    earliest = d
             wait = _POLL_S
-            if earliest:
-                wait = max(0.0, min(wait, earliest[0] - time.monotonic()))
+            if earliest is not None:
+                wait = max(0.0, min(wait, earliest - time.monotonic()))
             with self.cond:
+                self.wake_at = time.monotonic() + wait
                 self.cond.wait(wait)
+                self.wake_at = None
 
 
 _ticker = _Ticker()
