@@ -77,8 +77,9 @@ def _existing(topic, protocols=None):
 # -- reading an arena's packets without subscribing (ls, info)
 
 
-class _PubsubState:
-    """What ``ls`` and ``info`` show of a pubsub arena: its ring and packets."""
+class _RingState:
+    """What ``ls`` and ``info`` show of a topic arena: its ring, and the
+    newest packet (or, with ``all_packets``, every packet: the writers seen)."""
 
     def __init__(self, arena, all_packets):
         from a0py import Packet, Transport
@@ -159,7 +160,7 @@ def ls(root, quiet):
                 with _open_arena(topic, protocol) as arena:
                     size += arena.size
                     if protocol == PUBSUB:
-                        state = _PubsubState(arena, all_packets=False)
+                        state = _RingState(arena, all_packets=False)
                         packets = str(state.count)
                         if state.newest is not None:
                             newest = _age(state.newest[1])
@@ -206,7 +207,7 @@ def info(topic, root, shm, path):
     for protocol in protocols:
         try:
             with _open_arena(topic, protocol) as arena:
-                state = _PubsubState(arena, all_packets=protocol == PUBSUB)
+                state = _RingState(arena, all_packets=protocol == PUBSUB)
                 size = arena.size
         except A0Error as e:
             rows.append((protocol, f"{paths[protocol]}: {e}"))
@@ -475,10 +476,12 @@ def _monitor(topics, root, window, duration, line):
             now = time.monotonic()
             wake = next_report if deadline is None else min(next_report, deadline)
             if now < wake:
-                time.sleep(min(wake - now, APPEAR_POLL_S if any(w.subscriber is None for w in windows) else wake - now))
+                waiting = any(w.subscriber is None for w in windows)  # look for them again soon
+                time.sleep(min(wake - now, APPEAR_POLL_S) if waiting else wake - now)
                 continue
             if now >= next_report:
-                next_report += _REPORT_PERIOD_S
+                # once a period; after a stall (a suspended terminal), no burst of catch-up reports
+                next_report = max(next_report + _REPORT_PERIOD_S, now + _REPORT_PERIOD_S / 2)
                 for w in windows:
                     times, sizes, new, missed = w.take()
                     if w.subscriber is None:
