@@ -430,3 +430,16 @@ def test_echo_into_a_closed_pipe_stops_quietly(root):
         err = echo.proc.stderr.read().decode()
     assert status == 1
     assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_a_command_whose_module_cannot_load_leaves_the_others_working(monkeypatch, capsys):
+    from a0py.cli import COMMANDS, main
+
+    monkeypatch.setitem(COMMANDS, "replay", ("no_such_group_module", "replay"))
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert re.search(r"replay\s+\(unavailable: No module named 'a0py\.cli\.no_such_group_module'\)", listed)
+    assert "  echo " in listed
+    assert main(["replay", "a", "--flag"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("a0py: error: `a0py replay` is unavailable: No module named")

@@ -49,7 +49,24 @@ class _CommandTable(click.Group):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        try:
+            return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        except ImportError as e:  # a group's optional dependency is missing: the others still work
+            return _unavailable(name, e)
+
+
+def _unavailable(name, error):
+    """A stand-in for a command whose module cannot be imported: listed in
+    --help as unavailable, and an error saying why when run."""
+    from a0py.cli._common import CliError
+
+    def fail(args):
+        raise CliError(f"`a0py {name}` is unavailable: {error}; install what it needs "
+                       "(pip install 'a0py[...]', see docs/cli.md)")
+
+    return click.Command(name, callback=fail, short_help=f"(unavailable: {error})",
+                         params=[click.Argument(["args"], nargs=-1)],
+                         context_settings={"ignore_unknown_options": True})
 
 
 @click.group(cls=_CommandTable, context_settings={"help_option_names": ["-h", "--help"]})
