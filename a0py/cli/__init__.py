@@ -7,8 +7,9 @@ the others nothing. To add a command group: write ``a0py/cli/<group>.py``
 with its click commands (arena options, errors and output helpers are in
 ``_common`` and ``_output``) and add its commands to :data:`COMMANDS`.
 
-Exit status: 0 on success, 1 on an error (one line on stderr that names the
-arena and what to do), 2 on a usage error, 130 when interrupted.
+Exit status: 0 on success (also a streaming command ended by Ctrl-C), 1 on
+an error (one line on stderr that names the topic or arena and what to do),
+2 on a usage error, 130 when interrupted.
 """
 
 import importlib
@@ -21,11 +22,20 @@ from a0py import __version__
 
 # command -> (module under a0py.cli, name of the click command in it)
 COMMANDS = {
-    "info": ("arenas", "info"),
+    "ls": ("topics", "ls"),
+    "echo": ("topics", "echo"),
+    "pub": ("topics", "pub"),
+    "hz": ("topics", "hz"),
+    "bw": ("topics", "bw"),
+    # info and rm take a TOPIC, or --shm/--file for one raw arena (arenas.info/rm)
+    "info": ("topics", "info"),
+    "rpc": ("rpc", "rpc"),
+    "cfg": ("cfg", "cfg"),
+    "log": ("log", "log"),
+    "rm": ("topics", "rm"),
     "dump": ("arenas", "dump"),
     "write": ("arenas", "write"),
     "tail": ("arenas", "tail"),
-    "rm": ("arenas", "rm"),
 }
 
 
@@ -39,16 +49,34 @@ class _CommandTable(click.Group):
         if name not in COMMANDS:
             return None
         module, attribute = COMMANDS[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        try:
+            return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        except ImportError as e:  # a group's optional dependency is missing: the others still work
+            return _unavailable(name, e)
+
+
+def _unavailable(name, error):
+    """A stand-in for a command whose module cannot be imported: listed in
+    --help as unavailable, and an error saying why when run."""
+    from a0py.cli._common import CliError
+
+    def fail(args):
+        raise CliError(f"`a0py {name}` is unavailable: {error}; install what it needs "
+                       "(pip install 'a0py[...]', see docs/cli.md)")
+
+    return click.Command(name, callback=fail, short_help=f"(unavailable: {error})",
+                         params=[click.Argument(["args"], nargs=-1)],
+                         context_settings={"ignore_unknown_options": True})
 
 
 @click.group(cls=_CommandTable, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="a0py")
 def cli():
-    """Look inside a0py arenas and use them from the shell.
+    """Use a0py topics and arenas from the shell.
 
-    Name the arena with --shm NAME (shared memory, as in /dev/shm) or
-    --file PATH. Run `a0py COMMAND --help` for a command's options.
+    Topic commands take a TOPIC name (under A0PY_ROOT, or --root); arena
+    commands take --shm NAME (shared memory, as in /dev/shm) or --file PATH.
+    Run `a0py COMMAND --help` for a command's options.
     """
 
 

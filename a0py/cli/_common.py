@@ -1,27 +1,34 @@
 """What every command group shares: the error a user can act on, the arena
-options (``--shm NAME | --file PATH``), sizes with units, and the mapping of
-a0py's exceptions to messages that name the arena and say what to do.
+options (``--shm NAME | --file PATH``), topic names and ``--root``, sizes
+with units, and the mapping of a0py's exceptions to messages that name the
+arena or topic and say what to do.
 
 Invariant: a command never lets an :class:`a0py.A0Error` reach the user as a
-traceback; it leaves through :func:`errors_about`, which turns it into a
-:class:`CliError` (one line on stderr, exit status 1).
+traceback; it leaves through :func:`errors_about` (arenas) or
+:func:`errors_about_topic` (topics), which turn it into a :class:`CliError`
+(one line on stderr, exit status 1).
 """
 
 import contextlib
 import functools
+import json
 import re
 import shlex
+import time
 from dataclasses import dataclass
 
 import click
 
 from a0py.errors import (
     A0Error,
+    A0TimeoutError,
     ArenaCorruptError,
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArgumentError,
     FrameTooLargeError,
+    PacketCorruptError,
 )
 
 
@@ -128,3 +135,202 @@ def errors_about(target, *, missing_hint=None):
             message = f"{target.label}: {message}"
         hint = _hint(error, target)
         raise CliError(f"{message}; {hint}" if hint else message) from None
+
+
+# -- topics
+
+
+class TopicName(click.ParamType):
+    """A topic name, checked (and a leading ``/`` dropped) as a0py.Topic does;
+    a bad one is a usage error naming what is wrong."""
+
+    name = "TOPIC"
+
+    def convert(self, value, param, ctx):
+        from a0py.proto.topic import check_topic_name
+
+        try:
+            return check_topic_name(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+class RootSpec(click.ParamType):
+    """Where topics live, in ``A0PY_ROOT`` syntax (``shm:PREFIX`` or a directory)."""
+
+    name = "ROOT"
+
+    def convert(self, value, param, ctx):
+        from a0py.proto.topic import Root
+
+        if isinstance(value, Root):
+            return value
+        try:
+            return Root.parse(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+TOPIC = TopicName()
+
+root_option = click.option(
+    "--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
+    help="Where the topics live: shm:PREFIX (shared memory, default shm:a0py) or a directory.")
+
+
+@dataclass(frozen=True)
+class TopicTarget:
+    """A topic a command works on, with its root, as messages name it."""
+
+    name: str
+    root: object = None  # a0py.proto.topic.Root; None for A0PY_ROOT
+
+    def topic(self, size=None):
+        """The :class:`a0py.Topic` (``size``: the size its arenas get if this
+        process creates them)."""
+        from a0py.proto.topic import Topic
+
+        return Topic(self.name, root=self.root, size=size)
+
+    @property
+    def label(self):
+        """How messages name it: ``topic 'camera'``."""
+        return f"topic '{self.name}'"
+
+    @property
+    def where(self):
+        """Its root, for messages about where it is (or is not): ``under shm:a0py``."""
+        from a0py.proto.topic import Root
+
+        return f"under {(self.root or Root.parse(None)).spec()}"
+
+    @property
+    def rm_command(self):
+        """The command that removes it, shell-quoted."""
+        from a0py.proto.topic import Root
+
+        root = "" if self.root is None or self.root == Root.parse(None) else f" --root {shlex.quote(self.root.spec())}"
+        return f"a0py rm {shlex.quote(self.name)}{root}"
+
+
+def _topic_hint(error, target, protocol):
+    if isinstance(error, FrameTooLargeError):
+        return (f"its {protocol} arena is too small for this packet: remove the topic with "
+                f"`{target.rm_command}` and create it again larger (`a0py pub --size BYTES ...`, "
+                "or A0PY_TOPIC_SIZES / A0PY_ARENA_SIZE in the publishing program)")
+    if isinstance(error, ArenaFormatError):
+        return (f"its {protocol} arena is not an a0py arena of this version; remove the topic "
+                f"with `{target.rm_command}` if nothing else uses it")
+    if isinstance(error, (ArenaCorruptError, PacketCorruptError)):
+        return f"remove the topic with `{target.rm_command}` and start its programs again"
+    return None
+
+
+@contextlib.contextmanager
+def errors_about_topic(target, protocol="pubsub", *, timeout_hint=None):
+    """Turn the a0py errors raised inside the block into :class:`CliError`
+    naming the topic ``target`` (:class:`TopicTarget`), with a hint of what to
+    do. ``timeout_hint`` is the hint for an :class:`a0py.A0TimeoutError`."""
+    try:
+        yield
+    except A0TimeoutError as error:
+        message = _with_label(str(error), target)
+        raise CliError(f"{message}; {timeout_hint}" if timeout_hint else message) from None
+    except A0Error as error:
+        message = _with_label(str(error), target)
+        hint = _topic_hint(error, target, protocol)
+        raise CliError(f"{message}; {hint}" if hint else message) from None
+
+
+def _with_label(message, target):
+    if f"'{target.name}'" in message:
+        return message
+    return f"{target.label}: {message}"
+
+
+# How often a command waiting for a topic's arena to appear looks again (s).
+APPEAR_POLL_S = 0.05
+
+
+def wait_for_topic(target, protocol, timeout, waiting_for):
+    """Wait until ``target``'s ``protocol`` arena exists, without creating it
+    (saying once on stderr that it waits for ``waiting_for``); False if
+    ``timeout`` seconds (None: no limit) pass first.
+
+    Commands that read never create a topic: the creator fixes the arena's
+    size, and the program that writes the topic knows the size it needs."""
+    topic = target.topic()
+    if topic.exists(protocol):
+        return True
+    from a0py.proto.topic import PROTOCOLS
+
+    if any(map(topic.exists, PROTOCOLS)):
+        what = f"has no {protocol} arena yet"
+    else:
+        what = f"does not exist yet ({target.where})"
+    click.echo(f"a0py: {target.label} {what}; waiting for {waiting_for} (Ctrl-C to stop)", err=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not topic.exists(protocol):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+        time.sleep(APPEAR_POLL_S)
+    return True
+
+
+@dataclass(frozen=True)
+class PacketFormat:
+    """How a command prints packets (``--json``, ``--hex``, ``--raw``, ``-v``)."""
+
+    json: bool = False
+    hex: bool = False
+    raw: bool = False
+    verbose: bool = False
+
+
+def packet_format_options(command):
+    """Add ``--json | --hex | --raw`` and ``-v`` to a command that prints
+    packets; it receives them as one ``fmt`` (:class:`PacketFormat`)."""
+
+    @click.option("-v", "--verbose", is_flag=True, help="Show each packet's seq, id and headers too.")
+    @click.option("--raw", is_flag=True, help="Write payloads' bytes as they are, nothing between them.")
+    @click.option("--hex", "as_hex", is_flag=True, help="Show payloads as hex.")
+    @click.option("--json", "as_json", is_flag=True, help="Decode payloads as JSON (one line each).")
+    @functools.wraps(command)
+    def with_format(*args, as_json, as_hex, raw, verbose, **kwargs):
+        if as_json + as_hex + raw > 1:
+            raise click.UsageError("choose one of --json, --hex and --raw")
+        if raw and verbose:
+            raise click.UsageError("--raw writes payloads only: leave out -v")
+        return command(*args, fmt=PacketFormat(as_json, as_hex, raw, verbose), **kwargs)
+
+    return with_format
+
+
+def parse_header(item):
+    """``-H KEY=VALUE`` as a (key, value) pair; a usage error if it is not one
+    or uses the prefix ``a0_`` (a0py's own headers: standard and protocol)."""
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise click.BadParameter(f"{item!r}: give KEY=VALUE, such as -H unit=mm", param_hint="'-H'")
+    if key.startswith("a0_"):
+        raise click.BadParameter(f"{key!r}: headers starting with 'a0_' are a0py's own and cannot be set",
+                                 param_hint="'-H'")
+    return key, value
+
+
+def prepare_payload(raw, where, as_hex, as_json):
+    """The payload to publish from DATA's bytes; click.BadParameter naming
+    ``where`` if they are not the hex or JSON asked for."""
+    if as_hex:
+        try:
+            raw = bytes.fromhex(raw.decode("ascii", "replace"))
+        except ValueError:
+            raise click.BadParameter(f"{where} is not hex: give pairs of hex digits, such as 00ff10",
+                                     param_hint="DATA") from None
+    if as_json:
+        try:
+            obj = json.loads(raw)
+        except ValueError as e:
+            raise click.BadParameter(f"{where} is not JSON: {e}", param_hint="DATA") from None
+        raw = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return raw

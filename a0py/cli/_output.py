@@ -2,7 +2,9 @@
 when the output goes to a pipe or a file (no colour codes, no wrapping, no
 trailing blanks), so scripts and ``grep`` read the same fields a person sees."""
 
+import json
 import sys
+import time
 
 import click
 
@@ -35,14 +37,60 @@ def print_fields(rows):
 _CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(32), 127)}
 
 
+_CONTROL_ESCAPES_BUT_LINES = {c: e for c, e in _CONTROL_ESCAPES.items() if chr(c) not in "\n\t"}
+
+
+def escape_text(data, keep_lines=False):
+    """Bytes (or str) as one line of text: undecodable bytes and control
+    characters escaped (``\\xff``, ``\\n``); with ``keep_lines``, newlines and
+    tabs are kept (text that is meant to span lines, such as a traceback)."""
+    if not isinstance(data, str):
+        data = bytes(data).decode("utf-8", "backslashreplace")
+    return data.translate(_CONTROL_ESCAPES_BUT_LINES if keep_lines else _CONTROL_ESCAPES)
+
+
+def wall_time(wall_ns):
+    """A packet's ``a0_time_wall`` (ns since the epoch) as local time with ms."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(wall_ns / 1e9))
+    return f"{stamp}.{int(wall_ns % 1_000_000_000) // 1_000_000:03d}"
+
+
+def payload_text(pkt, as_json=False, as_hex=False):
+    """A packet's payload as one line: text (escaped), hex, or its JSON
+    re-encoded on one line. ValueError if ``as_json`` and it is not JSON."""
+    if as_hex:
+        return bytes(pkt.payload).hex(" ")
+    if as_json:
+        return json.dumps(pkt.json(), ensure_ascii=False)
+    return escape_text(pkt.payload)
+
+
+def print_packet(pkt, body):
+    """A packet as a block (``echo -v``): seq, id, headers (the wall time
+    also as local time), the payload shown as ``body``, then ``---``."""
+    click.echo(f"seq: {pkt.seq}")
+    click.echo(f"id: {pkt.id}")
+    click.echo("headers:")
+    for key, value in pkt.headers.items():
+        shown = escape_text(value)
+        if key == "a0_time_wall" and value.isdigit():
+            shown += f" ({wall_time(int(value))})"
+        click.echo(f"  {escape_text(key)}: {shown}")
+    click.echo(f"payload: {body}")
+    click.echo("---")
+
+
+def write_raw(data):
+    """Bytes to standard output as they are (``--raw``)."""
+    sys.stdout.buffer.write(bytes(data))
+    sys.stdout.buffer.flush()
+
+
 def preview(data, as_hex, width=64):
     """The first ``width`` bytes of a frame, as text (undecodable bytes and
     control characters escaped) or as hex, with an ellipsis when there is more."""
     chunk = bytes(data[:width])
-    if as_hex:
-        text = chunk.hex(" ")
-    else:
-        text = chunk.decode("utf-8", "backslashreplace").translate(_CONTROL_ESCAPES)
+    text = chunk.hex(" ") if as_hex else escape_text(chunk)
     return text + (" …" if len(data) > width else "")
 
 
@@ -50,3 +98,75 @@ def frame_line(seq, data, as_hex):
     """One frame as ``dump`` and ``tail`` print it: seq, size, preview."""
     line = f"{seq:>10}  {len(data):>8} B"
     return f"{line}  {preview(data, as_hex)}" if len(data) else line
+
+
+def print_table(columns, rows, right=()):
+    """Print rows under column titles: a rich table on a terminal, aligned
+    plain columns otherwise (titles first). Columns named in ``right`` are
+    right-aligned (numbers)."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    if _to_terminal():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(box=None, header_style="bold cyan", pad_edge=False)
+        for title in columns:
+            table.add_column(title, justify="right" if title in right else "left",
+                             no_wrap=title == columns[0])
+        for row in rows:
+            table.add_row(*row)
+        Console(highlight=False).print(table)
+        return
+    widths = [max([len(title)] + [len(row[i]) for row in rows]) for i, title in enumerate(columns)]
+    for cells in [list(columns), *rows]:
+        parts = [cell.rjust(w) if title in right else cell.ljust(w)
+                 for cell, w, title in zip(cells, widths, columns)]
+        click.echo("  ".join(parts).rstrip())
+
+
+def human_bytes(n):
+    """A byte count for people: ``512 B``, ``4 KiB``, ``1.5 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            break
+        value /= 1024
+    if unit == "B":
+        return f"{int(n)} B"
+    return f"{value:.0f} {unit}" if value == int(value) or value >= 100 else f"{value:.1f} {unit}"
+
+
+def human_seconds(seconds):
+    """A duration for people: ``850 ms``, ``2.5 s``, ``3 min``, ``2.0 h``, ``4 d``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} d"
+
+
+def show_packet(pkt, label, fmt):
+    """Print a packet as ``echo`` does (and ``rpc`` its reply), in the
+    format ``fmt`` (:class:`a0py.cli._common.PacketFormat`); a gap before it,
+    and a payload that is not the JSON asked for, are said on stderr naming
+    ``label`` (the topic)."""
+    if pkt.missed:
+        click.echo(f"a0py: {label}: {pkt.missed} packets missed before seq {pkt.seq} "
+                   "(evicted before they were read)", err=True)
+    if fmt.raw:
+        write_raw(pkt.payload)
+        return
+    try:
+        body = payload_text(pkt, fmt.json, fmt.hex)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        click.echo(f"a0py: {label}: packet seq {pkt.seq} is not JSON ({e}); not shown "
+                   "(leave out --json to see it)", err=True)
+        return
+    if fmt.verbose:
+        print_packet(pkt, body)
+    else:
+        click.echo(body)

@@ -1,0 +1,99 @@
+"""``a0py log TOPIC``: print a topic's log messages at a level or above
+(a0py.LogListener, :mod:`a0py.proto.log`).
+
+Like ``echo``, it never creates the topic's log arena (the program that logs
+does): it waits for it to appear.
+"""
+
+import queue
+import sys
+
+import click
+
+from a0py.cli._common import (
+    TOPIC,
+    CliError,
+    TopicTarget,
+    errors_about_topic,
+    root_option,
+    wait_for_topic,
+)
+from a0py.cli._output import escape_text
+
+LOG = "log"
+_INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
+_COLOURS = {"CRIT": ("red", True), "ERR": ("red", False), "WARN": ("yellow", False), "DBG": ("bright_black", False)}
+
+
+class _Level(click.ParamType):
+    """A log level: crit, err, warn, info, dbg (or critical, error, warning, debug)."""
+
+    name = "LEVEL"
+
+    def convert(self, value, param, ctx):
+        from a0py.errors import ArgumentError
+        from a0py.proto.log import parse_level
+
+        try:
+            return parse_level(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+@click.command()
+@click.argument("topic", type=TOPIC)
+@root_option
+@click.option("-l", "--level", type=_Level(), default="dbg", show_default=True,
+              help="Show messages at this level or above: crit, err, warn, info, dbg.")
+@click.option("--init", type=click.Choice(list(_INITS)), default="new", show_default=True,
+              help="Start with the oldest message still kept, the most recent one, or the first new one.")
+@click.option("-n", "count", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop after N messages.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+              help="Stop after SECONDS without a message (an error if -n wanted more).")
+def log(topic, root, level, init, count, timeout):
+    """Print a topic's log messages as they are written: time, level, the
+    logger's name when known, and the text.
+
+    Waits for the topic's log if it does not exist yet. Ctrl-C ends it.
+    """
+    from a0py import LogListener
+    from a0py.proto.log import format_line, log_level
+
+    target = TopicTarget(topic, root)
+    colour = sys.stdout.isatty()
+    messages = queue.Queue()
+    listener = None
+    got = 0
+    try:
+        if not wait_for_topic(target, LOG, timeout, "a program to log to it"):
+            if count is not None:
+                raise CliError(f"{target.label}: nothing logged within {timeout} s: start the program "
+                               "that logs, or check the name with `a0py ls`")
+            return
+        with errors_about_topic(target, LOG):
+            listener = LogListener(target.topic(), level, messages.put, init=_INITS[init])
+        while count is None or got < count:
+            try:
+                pkt = messages.get(timeout=timeout)
+            except queue.Empty:
+                if count is not None:
+                    raise CliError(f"{target.label}: no log message within {timeout} s (got {got} of "
+                                   f"{count})") from None
+                return
+            got += 1
+            if pkt.missed:
+                click.echo(f"a0py: {target.label}: {pkt.missed} log messages missed before seq {pkt.seq} "
+                           "(evicted before they were read)", err=True)
+            # Messages keep their lines (a traceback reads as one), never escape sequences.
+            line = escape_text(format_line(pkt), keep_lines=True)
+            name = log_level(pkt).name
+            if colour and name in _COLOURS:
+                fg, bold = _COLOURS[name]
+                line = click.style(line, fg=fg, bold=bold)
+            click.echo(line)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if listener is not None:
+            listener.close()
