@@ -39,8 +39,13 @@ def _pin(cpu):
         os.sched_setaffinity(0, {cpu})
 
 
+# A0BENCH_RUN tags every name this run creates, so a caller (tests/test_bench_peers.py)
+# can tell its leftovers from those of another run on the machine.
+_RUN_TAG = os.environ.get("A0BENCH_RUN", "")
+
+
 def _unique(prefix):
-    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:10]}"
+    return f"{prefix}-{_RUN_TAG}{os.getpid()}-{uuid.uuid4().hex[:10]}"
 
 
 def _timed(roundtrip, n, warmup):

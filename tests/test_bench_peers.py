@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 
@@ -20,13 +21,16 @@ TINY = ["--quick", "--repeats", "1", "--seconds", "0.05", "--round-trips", "200"
 pytestmark = pytest.mark.slow
 
 
+RUN_TAG = f"t{uuid.uuid4().hex[:8]}-"  # in every name this module's bench runs create
+
+
 def _bench_names():
-    """Names the bench's peers create in /dev/shm and /tmp."""
+    """Names this module's bench runs created in /dev/shm and /tmp (other runs on
+    the machine, tagged otherwise, are not ours to count)."""
     names = set()
     for d in ("/dev/shm", "/tmp"):
         for f in os.listdir(d):
-            if (f.startswith(("a0bench", "sem.a0bench", "iox2_", "iceoryx2", "alephzero"))
-                    or f.endswith(".zenoh")):
+            if RUN_TAG in f:
                 names.add(os.path.join(d, f))
     return names
 
@@ -52,7 +56,7 @@ def _run(args, code=None, timeout=120):
     returns (returncode, stdout, stderr, processes left in the session)."""
     cmd = [sys.executable, SCRIPT, *args] if code is None else [sys.executable, "-c", code, *args]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env={**os.environ, "A0BENCH_RUN": RUN_TAG})
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
