@@ -79,7 +79,8 @@ cdef class Transport:
     def spin(self, value):
         cdef uint64_t spin = _as_size(value, "spin", self.arena)
         if spin > 0xFFFFFFFF:
-            raise ArgumentError(f"{self.arena._describe()}: spin must be at most {0xFFFFFFFF} iterations, got {spin}")
+            raise ArgumentError(f"{self.arena._describe()}: spin must be at most {0xFFFFFFFF} "
+                                f"iterations, got {spin}")
         self.t.spin = <uint32_t>spin
 
     @property
@@ -179,7 +180,8 @@ cdef class Transport:
         try:
             items = list(frames)
         except TypeError:
-            raise ArgumentError(f"write_many to {self.arena._describe()} needs an iterable of bytes-like frames, "
+            raise ArgumentError(f"write_many to {self.arena._describe()} needs an iterable of "
+                                "bytes-like frames, "
                                 f"not {type(frames).__name__}") from None
         self._acquire(&lk)
         try:
@@ -249,7 +251,9 @@ cdef class Transport:
         cdef a0_locked_t lk
         cdef a0_frame_t fr
         cdef a0_err_t err
-        cdef Py_ssize_t limit = -1 if max_frames is None else <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
+        cdef Py_ssize_t limit = -1
+        if max_frames is not None:
+            limit = <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
         out = []
         self._acquire(&lk)
         try:
