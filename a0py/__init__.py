@@ -17,6 +17,7 @@ from .errors import (
     ArgumentError,
     ClosedError,
     EmptyError,
+    FrameEvictedError,
     FrameTooLargeError,
     LockError,
     NoFrameError,
@@ -25,13 +26,14 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
+_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "ReadView", "Deadman",
+               "FORMAT_VERSION")
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError",
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
-    "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
-    "Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION",
+    "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
+    "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "Deadman", "FORMAT_VERSION",
 ]
 
 

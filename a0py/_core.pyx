@@ -13,7 +13,7 @@ declarations are in ``includes/`` (one .pxd per csrc/ header), the code in
 from cpython.buffer cimport (
     PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
 )
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
 from libc.errno cimport errno
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
@@ -48,6 +48,7 @@ from .errors import (
     ArgumentError,
     ClosedError,
     EmptyError,
+    FrameEvictedError,
     FrameTooLargeError,
     LockError,
     NoFrameError,

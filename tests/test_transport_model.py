@@ -256,8 +256,7 @@ class TransportMachine(RuleBasedStateMachine):
         return ctypes.string_at(self.base + off, n)
 
     def committed_page(self):
-        page = struct.unpack_from("<I", self.raw(136, 4))[0]
-        assert page in (0, 1)
+        page = struct.unpack_from("<Q", self.raw(136, 8))[0] & 1  # state_version's low bit
         return struct.unpack_from("<5Q", self.raw(320 + 64 * page, 40))
 
     def locked(self):
