@@ -103,10 +103,10 @@ HEADER_LAYOUT = {
 STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32}
 FRAME_LAYOUT = {"seq": 0, "off_prev": 8, "off_next": 16, "data_size": 24}
 
-@pytest.fixture(scope="session")
-def core(tmp_path_factory):
-    """(ffi, lib) of csrc/*.c compiled as a cffi extension in a temp dir."""
-    out = tmp_path_factory.mktemp("a0cffi")
+def build_core(out_dir):
+    """(ffi, lib) of csrc/*.c compiled as a cffi extension (API mode) in
+    out_dir, declared from the headers. Also used by test_transport_model.py
+    to drive lock-free reads step by step."""
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(cdef_from_headers())
     ffibuilder.set_source(
@@ -117,11 +117,17 @@ def core(tmp_path_factory):
         extra_compile_args=["-std=gnu11", "-D_GNU_SOURCE", "-O1"],
         libraries=["pthread"],
     )
-    path = ffibuilder.compile(tmpdir=str(out), verbose=False)
+    path = ffibuilder.compile(tmpdir=str(out_dir), verbose=False)
     spec = importlib.util.spec_from_file_location("_a0_core_cffi", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.ffi, mod.lib
+
+
+@pytest.fixture(scope="session")
+def core(tmp_path_factory):
+    """(ffi, lib) of csrc/*.c compiled as a cffi extension in a temp dir."""
+    return build_core(tmp_path_factory.mktemp("a0cffi"))
 
 
 @pytest.fixture(autouse=True)
