@@ -6,6 +6,7 @@ Multi-process tests use real processes (fork) and real SIGKILLs; they
 synchronize through pipes and events, and assert outcomes, never timings.
 """
 
+import itertools
 import multiprocessing as mp
 import os
 import signal
@@ -409,7 +410,7 @@ def torture_reader(name, how, go, done, conn):
         if not frames and done.is_set() and tr.read_next(timeout=0) is None:
             break
     conn.send({"torn": torn, "got": got, "evicted": evicted, "missed": tr.missed,
-               "increasing": all(a < b for a, b in zip(seqs, seqs[1:])),
+               "increasing": all(a < b for a, b in itertools.pairwise(seqs)),
                "first": seqs[0] if seqs else None, "last": seqs[-1] if seqs else None})
 
 
