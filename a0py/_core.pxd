@@ -2,7 +2,9 @@
 from libc.stdint cimport uint8_t, uint64_t
 
 from .includes.a0_err cimport a0_err_t
-from .includes.a0_transport cimport a0_locked_t, a0_transport_t
+from posix.time cimport timespec
+
+from .includes.a0_transport cimport a0_locked_t, a0_read_t, a0_transport_t
 
 
 cdef class Arena:
@@ -26,8 +28,24 @@ cdef class Transport:
     cdef a0_transport_t t
     cdef readonly Arena arena
     cdef LockedTransport _locked
+    cdef bint _view_open
+    cdef int _raise_read(self, a0_err_t err) except -1
+    cdef int _wait_readable(self, timespec* deadline) except -1
+    cdef object _read_one(self)
+    cdef object _read_one_open(self)
+    cdef list _read_many_open(self, Py_ssize_t limit)
     cdef int _acquire(self, a0_locked_t* lk) except -1
     cdef a0_err_t _release(self, a0_locked_t lk, bint commit=*) except *
+
+
+cdef class ReadView:
+    cdef Transport tr
+    cdef a0_read_t r
+    cdef object _view
+    cdef timespec deadline
+    cdef int has_deadline
+    cdef object timeout
+    cdef int state  # 0 new, 1 entered, 2 done
 
 
 cdef class LockedTransport:

@@ -15,7 +15,7 @@ cimport cython
 from cpython.buffer cimport (
     PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_FillInfo, PyBuffer_Release, PyObject_GetBuffer,
 )
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
 from libc.errno cimport errno
@@ -54,6 +54,7 @@ from .errors import (
     ArgumentError,
     ClosedError,
     EmptyError,
+    FrameEvictedError,
     FrameTooLargeError,
     LockError,
     NoFrameError,

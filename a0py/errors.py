@@ -55,6 +55,18 @@ class SeqNotFoundError(A0Error, LookupError):
     """``jump(seq)`` asked for a seq that has not been written yet."""
 
 
+class FrameEvictedError(A0Error):
+    """A frame read without the lock was overwritten while it was in use.
+
+    Raised when a ``Transport.read_view()`` block ends and its frame turns out
+    to have been evicted (and possibly written over) meanwhile: what the block
+    read may be torn, so discard whatever it computed from it and read again.
+    The reader fell behind the writers: give the arena more room, or read
+    sooner. (Copying reads never raise it: they retry and count the loss in
+    ``Transport.missed``.)
+    """
+
+
 class LockError(A0Error):
     """Misuse of the lock: operating on a released lock, nesting, or a lock
     that the previous owner left unrecoverable."""

@@ -9,14 +9,17 @@ Measures, each repeated --repeats times (medians reported):
   throughput  frames/s and ns/frame written (Transport.write; the
               non-evicting write(evict=False); `with lock()`
               + alloc + copy + commit) and read (read_next; read_many;
-              zero-copy next/frame under one lock) for 64 B, 4 KiB, 1 MiB
+              read_view; zero-copy next/frame under one lock) for 64 B, 4 KiB, 1 MiB
               frames, and GB/s for 1 MiB;
   syscalls    futex/total syscalls a writer makes with nobody waiting and
               with a sleeping waiter (strace -c when installed), plus the
               arena's waiter count;
+  one-way     a writer process writing as fast as it can, a reader
+              process blocking like a user would (read_next, read_many,
+              read_view): msgs/s and MB/s received, fraction delivered;
   ping-pong   cross-process round trips of 64-byte messages: a0py (two
-              arenas, read_next(timeout=None)) at several Transport.spin
-              settings, and the peers that are installed: os.pipe,
+              arenas, read_next(timeout=None)) at the default spin
+              (adaptive) and fixed Transport.spin settings, and the peers that are installed: os.pipe,
               multiprocessing Pipe/Queue, pyzmq ipc://, faster-fifo, POSIX
               message queues. p50/p99/mean over >= 20k round trips a run;
   floors      the same ping-pong in C (bench/pingpong_floor.c, built with
@@ -51,6 +54,7 @@ import _peers
 import a0py
 
 KiB, MiB = 1024, 1024 * 1024
+HAS_READ_VIEW = hasattr(a0py.Transport, "read_view")  # (to bench older builds too)
 SIZES = (64, 4 * KiB, 1 * MiB)
 SIZE_NAMES = {64: "64 B", 4 * KiB: "4 KiB", 1 * MiB: "1 MiB"}
 
@@ -170,6 +174,13 @@ def time_read(size, n, arena_size, path):
                 while got < per_round:
                     got += len(read_many(BATCH))
                 t1 = time.perf_counter_ns()
+            elif path == "read_view":
+                read_view = reader.read_view
+                t0 = time.perf_counter_ns()
+                for _ in itertools.repeat(None, per_round):
+                    with read_view(0) as frame:
+                        frame.data  # noqa: B018 - the zero-copy view is what is timed
+                t1 = time.perf_counter_ns()
             else:
                 t0 = time.perf_counter_ns()
                 more = True
@@ -202,8 +213,11 @@ def throughput(args):
                  ("alloc", "lock+alloc+copy+commit", time_write),
                  ("read_next", "read_next (copy)", time_read),
                  ("read_many", f"read_many({BATCH}) (copy)", time_read),
+                 ("read_view", "read_view (zero-copy)", time_read),
                  ("zero_copy", f"lock, {BATCH}x next+frame().data", time_read)]
         for path, label, fn in cases:
+            if path == "read_view" and not HAS_READ_VIEW:
+                continue
             runs = [fn(size, p["n"], p["arena"], path) for _ in range(args.repeats)]
             ns = median(runs)
             rows.append({
@@ -333,6 +347,88 @@ def syscalls(args):
     return res
 
 
+# --------------------------------------------------------------- one-way
+
+
+def _oneway_reader(name, how, go, done, conn):
+    """Reads like a normal user: blocks when there is nothing to read."""
+    tr = a0py.Transport(a0py.Arena.shm(name))
+    got = nbytes = 0
+    go.wait(30)
+    first = last = None
+    while True:
+        if how == "read_next":
+            frame = tr.read_next(timeout=0.05)
+            n = 0 if frame is None else len(frame[1])
+            k = frame is not None
+        elif how == "read_many":
+            frames = tr.read_many(256)
+            if not frames:
+                frame = tr.read_next(timeout=0.05)
+                frames = [frame] if frame else []
+            k, n = len(frames), sum(len(d) for _, d in frames)
+        else:  # read_view: zero-copy receive; the data is not touched
+            try:
+                with tr.read_view(timeout=0.05) as view:
+                    n = view.size
+                k = 1
+            except (a0py.A0TimeoutError, a0py.FrameEvictedError):
+                k = n = 0
+        if k:
+            last = time.perf_counter()
+            first = first or last
+            got += k
+            nbytes += n
+        elif done.is_set():
+            break
+    conn.send((got, nbytes, (last - first) if got > 1 else 0.0, tr.missed if hasattr(tr, "missed") else None))
+
+
+def oneway_run(size, how, duration, arena_size):
+    """One writer (this process) writing as fast as it can for `duration` s,
+    one reader process. Returns (written, received, recv_seconds, missed)."""
+    with ShmArena(arena_size) as arena:
+        tr = a0py.Transport(arena)
+        go, done = _peers.CTX.Event(), _peers.CTX.Event()
+        here, there = _peers.CTX.Pipe()
+        p = _peers.CTX.Process(target=_oneway_reader, args=(arena.name, how, go, done, there), daemon=True)
+        p.start()
+        data = os.urandom(size)
+        write = tr.write
+        written = 0
+        go.set()
+        time.sleep(0.05)  # let the reader block first, as a subscriber would be
+        end = time.perf_counter() + duration
+        while time.perf_counter() < end:
+            for _ in range(64):
+                write(data)
+            written += 64
+        done.set()
+        got, _nbytes, secs, missed = here.recv()
+        p.join(30)
+    return written, got, secs, missed
+
+
+def oneway(args):
+    """msgs/s and MB/s received by another process, and the fraction delivered."""
+    rows = []
+    duration = 0.5 if args.quick else 2.0
+    plan = [(64, "read_next"), (64, "read_many"), (4 * KiB, "read_next"), (1 * MiB, "read_next"),
+            (1 * MiB, "read_view")]
+    for size, how in plan:
+        if how == "read_view" and not HAS_READ_VIEW:
+            continue
+        runs = [oneway_run(size, how, duration, 64 * MiB) for _ in range(args.repeats)]
+        rate = median([got / secs for _, got, secs, _ in runs if secs])
+        delivered = median([got / written for written, got, _, _ in runs])
+        row = {"size": size, "reader": how, "msgs_per_s": rate, "mb_per_s": rate * size / 1e6,
+               "delivered": delivered, "runs": runs, "arena_bytes": 64 * MiB, "seconds": duration}
+        rows.append(row)
+        progress(f"  {SIZE_NAMES[size]:>6} {how:<10} {rate:12,.0f} msgs/s  {row['mb_per_s']:9,.0f} MB/s"
+                 f"  delivered {100 * delivered:5.1f} %")
+    return rows
+
+
 # ------------------------------------------------------------- ping-pong
 
 
@@ -353,7 +449,8 @@ def pingpong(args):
     cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
     if cpus and max(cpus) >= os.cpu_count():
         cpus = None
-    cases = [(f"a0py spin={s}", lambda n, w, z, c, s=s: _peers.pingpong_a0py(n, w, z, c, spin=s))
+    cases = [(f"a0py spin={'default' if s is None else s}",
+              lambda n, w, z, c, s=s: _peers.pingpong_a0py(n, w, z, c, spin=s))
              for s in args.spins]
     if not args.no_peers:
         cases += list(_peers.PEERS.items())
@@ -406,7 +503,7 @@ def c_floors(args):
         subprocess.run([cc, "-std=gnu11", "-O2", "-D_GNU_SOURCE", "-I", os.path.join(root, "csrc"),
                         "-o", exe, *srcs, "-lpthread"], check=True)
         cases = [("C raw futex", "futex", 0)] + [(f"C transport spin={s}", "transport", s)
-                                                 for s in args.spins]
+                                                 for s in args.spins if s is not None]
         runs = {label: [] for label, _, _ in cases}
         for _ in range(args.repeats):
             for label, mode, spin in cases:
@@ -465,11 +562,19 @@ def report(res, args):
                              f"all syscalls/write {s[key]['syscalls_per_write']:.4f}  (strace -c)")
         if "strace" in s:
             lines.append(f"  {s['strace']}")
+    if "oneway" in res:
+        lines.append("")
+        lines.append("one-way, writer and reader in two processes, 64 MiB arena, reader blocking")
+        lines.append(f"  {'frame':>6} {'reader':<10} {'msgs/s':>12} {'MB/s':>9} {'delivered':>9}")
+        for r in res["oneway"]:
+            lines.append(f"  {SIZE_NAMES[r['size']]:>6} {r['reader']:<10} {r['msgs_per_s']:12,.0f} "
+                         f"{r['mb_per_s']:9,.0f} {100 * r['delivered']:8.1f}%")
     if "pingpong" in res:
         lines.append("")
         lines.append(f"ping-pong, {args.msg_size}-byte messages, pin={args.pin}")
+        first = "default" if args.spins[0] is None else args.spins[0]
         base = next((r for r in res["pingpong"] if r["peer"].startswith("a0py") and "p50_us" in r
-                     and r["peer"] == f"a0py spin={args.spins[0]}"), None)
+                     and r["peer"] == f"a0py spin={first}"), None)
         lines.append(f"  {'peer':<16} {'p50 µs':>8} {'p99 µs':>8} {'mean µs':>8}  {'p50 vs a0py':>11}")
         for r in res["pingpong"]:
             if "skipped" in r:
@@ -497,22 +602,23 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=None, help="runs per measurement (default 5)")
     ap.add_argument("--round-trips", type=int, default=20_000, help="timed round trips per run")
     ap.add_argument("--msg-size", type=int, default=64, help="ping-pong message bytes")
-    ap.add_argument("--spins", type=lambda s: [int(x) for x in s.split(",")],
-                    default=[0, 200, 2_000, 20_000],
-                    help="Transport.spin values for a0py ping-pong (first is the ratio base)")
+    ap.add_argument("--spins", type=lambda s: [None if x == "default" else int(x) for x in s.split(",")],
+                    default=[None, 0, 2_000],
+                    help="Transport.spin values for a0py ping-pong, 'default' for the build's "
+                         "default (adaptive since issue 8); the first is the ratio base")
     ap.add_argument("--pin", choices=("none", "cross", "same"), default="none",
                     help="ping-pong placement: scheduler's choice, one core each, both on one")
     ap.add_argument("--no-peers", action="store_true", help="ping-pong: a0py only")
-    ap.add_argument("--only", default="throughput,memcpy,syscalls,pingpong,floors",
-                    help="comma-separated subset of throughput,memcpy,syscalls,pingpong,floors")
+    ap.add_argument("--only", default="throughput,memcpy,syscalls,oneway,pingpong,floors",
+                    help="comma-separated subset of throughput,memcpy,syscalls,oneway,pingpong,floors")
     ap.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.repeats is None:
         args.repeats = 2 if args.quick else 5
     only = set(args.only.split(","))
     res = {"machine": machine(), "args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
-    for key, fn in (("throughput", throughput), ("memcpy", memcpy_floor),
-                    ("syscalls", syscalls), ("pingpong", pingpong), ("floors", c_floors)):
+    for key, fn in (("throughput", throughput), ("memcpy", memcpy_floor), ("syscalls", syscalls),
+                    ("oneway", oneway), ("pingpong", pingpong), ("floors", c_floors)):
         if key in only:
             progress(f"{key}:")
             res[key] = fn(args)

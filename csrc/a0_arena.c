@@ -2,9 +2,12 @@
 #include "a0_arena.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+
+#include "a0_sync.h"
 
 /* The layout is a file format: pin every offset so a compiler or ABI change
  * that would move a field fails the build instead of corrupting arenas. */
@@ -24,9 +27,10 @@ _Static_assert(offsetof(a0_arena_hdr_t, arena_size) == 16, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, flags) == 24, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, lock) == 64, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, notify) == 128, "layout");
-_Static_assert(offsetof(a0_arena_hdr_t, waiters) == 132, "layout");
-_Static_assert(offsetof(a0_arena_hdr_t, committed_page) == 136, "layout");
-_Static_assert(offsetof(a0_arena_hdr_t, recoveries) == 140, "layout");
+_Static_assert(offsetof(a0_arena_hdr_t, recoveries) == 132, "layout");
+_Static_assert(offsetof(a0_arena_hdr_t, state_version) == 136, "layout");
+_Static_assert(offsetof(a0_arena_hdr_t, state_version) % 8 == 0, "state_version is 8-aligned");
+_Static_assert(offsetof(a0_arena_hdr_t, pages) % 64 == 0, "state pages are cache-line aligned");
 _Static_assert(offsetof(a0_arena_hdr_t, deadman) == 192, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, deadman_notify) == 256, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, deadman_pid) == 260, "layout");
@@ -61,6 +65,7 @@ static const char* const a0_err_names[A0_ERR__COUNT] = {
     [A0_ERR_PENDING] = "uncommitted frames would be lost",
     [A0_ERR_NOT_OWNER] = "not the owner",
     [A0_ERR_INTERRUPTED] = "interrupted by a signal",
+    [A0_ERR_EVICTED] = "frame overwritten while it was being read",
 };
 
 const char* a0_strerror(a0_err_t err) {
@@ -90,7 +95,7 @@ static a0_err_t a0_init_locks(a0_arena_hdr_t* hdr) {
     errno = rc;
     return A0_ERR_SYS;
   }
-  atomic_store((_Atomic uint32_t*)&hdr->waiters, 0);
+  atomic_fetch_and((_Atomic uint32_t*)&hdr->notify, ~(uint32_t)A0_NOTIFY_SLEEPERS);
   hdr->deadman_pid = 0;
   return A0_OK;
 }
@@ -145,9 +150,10 @@ a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info) 
     A0_FAIL(A0_ERR_BAD_HEADER_SIZE, "header_size", A0_HEADER_SIZE, hdr->header_size);
   if (hdr->arena_size != size) A0_FAIL(A0_ERR_SIZE_MISMATCH, "arena_size", size, hdr->arena_size);
   if (size < A0_MIN_ARENA_SIZE) A0_FAIL(A0_ERR_TOO_SMALL, "arena_size", A0_MIN_ARENA_SIZE, size);
-  uint32_t page = hdr->committed_page;
-  if (page > 1) A0_FAIL(A0_ERR_CORRUPT, "committed_page", 1, page);
-  return a0_state_check(&hdr->pages[page], size, info);
+  a0_state_t committed;
+  a0_err_t err = a0_state_read(base, &committed, NULL);
+  if (err) return err;
+  return a0_state_check(&committed, size, info);
 }
 
 a0_err_t a0_state_check(const a0_state_t* s, uint64_t size, a0_check_info_t* info) {
@@ -165,4 +171,51 @@ a0_err_t a0_state_check(const a0_state_t* s, uint64_t size, a0_check_info_t* inf
   if (s->seq_low == s->seq_high && s->off_head != s->off_tail)
     A0_FAIL(A0_ERR_CORRUPT, "off_tail", s->off_head, s->off_tail);
   return A0_OK;
+}
+
+/* The pages are read by processes that do not hold the lock, so both sides
+ * access their fields as relaxed atomics (plain 8-byte loads and stores on
+ * every target we build for); the ordering comes from state_version. */
+#define LOAD64(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE64(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+
+a0_err_t a0_state_read(const void* base, a0_state_t* out, uint64_t* version) {
+  const a0_arena_hdr_t* h = (const a0_arena_hdr_t*)base;
+  _Atomic uint64_t* ver = (_Atomic uint64_t*)&h->state_version;
+  for (unsigned i = 0; i < A0_STATE_READ_TRIES; i++) {
+    uint64_t v1 = atomic_load_explicit(ver, memory_order_acquire);
+    const a0_state_t* p = &h->pages[v1 & 1];
+    *out = (a0_state_t){
+        .seq_low = LOAD64(&p->seq_low),
+        .seq_high = LOAD64(&p->seq_high),
+        .off_head = LOAD64(&p->off_head),
+        .off_tail = LOAD64(&p->off_tail),
+        .high_water_mark = LOAD64(&p->high_water_mark),
+    };
+    /* The page loads above happen before the second version load. */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(ver, memory_order_relaxed) == v1) {
+      if (version) *version = v1;
+      return A0_OK;
+    }
+    if (i >= 16) sched_yield(); /* a writer publishing back to back: let it finish */
+  }
+  return A0_ERR_BUSY;
+}
+
+uint64_t a0_state_publish(void* base, const a0_state_t* s) {
+  a0_arena_hdr_t* h = (a0_arena_hdr_t*)base;
+  _Atomic uint64_t* ver = (_Atomic uint64_t*)&h->state_version;
+  uint64_t v = atomic_load_explicit(ver, memory_order_relaxed); /* only lock holders write it */
+  a0_state_t* p = &h->pages[(v + 1) & 1];
+  STORE64(&p->seq_low, s->seq_low);
+  STORE64(&p->seq_high, s->seq_high);
+  STORE64(&p->off_head, s->off_head);
+  STORE64(&p->off_tail, s->off_tail);
+  STORE64(&p->high_water_mark, s->high_water_mark);
+  atomic_store_explicit(ver, v + 1, memory_order_release);
+  /* Stores after this (the next publish's page writes, the frame bytes an
+   * alloc hands out) are ordered after the version a reader checks. */
+  atomic_thread_fence(memory_order_release);
+  return v + 1;
 }

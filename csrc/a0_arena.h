@@ -9,9 +9,12 @@
  *   [512, arena_size)   workspace: frames, each 16-byte aligned
  *
  * Invariants (kept by a0_transport.c, checked on every read):
- *  - hdr->pages[hdr->committed_page] is the committed state; the other page
- *    is scratch, written fully before committed_page is flipped to it with a
- *    release store, so a process dying mid-write never exposes a torn state.
+ *  - hdr->pages[hdr->state_version & 1] is the committed state; the other
+ *    page is scratch, written fully before state_version is incremented
+ *    (release store), so a process dying mid-write never exposes a torn
+ *    state. Readers without the lock copy the committed page between two
+ *    loads of state_version and keep the copy only if both are equal (a
+ *    seqlock whose odd/even states are the two pages).
  *  - A state is empty iff seq_low == seq_high + 1. Seqs start at 1.
  *  - Live frames occupy a circular band from off_head to the end of the tail
  *    frame; no two live frames overlap; frames never move once written.
@@ -26,7 +29,7 @@
 #include "a0_err.h"
 
 #define A0_ARENA_MAGIC UINT64_C(0x4E45524159503041) /* the bytes "A0PYAREN" */
-#define A0_FORMAT_VERSION 1u
+#define A0_FORMAT_VERSION 2u
 #define A0_HEADER_SIZE 512u
 #define A0_FRAME_ALIGN 16u
 #define A0_FRAME_HDR_SIZE 32u
@@ -65,11 +68,10 @@ typedef struct a0_arena_hdr_s {
   uint8_t _pad0[32];
   /* 64: the transport lock (robust, process-shared, error-checking) */
   a0_mutex_slot_t lock;
-  /* 128: wait/notify */
-  uint32_t notify;         /* futex word: bumped on every commit and eviction */
-  uint32_t waiters;        /* processes sleeping (or about to) on notify */
-  uint32_t committed_page; /* 0 or 1: which of pages[] is committed */
-  uint32_t recoveries;     /* times a locker found the previous owner dead */
+  /* 128: wait/notify, and which state page is committed */
+  uint32_t notify;        /* futex word: bit 0 sleepers flag, +2 per publish (a0_sync.h) */
+  uint32_t recoveries;    /* times a locker found the previous owner dead */
+  uint64_t state_version; /* publishes so far; pages[state_version & 1] is committed */
   uint8_t _pad1[48];
   /* 192: the deadman (liveness) lock — held by one process for its life */
   a0_mutex_slot_t deadman;
@@ -104,10 +106,24 @@ a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info);
  * that head/tail offsets are aligned and inside the workspace. */
 a0_err_t a0_state_check(const a0_state_t* s, uint64_t size, a0_check_info_t* info);
 
-/* Re-initializes both locks and clears the waiter count. Only for a caller
+/* Copies the committed state without the lock: loads state_version
+ * (acquire), copies pages[version & 1], then (after an acquire fence) loads
+ * state_version again and keeps the copy only if it did not move; retries
+ * otherwise. A0_ERR_BUSY if publishes kept landing for A0_STATE_READ_TRIES
+ * attempts. The copy is consistent but unchecked: run a0_state_check. */
+#define A0_STATE_READ_TRIES 4096u
+a0_err_t a0_state_read(const void* base, a0_state_t* out, uint64_t* version);
+
+/* Publishes s (lock held): writes it to the scratch page, then increments
+ * state_version with a release store, then a release fence, so that bytes
+ * the caller writes afterwards (frames an alloc hands out over evicted
+ * ones) are never seen by a reader that still sees the older version.
+ * Returns the new version. */
+uint64_t a0_state_publish(void* base, const a0_state_t* s);
+
+/* Re-initializes both locks and clears the sleepers flag. Only for a caller
  * that knows no other process has the arena mapped (sole-user open): repairs
- * a lock left held by a process from before a reboot, and a waiter count
- * leaked by a waiter that died asleep. */
+ * a lock left held by a process from before a reboot. */
 a0_err_t a0_arena_reset_locks(void* base);
 
 /* Rounds n up to the frame alignment; returns 0 on overflow. */

@@ -27,6 +27,7 @@ typedef enum a0_err_e {
   A0_ERR_PENDING,         /* uncommitted frames would be lost (e.g. wait) */
   A0_ERR_NOT_OWNER,       /* releasing a deadman this thread does not hold */
   A0_ERR_INTERRUPTED,     /* a signal arrived while sleeping (lock re-held) */
+  A0_ERR_EVICTED,         /* a frame read without the lock was overwritten meanwhile */
   A0_ERR__COUNT
 } a0_err_t;
 

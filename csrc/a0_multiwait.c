@@ -64,39 +64,31 @@ static int first_changed(const a0_multiwait_entry_t* entries, uint32_t n) {
 
 static a0_err_t wait_waitv(a0_multiwait_entry_t* entries, uint32_t n,
                            const struct timespec* deadline, int* changed) {
-  for (uint32_t i = 0; i < n; i++)
-    if (entries[i].waiters) atomic_fetch_add(A0_ATOMIC_U32(entries[i].waiters), 1);
-
-  a0_err_t err = A0_OK;
-  int saved_errno = 0;
   *changed = first_changed(entries, n);
-  if (*changed < 0) {
-    a0_futex_waitv_t w[A0_MULTIWAIT_MAX];
-    for (uint32_t i = 0; i < n; i++) {
-      w[i].val = entries[i].expected;
-      w[i].uaddr = (uint64_t)(uintptr_t)entries[i].word;
-      w[i].flags = A0_FUTEX2_SIZE_U32 | (entries[i].shared ? 0u : A0_FUTEX2_PRIVATE);
-      w[i].reserved = 0;
+  if (*changed >= 0) return A0_OK;
+  a0_futex_waitv_t w[A0_MULTIWAIT_MAX];
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t val = entries[i].expected;
+    /* Arm after the check above: a publish between them fails the CAS. */
+    if (entries[i].arm && !a0_notify_arm(entries[i].word, val, &val)) {
+      *changed = (int)i;
+      return A0_OK;
     }
-    long rc = syscall(A0_SYS_FUTEX_WAITV, w, n, 0, deadline, CLOCK_MONOTONIC);
-    if (rc >= 0) {
-      *changed = (int)rc;
-    } else if (errno == EAGAIN) {
-      *changed = -1; /* a word changed before we slept: the caller looks */
-    } else if (errno == ETIMEDOUT) {
-      err = A0_ERR_TIMEOUT;
-    } else if (errno == EINTR) {
-      err = A0_ERR_INTERRUPTED;
-    } else {
-      saved_errno = errno;
-      err = A0_ERR_SYS;
-    }
+    entries[i].expected = val; /* "changed" now means: moved since we armed it */
+    w[i].val = val;
+    w[i].uaddr = (uint64_t)(uintptr_t)entries[i].word;
+    w[i].flags = A0_FUTEX2_SIZE_U32 | (entries[i].shared ? 0u : A0_FUTEX2_PRIVATE);
+    w[i].reserved = 0;
   }
-
-  for (uint32_t i = 0; i < n; i++)
-    if (entries[i].waiters) atomic_fetch_sub(A0_ATOMIC_U32(entries[i].waiters), 1);
-  if (err == A0_ERR_SYS) errno = saved_errno;
-  return err;
+  long rc = syscall(A0_SYS_FUTEX_WAITV, w, n, 0, deadline, CLOCK_MONOTONIC);
+  if (rc >= 0) {
+    *changed = (int)rc;
+    return A0_OK;
+  }
+  if (errno == EAGAIN) return A0_OK; /* a word changed before we slept: the caller looks */
+  if (errno == ETIMEDOUT) return A0_ERR_TIMEOUT;
+  if (errno == EINTR) return A0_ERR_INTERRUPTED;
+  return A0_ERR_SYS;
 }
 
 static int futex_wait_flags(uint32_t* word, uint32_t expected, const struct timespec* deadline,
@@ -164,7 +156,7 @@ void a0_multiwait_wake_private(uint32_t* word) {
 void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out) {
   a0_arena_hdr_t* h = (a0_arena_hdr_t*)base;
   out->word = &h->notify;
-  out->waiters = &h->waiters;
+  out->arm = 1;
   out->expected = atomic_load(A0_ATOMIC_U32(&h->notify));
   out->shared = 1;
 }

@@ -14,12 +14,17 @@
  * changes, and checks every word at each wake. A change to another word is
  * then seen within A0_MULTIWAIT_POLL_MAX_NS.
  *
- * Waiter counts: an arena writer skips its wake syscall while the arena's
- * `waiters` count is zero (a0_transport.c). An entry may name such a count:
- * futex_waitv raises it before re-reading the words and lowers it after
- * waking, the same protocol as a0_transport_wait_step, so no wake is lost.
- * In poll mode counts are not raised: the sleeper does not sleep on those
- * words, so a wake would be a wasted syscall. */
+ * Arena notify words: an arena writer makes its wake syscall only while
+ * the word's SLEEPERS flag is set (the notify protocol of a0_sync.h). An
+ * entry marked `arm` follows that protocol: before sleeping, futex_waitv
+ * mode arms each such word (one CAS from `expected` to the armed value) and
+ * sleeps on the armed values; a word that moved meanwhile ends the call at
+ * once with that entry as `changed`. An armed entry's `expected` becomes
+ * the armed value, so a word differs from it only if it moved since. Nothing
+ * is undone after waking, so a
+ * sleeper killed asleep costs each of its arenas one spare wake, as a
+ * transport waiter does. In poll mode nothing is armed: the sleeper does
+ * not sleep on those words, so a wake would be a wasted syscall. */
 #ifndef A0_MULTIWAIT_H
 #define A0_MULTIWAIT_H
 
@@ -40,7 +45,7 @@ typedef enum a0_multiwait_mode_e {
 
 typedef struct a0_multiwait_entry_s {
   uint32_t* word;     /* the futex word */
-  uint32_t* waiters;  /* NULL, or a count to raise while asleep on word */
+  uint32_t arm;       /* 1: an arena notify word (arm it before sleeping) */
   uint32_t expected;  /* sleep only while *word == expected */
   uint32_t shared;    /* 1: word is in a shared mapping; 0: process-private */
 } a0_multiwait_entry_t;
@@ -64,7 +69,7 @@ a0_err_t a0_multiwait(a0_multiwait_entry_t* entries, uint32_t n, a0_multiwait_mo
 void a0_multiwait_wake_private(uint32_t* word);
 
 /* An entry for the notify word of the arena mapped at `base` (see
- * a0_arena.h), expecting its current value, with the arena's waiter count. */
+ * a0_arena.h), expecting its current value, armed before sleeping. */
 void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out);
 
 /* The current value of an entry's word (an acquire load). */

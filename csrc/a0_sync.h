@@ -36,6 +36,56 @@ static inline void a0_futex_wake_all(uint32_t* word) {
   syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The notify word protocol (one 32-bit futex word per arena).
+ *
+ * Bit 0 is the SLEEPERS flag; the rest is a counter that moves by 2. A
+ * publisher bumps the word after every publish and makes a wake syscall only
+ * if the flag was set: no syscall when nobody sleeps. A waiter that decided
+ * to sleep (its predicate was false when the word read `seen`) *arms*: one
+ * CAS from `seen` to (seen + 2) | SLEEPERS, then FUTEX_WAIT on that value.
+ *
+ * - No lost wake-up: the arm and every bump are RMWs on one word, so they
+ *   are ordered. A bump before the arm makes the CAS fail (the waiter looks
+ *   again); a bump after it sees the flag and wakes, and a FUTEX_WAIT that
+ *   has not started yet finds the word changed and returns at once.
+ * - The flag is cleared by a publisher after its wake, by a CAS that only
+ *   succeeds if the word is still exactly what its bump left: any arm (which
+ *   always changes the word) or bump since then keeps the flag for the next
+ *   publisher. So a sleeper is never left with the flag cleared under it.
+ * - Crash-robust without counting: a waiter killed asleep leaves the flag
+ *   set, which costs the next publisher one wake it did not need, after
+ *   which the flag is clear again (a count would leak for good). A publisher
+ *   killed between its bump and its wake leaves the flag set, so the next
+ *   publisher wakes the sleepers. Nothing depends on a process finishing. */
+#define A0_NOTIFY_SLEEPERS 1u
+#define A0_NOTIFY_STEP 2u
+
+static inline uint32_t a0_notify_load(const uint32_t* word) {
+  return atomic_load_explicit((_Atomic uint32_t*)word, memory_order_acquire);
+}
+
+/* After a publish: returns the word before the bump, for a0_notify_wake. */
+static inline uint32_t a0_notify_bump(uint32_t* word) {
+  return atomic_fetch_add((_Atomic uint32_t*)word, A0_NOTIFY_STEP);
+}
+
+/* Wakes the sleepers if the bump that returned `before` found any. */
+static inline void a0_notify_wake(uint32_t* word, uint32_t before) {
+  if (!(before & A0_NOTIFY_SLEEPERS)) return;
+  a0_futex_wake_all(word);
+  uint32_t left = before + A0_NOTIFY_STEP;
+  atomic_compare_exchange_strong((_Atomic uint32_t*)word, &left, left & ~A0_NOTIFY_SLEEPERS);
+}
+
+/* Arms a sleep on a word that read `seen`; false if it changed since (look
+ * again instead of sleeping). *armed is the value to FUTEX_WAIT on. */
+static inline bool a0_notify_arm(uint32_t* word, uint32_t seen, uint32_t* armed) {
+  uint32_t want = (seen + A0_NOTIFY_STEP) | A0_NOTIFY_SLEEPERS;
+  if (!atomic_compare_exchange_strong((_Atomic uint32_t*)word, &seen, want)) return false;
+  *armed = want;
+  return true;
+}
+
 /* Deadlines: absolute CLOCK_MONOTONIC times, computed only here (the core,
  * its tests and the binding all use these, so there is one carry rule). */
 #define A0_NS_PER_S 1000000000L

@@ -1,17 +1,25 @@
-/* a0_transport.c — the frame ring: lock, alloc/commit, eviction, cursor, wait.
+/* a0_transport.c — the frame ring: lock, alloc/commit, eviction, cursor,
+ * wait, and validated reads without the lock.
  *
  * Invariants this file keeps (see a0_arena.h for the layout):
- *  1. Only the lock holder reads or writes frames and state pages.
+ *  1. Only the lock holder writes frames and state pages. Readers without
+ *     the lock read them, and trust what they read only after validation.
  *  2. The committed page never references a byte that an uncommitted alloc
- *     may overwrite: alloc publishes its evictions before handing out memory.
- *  3. Every offset and size read from the arena passes frame_at() or
+ *     may overwrite: alloc publishes its evictions before handing out memory
+ *     (a0_state_publish orders the publish before the writes that follow).
+ *  3. seq_low and seq_high of the committed state never decrease. With 2,
+ *     a frame whose seq is >= the committed seq_low has not been written
+ *     over since it was committed: the whole validation of a lock-free read.
+ *  4. Every offset and size read from the arena passes frame_at() or
  *     a0_state_check() before it is followed, and every walk is bounded by
- *     the seq range, so a corrupt arena yields A0_ERR_CORRUPT, never a stray
- *     access or an endless loop.
- *  4. notify changes on every publish (commit, eviction, clear); waiters
- *     read it under the lock, so no wake-up is lost. */
+ *     the seq range (and lock-free retries by A0_READ_TRIES), so a corrupt
+ *     arena yields A0_ERR_CORRUPT, never a stray access or an endless loop.
+ *  5. The notify word moves on every publish (commit, eviction, clear), after
+ *     the publish; waiters read it before they test their predicate, so no
+ *     wake-up is lost (protocol in a0_sync.h). */
 #include "a0_transport.h"
 
+#include <sched.h>
 #include <string.h>
 
 #include "a0_sync.h"
@@ -30,51 +38,50 @@ static inline uint64_t frame_span(uint64_t data_size) {
 static a0_err_t frame_at(const a0_transport_t* t, uint64_t off, uint64_t seq, a0_frame_hdr_t* out) {
   if (off < WS_START || off % A0_FRAME_ALIGN != 0 || off > t->size - A0_FRAME_HDR_SIZE)
     return A0_ERR_CORRUPT;
-  memcpy(out, t->base + off, sizeof *out);
+  /* Relaxed atomic loads: a reader without the lock may race a writer here
+   * (and then discards what it read); under the lock they are plain loads. */
+  const a0_frame_hdr_t* f = (const a0_frame_hdr_t*)(t->base + off);
+  out->seq = __atomic_load_n(&f->seq, __ATOMIC_RELAXED);
+  out->off_prev = __atomic_load_n(&f->off_prev, __ATOMIC_RELAXED);
+  out->off_next = __atomic_load_n(&f->off_next, __ATOMIC_RELAXED);
+  out->data_size = __atomic_load_n(&f->data_size, __ATOMIC_RELAXED);
   if (out->seq != seq) return A0_ERR_CORRUPT;
   if (out->data_size > t->size - off - A0_FRAME_HDR_SIZE) return A0_ERR_CORRUPT;
   return A0_OK;
 }
 
-/* The seq_cst bump of `notify` followed (in this thread, possibly after an
- * unlock) by the seq_cst load of `waiters` pairs with the waiter's increment
- * of `waiters` before FUTEX_WAIT re-reads `notify`: one side sees the other,
- * so no wake-up is lost. */
-static void bump_notify(a0_transport_t* t) {
-  atomic_fetch_add(A0_ATOMIC_U32(&HDR(t)->notify), 1);
+static void frame_hdr_store(a0_transport_t* t, uint64_t off, const a0_frame_hdr_t* h) {
+  a0_frame_hdr_t* f = (a0_frame_hdr_t*)(t->base + off);
+  __atomic_store_n(&f->seq, h->seq, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->off_prev, h->off_prev, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->off_next, h->off_next, __ATOMIC_RELAXED);
+  __atomic_store_n(&f->data_size, h->data_size, __ATOMIC_RELAXED);
 }
 
-static void wake_sleepers(a0_transport_t* t) {
-  a0_arena_hdr_t* h = HDR(t);
-  if (atomic_load(A0_ATOMIC_U32(&h->waiters)) != 0) a0_futex_wake_all(&h->notify);
-}
+static uint32_t* notify_word(const a0_transport_t* t) { return &HDR(t)->notify; }
 
-static void notify_waiters(a0_transport_t* t) {
-  bump_notify(t);
-  wake_sleepers(t);
-}
-
-/* Flips the committed page to s and bumps notify; the caller wakes. */
-static void publish_quiet(a0_transport_t* t, const a0_state_t* s) {
-  a0_arena_hdr_t* h = HDR(t);
-  uint32_t page = atomic_load_explicit(A0_ATOMIC_U32(&h->committed_page), memory_order_relaxed) & 1u;
-  h->pages[page ^ 1u] = *s;
-  atomic_store_explicit(A0_ATOMIC_U32(&h->committed_page), page ^ 1u, memory_order_release);
+/* Publishes s and bumps the notify word; returns the word before the bump
+ * (for a0_notify_wake, which the caller runs now or after unlocking). */
+static uint32_t publish_quiet(a0_transport_t* t, const a0_state_t* s) {
+  a0_state_publish(t->base, s);
   t->published = *s;
-  bump_notify(t);
+  return a0_notify_bump(notify_word(t));
 }
 
 static void publish(a0_transport_t* t, const a0_state_t* s) {
-  publish_quiet(t, s);
-  wake_sleepers(t);
+  a0_notify_wake(notify_word(t), publish_quiet(t, s));
+}
+
+a0_err_t a0_transport_snapshot(const a0_transport_t* t, a0_state_t* out) {
+  a0_err_t err = a0_state_read(t->base, out, NULL);
+  if (err) return err;
+  return a0_state_check(out, t->size, NULL) ? A0_ERR_CORRUPT : A0_OK;
 }
 
 static a0_err_t load_committed(a0_transport_t* t) {
-  a0_arena_hdr_t* h = HDR(t);
-  uint32_t page = atomic_load_explicit(A0_ATOMIC_U32(&h->committed_page), memory_order_acquire);
-  if (page > 1) return A0_ERR_CORRUPT;
-  a0_state_t s = h->pages[page];
-  if (a0_state_check(&s, t->size, NULL) != A0_OK) return A0_ERR_CORRUPT;
+  a0_state_t s;
+  a0_err_t err = a0_transport_snapshot(t, &s);
+  if (err) return err;
   t->work = s;
   t->published = s;
   t->pending = 0;
@@ -90,10 +97,11 @@ static a0_err_t after_lock(a0_transport_t* t, int recovered, a0_locked_t* out) {
     return err;
   }
   t->locked = 1;
+  t->wake_due = 0;
   if (recovered) {
     h->recoveries++;
     /* The dead owner may have published without notifying. */
-    notify_waiters(t);
+    a0_notify_wake(notify_word(t), a0_notify_bump(notify_word(t)));
   }
   out->t = t;
   return A0_OK;
@@ -105,7 +113,8 @@ a0_err_t a0_transport_init(a0_transport_t* t, void* base, uint64_t size) {
   memset(t, 0, sizeof *t);
   t->base = (uint8_t*)base;
   t->size = size;
-  t->spin = A0_DEFAULT_SPIN;
+  t->spin_adaptive = 1;
+  t->spin_ns = A0_SPIN_START_NS;
   return A0_OK;
 }
 
@@ -140,6 +149,13 @@ a0_err_t a0_transport_unlock(a0_locked_t lk) {
   drop_pending(t);
   t->locked = 0;
   int rc = pthread_mutex_unlock(&HDR(t)->lock.mutex);
+  /* Woken only now: a sleeper woken while we still held the lock would at
+   * once block on it again, two sleeps and two wakes per frame instead of
+   * one (measured: 6.8 futex calls per ping-pong round trip instead of 2). */
+  if (t->wake_due) {
+    t->wake_due = 0;
+    a0_notify_wake(notify_word(t), t->wake_word);
+  }
   if (rc) {
     errno = rc;
     return A0_ERR_SYS;
@@ -242,11 +258,12 @@ a0_err_t a0_transport_alloc(a0_locked_t lk, uint64_t n, uint8_t** data) {
     w->off_head = off;
   } else {
     /* Linking the old tail is harmless even if never committed: nobody
-     * follows off_next from the newest frame (seq == seq_high). */
+     * follows off_next from the newest committed frame (seq == seq_high),
+     * and a reader that saw this frame committed saw the link first. */
     frame.off_prev = w->off_tail;
-    ((a0_frame_hdr_t*)(t->base + w->off_tail))->off_next = off;
+    __atomic_store_n(&((a0_frame_hdr_t*)(t->base + w->off_tail))->off_next, off, __ATOMIC_RELAXED);
   }
-  memcpy(t->base + off, &frame, sizeof frame);
+  frame_hdr_store(t, off, &frame);
   w->off_tail = off;
   w->seq_high = seq;
   t->pending++;
@@ -267,12 +284,13 @@ static a0_err_t used_space_of(const a0_transport_t* t, const a0_state_t* s, uint
   return A0_OK;
 }
 
-static a0_err_t commit_quiet(a0_transport_t* t) {
+/* Publishes the working state; the wake is left to the caller. */
+static a0_err_t commit_quiet(a0_transport_t* t, uint32_t* notify_before) {
   uint64_t used;
   a0_err_t err = used_space_of(t, &t->work, &used);
   if (err) return err;
   if (used > t->work.high_water_mark) t->work.high_water_mark = used;
-  publish_quiet(t, &t->work);
+  *notify_before = publish_quiet(t, &t->work);
   t->pending = 0;
   return A0_OK;
 }
@@ -281,21 +299,21 @@ a0_err_t a0_transport_commit(a0_locked_t lk) {
   a0_transport_t* t = lk.t;
   if (!t->locked) return A0_ERR_NOT_LOCKED;
   if (!t->pending) return A0_OK;
-  a0_err_t err = commit_quiet(t);
-  if (!err) wake_sleepers(t);
+  uint32_t before;
+  a0_err_t err = commit_quiet(t, &before);
+  if (!err) a0_notify_wake(notify_word(t), before);
   return err;
 }
 
 a0_err_t a0_transport_commit_unlock(a0_locked_t lk) {
   a0_transport_t* t = lk.t;
   if (!t->locked) return A0_ERR_NOT_LOCKED;
-  bool wake_needed = t->pending != 0;
-  a0_err_t err = wake_needed ? commit_quiet(t) : A0_OK;
+  a0_err_t err = A0_OK;
+  if (t->pending) {
+    err = commit_quiet(t, &t->wake_word);
+    t->wake_due = !err; /* a0_transport_unlock wakes, after releasing the lock */
+  }
   a0_err_t unlock_err = a0_transport_unlock(lk);
-  /* Woken only now: a sleeper woken while we still held the lock would at
-   * once block on it again, two sleeps and two wakes per frame instead of
-   * one (measured: 6.8 futex calls per ping-pong round trip instead of 2). */
-  if (wake_needed && !err) wake_sleepers(t);
   return err ? err : unlock_err;
 }
 
@@ -450,39 +468,229 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out) {
   return A0_OK;
 }
 
+/* ---- reads without the lock -------------------------------------------- */
+
+/* Whether frame `seq` is still live in the committed state: the check after
+ * a copy. The acquire fence orders the caller's loads of the frame before
+ * the version loads of the snapshot (a seqlock reader's read barrier). */
+static a0_err_t still_live(const a0_transport_t* t, uint64_t seq, bool* live) {
+  atomic_thread_fence(memory_order_acquire);
+  a0_state_t s;
+  a0_err_t err = a0_transport_snapshot(t, &s);
+  if (err) return err;
+  *live = seq >= s.seq_low && seq <= s.seq_high;
+  return A0_OK;
+}
+
+static bool readable_in(const a0_transport_t* t, const a0_state_t* s) {
+  return !state_empty(s) && t->cur_seq < s->seq_high;
+}
+
+/* A frame header that fails its checks: corruption if the frame it was
+ * reached from is still live (then every byte on the way was committed and
+ * untouched), a race with a writer otherwise. */
+static a0_err_t failed_check(const a0_transport_t* t, uint64_t link_seq) {
+  bool live;
+  a0_err_t err = still_live(t, link_seq, &live);
+  if (err) return err;
+  return live ? A0_ERR_CORRUPT : A0_ERR_EVICTED;
+}
+
+static void fill_read(const a0_transport_t* t, const a0_frame_hdr_t* f, uint64_t off,
+                      uint64_t link_seq, a0_read_t* r) {
+  r->seq = f->seq;
+  r->off = off;
+  r->data = t->base + off + A0_FRAME_HDR_SIZE;
+  r->size = f->data_size;
+  r->link_seq = link_seq;
+  r->gap = 0;
+}
+
+a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
+  for (unsigned attempt = 0; attempt < A0_READ_TRIES; attempt++) {
+    a0_state_t s;
+    a0_err_t err = a0_transport_snapshot(t, &s);
+    if (err) return err;
+    if (!readable_in(t, &s)) return A0_ERR_NO_FRAME;
+    a0_frame_hdr_t f;
+    uint64_t off, link_seq;
+    if (t->cur_seq < s.seq_low) {
+      /* The cursor's frame is gone (or was never placed): the oldest. Its
+       * offset comes from the consistent snapshot, not from frame bytes. */
+      off = s.off_head;
+      link_seq = s.seq_low;
+      err = frame_at(t, off, s.seq_low, &f);
+    } else {
+      /* Follow the cursor frame's link: valid only while that frame lives. */
+      a0_frame_hdr_t cur;
+      link_seq = t->cur_seq;
+      err = frame_at(t, t->cur_off, t->cur_seq, &cur);
+      off = cur.off_next;
+      if (!err) err = frame_at(t, off, t->cur_seq + 1, &f);
+    }
+    if (err) {
+      err = failed_check(t, link_seq);
+      if (err == A0_ERR_EVICTED) continue;
+      return err;
+    }
+    fill_read(t, &f, off, link_seq, r);
+    if (t->cur_seq && r->seq > t->cur_seq + 1) r->gap = r->seq - t->cur_seq - 1;
+    return A0_OK;
+  }
+  return A0_ERR_BUSY;
+}
+
+/* A fresh snapshot bounds the batch: prev + 1 exists iff a snapshot lists
+ * it, and then prev's off_next was written before the commit that did. */
+a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r) {
+  a0_state_t s;
+  a0_err_t err = a0_transport_snapshot(t, &s);
+  if (err) return err;
+  if (state_empty(&s) || prev->seq >= s.seq_high) return A0_ERR_NO_FRAME;
+  a0_frame_hdr_t p, f;
+  err = frame_at(t, prev->off, prev->seq, &p);
+  if (!err) err = frame_at(t, p.off_next, prev->seq + 1, &f);
+  if (err) return failed_check(t, prev->link_seq);
+  fill_read(t, &f, p.off_next, prev->link_seq, r);
+  return A0_OK;
+}
+
+a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last) {
+  bool live;
+  a0_err_t err = still_live(t, first->link_seq, &live);
+  if (err) return err;
+  if (!live) return A0_ERR_EVICTED;
+  t->missed += first->gap;
+  t->cur_seq = last->seq;
+  t->cur_off = last->off;
+  return A0_OK;
+}
+
+a0_err_t a0_transport_read_ready(const a0_transport_t* t, bool* ready) {
+  a0_state_t s;
+  a0_err_t err = a0_transport_snapshot(t, &s);
+  if (err) return err;
+  *ready = readable_in(t, &s);
+  return A0_OK;
+}
+
+/* ---- waiting ---------------------------------------------------------------- */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPUs this process may run on; 1 means a spinning waiter only delays the
+ * writer it waits for. Read once per process. */
+static unsigned usable_cpus(void) {
+  static _Atomic unsigned cached;
+  unsigned n = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (n) return n;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 0;
+  if (!n) n = 2; /* unknown: assume spinning may pay */
+  atomic_store_explicit(&cached, n, memory_order_relaxed);
+  return n;
+}
+
+/* Busy-polls the word; true if it moved within the budget. */
+static bool spin_fixed(const uint32_t* word, uint32_t seen, uint32_t iterations) {
+  for (uint32_t i = 0; i < iterations; i++) {
+    if (atomic_load_explicit((_Atomic uint32_t*)word, memory_order_relaxed) != seen) return true;
+    a0_cpu_relax();
+  }
+  return false;
+}
+
+static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, uint64_t* took_ns) {
+  uint64_t start = now_ns(), now = start;
+  while (now - start < budget_ns) {
+    for (int i = 0; i < 16; i++) {
+      if (atomic_load_explicit((_Atomic uint32_t*)word, memory_order_relaxed) != seen) {
+        *took_ns = now_ns() - start;
+        return true;
+      }
+      a0_cpu_relax();
+    }
+    now = now_ns();
+  }
+  return false;
+}
+
+/* The adaptive spin: a hit (the word moved while spinning) keeps the budget
+ * at least twice what the hit took; a miss halves it, and below the minimum
+ * it is 0 and only every A0_SPIN_PROBE_EVERY-th wait spins (the minimum),
+ * to notice when spinning starts paying again. */
+static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen) {
+  if (usable_cpus() < 2) return false;
+  uint64_t budget = t->spin_ns;
+  if (budget == 0) {
+    if (++t->spin_probe < A0_SPIN_PROBE_EVERY) return false;
+    t->spin_probe = 0;
+    budget = A0_SPIN_MIN_NS;
+  }
+  uint64_t took = 0;
+  if (spin_for(word, seen, budget, &took)) {
+    uint64_t want = 2 * took > A0_SPIN_MIN_NS ? 2 * took : A0_SPIN_MIN_NS;
+    if (want > A0_SPIN_MAX_NS) want = A0_SPIN_MAX_NS;
+    if (want > t->spin_ns) t->spin_ns = (uint32_t)want;
+    return true;
+  }
+  t->spin_ns = t->spin_ns / 2 < A0_SPIN_MIN_NS ? 0 : t->spin_ns / 2;
+  return false;
+}
+
+a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct timespec* deadline) {
+  uint32_t* word = notify_word(t);
+  bool moved = t->spin_adaptive ? spin_adaptive(t, word, seen) : spin_fixed(word, seen, t->spin);
+  if (moved) return A0_OK;
+  uint32_t armed;
+  if (!a0_notify_arm(word, seen, &armed)) return A0_OK; /* moved meanwhile */
+  int rc = a0_futex_wait(word, armed, deadline);
+  if (rc == ETIMEDOUT || (deadline && a0_deadline_passed(deadline))) return A0_ERR_TIMEOUT;
+  return rc == EINTR ? A0_ERR_INTERRUPTED : A0_OK;
+}
+
+a0_err_t a0_transport_wait_readable(a0_transport_t* t, const struct timespec* deadline) {
+  for (;;) {
+    /* The word before the state: a publish after this load moves the word,
+     * so the wait below cannot sleep through it. */
+    uint32_t seen = a0_notify_load(notify_word(t));
+    bool ready;
+    a0_err_t err = a0_transport_read_ready(t, &ready);
+    if (err) return err;
+    if (ready) return A0_OK;
+    err = a0_transport_wait_change(t, seen, deadline);
+    if (err == A0_ERR_TIMEOUT || err == A0_ERR_INTERRUPTED) {
+      a0_err_t again = a0_transport_read_ready(t, &ready);
+      if (again) return again;
+      return ready ? A0_OK : err;
+    }
+    if (err) return err;
+  }
+}
+
 a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline) {
   a0_transport_t* t = lk.t;
   if (!t->locked) return A0_ERR_NOT_LOCKED;
   if (t->pending) return A0_ERR_PENDING;
   a0_arena_hdr_t* h = HDR(t);
-  _Atomic uint32_t* word = A0_ATOMIC_U32(&h->notify);
-  uint32_t seen = atomic_load(word);
-  t->locked = 0;
-  pthread_mutex_unlock(&h->lock.mutex);
+  /* Read under the lock, after the predicate was tested on this state. */
+  uint32_t seen = a0_notify_load(notify_word(t));
+  a0_transport_unlock(lk);
 
-  int timed_out = 0, interrupted = 0;
-  uint32_t i;
-  for (i = 0; i < t->spin && atomic_load_explicit(word, memory_order_relaxed) == seen; i++)
-    a0_cpu_relax();
-  if (i == t->spin) {
-    atomic_fetch_add(A0_ATOMIC_U32(&h->waiters), 1);
-    /* FUTEX_WAIT re-reads the word in the kernel: a notify between our
-     * increment and the sleep makes it return at once. */
-    if (atomic_load(word) == seen) {
-      int rc = a0_futex_wait(&h->notify, seen, deadline);
-      timed_out = rc == ETIMEDOUT;
-      interrupted = rc == EINTR;
-    }
-    atomic_fetch_sub(A0_ATOMIC_U32(&h->waiters), 1);
-  }
+  a0_err_t waited = a0_transport_wait_change(t, seen, deadline);
 
   int recovered;
   a0_locked_t relocked;
   a0_err_t err = a0_robust_lock(&h->lock.mutex, NULL, &recovered);
   if (!err) err = after_lock(t, recovered, &relocked);
   if (err) return err;
-  if (timed_out || (deadline && a0_deadline_passed(deadline))) return A0_ERR_TIMEOUT;
-  return interrupted ? A0_ERR_INTERRUPTED : A0_OK;
+  if (waited == A0_ERR_TIMEOUT || (deadline && a0_deadline_passed(deadline))) return A0_ERR_TIMEOUT;
+  return waited == A0_ERR_INTERRUPTED ? A0_ERR_INTERRUPTED : A0_OK;
 }
 
 a0_err_t a0_transport_wait(a0_locked_t lk, a0_pred_fn pred, void* ctx,
@@ -510,10 +718,12 @@ bool a0_pred_fits(a0_locked_t lk, void* ctx) {
   return !evicts;
 }
 
+uint32_t* a0_transport_notify_word(const a0_transport_t* t) { return notify_word(t); }
+
 uint32_t a0_transport_notify_count(const a0_transport_t* t) {
-  return atomic_load(A0_ATOMIC_U32(&HDR(t)->notify));
+  return atomic_load(A0_ATOMIC_U32(notify_word(t)));
 }
 
 uint32_t a0_transport_waiter_count(const a0_transport_t* t) {
-  return atomic_load(A0_ATOMIC_U32(&HDR(t)->waiters));
+  return a0_transport_notify_count(t) & A0_NOTIFY_SLEEPERS;
 }

@@ -1,27 +1,38 @@
-/* a0_transport.h — frames in an arena: lock, alloc/commit, iterate, wait.
+/* a0_transport.h — frames in an arena: lock, alloc/commit, iterate, wait,
+ * and validated reads without the lock.
  *
- * Usage:
+ * Writing (the lock holder only):
  *   a0_transport_t t;  a0_transport_init(&t, base, size);
  *   a0_locked_t lk;    a0_transport_lock(&t, &lk);
  *   uint8_t* data;     a0_transport_alloc(lk, n, &data);  memcpy(data, ..., n);
- *   a0_transport_commit(lk);
- *   a0_transport_unlock(lk);
+ *   a0_transport_commit_unlock(lk);
  *
- * Every frame operation takes an a0_locked_t, which only a0_transport_lock
- * produces, so "forgot to lock" does not compile. The transport struct holds
- * the process-local part: the working copy of the state while locked, and the
- * reader's cursor, which persists across lock/unlock.
+ * Reading (no lock; writers never wait on readers):
+ *   a0_read_t r;
+ *   if (a0_transport_read_begin(&t, &r) == A0_OK) {   // the frame after the cursor
+ *     memcpy(out, r.data, r.size);                    // may be overwritten meanwhile...
+ *     if (a0_transport_read_end(&t, &r, &r) == A0_OK) // ...so keep it only if still live
+ *       use(out);                                     // (A0_ERR_EVICTED: read again)
+ *   }
+ *
+ * Every frame operation under the lock takes an a0_locked_t, which only
+ * a0_transport_lock produces, so "forgot to lock" does not compile. The
+ * transport struct holds the process-local part: the working copy of the
+ * state while locked, the reader's cursor (which persists across lock/unlock
+ * and is shared by the locked and the lock-free reads), the gap counter and
+ * the adaptive spin state.
  *
  * Crash safety: edits go to the working copy (process memory); commit writes
- * it to the scratch page and flips committed_page. A writer that dies before
- * commit leaves the committed state untouched, except that frames an alloc
- * had to evict are published as evicted first (their bytes are about to be
- * overwritten, so the committed state must stop referencing them).
+ * it to the scratch page and publishes it (a0_state_publish). A writer that
+ * dies before commit leaves the committed state untouched, except that
+ * frames an alloc had to evict are published as evicted first (their bytes
+ * are about to be overwritten, so the committed state must stop referencing
+ * them). That same rule is what makes lock-free reads safe: a frame that the
+ * committed state still lists has not been touched since it was committed.
  *
- * Wait/notify: waiters read the futex word under the lock, unlock, spin a
- * little, then sleep; nobody sleeps holding the lock. The waiter count is only
- * raised right before sleeping, so a writer makes no syscall while nobody is
- * asleep. */
+ * Wait/notify: see the notify word protocol in a0_sync.h. Waiters spin
+ * (adaptively) on the word, then arm it and sleep; nobody sleeps holding the
+ * lock; a writer makes no syscall while nobody is armed. */
 #ifndef A0_TRANSPORT_H
 #define A0_TRANSPORT_H
 
@@ -39,10 +50,16 @@ typedef struct a0_transport_s {
   a0_state_t published; /* what this lock holder last saw committed */
   uint64_t cur_seq;     /* cursor: 0 = before the first frame */
   uint64_t cur_off;
-  uint32_t spin;        /* busy-poll iterations before sleeping in wait */
+  uint64_t missed;      /* frames removed before this reader could read them */
+  uint32_t spin_adaptive; /* 1: adaptive spin (the default); 0: spin a fixed `spin` */
+  uint32_t spin;        /* fixed spin: pause iterations before sleeping (0: sleep at once) */
+  uint32_t spin_ns;     /* adaptive: current spin budget in ns (0: sleep at once) */
+  uint32_t spin_probe;  /* adaptive: waits left before a budget of 0 is tried again */
   uint32_t locked;
   uint32_t pending;     /* frames allocated but not committed */
   uint32_t recovered;   /* the last lock found the previous owner dead */
+  uint32_t wake_word;   /* notify word before this lock's last commit, for the wake */
+  uint32_t wake_due;    /* a commit under this lock may have sleepers to wake */
 } a0_transport_t;
 
 typedef struct a0_locked_s {
@@ -55,14 +72,34 @@ typedef struct a0_frame_s {
   uint64_t size;
 } a0_frame_t;
 
+/* A frame located without the lock: where it is, and what must still be
+ * live afterwards for a copy of it to be good. */
+typedef struct a0_read_s {
+  uint64_t seq;
+  uint64_t off;      /* arena offset of the frame header */
+  const uint8_t* data;
+  uint64_t size;
+  uint64_t link_seq; /* oldest frame this read relied on (see a0_transport_read_end) */
+  uint64_t gap;      /* frames between the cursor and this one that were removed unread */
+} a0_read_t;
+
 /* Predicate for a0_transport_wait: true when the waiter may stop. */
 typedef bool (*a0_pred_fn)(a0_locked_t lk, void* ctx);
 
-/* Busy-poll iterations before sleeping. 0 by default: on machines with few
- * cores the other process is usually on this core, and spinning only delays
- * it (measured: 200 iterations cost 18 us a round trip when both share a
- * core, and save ~6 us when they do not). Raise it on dedicated cores. */
-#define A0_DEFAULT_SPIN 0u
+/* Spinning before sleeping. Adaptive (the default, spin_adaptive = 1):
+ * spin while recent waits were satisfied during the spin, with a budget in
+ * time that grows to twice what a hit took and halves on a miss, down to
+ * nothing (then a short probe every A0_SPIN_PROBE_EVERY waits); never on a
+ * machine, or an affinity mask, of one CPU. Fixed (spin_adaptive = 0):
+ * `spin` pause iterations (0: sleep at once). */
+#define A0_SPIN_MAX_NS 20000u
+#define A0_SPIN_MIN_NS 1000u
+#define A0_SPIN_START_NS 4000u
+#define A0_SPIN_PROBE_EVERY 64u
+
+/* Lock-free reads give up (A0_ERR_BUSY) after this many attempts that raced
+ * a writer; each failed attempt means a writer made progress. */
+#define A0_READ_TRIES 1024u
 
 /* Binds t to a mapped, checked arena (see a0_arena_check). */
 a0_err_t a0_transport_init(a0_transport_t* t, void* base, uint64_t size);
@@ -73,7 +110,8 @@ a0_err_t a0_transport_init(a0_transport_t* t, void* base, uint64_t size);
  * its checks (the lock is released again). */
 a0_err_t a0_transport_lock(a0_transport_t* t, a0_locked_t* out);
 a0_err_t a0_transport_trylock(a0_transport_t* t, a0_locked_t* out);
-/* Drops uncommitted frames and releases the lock. */
+/* Drops uncommitted frames and releases the lock, then wakes sleepers if a
+ * commit under it found any. */
 a0_err_t a0_transport_unlock(a0_locked_t lk);
 
 /* Appends a frame of n data bytes to the working state, evicting the oldest
@@ -81,12 +119,13 @@ a0_err_t a0_transport_unlock(a0_locked_t lk);
 a0_err_t a0_transport_alloc(a0_locked_t lk, uint64_t n, uint8_t** data);
 /* Whether alloc(n) would evict at least one frame; changes nothing. */
 a0_err_t a0_transport_alloc_evicts(a0_locked_t lk, uint64_t n, bool* evicts);
-/* Publishes every frame allocated since lock (no-op if none) and notifies. */
+/* Publishes every frame allocated since lock (no-op if none); sleepers are
+ * woken now, under the lock. */
 a0_err_t a0_transport_commit(a0_locked_t lk);
 /* commit, then unlock, then wake sleepers: the fast path for a writer with
  * nothing more to do under the lock. Sleepers then find the lock free when
- * they wake instead of blocking on it again. The lock is released even if
- * the commit fails (its frames are then dropped). */
+ * they wake. The lock is released even if the commit fails (its frames are
+ * then dropped). */
 a0_err_t a0_transport_commit_unlock(a0_locked_t lk);
 /* Removes every frame (seqs are never reused) and publishes at once. */
 a0_err_t a0_transport_clear(a0_locked_t lk);
@@ -117,7 +156,7 @@ uint64_t a0_transport_workspace_size(const a0_transport_t* t);
 /* Largest data size a single frame may have. */
 uint64_t a0_transport_max_frame_data(const a0_transport_t* t);
 
-/* Cursor movement. */
+/* Cursor movement under the lock. */
 a0_err_t a0_transport_jump_head(a0_locked_t lk);
 a0_err_t a0_transport_jump_tail(a0_locked_t lk);
 a0_err_t a0_transport_jump(a0_locked_t lk, uint64_t seq);
@@ -127,6 +166,46 @@ a0_err_t a0_transport_next(a0_locked_t lk);
 a0_err_t a0_transport_prev(a0_locked_t lk);
 bool a0_transport_iter_valid(a0_locked_t lk);
 a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
+
+/* ---- reads without the lock -------------------------------------------
+ *
+ * read_begin locates the frame after the cursor (the oldest live frame if
+ * the cursor's frame is gone or was never placed) in a consistent snapshot
+ * of the committed state, checking every offset it follows; nothing is
+ * copied and the cursor does not move. A0_ERR_NO_FRAME if there is none.
+ * read_after continues a batch from the frame `prev` (located by begin or
+ * by read_after before it); A0_ERR_NO_FRAME at the snapshot's
+ * newest frame, A0_ERR_EVICTED if prev's header no longer checks out.
+ *
+ * read_end validates a batch first..last (first == last for one frame)
+ * after the caller copied or used it: A0_OK if first->link_seq is still live
+ * in the committed state, which proves that every frame of the batch, and
+ * every link followed to reach them, was untouched throughout (seq_low only
+ * grows, and an alloc publishes the eviction of a frame before it writes
+ * over its bytes). Then the cursor moves to `last` and first->gap is added
+ * to t->missed. Otherwise A0_ERR_EVICTED: the copy may be torn, the cursor
+ * stays; read again (the next read_begin counts what was lost as a gap).
+ *
+ * A frame's header read without the lock may be torn: it is bounds-checked
+ * like any other; a check that fails on a frame that is still live is
+ * A0_ERR_CORRUPT, on one that was evicted meanwhile it is a race (retried,
+ * at most A0_READ_TRIES times, then A0_ERR_BUSY). */
+a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r);
+a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r);
+a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last);
+/* Whether a frame after the cursor exists, from a fresh snapshot. */
+a0_err_t a0_transport_read_ready(const a0_transport_t* t, bool* ready);
+/* A consistent copy of the committed state, checked (no lock). */
+a0_err_t a0_transport_snapshot(const a0_transport_t* t, a0_state_t* out);
+
+/* Waits without the lock until a frame after the cursor exists (spinning,
+ * then sleeping on the notify word). A0_ERR_TIMEOUT at the deadline,
+ * A0_ERR_INTERRUPTED if a signal handler ran while asleep. */
+a0_err_t a0_transport_wait_readable(a0_transport_t* t, const struct timespec* deadline);
+/* Waits (no lock held) until the notify word differs from `seen`: spins per
+ * t->spin_adaptive / t->spin, then arms the word and sleeps. A0_OK also on a spurious wake:
+ * callers re-check their condition. */
+a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct timespec* deadline);
 
 /* Waits until pred holds, sleeping with the lock released between checks.
  * deadline: absolute CLOCK_MONOTONIC time, or NULL for none. Returns with the
@@ -147,8 +226,12 @@ bool a0_pred_seq_above(a0_locked_t lk, void* ctx); /* ctx: const uint64_t* */
  * answer is an error, so the waiter stops and the alloc reports it. */
 bool a0_pred_fits(a0_locked_t lk, void* ctx);
 
-/* The notify word (for tests and tools). */
+/* The notify word, for tools, tests and callers that sleep on it themselves
+ * (e.g. on many arenas at once): follow the protocol in a0_sync.h. */
+uint32_t* a0_transport_notify_word(const a0_transport_t* t);
 uint32_t a0_transport_notify_count(const a0_transport_t* t);
+/* 1 while a waiter is (or may be) asleep on the notify word, i.e. while the
+ * next publish will make a wake syscall; 0 when nobody sleeps. */
 uint32_t a0_transport_waiter_count(const a0_transport_t* t);
 
 #endif /* A0_TRANSPORT_H */

@@ -93,9 +93,8 @@ HEADER_LAYOUT = {
     "flags": 24,
     "lock": 64,
     "notify": 128,
-    "waiters": 132,
-    "committed_page": 136,
-    "recoveries": 140,
+    "recoveries": 132,
+    "state_version": 136,
     "deadman": 192,
     "deadman_notify": 256,
     "deadman_pid": 260,
@@ -104,10 +103,10 @@ HEADER_LAYOUT = {
 STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32}
 FRAME_LAYOUT = {"seq": 0, "off_prev": 8, "off_next": 16, "data_size": 24}
 
-@pytest.fixture(scope="session")
-def core(tmp_path_factory):
-    """(ffi, lib) of csrc/*.c compiled as a cffi extension in a temp dir."""
-    out = tmp_path_factory.mktemp("a0cffi")
+def build_core(out_dir):
+    """(ffi, lib) of csrc/*.c compiled as a cffi extension (API mode) in
+    out_dir, declared from the headers. Also used by test_transport_model.py
+    to drive lock-free reads step by step."""
     ffibuilder = cffi.FFI()
     ffibuilder.cdef(cdef_from_headers())
     ffibuilder.set_source(
@@ -118,11 +117,17 @@ def core(tmp_path_factory):
         extra_compile_args=["-std=gnu11", "-D_GNU_SOURCE", "-O1"],
         libraries=["pthread"],
     )
-    path = ffibuilder.compile(tmpdir=str(out), verbose=False)
+    path = ffibuilder.compile(tmpdir=str(out_dir), verbose=False)
     spec = importlib.util.spec_from_file_location("_a0_core_cffi", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.ffi, mod.lib
+
+
+@pytest.fixture(scope="session")
+def core(tmp_path_factory):
+    """(ffi, lib) of csrc/*.c compiled as a cffi extension in a temp dir."""
+    return build_core(tmp_path_factory.mktemp("a0cffi"))
 
 
 @pytest.fixture(autouse=True)
@@ -184,9 +189,7 @@ class Arena:
         self.unlock()
 
     def committed_off(self):
-        page = self.u32(136)
-        assert page in (0, 1)
-        return 320 + 64 * page
+        return 320 + 64 * (self.u64(136) & 1)  # pages[state_version & 1]
 
     def state(self):
         return struct.unpack_from("<5Q", self.buf(), self.committed_off())
@@ -229,9 +232,9 @@ def test_fresh_arena_bytes_match_the_format(core):
     a = Arena(core, 1024)
     raw = bytes(a.buf())
     assert raw[:8] == b"A0PYAREN"
-    assert struct.unpack_from("<IIQQ", raw, 8) == (1, 512, 1024, 0)
-    page = a.u32(136)
-    assert struct.unpack_from("<5Q", raw, 320 + 64 * page) == (1, 0, 0, 0, 0)
+    assert struct.unpack_from("<IIQQ", raw, 8) == (2, 512, 1024, 0)
+    assert struct.unpack_from("<IIQ", raw, 128) == (0, 0, 0)  # notify, recoveries, state_version
+    assert struct.unpack_from("<5Q", raw, 320) == struct.unpack_from("<5Q", raw, 384) == (1, 0, 0, 0, 0)
     assert raw[512:] == b"\0" * (1024 - 512)  # init touches only the header
 
 
@@ -256,13 +259,11 @@ def test_frames_are_written_where_the_format_says(core):
     [
         ("magic", 0, 8, 0x4E45524159503042, "A0_ERR_BAD_MAGIC"),
         ("magic", 0, 8, 0, "A0_ERR_BAD_MAGIC"),
-        ("version", 8, 4, 2, "A0_ERR_BAD_VERSION"),
+        ("version", 8, 4, 1, "A0_ERR_BAD_VERSION"),
         ("version", 8, 4, 0, "A0_ERR_BAD_VERSION"),
         ("header_size", 12, 4, 256, "A0_ERR_BAD_HEADER_SIZE"),
         ("arena_size", 16, 8, 4096, "A0_ERR_SIZE_MISMATCH"),
         ("arena_size", 16, 8, 2**64 - 1, "A0_ERR_SIZE_MISMATCH"),
-        ("committed_page", 136, 4, 2, "A0_ERR_CORRUPT"),
-        ("committed_page", 136, 4, 2**32 - 1, "A0_ERR_CORRUPT"),
     ],
 )
 def test_arena_check_names_the_bad_field(core, field, offset, width, value, code):
@@ -540,11 +541,8 @@ def test_random_corruption_yields_corrupt_or_valid_results(core, sizes, patches)
             off = offs[pick % len(offs)] + 8 * ((pick >> 4) % 4)
         else:
             off = 8 * (pick % (a.size // 8))
-            if off < 320 and off != 136:  # leave magic and the mutexes alone
+            if off < 320 and off != 136:  # leave magic and the mutexes alone; state_version is fair game
                 off = 320 + off % 128
-        if off == 136:
-            a.u32(136, value & 0xFFFFFFFF)
-        else:
-            a.u64(off, value)
+        a.u64(off, value)
     for _ in range(2):  # and again after whatever the first round wrote
         exercise(a)

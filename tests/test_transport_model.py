@@ -10,15 +10,24 @@ evictions are published at once. A Hypothesis state machine drives a real
 all the time, with mixed sizes, the case AlephZero 0.3.17 got wrong) and after
 every step compares everything observable, including the raw bytes of the
 committed state page and of every live frame.
+
+Reads take no lock (issue 8). Besides the copying reads of the binding, a
+second reader drives the C read protocol step by step through cffi
+(``read_while_writers_evict``): it locates frames, copies them, then lets
+writers run -- evicting and overwriting those very frames, or only the frame
+whose link it followed -- *between its copy and its check*, and the model
+says exactly which outcome is right: accepted with the model's bytes, or
+refused as evicted (never a torn frame accepted), with the gap counted.
 """
 
 import ctypes
 import itertools
 import struct
+import tempfile
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -83,6 +92,7 @@ class Ring:
         self.work = self.committed.copy()
         self.pending = 0
         self.cursor = 0
+        self.missed = 0  # frames the lock-free reads of the Transport skipped
 
     @property
     def max_frame(self):
@@ -180,6 +190,14 @@ class Ring:
             raise a0py.NoFrameError
         self.cursor = max(self.cursor + 1, self.work.seq_low)
 
+    def read_next(self):
+        """next() as a lock-free read does it: a jump over frames removed
+        since the last read (after the first read) counts as missed."""
+        before = self.cursor
+        self.next()
+        if before and self.cursor > before + 1:
+            self.missed += self.cursor - before - 1
+
     def prev(self):
         if not self.has_prev():
             raise a0py.NoFrameError
@@ -210,11 +228,28 @@ SIZES = st.one_of(
 )
 
 
+try:
+    from test_transport_cffi import build_core
+except pytest.skip.Exception:  # no cffi: the step-by-step reader is left out
+    build_core = None
+
+_CORE = []
+
+
+def c_core():
+    """(ffi, lib) of the C core through cffi, built once per process (None
+    without cffi)."""
+    if not _CORE:
+        _CORE.append(build_core(tempfile.mkdtemp(prefix="a0model")) if build_core else None)
+    return _CORE[0]
+
+
 class TransportMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.arena = None
         self.lk = None  # the LockedTransport while the machine holds the lock
+        self.core = c_core()
 
     @initialize(size=st.one_of(st.integers(576, 1200), st.integers(576, 4096)))
     def setup(self, size):
@@ -230,6 +265,13 @@ class TransportMachine(RuleBasedStateMachine):
             self.base = ctypes.addressof(probe) - HDR - FRAME_HDR
             del probe
         assert self.tr.max_frame_size == self.ring.max_frame
+        if self.core is not None:
+            # A second reader, in C, on the same memory, with its own cursor.
+            ffi, lib = self.core
+            self.rt = ffi.new("a0_transport_t*")
+            assert lib.a0_transport_init(self.rt, ffi.cast("void*", self.base), size) == lib.A0_OK
+            self.r_cursor = 0
+            self.r_missed = 0
 
     def teardown(self):
         if self.lk is not None:
@@ -256,8 +298,7 @@ class TransportMachine(RuleBasedStateMachine):
         return ctypes.string_at(self.base + off, n)
 
     def committed_page(self):
-        page = struct.unpack_from("<I", self.raw(136, 4))[0]
-        assert page in (0, 1)
+        page = struct.unpack_from("<Q", self.raw(136, 8))[0] & 1  # state_version's low bit
         return struct.unpack_from("<5Q", self.raw(320 + 64 * page, 40))
 
     def locked(self):
@@ -479,7 +520,7 @@ class TransportMachine(RuleBasedStateMachine):
         r = self.ring
         r.lock()
         if r.has_next():
-            r.next()
+            r.read_next()
             f = r.frame(r.cursor)
             expected = (f.seq, payload(f.seq, f.n))
         else:
@@ -494,11 +535,58 @@ class TransportMachine(RuleBasedStateMachine):
         r.lock()
         expected = []
         while (limit is None or len(expected) < limit) and r.has_next():
-            r.next()
+            r.read_next()
             f = r.frame(r.cursor)
             expected.append((f.seq, payload(f.seq, f.n)))
         r.unlock()
         assert self.tr.read_many(limit) == expected
+
+    @precondition(lambda self: not self.locked() and self.core is not None)
+    @rule(specs=st.lists(SIZES, max_size=3), batch=st.integers(1, 3))
+    def read_while_writers_evict(self, specs, batch):
+        """One lock-free read by the C reader, with writes (which may evict
+        what it reads) between its copy and its check."""
+        ffi, lib = self.core
+        c = self.ring.committed
+        first = ffi.new("a0_read_t*")
+        rc = lib.a0_transport_read_begin(self.rt, first)
+        if c.empty or self.r_cursor >= c.seq_high:
+            assert rc == lib.A0_ERR_NO_FRAME
+            return
+        assert rc == lib.A0_OK
+        if self.r_cursor < c.seq_low:  # its frame is gone: the oldest, via the state page
+            seq, link = c.seq_low, c.seq_low
+            gap = seq - self.r_cursor - 1 if self.r_cursor else 0
+        else:  # via its frame's link
+            seq, link, gap = self.r_cursor + 1, self.r_cursor, 0
+        assert (first.seq, first.link_seq, first.gap) == (seq, link, gap)
+        reads = [first]
+        while len(reads) < batch:
+            nxt = ffi.new("a0_read_t*")
+            rc = lib.a0_transport_read_after(self.rt, reads[-1], nxt)
+            if reads[-1].seq >= c.seq_high:
+                assert rc == lib.A0_ERR_NO_FRAME
+                break
+            assert rc == lib.A0_OK and nxt.seq == reads[-1].seq + 1
+            reads.append(nxt)
+        copies = [bytes(ffi.buffer(rd.data, rd.size)) for rd in reads]
+        # The writers run now: between the reader's copy and its check.
+        for spec in specs:
+            self.write(spec)
+        rc = lib.a0_transport_read_end(self.rt, reads[0], reads[-1])
+        if link >= self.ring.committed.seq_low:
+            # Still live: accepted, and the copy is exactly the model's frames.
+            assert rc == lib.A0_OK
+            for rd, data in zip(reads, copies):
+                assert data == payload(rd.seq, rd.size)
+            self.r_cursor = reads[-1].seq
+            self.r_missed += gap
+            event("lock-free read accepted" + (" after a gap" if gap else ""))
+        else:
+            # Evicted (possibly overwritten) before the check: refused.
+            assert rc == lib.A0_ERR_EVICTED
+            event("lock-free read refused: evicted between copy and check")
+        assert (self.rt.cur_seq, self.rt.missed) == (self.r_cursor, self.r_missed)
 
     # ---- invariants ------------------------------------------------------
 
@@ -509,6 +597,7 @@ class TransportMachine(RuleBasedStateMachine):
         assert t.used_space == r.used_space()
         assert t.high_water_mark == w.hwm
         assert self.tr.cursor_seq == r.cursor
+        assert self.tr.missed == r.missed
         assert t.has_next() == r.has_next()
         assert t.has_prev() == r.has_prev()
         assert t.iter_valid() == r.iter_valid()

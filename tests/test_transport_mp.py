@@ -509,13 +509,24 @@ def test_locker_blocked_behind_killed_holder_recovers(shm_name, spawn):
 # ------------------------------------------------ cross-process wait
 
 
-def wait_for_sleepers(tr, n, timeout=MSG_S):
-    """Until n processes are asleep on the arena's notify word."""
+def wait_for_sleepers(tr, n=1, timeout=MSG_S):
+    """Until a process is asleep on the arena's notify word (its sleepers
+    flag is set; with n > 1, callers know the others are asleep already)."""
     deadline = time.monotonic() + timeout
-    while tr.waiter_count < n:
+    while tr.waiter_count < min(n, 1):
         if time.monotonic() > deadline:
             pytest.fail(f"{n} waiter(s) never went to sleep (waiter_count {tr.waiter_count})")
         time.sleep(0.001)
+
+
+def assert_writers_make_no_wake(tr, writes=3):
+    """After at most one publish, the sleepers flag is clear and stays clear:
+    writers make no wake syscall (nobody is left to wake)."""
+    tr.write(b"clears the flag if a departed waiter left it")
+    assert tr.waiter_count == 0
+    for _ in range(writes):
+        tr.write(b"no syscall")
+        assert tr.waiter_count == 0
 
 
 @child_main
@@ -594,7 +605,9 @@ def test_cross_process_wait_times_out_at_deadline(shm_name, spawn, how, expected
         join_ok(child)
         assert result == expected
         assert elapsed >= timeout
-        assert a0py.Transport(arena).waiter_count == 0
+        # The timed-out waiter leaves at most its sleepers flag (it cannot know
+        # whether others sleep too): one publish clears it, then no syscalls.
+        assert_writers_make_no_wake(a0py.Transport(arena))
     finally:
         arena.close()
 
@@ -612,18 +625,26 @@ def test_waiter_killed_asleep_does_not_disturb_writers_or_readers(shm_name, spaw
         # It slept without the lock: nobody has to recover from it.
         with tr.lock() as t:
             assert not t.recovered
-        # Its waiter count leaks (harmless: writers only make a futex wake
-        # they did not need); a live waiter still wakes on the next commit.
-        leaked = tr.waiter_count
-        parent_end, child_end = CTX.Pipe()
-        waiter = spawn(wait_in_child, shm_name, "read_next", child_end)
-        assert recv(parent_end) == "waiting"
-        wait_for_sleepers(tr, leaked + 1)
+        # It leaves only the sleepers flag: the next commit pays one wake it
+        # did not need and clears it; later commits make no syscall. (Its
+        # waiter count used to leak, making every later commit pay a wake.)
+        assert tr.waiter_count == 1
         assert tr.write(b"one") == 1
-        assert recv(parent_end) == (1, b"one")
+        assert tr.waiter_count == 0
+        # A live waiter still sleeps and wakes on the commits it waits for.
+        parent_end, child_end = CTX.Pipe()
+        waiter = spawn(wait_in_child, shm_name, "wait_seq_above", child_end)
+        assert recv(parent_end) == "waiting"
+        wait_for_sleepers(tr, 1)
+        assert tr.write(b"two") == 2  # not yet what it waits for: it sleeps again
+        wait_for_sleepers(tr, 1)
+        assert not parent_end.poll(0)
+        assert tr.write(b"three") == 3
+        assert recv(parent_end) == (3, b"three")
         join_ok(waiter)
-        assert tr.write_many([b"two", b"three"]) == 3
-        assert all_frames(tr) == [(1, b"one"), (2, b"two"), (3, b"three")]
+        assert tr.write_many([b"four", b"five"]) == 5
+        assert [d for _, d in all_frames(tr)] == [b"one", b"two", b"three", b"four", b"five"]
+        assert_writers_make_no_wake(tr)
     finally:
         arena.close()
 

@@ -20,6 +20,7 @@ _ERR_CLASS = {
     A0_ERR_NOT_LOCKED: LockError,
     A0_ERR_PENDING: LockError,
     A0_ERR_NOT_OWNER: LockError,
+    A0_ERR_EVICTED: FrameEvictedError,
 }
 
 

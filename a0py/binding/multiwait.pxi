@@ -59,7 +59,7 @@ cdef class MultiWait:
         self._mode = _MULTIWAIT_MODES[mode]
         self.ctl = 0
         self.entries[0].word = &self.ctl
-        self.entries[0].waiters = NULL
+        self.entries[0].arm = 0
         self.entries[0].expected = 0
         self.entries[0].shared = 0
         self.n = 1

@@ -1,18 +1,38 @@
-# transport.pxi — Transport (one-call fast paths, cursor), LockedTransport
+# transport.pxi — Transport (one-call fast paths, cursor, reads without the
+# lock), ReadView (a zero-copy read validated when it ends), LockedTransport
 # (frame operations under the lock, zero-copy views and their revocation)
 # and Frame. Included by _core.pyx.
+
+# Frames at least this big are copied with the GIL released.
+DEF _NOGIL_COPY = 65536
+# Frames copied per validation by read_many: a longer batch is more likely
+# to be overtaken by a writer, and then it is thrown away as a whole.
+DEF _READ_BATCH = 64
+
+
+cdef inline void _copy_out(void* dst, const void* src, size_t n) noexcept:
+    """memcpy, with the GIL released for big frames. The caller counts the
+    arena busy (Arena._enter) so that a close() meanwhile defers the unmap."""
+    if n < _NOGIL_COPY:
+        memcpy(dst, src, n)
+        return
+    with nogil:
+        memcpy(dst, src, n)
 
 cdef class Transport:
     """A circular list of frames in an arena, with this process's cursor.
 
-    Frame operations happen under the arena's lock::
+    Writers take the arena's lock::
 
         with transport.lock() as t:
             t.alloc(5)[:] = b"hello"
             t.commit()
 
-    One Transport per thread; each has its own cursor. `write`, `write_many`,
-    `read_next` and `read_many` are one-call fast paths.
+    Readers do not: `read_next`, `read_many` and `read_view` copy (or look
+    at) frames without the lock and validate what they read, so a reader
+    never makes a writer wait. One Transport per thread; each has its own
+    cursor. `write`, `write_many`, `read_next`, `read_many` and `read_view`
+    are one-call fast paths.
     """
 
     def __cinit__(self, arena):
@@ -72,30 +92,49 @@ cdef class Transport:
 
     @property
     def spin(self):
-        """Busy-poll iterations a waiter spends before sleeping on the futex."""
-        return self.t.spin
+        """How a waiter spins before it sleeps on the futex: None (the
+        default) for the adaptive budget (spins only while spinning has been
+        paying off lately, never with a single CPU), or a fixed number of
+        busy-poll iterations (0: sleep at once)."""
+        return None if self.t.spin_adaptive else self.t.spin
 
     @spin.setter
     def spin(self, value):
+        if value is None:
+            self.t.spin_adaptive = 1
+            return
         cdef uint64_t spin = _as_size(value, "spin", self.arena)
         if spin > 0xFFFFFFFF:
-            raise ArgumentError(f"{self.arena._describe()}: spin must be at most {0xFFFFFFFF} iterations, got {spin}")
+            raise ArgumentError(f"{self.arena._describe()}: spin must be None (adaptive) or at most "
+                                f"{0xFFFFFFFF} iterations, got {spin}")
         self.t.spin = <uint32_t>spin
+        self.t.spin_adaptive = 0
 
     @property
     def cursor_seq(self):
-        """Seq the cursor stands on (0 before the first frame)."""
+        """Seq the cursor stands on: the last frame read (0 before the first)."""
         return self.t.cur_seq
 
     @property
+    def missed(self):
+        """Frames this Transport's reads skipped because they were removed
+        (evicted, cleared, dropped) before it read them, counted from its
+        first read on. A growing count means this reader falls behind."""
+        return self.t.missed
+
+    @property
     def notify_count(self):
-        """The arena's notify word (bumped on every commit, eviction, clear)."""
+        """The arena's notify word (moves on every commit, eviction, clear;
+        bit 0 is the sleepers flag)."""
         self.arena._check_open()
         return a0_transport_notify_count(&self.t)
 
     @property
     def waiter_count(self):
-        """Processes asleep (or about to sleep) waiting on this arena."""
+        """1 while a waiter of any process is (or may be) asleep on this
+        arena, so that the next publish makes one wake syscall; 0 when
+        nobody sleeps and writers make no syscall. A waiter that timed out or
+        was killed asleep leaves it at 1 until the next publish."""
         self.arena._check_open()
         return a0_transport_waiter_count(&self.t)
 
@@ -179,7 +218,8 @@ cdef class Transport:
         try:
             items = list(frames)
         except TypeError:
-            raise ArgumentError(f"write_many to {self.arena._describe()} needs an iterable of bytes-like frames, "
+            raise ArgumentError(f"write_many to {self.arena._describe()} needs an iterable of "
+                                "bytes-like frames, "
                                 f"not {type(frames).__name__}") from None
         self._acquire(&lk)
         try:
@@ -203,70 +243,243 @@ cdef class Transport:
             _raise(err, f"committing to {self.arena._describe()}")
         return seq
 
+    cdef int _raise_read(self, a0_err_t err) except -1:
+        if err == A0_ERR_BUSY:
+            raise LockError(f"reading {self.arena._describe()}: writers overtook this reader "
+                            f"{A0_READ_TRIES} times in a row; read again")
+        _raise(err, f"reading {self.arena._describe()}")
+
+    cdef int _wait_readable(self, timespec* deadline) except -1:
+        """Sleeps (GIL released) until a frame after the cursor exists.
+        Returns 1, or 0 at the deadline; Ctrl-C raises KeyboardInterrupt."""
+        cdef a0_err_t err
+        while True:
+            self.arena.busy += 1
+            with nogil:
+                err = a0_transport_wait_readable(&self.t, deadline)
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+            self.arena._check_open()  # closed while asleep: ClosedError
+            if err == A0_OK:
+                return 1
+            if err == A0_ERR_TIMEOUT:
+                return 0
+            if err != A0_ERR_INTERRUPTED:
+                self._raise_read(err)
+            PyErr_CheckSignals()  # Ctrl-C raises here; other handlers: keep waiting
+
+    cdef object _read_one(self):
+        """The next frame as (seq, bytes) without the lock, or None."""
+        self.arena._check_open()
+        self.arena.busy += 1
+        try:
+            return self._read_one_open()
+        finally:
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+
+    cdef object _read_one_open(self):
+        cdef a0_read_t r
+        cdef a0_err_t err
+        while True:
+            err = a0_transport_read_begin(&self.t, &r)
+            if err == A0_ERR_NO_FRAME:
+                return None
+            if err:
+                self._raise_read(err)
+            data = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>r.size)
+            _copy_out(PyBytes_AS_STRING(data), r.data, r.size)
+            err = a0_transport_read_end(&self.t, &r, &r)
+            if err == A0_OK:
+                return (r.seq, data)
+            if err != A0_ERR_EVICTED:
+                self._raise_read(err)
+            # Overwritten while copying: read again (the loss is counted).
+
     def read_next(self, timeout=0):
         """Moves the cursor to the next frame and returns ``(seq, bytes)``.
 
+        Takes no lock: the frame is copied, then checked to be still live,
+        and copied again from the next surviving frame if it was not.
         timeout=0 (default) does not wait: None if there is no next frame.
         timeout=None waits as long as it takes; a number waits up to that
         many seconds and then returns None. From an evicted cursor, "next" is
-        the oldest surviving frame (compare seqs to detect the gap)."""
-        cdef a0_locked_t lk
-        cdef a0_frame_t fr
-        cdef a0_err_t err
+        the oldest surviving frame: the frames skipped are added to
+        :attr:`missed` (and the seqs jump).
+
+        Raises ArgumentError (bad timeout), ClosedError, ArenaCorruptError."""
         cdef timespec ts
-        cdef int has_deadline = 0
-        if timeout is not None and timeout == 0:
-            has_deadline = -1
-        else:
+        cdef int has_deadline = -1
+        if timeout is None or timeout != 0:
             has_deadline = _make_deadline(timeout, &ts, self.arena)
-        self._acquire(&lk)
-        try:
-            if not a0_transport_has_next(lk):
-                if has_deadline < 0:
-                    return None
-                while True:
-                    with nogil:
-                        err = a0_transport_wait(lk, a0_pred_has_next, NULL, &ts if has_deadline else NULL)
-                    if err != A0_ERR_INTERRUPTED:
-                        break
-                    PyErr_CheckSignals()  # Ctrl-C raises here; otherwise keep waiting
-                if err == A0_ERR_TIMEOUT:
-                    return None
-                if err:
-                    _raise(err, f"waiting on {self.arena._describe()}")
-            err = a0_transport_next(lk)
-            if not err:
-                err = a0_transport_frame(lk, &fr)
-            if err:
-                _raise(err, f"reading {self.arena._describe()}")
-            return fr.seq, PyBytes_FromStringAndSize(<char*>fr.data, <Py_ssize_t>fr.size)
-        finally:
-            self._release(lk)
+        self.arena._check_open()
+        while True:
+            frame = self._read_one()
+            if frame is not None or has_deadline < 0:
+                return frame
+            if not self._wait_readable(&ts if has_deadline else NULL):
+                return self._read_one()
 
     def read_many(self, max_frames=None):
         """Returns every frame after the cursor (up to `max_frames`) as a list
-        of ``(seq, bytes)``, under one lock, without waiting."""
-        cdef a0_locked_t lk
-        cdef a0_frame_t fr
-        cdef a0_err_t err
-        cdef Py_ssize_t limit = -1 if max_frames is None else <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
-        out = []
-        self._acquire(&lk)
+        of ``(seq, bytes)``, without waiting and without the lock: frames are
+        copied in batches and each batch is validated once. Frames removed
+        before they could be read are skipped and added to :attr:`missed`."""
+        cdef Py_ssize_t limit = -1
+        if max_frames is not None:
+            limit = <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
+        self.arena._check_open()
+        self.arena.busy += 1
         try:
-            while limit != 0 and a0_transport_has_next(lk):
-                err = a0_transport_next(lk)
-                if not err:
-                    err = a0_transport_frame(lk, &fr)
-                if err:
-                    _raise(err, f"reading {self.arena._describe()}")
-                out.append((fr.seq, PyBytes_FromStringAndSize(<char*>fr.data, <Py_ssize_t>fr.size)))
-                limit -= 1
+            return self._read_many_open(limit)
         finally:
-            self._release(lk)
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+
+    cdef list _read_many_open(self, Py_ssize_t limit):
+        cdef a0_read_t first, cur, after
+        cdef a0_err_t err
+        cdef Py_ssize_t batch_len
+        out = []
+        while limit != 0:
+            err = a0_transport_read_begin(&self.t, &first)
+            if err == A0_ERR_NO_FRAME:
+                break
+            if err:
+                self._raise_read(err)
+            batch = []
+            cur = first
+            while True:
+                data = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>cur.size)
+                _copy_out(PyBytes_AS_STRING(data), cur.data, cur.size)
+                batch.append((cur.seq, data))
+                batch_len = len(batch)
+                if batch_len == limit or batch_len == _READ_BATCH:
+                    break
+                if a0_transport_read_after(&self.t, &cur, &after) != A0_OK:
+                    break  # the newest frame, or a race that the check below will see
+                cur = after
+            err = a0_transport_read_end(&self.t, &first, &cur)
+            if err == A0_ERR_EVICTED:
+                continue  # overtaken while copying: this batch is discarded, read again
+            if err:
+                self._raise_read(err)
+            out.extend(batch)
+            if limit > 0:
+                limit -= batch_len
         return out
+
+    def read_view(self, timeout=None):
+        """A zero-copy read, validated when it ends::
+
+            with tr.read_view(timeout=1.0) as frame:
+                process(frame.seq, frame.data)   # a read-only memoryview into the arena
+
+        Waits (as :meth:`read_next`; timeout=None: as long as it takes) for
+        the next frame and gives a :class:`ReadView` of it; no lock is held.
+        On leaving the block the view is released and the frame is checked:
+        if a writer evicted it meanwhile (its bytes may have been written
+        over while the block read them), FrameEvictedError is raised, and the
+        cursor stays so that the next read goes on from the oldest surviving
+        frame. Otherwise the cursor moves to the frame.
+
+        Raises A0TimeoutError (no frame within the timeout), LockError (a
+        read_view of this Transport is already open), FrameEvictedError (on
+        exit), ArgumentError, ClosedError."""
+        cdef ReadView view = ReadView.__new__(ReadView)
+        view.tr = self
+        view.has_deadline = _make_deadline(timeout, &view.deadline, self.arena)
+        view.timeout = timeout
+        return view
 
     def __repr__(self):
         return f"<a0py.Transport on {self.arena._describe()}>"
+
+
+cdef class ReadView:
+    """A frame read without the lock, from :meth:`Transport.read_view`:
+    `seq`, `size`, and `data`, a read-only zero-copy memoryview into the
+    arena, valid inside the ``with`` block only. Whether the frame stayed
+    intact is known when the block ends (FrameEvictedError if not)."""
+
+    def __init__(self):
+        raise TypeError("read views come from Transport.read_view()")
+
+    def __enter__(self):
+        cdef Transport tr = self.tr
+        cdef a0_err_t err
+        cdef _Buffer buf
+        if self.state != 0:
+            raise LockError("a read_view() is entered once; call read_view() again for the next frame")
+        if tr._view_open:
+            raise LockError(f"{tr.arena._describe()}: a read_view of this Transport is already open "
+                            "(its cursor moves when that block ends)")
+        tr.arena._check_open()
+        while True:
+            err = a0_transport_read_begin(&tr.t, &self.r)
+            if err == A0_OK:
+                break
+            if err != A0_ERR_NO_FRAME:
+                tr._raise_read(err)
+            timed_out = self.has_deadline and a0_deadline_passed(&self.deadline)
+            if timed_out or not tr._wait_readable(&self.deadline if self.has_deadline else NULL):
+                raise A0TimeoutError(f"no frame to read in {tr.arena._describe()} "
+                                     f"within {self.timeout} s")
+        buf = _Buffer.__new__(_Buffer)
+        buf.arena = tr.arena
+        buf.ptr = <uint8_t*>self.r.data
+        buf.size = <Py_ssize_t>self.r.size
+        buf.writable = False
+        self._view = memoryview(buf)
+        self.state = 1
+        tr._view_open = True
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        cdef Transport tr = self.tr
+        if self.state != 1:
+            return False
+        cdef a0_err_t err
+        self.state = 2
+        tr._view_open = False
+        tr.arena.busy += 1  # releasing the view must not let a close() unmap before the check
+        try:
+            try:
+                self._view.release()
+            except BufferError:
+                pass  # a derived view (memoryview(v), numpy) keeps it: memory-safe, not revocable
+            err = a0_transport_read_end(&tr.t, &self.r, &self.r)
+        finally:
+            tr.arena.busy -= 1
+            tr.arena._maybe_unmap()
+        if err == A0_OK or exc_type is not None:
+            return False  # the block's own exception goes first
+        if err == A0_ERR_EVICTED:
+            raise FrameEvictedError(
+                f"frame {self.r.seq} of {tr.arena._describe()} was evicted while the read_view "
+                "block used it: what the block read may be torn. Read again; the reader is "
+                "falling behind (a larger arena gives it more time)")
+        tr._raise_read(err)
+
+    @property
+    def seq(self):
+        return self.r.seq
+
+    @property
+    def size(self):
+        return self.r.size
+
+    @property
+    def data(self):
+        if self.state != 1:
+            raise LockError("a read_view's data is readable only inside its with-block")
+        return self._view
+
+    def __len__(self):
+        return self.r.size
+
+    def __repr__(self):
+        return f"<a0py.ReadView seq={self.r.seq} size={self.r.size}>"
 
 
 cdef class LockedTransport:

@@ -28,4 +28,5 @@ cdef extern from "a0_err.h" nogil:
         A0_ERR_PENDING
         A0_ERR_NOT_OWNER
         A0_ERR_INTERRUPTED
+        A0_ERR_EVICTED
     const char* a0_strerror(a0_err_t err)

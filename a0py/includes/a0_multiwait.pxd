@@ -15,7 +15,7 @@ cdef extern from "a0_multiwait.h" nogil:
 
     ctypedef struct a0_multiwait_entry_t:
         uint32_t* word
-        uint32_t* waiters
+        uint32_t arm
         uint32_t expected
         uint32_t shared
 

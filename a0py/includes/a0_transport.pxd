@@ -7,6 +7,8 @@ from .a0_err cimport a0_err_t, c_bool
 
 
 cdef extern from "a0_transport.h" nogil:
+    uint32_t A0_READ_TRIES
+
     ctypedef struct a0_transport_t:
         uint8_t* base
         uint64_t size
@@ -14,7 +16,10 @@ cdef extern from "a0_transport.h" nogil:
         a0_state_t published
         uint64_t cur_seq
         uint64_t cur_off
+        uint64_t missed
+        uint32_t spin_adaptive
         uint32_t spin
+        uint32_t spin_ns
         uint32_t locked
         uint32_t pending
         uint32_t recovered
@@ -26,6 +31,14 @@ cdef extern from "a0_transport.h" nogil:
         uint64_t seq
         uint8_t* data
         uint64_t size
+
+    ctypedef struct a0_read_t:
+        uint64_t seq
+        uint64_t off
+        const uint8_t* data
+        uint64_t size
+        uint64_t link_seq
+        uint64_t gap
 
     ctypedef c_bool (*a0_pred_fn)(a0_locked_t lk, void* ctx)
 
@@ -57,10 +70,18 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_prev(a0_locked_t lk)
     bint a0_transport_iter_valid(a0_locked_t lk)
     a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out)
+    a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r)
+    a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r)
+    a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last)
+    a0_err_t a0_transport_read_ready(const a0_transport_t* t, c_bool* ready)
+    a0_err_t a0_transport_snapshot(const a0_transport_t* t, a0_state_t* out)
+    a0_err_t a0_transport_wait_readable(a0_transport_t* t, const timespec* deadline)
+    a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const timespec* deadline)
     a0_err_t a0_transport_wait(a0_locked_t lk, a0_pred_fn pred, void* ctx, const timespec* deadline)
     a0_err_t a0_transport_wait_step(a0_locked_t lk, const timespec* deadline)
     c_bool a0_pred_has_next(a0_locked_t lk, void* ctx)
     c_bool a0_pred_seq_above(a0_locked_t lk, void* ctx)
     c_bool a0_pred_fits(a0_locked_t lk, void* ctx)
+    uint32_t* a0_transport_notify_word(const a0_transport_t* t)
     uint32_t a0_transport_notify_count(const a0_transport_t* t)
     uint32_t a0_transport_waiter_count(const a0_transport_t* t)

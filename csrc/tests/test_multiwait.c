@@ -16,6 +16,7 @@
 
 #include "a0_arena.h"
 #include "a0_multiwait.h"
+#include "a0_sync.h"
 #include "a0_transport.h"
 
 static int passed, failed;
@@ -101,17 +102,25 @@ static uint32_t ctl_word;
 /* entries[0]: the control word; entries[1..]: the arenas' notify words. */
 static uint32_t fill(a0_multiwait_entry_t* e, uint8_t** arenas) {
   e[0].word = &ctl_word;
-  e[0].waiters = NULL;
+  e[0].arm = 0;
   e[0].expected = atomic_load((_Atomic uint32_t*)&ctl_word);
   e[0].shared = 0;
   for (int i = 0; i < N_ARENAS; i++) a0_multiwait_arena_entry(arenas[i], &e[i + 1]);
   return N_ARENAS + 1;
 }
 
-static uint32_t total_waiters(uint8_t** arenas) {
+/* Arenas whose notify word has the SLEEPERS flag set (a0_sync.h). */
+static uint32_t flagged(uint8_t** arenas) {
   uint32_t sum = 0;
-  for (int i = 0; i < N_ARENAS; i++) sum += ((a0_arena_hdr_t*)arenas[i])->waiters;
+  for (int i = 0; i < N_ARENAS; i++) sum += ((a0_arena_hdr_t*)arenas[i])->notify & A0_NOTIFY_SLEEPERS;
   return sum;
+}
+
+/* The flag stays set on an arena nobody published to after a sleep (as a
+ * transport waiter leaves it); one publish wakes and clears it. */
+static void clear_flags(uint8_t** arenas) {
+  for (int i = 0; i < N_ARENAS; i++)
+    if (((a0_arena_hdr_t*)arenas[i])->notify & A0_NOTIFY_SLEEPERS) commit_one(arenas[i]);
 }
 
 static void test_mode(a0_multiwait_mode_t mode) {
@@ -138,7 +147,11 @@ static void test_mode(a0_multiwait_mode_t mode) {
     CHECK(changed == -1 || changed == targets[k] + 1);
     CHECK(a0_multiwait_load(&e[targets[k] + 1]) != e[targets[k] + 1].expected);
     pthread_join(th, NULL);
-    CHECK(total_waiters(arenas) == 0);
+    /* Every arena was armed for the sleep; the one that was published to is
+     * clear again. */
+    CHECK(mode == A0_MULTIWAIT_POLL || !(((a0_arena_hdr_t*)arenas[targets[k]])->notify & A0_NOTIFY_SLEEPERS));
+    clear_flags(arenas);
+    CHECK(flagged(arenas) == 0);
   }
 
   /* The control word wakes the sleeper. */
@@ -175,13 +188,15 @@ static void test_mode(a0_multiwait_mode_t mode) {
     double t0 = now_s();
     CHECK_ERR(a0_multiwait(e, n, mode, &deadline, &changed), A0_ERR_TIMEOUT);
     CHECK(now_s() - t0 >= 0.039);
-    CHECK(total_waiters(arenas) == 0);
+    /* Armed in waitv mode (a publisher would have woken us), never in poll mode. */
+    CHECK(flagged(arenas) == (mode == A0_MULTIWAIT_WAITV ? N_ARENAS : 0));
+    clear_flags(arenas);
   }
 
   for (int i = 0; i < N_ARENAS; i++) free(arenas[i]);
 }
 
-/* While asleep in waitv mode the counts are raised, so writers wake us. */
+/* While asleep in waitv mode the words are armed, so writers wake us. */
 typedef struct sleeper_s {
   a0_multiwait_entry_t e[2];
   a0_err_t err;
@@ -194,7 +209,7 @@ static void* sleeper_main(void* arg) {
   return NULL;
 }
 
-static void test_waiters_raised_while_asleep(void) {
+static void test_words_armed_while_asleep(void) {
   uint8_t* a = new_arena();
   uint8_t* b = new_arena();
   sleeper_t s;
@@ -203,12 +218,15 @@ static void test_waiters_raised_while_asleep(void) {
   pthread_t th;
   pthread_create(&th, NULL, sleeper_main, &s);
   double t0 = now_s();
-  while (((a0_arena_hdr_t*)b)->waiters == 0 && now_s() - t0 < 5.0) usleep(1000);
-  CHECK(((a0_arena_hdr_t*)a)->waiters == 1 && ((a0_arena_hdr_t*)b)->waiters == 1);
-  commit_one(b);
+  while (!(((a0_arena_hdr_t*)b)->notify & A0_NOTIFY_SLEEPERS) && now_s() - t0 < 5.0) usleep(1000);
+  CHECK((((a0_arena_hdr_t*)a)->notify & A0_NOTIFY_SLEEPERS) && (((a0_arena_hdr_t*)b)->notify & A0_NOTIFY_SLEEPERS));
+  usleep(20000); /* let it reach futex_waitv */
+  commit_one(b); /* sees the flag: wakes, then clears it */
   pthread_join(th, NULL);
   CHECK_ERR(s.err, A0_OK);
-  CHECK(((a0_arena_hdr_t*)a)->waiters == 0 && ((a0_arena_hdr_t*)b)->waiters == 0);
+  CHECK(!(((a0_arena_hdr_t*)b)->notify & A0_NOTIFY_SLEEPERS));
+  CHECK(s.e[1].expected != ((a0_arena_hdr_t*)b)->notify); /* b moved since it was armed */
+  CHECK(s.e[0].expected == ((a0_arena_hdr_t*)a)->notify); /* a did not */
   free(a);
   free(b);
 }
@@ -218,7 +236,7 @@ static void test_bad_arguments(void) {
   uint32_t word = 0;
   for (uint32_t i = 0; i <= A0_MULTIWAIT_MAX; i++) {
     e[i].word = &word;
-    e[i].waiters = NULL;
+    e[i].arm = 0;
     e[i].expected = 0;
     e[i].shared = 0;
   }
@@ -231,7 +249,7 @@ int main(void) {
   printf("futex_waitv: %s\n", has_waitv ? "available" : "missing (testing the fallback only)");
   if (has_waitv) {
     test_mode(A0_MULTIWAIT_WAITV);
-    test_waiters_raised_while_asleep();
+    test_words_armed_while_asleep();
   }
   test_mode(A0_MULTIWAIT_POLL);
   test_bad_arguments();
