@@ -20,30 +20,42 @@ from .errors import (
     FrameTooLargeError,
     LockError,
     NoFrameError,
+    PacketCorruptError,
     SeqNotFoundError,
 )
 
 __version__ = "0.1.0"
 
 _CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION")
+# Packets (compiled) and pub/sub (a0py.proto), also loaded on first use.
+_PACKET_NAMES = ("Packet", "Headers", "STANDARD_HEADERS")
+_PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
+                "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST")
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError",
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
     "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
     "Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION",
+    "PacketCorruptError", *_PACKET_NAMES, *_PROTO_NAMES,
 ]
 
 
 def __getattr__(name):
-    if name in _CORE_NAMES:
+    if name in _CORE_NAMES or name in _PACKET_NAMES:
         from . import _core
 
         value = getattr(_core, name)
+        globals()[name] = value
+        return value
+    if name in _PROTO_NAMES:
+        from . import proto
+
+        value = getattr(proto, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'a0py' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_CORE_NAMES))
+    return sorted(set(globals()) | set(_CORE_NAMES) | set(_PACKET_NAMES) | set(_PROTO_NAMES))

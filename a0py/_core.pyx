@@ -1287,3 +1287,19 @@ cdef class Deadman:
     def __exit__(self, *exc):
         self.release()
         return False
+
+
+# Packets (a0_packet.h) and the many-arena wait (a0_multiwait.h), one file per concept.
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
+from libc.stdlib cimport malloc
+from posix.time cimport CLOCK_REALTIME
+
+from a0py.includes.a0_multiwait cimport *
+from a0py.includes.a0_packet cimport *
+
+import json as _json
+
+from .errors import PacketCorruptError
+
+include "binding/packet.pxi"
+include "binding/multiwait.pxi"

@@ -71,3 +71,9 @@ class ArgumentError(A0Error, ValueError):
 
 class A0OSError(A0Error, OSError):
     """A system call made by the core failed (errno and strerror are set)."""
+
+
+class PacketCorruptError(A0Error, ValueError):
+    """Bytes that should hold an a0py packet do not: wrong magic or version,
+    an offset or size outside the packet, a header that is not UTF-8. The
+    message names the field (and the topic and seq when read from one)."""

@@ -1,0 +1,972 @@
+# binding/packet.pxi — packets (csrc/a0_packet.h) in frames: the Packet
+# object, the writer (copying and zero-copy) and the reader cursor with its
+# init/iter modes and missed count. Included by a0py/_core.pyx, whose Arena
+# and transport internals it uses; it knows nothing of topics (a0py.proto
+# builds Publisher and SubscriberSync on these classes).
+#
+# Invariants:
+#  - Bytes read from an arena are decoded only through a0_packet_view*: a
+#    corrupt frame is a PacketCorruptError naming the field, never a stray read.
+#  - The writer assigns a0_transport_seq under the lock, from seq_high + 1,
+#    which is exactly the seq a0_transport_alloc gives the frame.
+#  - No user code runs while a reader holds the arena lock: packets are
+#    copied out (metadata and payload, one memcpy each) and the lock released
+#    before anything is returned.
+#  - A reader's `last` is the seq of the last packet it returned (or the one
+#    before the first it should return); a returned seq above last + 1 in
+#    ITER_NEXT means packets were evicted unread, and the gap is counted.
+
+STANDARD_HEADERS = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_seq",
+                    "a0_transport_seq")
+_STANDARD_SET = frozenset(STANDARD_HEADERS)
+
+cdef enum:
+    _N_STD = 5
+    _STACK_HEADERS = 32
+    # Payloads at least this large are copied with the GIL released.
+    _NOGIL_COPY = 65536
+    PACKET_INIT_OLDEST = 0
+    PACKET_INIT_MOST_RECENT = 1
+    PACKET_INIT_AWAIT_NEW = 2
+    PACKET_ITER_NEXT = 0
+    PACKET_ITER_NEWEST = 1
+
+cdef const char* _STD_KEYS[5]
+_STD_KEYS[0] = "a0_time_mono"
+_STD_KEYS[1] = "a0_time_wall"
+_STD_KEYS[2] = "a0_writer_id"
+_STD_KEYS[3] = "a0_writer_seq"
+_STD_KEYS[4] = "a0_transport_seq"
+cdef uint32_t _STD_KEY_LENS[5]
+_STD_KEY_LENS[:] = [12, 12, 12, 13, 16]
+
+# Bumped in a forked child: writers then take a new identity (writer id, id
+# generator, writer seq), so parent and child never write the same ids.
+cdef uint64_t _fork_generation = 0
+
+
+def _packet_after_fork_in_child():
+    global _fork_generation
+    _fork_generation += 1
+
+
+os.register_at_fork(after_in_child=_packet_after_fork_in_child)
+
+
+cdef str _corrupt_reason(a0_check_info_t* info):
+    if info.field == NULL:
+        return "malformed"
+    field = info.field.decode()
+    if field == "magic":
+        return f"field magic: expected {info.expected:#010x}, found {info.found:#010x}"
+    return f"field {field}: expected {info.expected}, found {info.found}"
+
+
+cdef str _utf8(const char* s, uint32_t n, str what):
+    try:
+        return PyUnicode_DecodeUTF8(<char*>s, n, NULL)
+    except UnicodeDecodeError as e:
+        raise PacketCorruptError(f"{what} is not UTF-8 ({e.reason} at byte {e.start})") from None
+
+
+cdef tuple _decode_headers(bytes meta, str what):
+    """The headers of a packet's metadata (copied out of the frame)."""
+    cdef a0_packet_view_t v
+    cdef a0_packet_header_t h
+    cdef a0_check_info_t info
+    cdef a0_err_t err
+    cdef uint32_t i
+    info.field = NULL
+    err = a0_packet_view_meta(<const uint8_t*><const char*>meta, len(meta), &v, &info)
+    if err:
+        raise PacketCorruptError(f"{what}: {_corrupt_reason(&info)}")
+    out = []
+    for i in range(v.header_count):
+        err = a0_packet_header(&v, i, &h, &info)
+        if err:
+            raise PacketCorruptError(f"{what}: header {i}: {_corrupt_reason(&info)}")
+        out.append((_utf8(h.key, h.key_len, f"{what}: header {i} key"),
+                    _utf8(h.val, h.val_len, f"{what}: header {i} value")))
+    return tuple(out)
+
+
+cdef tuple _check_headers(object headers, bint refuse_standard):
+    """Headers given by a user, as a tuple of (str, str); each key and value
+    has its UTF-8 form computed (and cached on the str) now, so the writer
+    reads them under the lock without any chance of failing."""
+    cdef Py_ssize_t size
+    if headers is None:
+        return ()
+    if isinstance(headers, Headers):
+        items = (<Headers>headers)._items
+    elif isinstance(headers, dict):
+        items = headers.items()
+    elif isinstance(headers, (str, bytes, bytearray, memoryview)):
+        raise ArgumentError(
+            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}")
+    else:
+        items = headers.items() if hasattr(headers, "items") else headers
+    out = []
+    try:
+        iterator = iter(items)
+    except TypeError:
+        raise ArgumentError(
+            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}") from None
+    for item in iterator:
+        if not isinstance(item, tuple) or len(item) != 2:
+            try:
+                item = tuple(item)
+            except TypeError:
+                item = (item,)
+            if len(item) != 2:
+                raise ArgumentError(f"each header must be a (key, value) pair, got {item!r}")
+        key, value = item
+        if not isinstance(key, str):
+            raise ArgumentError(f"header key must be str, not {type(key).__name__} ({key!r})")
+        if not isinstance(value, str):
+            raise ArgumentError(
+                f"header {key!r}: value must be str, not {type(value).__name__} ({value!r}); convert it with str()")
+        if not key:
+            raise ArgumentError("header key may not be empty")
+        if "\0" in key:
+            raise ArgumentError(f"header key may not contain a NUL character: {key!r}")
+        if refuse_standard and key in _STANDARD_SET:
+            raise ArgumentError(f"header {key!r} is written by every writer and cannot be set "
+                                f"(reserved: {', '.join(STANDARD_HEADERS)})")
+        try:
+            PyUnicode_AsUTF8AndSize(key, &size)
+            PyUnicode_AsUTF8AndSize(value, &size)
+        except UnicodeEncodeError as e:
+            raise ArgumentError(f"header {key!r} is not encodable as UTF-8 ({e.reason})") from None
+        out.append((key, value))
+    return tuple(out)
+
+
+cdef tuple _without_standard(tuple headers):
+    return tuple([kv for kv in headers if kv[0] not in _STANDARD_SET])
+
+
+cdef bytes _new_id():
+    cdef bytearray raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return bytes(raw)
+
+
+cdef str _format_id(const uint8_t* id):
+    cdef char out[36]
+    a0_uuid_format(id, out)
+    return out[:36].decode("ascii")
+
+
+cdef bytes _parse_id(object value):
+    if isinstance(value, (bytes, bytearray)) and len(value) == 16:
+        return bytes(value)
+    if isinstance(value, str):
+        import uuid
+        try:
+            return uuid.UUID(value).bytes
+        except ValueError:
+            pass
+    raise ArgumentError(f"packet id must be a UUID string or 16 bytes, not {value!r}")
+
+
+cdef class Headers:
+    """A packet's headers: an ordered multimap of str keys to str values.
+
+    Iterating gives ``(key, value)`` pairs in order (a key may repeat);
+    ``h[key]`` is the first value of `key` (KeyError if absent), ``h.get(key,
+    default)`` likewise without raising, ``h.getall(key)`` every value of it,
+    ``key in h`` tests a key. Compares equal to another Headers or a list of
+    pairs with the same items in the same order."""
+
+    cdef tuple _items
+
+    def __init__(self, items=()):
+        self._items = _check_headers(items, False)
+
+    @staticmethod
+    cdef Headers _wrap(tuple items):
+        cdef Headers h = Headers.__new__(Headers)
+        h._items = items
+        return h
+
+    def __len__(self):
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __getitem__(self, key):
+        for k, v in self._items:
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        for k, _ in self._items:
+            if k == key:
+                return True
+        return False
+
+    def get(self, key, default=None):
+        """The first value of `key`, or `default`."""
+        for k, v in self._items:
+            if k == key:
+                return v
+        return default
+
+    def getall(self, key):
+        """Every value of `key`, in order (an empty list if none)."""
+        return [v for k, v in self._items if k == key]
+
+    def keys(self):
+        return [k for k, _ in self._items]
+
+    def items(self):
+        return list(self._items)
+
+    def __eq__(self, other):
+        if isinstance(other, Headers):
+            return self._items == (<Headers>other)._items
+        if isinstance(other, (list, tuple)):
+            try:
+                return self._items == tuple([tuple(kv) for kv in other])
+            except TypeError:
+                return False
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._items)
+
+    def __repr__(self):
+        return f"Headers({list(self._items)!r})"
+
+
+cdef class Packet:
+    """A packet: an id (a UUID), headers (an ordered multimap str -> str) and
+    a payload (bytes).
+
+    ``Packet(headers, payload)``, ``Packet(payload)`` or ``Packet()``:
+    headers are a mapping or an iterable of ``(key, value)`` pairs of str;
+    the payload is bytes, any bytes-like object (kept, not copied) or a str
+    (stored as UTF-8). A new packet gets a fresh random id unless ``id=`` is
+    given. Packets read from a topic also carry ``seq`` (the frame's
+    transport seq) and ``missed`` (packets this reader lost to eviction just
+    before this one), and their headers include the standard ones
+    (``a0py.STANDARD_HEADERS``).
+
+    Raises ArgumentError for headers or a payload of the wrong kind."""
+
+    cdef object _headers      # Headers, or None until decoded from _meta
+    cdef bytes _meta          # metadata copied from a frame (read packets)
+    cdef object _payload
+    cdef bytes _id
+    cdef object _seq
+    cdef uint64_t _missed
+
+    def __init__(self, headers=None, payload=None, *, id=None):
+        if payload is None and isinstance(headers, (str, bytes, bytearray, memoryview)):
+            headers, payload = None, headers
+        self._headers = Headers._wrap(_check_headers(headers, False))
+        self._payload = _payload_object(payload)
+        self._id = _new_id() if id is None else _parse_id(id)
+        self._seq = None
+
+    @staticmethod
+    def from_bytes(data):
+        """Decodes a whole encoded packet (as :meth:`to_bytes` or a frame
+        holds it). Raises PacketCorruptError naming the field that is wrong,
+        ArgumentError if `data` is not bytes-like."""
+        cdef Py_buffer buf
+        cdef a0_packet_view_t v
+        cdef a0_check_info_t info
+        info.field = NULL
+        _get_buffer(data, &buf)
+        try:
+            if a0_packet_view(<const uint8_t*>buf.buf, <uint64_t>buf.len, &v, &info):
+                raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
+            pkt = _packet_from_view(&v, None, 0)
+        finally:
+            PyBuffer_Release(&buf)
+        pkt.headers  # decode now: from_bytes promises a checked packet
+        return pkt
+
+    def to_bytes(self):
+        """The packet encoded in the a0py packet format (docs/pubsub.md)."""
+        cdef Py_buffer buf
+        cdef uint64_t meta, total
+        cdef a0_packet_header_t* h
+        cdef tuple items = (<Headers>self.headers)._items
+        cdef uint32_t n = <uint32_t>len(items)
+        _get_buffer(self._payload, &buf)
+        h = <a0_packet_header_t*>malloc((n + 1) * sizeof(a0_packet_header_t))
+        try:
+            if h == NULL:
+                raise MemoryError()
+            _fill_headers(h, items)
+            if a0_packet_encoded_size(h, n, <uint64_t>buf.len, &meta, &total):
+                raise FrameTooLargeError(f"packet headers too large to encode ({n} headers)")
+            out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
+            a0_packet_encode_meta(<uint8_t*><char*>out, meta, <const uint8_t*><const char*>self._id,
+                                  h, n, <uint64_t>buf.len)
+            memcpy(<char*>out + meta, buf.buf, buf.len)
+            return out
+        finally:
+            free(h)
+            PyBuffer_Release(&buf)
+
+    @property
+    def id(self):
+        """The packet's id, a UUID string (8-4-4-4-12 hex)."""
+        if self._id is None:
+            self._id = self._meta[8:24]
+        return _format_id(<const uint8_t*><const char*>self._id)
+
+    @property
+    def headers(self):
+        """The headers (:class:`Headers`); decoded on first access for a
+        packet read from a topic. PacketCorruptError if they are not valid."""
+        if self._headers is None:
+            what = "packet" if self._seq is None else f"packet seq {self._seq}"
+            self._headers = Headers._wrap(_decode_headers(self._meta, what))
+        return self._headers
+
+    @property
+    def payload(self):
+        """The payload: bytes (for a packet read from a topic, the one copy
+        made out of the arena), or the bytes-like object it was made with."""
+        return self._payload
+
+    @property
+    def seq(self):
+        """The transport seq of the frame it was read from (None if not read)."""
+        return self._seq
+
+    @property
+    def missed(self):
+        """Packets the reader lost to eviction right before this one (0 if none)."""
+        return self._missed
+
+    def json(self):
+        """The payload decoded as JSON (json.loads). ValueError if it is not JSON."""
+        payload = self._payload
+        if not isinstance(payload, (bytes, bytearray)):
+            payload = bytes(payload)
+        return _json.loads(payload)
+
+    def __repr__(self):
+        seq = "" if self._seq is None else f" seq={self._seq}"
+        return f"<a0py.Packet {self.id}{seq} headers={len(self.headers)} payload={len(self._payload)} bytes>"
+
+
+cdef object _payload_object(object payload):
+    cdef Py_buffer buf
+    if payload is None:
+        return b""
+    if isinstance(payload, bytes):
+        return payload
+    if isinstance(payload, str):
+        try:
+            return payload.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise ArgumentError(f"payload str is not encodable as UTF-8 ({e.reason})") from None
+    try:
+        PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
+    except (TypeError, BufferError):
+        raise ArgumentError(f"payload must be bytes, a bytes-like object or str, "
+                            f"not {type(payload).__name__}") from None
+    PyBuffer_Release(&buf)
+    return payload
+
+
+cdef int _fill_headers(a0_packet_header_t* h, tuple items) except -1:
+    cdef Py_ssize_t i, size
+    for i in range(len(items)):
+        key, value = items[i]
+        h[i].key = PyUnicode_AsUTF8AndSize(key, &size)
+        h[i].key_len = <uint32_t>size
+        h[i].val = PyUnicode_AsUTF8AndSize(value, &size)
+        h[i].val_len = <uint32_t>size
+    return 0
+
+
+cdef Packet _packet_from_view(a0_packet_view_t* v, object seq, uint64_t missed):
+    cdef Packet pkt = Packet.__new__(Packet)
+    pkt._meta = PyBytes_FromStringAndSize(<const char*>v.base, <Py_ssize_t>v.meta_size)
+    pkt._payload = PyBytes_FromStringAndSize(<const char*>v.payload, <Py_ssize_t>v.payload_size)
+    pkt._seq = seq
+    pkt._missed = missed
+    return pkt
+
+
+cdef int _lock_arena(Arena arena, a0_transport_t* t, a0_locked_t* lk) except -1:
+    """Takes the arena's lock through the process-local transport state `t`
+    (the same protocol as Transport._acquire: GIL released only while it
+    has to wait, the arena counted busy meanwhile so close() defers)."""
+    cdef a0_err_t err
+    arena._check_open()
+    err = a0_transport_trylock(t, lk)
+    if err == A0_ERR_BUSY:
+        arena.busy += 1
+        with nogil:
+            err = a0_transport_lock(t, lk)
+        arena.busy -= 1
+        if not err and arena.closing:
+            a0_transport_unlock(lk[0])
+            err = A0_ERR_NOT_LOCKED
+        if err:
+            arena._maybe_unmap()
+            arena._check_open()
+    if err:
+        if err == A0_ERR_DEADLOCK:
+            raise LockError(f"{arena._describe()}: this thread already holds its lock (publishing "
+                            "inside a `with pub.alloc()` or `with transport.lock()` block of the same arena)")
+        _raise(err, f"locking {arena._describe()}")
+    arena.locks_held += 1
+    return 0
+
+
+cdef int _unlock_arena(Arena arena, a0_locked_t lk) except -1:
+    cdef a0_err_t err = a0_transport_unlock(lk)
+    arena.locks_held -= 1
+    arena._maybe_unmap()
+    if err:
+        _raise(err, f"unlocking {arena._describe()}")
+    return 0
+
+
+cdef class PacketWriter:
+    """Writes packets to an arena, each with the standard headers
+    (``a0_time_mono``, ``a0_time_wall``: nanoseconds of CLOCK_MONOTONIC and
+    of the Unix epoch; ``a0_writer_id``: this writer's UUID;
+    ``a0_writer_seq``: 1, 2, 3... per writer; ``a0_transport_seq``: the
+    frame's seq) ahead of the caller's.
+
+    Thread-safe: every write locks the arena with state of its own. A forked
+    child's writer takes a new writer id and restarts its writer seq.
+    :class:`a0py.Publisher` is this class bound to a topic."""
+
+    cdef readonly Arena arena
+    cdef a0_transport_t proto_t
+    cdef a0_packet_idgen_t idgen
+    cdef uint64_t wseq
+    cdef char wid[36]
+    cdef uint64_t fork_generation
+    cdef object _label
+
+    def __cinit__(self, *args, **kwargs):
+        self.arena = None
+
+    def __init__(self, arena, label=None):
+        self._bind(arena, label)
+
+    def _bind(self, arena, label=None):
+        """Binds the writer to `arena` (for subclasses that find the arena
+        themselves). `label` names it in error messages."""
+        if not isinstance(arena, Arena):
+            raise ArgumentError(f"a packet writer needs an a0py.Arena, not {type(arena).__name__}")
+        (<Arena>arena)._check_open()
+        cdef a0_err_t err = a0_transport_init(&self.proto_t, (<Arena>arena).base, (<Arena>arena).size)
+        if err:
+            _raise(err, arena._describe())
+        self.arena = arena
+        self._label = label if label is not None else arena._describe()
+        self._new_identity()
+
+    cdef _new_identity(self):
+        seed = int.from_bytes(os.urandom(8), "little")
+        a0_packet_idgen_seed(&self.idgen, <uint64_t>seed)
+        cdef bytes raw_id = _new_id()
+        a0_uuid_format(<const uint8_t*><const char*>raw_id, self.wid)
+        self.wseq = 0
+        self.fork_generation = _fork_generation
+
+    cdef int _check_bound(self) except -1:
+        if self.arena is None:
+            if self._label is not None:
+                raise ClosedError(f"the writer on {self._label} is closed")
+            raise ArgumentError("this writer is not bound to an arena")
+        if self.fork_generation != _fork_generation:
+            self._new_identity()
+        return 0
+
+    @property
+    def writer_id(self):
+        """This writer's id (the ``a0_writer_id`` header of its packets)."""
+        self._check_bound()
+        return self.wid[:36].decode("ascii")
+
+    @property
+    def writer_seq(self):
+        """How many packets this writer has written (the last ``a0_writer_seq``)."""
+        return self.wseq
+
+    cdef int _encode_locked(self, a0_locked_t lk, const uint8_t* id, tuple user,
+                            uint64_t payload_size, uint8_t** payload_out, uint64_t* seq_out) except -1:
+        """Allocates the frame and writes the packet's metadata; the caller
+        holds the lock (and releases it if this raises) and fills the payload."""
+        cdef a0_packet_header_t stack_h[_STACK_HEADERS]
+        cdef a0_packet_header_t* h = stack_h
+        cdef uint32_t n_user = <uint32_t>len(user)
+        cdef uint32_t n = _N_STD + n_user
+        cdef char mono[20]
+        cdef char wall[20]
+        cdef char wseqs[20]
+        cdef char tseq[20]
+        cdef timespec ts_mono, ts_wall
+        cdef uint64_t meta = 0, total = 0, seq
+        cdef uint8_t* dst
+        cdef a0_err_t err
+        cdef int i
+        if n > _STACK_HEADERS:
+            h = <a0_packet_header_t*>malloc(n * sizeof(a0_packet_header_t))
+            if h == NULL:
+                raise MemoryError()
+        try:
+            _fill_headers(h + _N_STD, user)
+            seq = a0_transport_seq_high(lk) + 1
+            clock_gettime(CLOCK_MONOTONIC, &ts_mono)
+            clock_gettime(CLOCK_REALTIME, &ts_wall)
+            for i in range(_N_STD):
+                h[i].key = _STD_KEYS[i]
+                h[i].key_len = _STD_KEY_LENS[i]
+            h[0].val = mono
+            h[0].val_len = a0_u64_to_dec(<uint64_t>ts_mono.tv_sec * 1000000000u + <uint64_t>ts_mono.tv_nsec, mono)
+            h[1].val = wall
+            h[1].val_len = a0_u64_to_dec(<uint64_t>ts_wall.tv_sec * 1000000000u + <uint64_t>ts_wall.tv_nsec, wall)
+            h[2].val = self.wid
+            h[2].val_len = 36
+            h[3].val = wseqs
+            h[3].val_len = a0_u64_to_dec(self.wseq + 1, wseqs)
+            h[4].val = tseq
+            h[4].val_len = a0_u64_to_dec(seq, tseq)
+            err = a0_packet_encoded_size(h, n, payload_size, &meta, &total)
+            if not err:
+                err = a0_transport_alloc(lk, total, &dst)
+            if err:
+                if err == A0_ERR_FRAME_TOO_LARGE:
+                    raise FrameTooLargeError(
+                        f"a packet of {payload_size} payload bytes ({total if total else 'too many'} "
+                        f"bytes with its headers) does not fit {self._label}: at most "
+                        f"{a0_transport_max_frame_data(lk.t)} bytes per frame in this arena")
+                _raise(err, f"writing to {self._label}")
+            a0_packet_encode_meta(dst, meta, id, h, n, payload_size)
+        finally:
+            if h != stack_h:
+                free(h)
+        payload_out[0] = dst + meta
+        seq_out[0] = seq
+        return 0
+
+    def pub(self, data, headers=None):
+        """Writes one packet and returns its transport seq.
+
+        `data`: bytes or any bytes-like object (the payload), a str (UTF-8),
+        or a :class:`Packet` (its id and headers are kept, except the
+        standard headers, which this writer writes anew). `headers`: extra
+        headers, a mapping or (key, value) pairs of str, added after the
+        packet's own.
+
+        Raises ArgumentError (bad data or headers, a standard header in
+        `headers`), FrameTooLargeError (the packet cannot fit the arena),
+        LockError, ClosedError."""
+        cdef Py_buffer buf
+        cdef tuple user
+        cdef const uint8_t* id = NULL
+        cdef uint8_t idbuf[16]
+        cdef a0_transport_t t
+        cdef a0_locked_t lk
+        cdef uint8_t* dst
+        cdef uint64_t seq
+        cdef a0_err_t err
+        cdef Packet pkt
+        self._check_bound()
+        cdef Arena arena = self.arena  # close() from another thread must not pull it away
+        user = _check_headers(headers, True) if headers is not None else ()
+        if isinstance(data, Packet):
+            pkt = <Packet>data
+            own = _without_standard((<Headers>pkt.headers)._items)
+            user = own + user if user else own
+            id_bytes = pkt._id if pkt._id is not None else pkt._meta[8:24]
+            id = <const uint8_t*><const char*>id_bytes
+            data = pkt._payload
+        elif isinstance(data, str):
+            data = _payload_object(data)
+        if id == NULL:
+            a0_packet_id_next(&self.idgen, idbuf)
+            id = idbuf
+        try:
+            PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+        except (TypeError, BufferError):
+            raise ArgumentError(f"pub() takes bytes, a bytes-like object, str or a Packet, "
+                                f"not {type(data).__name__}") from None
+        try:
+            t = self.proto_t
+            _lock_arena(arena, &t, &lk)
+            try:
+                self._encode_locked(lk, id, user, <uint64_t>buf.len, &dst, &seq)
+            except BaseException:
+                _unlock_arena(arena, lk)
+                raise
+            if buf.len >= _NOGIL_COPY:
+                with nogil:
+                    memcpy(dst, buf.buf, buf.len)
+            else:
+                memcpy(dst, buf.buf, buf.len)
+            # Wakes sleepers after unlocking, so they find the lock free.
+            err = a0_transport_commit_unlock(lk)
+            arena.locks_held -= 1
+            arena._maybe_unmap()
+            if err:
+                _raise(err, f"committing to {self._label}")
+            self.wseq += 1
+            return seq
+        finally:
+            PyBuffer_Release(&buf)
+
+    def alloc(self, size, headers=None):
+        """Zero-copy write: ``with writer.alloc(n) as buf:`` gives a writable
+        memoryview of the payload of a new n-byte packet, placed in the
+        arena; fill it in place. Leaving the block normally publishes the
+        packet; leaving it by an exception discards it.
+
+        The arena's lock is held for the whole block: keep it short, and
+        do not publish to the same arena inside it (LockError). The view is
+        released at the end of the block. Raises ArgumentError,
+        FrameTooLargeError."""
+        self._check_bound()
+        cdef PacketAlloc a = PacketAlloc.__new__(PacketAlloc)
+        a.writer = self
+        a.size = _as_size(size, "payload size")
+        a.headers = _check_headers(headers, True) if headers is not None else ()
+        return a
+
+    def close(self):
+        """Unbinds the writer (idempotent): later writes raise ClosedError. The
+        arena itself stays open for its other users."""
+        self.arena = None
+
+    @property
+    def closed(self):
+        return self.arena is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"<a0py.PacketWriter {self._label}>"
+
+
+cdef class PacketAlloc:
+    """A zero-copy packet being written (what PacketWriter.alloc returns);
+    ``seq`` is its transport seq once entered."""
+
+    cdef PacketWriter writer
+    cdef Arena arena
+    cdef uint64_t size
+    cdef tuple headers
+    cdef a0_transport_t t
+    cdef a0_locked_t lk
+    cdef object view
+    cdef bint active
+    cdef readonly uint64_t seq
+
+    def __init__(self):
+        raise TypeError("use PacketWriter.alloc(n)")
+
+    def __enter__(self):
+        cdef uint8_t* dst
+        cdef uint8_t idbuf[16]
+        cdef _Buffer buf
+        if self.active:
+            raise LockError("this alloc() block is already entered")
+        self.writer._check_bound()
+        self.arena = self.writer.arena
+        a0_packet_id_next(&self.writer.idgen, idbuf)
+        self.t = self.writer.proto_t
+        _lock_arena(self.arena, &self.t, &self.lk)
+        try:
+            self.writer._encode_locked(self.lk, idbuf, self.headers, self.size, &dst, &self.seq)
+        except BaseException:
+            _unlock_arena(self.arena, self.lk)
+            raise
+        buf = _Buffer.__new__(_Buffer)
+        buf.arena = self.arena
+        buf.ptr = dst
+        buf.size = <Py_ssize_t>self.size
+        buf.writable = True
+        self.view = memoryview(buf)
+        self.active = True
+        return self.view
+
+    def __exit__(self, exc_type, exc, tb):
+        cdef a0_err_t err
+        if not self.active:
+            return False
+        self.active = False
+        try:
+            self.view.release()
+        except BufferError:
+            pass  # a derived view lives on; the mapping outlives it
+        self.view = None
+        if exc_type is not None:
+            _unlock_arena(self.arena, self.lk)  # discards the frame
+            return False
+        err = a0_transport_commit_unlock(self.lk)
+        self.arena.locks_held -= 1
+        self.arena._maybe_unmap()
+        if err:
+            _raise(err, f"committing to {self.writer._label}")
+        self.writer.wseq += 1
+        return False
+
+
+cdef c_bool _pred_new_packet(a0_locked_t lk, void* ctx) noexcept nogil:
+    return not a0_transport_empty(lk) and a0_transport_seq_high(lk) > (<uint64_t*>ctx)[0]
+
+
+cdef class PacketReader:
+    """Reads the packets of an arena from a cursor of its own.
+
+    `init`: where it starts — 0 oldest (the oldest packet present when it
+    was made), 1 most recent (the newest packet present then, or the first
+    written after if none), 2 await new (the first written after it was
+    made). `iter`: how it moves on — 0 next (every packet in order), 1 newest
+    (straight to the newest, skipping the rest). :class:`a0py.SubscriberSync`
+    is this class bound to a topic, with named constants.
+
+    `missed` counts the packets that were evicted before this reader got to
+    them (ITER_NEXT only; skipping is what ITER_NEWEST asks for). Use one
+    reader per thread: LockError if two threads use one at once."""
+
+    cdef readonly Arena arena
+    cdef a0_transport_t t
+    cdef uint64_t last
+    cdef int init_mode
+    cdef int iter_mode
+    cdef bint first
+    cdef bint busy
+    cdef uint64_t _missed
+    cdef object _label
+
+    def __cinit__(self, *args, **kwargs):
+        self.arena = None
+
+    def __init__(self, arena, init=PACKET_INIT_AWAIT_NEW, iter=PACKET_ITER_NEXT, label=None):
+        self._bind(arena, init, iter, label)
+
+    def _bind(self, arena, init, iter, label=None):
+        """Binds the reader to `arena` and places its cursor (for subclasses
+        that find the arena themselves). `label` names it in messages."""
+        cdef a0_locked_t lk
+        if not isinstance(arena, Arena):
+            raise ArgumentError(f"a packet reader needs an a0py.Arena, not {type(arena).__name__}")
+        if init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT, PACKET_INIT_AWAIT_NEW) or isinstance(init, bool):
+            raise ArgumentError(f"init must be 0 (oldest), 1 (most recent) or 2 (await new), not {init!r}")
+        if iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST) or isinstance(iter, bool):
+            raise ArgumentError(f"iter must be 0 (next) or 1 (newest), not {iter!r}")
+        (<Arena>arena)._check_open()
+        cdef a0_err_t err = a0_transport_init(&self.t, (<Arena>arena).base, (<Arena>arena).size)
+        if err:
+            _raise(err, arena._describe())
+        self.arena = arena
+        self._label = label if label is not None else arena._describe()
+        self.init_mode = init
+        self.iter_mode = iter
+        self.first = True
+        _lock_arena(self.arena, &self.t, &lk)
+        try:
+            self._place(lk)
+        finally:
+            _unlock_arena(self.arena, lk)
+
+    cdef int _place(self, a0_locked_t lk) except -1:
+        cdef uint64_t low = a0_transport_seq_low(lk), high = a0_transport_seq_high(lk)
+        cdef a0_err_t err = A0_OK
+        if a0_transport_empty(lk):
+            self.last = high  # everything from the next write on
+        elif self.init_mode == PACKET_INIT_OLDEST:
+            self.last = low - 1  # cursor unplaced: next is the oldest surviving
+        elif self.init_mode == PACKET_INIT_MOST_RECENT:
+            self.last = high - 1
+            if high - 1 >= low:
+                err = a0_transport_jump(lk, high - 1)
+        else:
+            self.last = high
+            err = a0_transport_jump_tail(lk)
+        if err:
+            _raise(err, f"placing a reader on {self._label}")
+        return 0
+
+    cdef int _enter(self) except -1:
+        if self.arena is None:
+            if self._label is not None:
+                raise ClosedError(f"the reader on {self._label} is closed")
+            raise ArgumentError("this reader is not bound to an arena")
+        if self.busy:
+            raise LockError(f"{self._label}: this reader is in use by another thread "
+                            "(use one subscriber per thread)")
+        self.busy = True
+        return 0
+
+    cdef object _take(self, a0_locked_t lk):
+        """The next packet under the lock, or None; a corrupt frame is
+        returned as a PacketCorruptError (the cursor has moved past it)."""
+        cdef a0_frame_t fr
+        cdef a0_packet_view_t v
+        cdef a0_check_info_t info
+        cdef a0_err_t err
+        cdef uint64_t gap = 0
+        if a0_transport_empty(lk) or a0_transport_seq_high(lk) <= self.last:
+            return None
+        if self.iter_mode == PACKET_ITER_NEWEST and not (self.first and self.init_mode == PACKET_INIT_OLDEST):
+            err = a0_transport_jump_tail(lk)
+        else:
+            err = a0_transport_next(lk)
+        if not err:
+            err = a0_transport_frame(lk, &fr)
+        if err:
+            _raise(err, f"reading {self._label}")
+        if self.iter_mode == PACKET_ITER_NEXT and fr.seq > self.last + 1:
+            gap = fr.seq - self.last - 1
+            self._missed += gap
+        self.first = False
+        self.last = fr.seq
+        info.field = NULL
+        if a0_packet_view(fr.data, fr.size, &v, &info):
+            return PacketCorruptError(
+                f"{self._label}: frame seq {fr.seq} ({fr.size} bytes) is not an a0py packet: "
+                f"{_corrupt_reason(&info)}")
+        return _packet_from_view(&v, fr.seq, gap)
+
+    def can_read(self):
+        """Whether :meth:`read` would return a packet now."""
+        cdef a0_locked_t lk
+        cdef bint ready
+        self._enter()
+        try:
+            _lock_arena(self.arena, &self.t, &lk)
+            ready = not a0_transport_empty(lk) and a0_transport_seq_high(lk) > self.last
+            _unlock_arena(self.arena, lk)
+        finally:
+            self.busy = False
+        return ready
+
+    def read(self):
+        """The next packet (per `iter`), or None if there is none; never waits.
+
+        Raises PacketCorruptError for a frame that is not a valid packet
+        (the reader moves past it: the next call goes on), LockError,
+        ClosedError."""
+        cdef a0_locked_t lk
+        self._enter()
+        try:
+            _lock_arena(self.arena, &self.t, &lk)
+            try:
+                item = self._take(lk)
+            finally:
+                _unlock_arena(self.arena, lk)
+        finally:
+            self.busy = False
+        if type(item) is PacketCorruptError:
+            raise item
+        return item
+
+    def read_blocking(self, timeout=None):
+        """The next packet, waiting for one to be written: as long as it
+        takes (None) or up to `timeout` seconds.
+
+        Raises A0TimeoutError at the timeout, ArgumentError for a bad
+        timeout, PacketCorruptError as :meth:`read`; Ctrl-C interrupts it."""
+        cdef a0_locked_t lk
+        cdef timespec ts
+        cdef a0_err_t err
+        cdef int has_deadline
+        self._enter()
+        try:
+            has_deadline = _make_deadline(timeout, &ts)
+            _lock_arena(self.arena, &self.t, &lk)
+            try:
+                while True:
+                    item = self._take(lk)
+                    if item is not None:
+                        break
+                    with nogil:
+                        err = a0_transport_wait(lk, _pred_new_packet, &self.last, &ts if has_deadline else NULL)
+                    if err == A0_ERR_INTERRUPTED:
+                        PyErr_CheckSignals()
+                    elif err == A0_ERR_TIMEOUT:
+                        raise A0TimeoutError(f"{self._label}: no packet within {timeout} s")
+                    elif err:
+                        _raise(err, f"waiting on {self._label}")
+            finally:
+                if self.t.locked:
+                    _unlock_arena(self.arena, lk)
+                else:  # a relock that failed left it unlocked
+                    self.arena.locks_held -= 1
+                    self.arena._maybe_unmap()
+        finally:
+            self.busy = False
+        if type(item) is PacketCorruptError:
+            raise item
+        return item
+
+    def read_batch(self, max_packets=64):
+        """Up to `max_packets` packets under one lock, without waiting (at
+        most one with ITER_NEWEST). A corrupt frame appears in the list as a
+        PacketCorruptError instance instead of a Packet."""
+        cdef a0_locked_t lk
+        cdef Py_ssize_t limit = <Py_ssize_t>_as_size(max_packets, "max_packets")
+        out = []
+        self._enter()
+        try:
+            _lock_arena(self.arena, &self.t, &lk)
+            try:
+                while len(out) < limit:
+                    item = self._take(lk)
+                    if item is None:
+                        break
+                    out.append(item)
+                    if self.iter_mode == PACKET_ITER_NEWEST:
+                        break
+            finally:
+                _unlock_arena(self.arena, lk)
+        finally:
+            self.busy = False
+        return out
+
+    @property
+    def missed(self):
+        """Packets evicted before this reader read them, in total."""
+        return self._missed
+
+    @property
+    def last_seq(self):
+        """Seq of the last packet returned (or the one before the first to come)."""
+        return self.last
+
+    def close(self):
+        """Unbinds the reader (idempotent): later reads raise ClosedError.
+        LockError if another thread is reading through it right now."""
+        if self.busy:
+            raise LockError(f"{self._label}: cannot close a reader while another thread reads through it")
+        self.arena = None
+
+    @property
+    def closed(self):
+        return self.arena is None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"<a0py.PacketReader {self._label}>"

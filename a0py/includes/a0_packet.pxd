@@ -1,0 +1,52 @@
+# C declarations of csrc/a0_packet.h (the flat packet codec), for the binding.
+from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
+
+# Moves to a0py.includes.a0_err / a0_arena once the binding is split per header.
+from a0py._a0 cimport a0_check_info_t, a0_err_t
+
+
+cdef extern from "a0_packet.h" nogil:
+    uint32_t A0_PACKET_MAGIC
+    uint32_t A0_PACKET_VERSION
+    uint32_t A0_PACKET_HDR_SIZE
+    uint32_t A0_PACKET_ENTRY_SIZE
+    uint32_t A0_PACKET_ALIGN
+    uint32_t A0_PACKET_ID_SIZE
+    uint32_t A0_U64_DEC_MAX
+    uint32_t A0_UUID_STR_LEN
+
+    ctypedef struct a0_packet_header_t:
+        const char* key
+        uint32_t key_len
+        const char* val
+        uint32_t val_len
+
+    ctypedef struct a0_packet_view_t:
+        const uint8_t* base
+        uint64_t size
+        const uint8_t* id
+        uint32_t header_count
+        uint64_t meta_size
+        const uint8_t* payload
+        uint64_t payload_size
+
+    ctypedef struct a0_packet_idgen_t:
+        uint64_t state
+
+    a0_err_t a0_packet_encoded_size(const a0_packet_header_t* headers, uint32_t count,
+                                    uint64_t payload_size, uint64_t* meta_size, uint64_t* total)
+    void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t* id,
+                               const a0_packet_header_t* headers, uint32_t count,
+                               uint64_t payload_size)
+    a0_err_t a0_packet_view(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,
+                            a0_check_info_t* info)
+    a0_err_t a0_packet_view_meta(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,
+                                 a0_check_info_t* info)
+    a0_err_t a0_packet_header(const a0_packet_view_t* v, uint32_t i, a0_packet_header_t* out,
+                              a0_check_info_t* info)
+    a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key_len,
+                            uint32_t start, uint32_t* index)
+    uint32_t a0_u64_to_dec(uint64_t v, char* out)
+    void a0_packet_idgen_seed(a0_packet_idgen_t* g, uint64_t seed)
+    void a0_packet_id_next(a0_packet_idgen_t* g, uint8_t* out)
+    void a0_uuid_format(const uint8_t* id, char* out)

@@ -1,0 +1,242 @@
+"""Pub/sub on topics: :class:`Publisher`, :class:`SubscriberSync` (pull),
+:class:`Subscriber` (callback), :func:`aio_sub` (asyncio).
+
+A topic's packets live in its ``pubsub`` arena (:mod:`a0py.proto.topic`): a ring of
+frames, each one packet. A publisher appends; every subscriber reads through a cursor of
+its own, so subscribers never slow each other or the publisher down, and one that falls
+behind loses the oldest packets to eviction — counted in ``missed``, never silently.
+
+Invariants:
+
+* A subscriber's first packet is fixed by ``init`` when it is made (oldest present, most
+  recent present, or the first written after), its following ones by ``iter`` (every
+  packet in order, or straight to the newest).
+* User callbacks never run under an arena lock: packets are copied out (one copy of the
+  payload, into the bytes object the callback gets), the lock released, then called.
+* Every callback :class:`Subscriber` and :func:`aio_sub` of a process is served by the
+  dispatcher (:mod:`a0py.proto._dispatch`): one thread sleeping on up to 127 arenas at
+  once, not a thread per subscriber.
+"""
+
+import asyncio
+import json
+import logging
+
+from .. import _core
+from ..errors import ArgumentError, PacketCorruptError
+from . import _dispatch
+from .topic import PUBSUB, Topic
+
+__all__ = [
+    "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
+    "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
+]
+
+INIT_OLDEST = "oldest"
+INIT_MOST_RECENT = "most_recent"
+INIT_AWAIT_NEW = "await_new"
+ITER_NEXT = "next"
+ITER_NEWEST = "newest"
+
+_INIT_CODES = {INIT_OLDEST: 0, INIT_MOST_RECENT: 1, INIT_AWAIT_NEW: 2}
+_ITER_CODES = {ITER_NEXT: 0, ITER_NEWEST: 1}
+
+# Packets a callback subscriber copies out under one lock before calling back.
+_BATCH = 64
+
+_log = logging.getLogger("a0py.pubsub")
+
+
+def _init_code(init):
+    code = _INIT_CODES.get(init) if isinstance(init, str) else None
+    if code is None:
+        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW "
+                            f"({', '.join(map(repr, _INIT_CODES))}), not {init!r}")
+    return code
+
+
+def _iter_code(iter):
+    code = _ITER_CODES.get(iter) if isinstance(iter, str) else None
+    if code is None:
+        raise ArgumentError(f"iter must be a0py.ITER_NEXT or ITER_NEWEST "
+                            f"({', '.join(map(repr, _ITER_CODES))}), not {iter!r}")
+    return code
+
+
+def _label(topic):
+    return f"topic {topic.name!r}"
+
+
+class Publisher(_core.PacketWriter):
+    """Publishes packets to `topic` (a name or :class:`a0py.proto.Topic`), creating
+    the topic if it does not exist yet.
+
+    ``pub(data, headers=None)`` writes bytes, a bytes-like object, a str (UTF-8) or a
+    :class:`a0py.Packet`, and returns the packet's transport seq. ``with
+    pub.alloc(n) as buf:`` fills an n-byte payload in place (zero-copy).
+    :meth:`pub_json` sends an object as JSON. Every packet carries the standard headers
+    (``a0py.STANDARD_HEADERS``). Thread-safe; usable as a context manager.
+
+    Raises ArgumentError (bad topic name), and the errors of :meth:`pub`."""
+
+    def __init__(self, topic):
+        self.topic = Topic.of(topic)
+        self._bind(self.topic.arena(PUBSUB), _label(self.topic))
+
+    def pub_json(self, obj, headers=None):
+        """Publishes ``json.dumps(obj)`` (UTF-8) with the header ``content-type:
+        application/json``; returns the seq. TypeError if `obj` is not serializable."""
+        data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        extra = [("content-type", "application/json")]
+        if headers is not None:
+            extra += list(headers.items() if hasattr(headers, "items") else headers)
+        return self.pub(data, extra)
+
+    def __repr__(self):
+        return f"<a0py.Publisher {self.topic.name!r}>"
+
+
+class SubscriberSync(_core.PacketReader):
+    """Reads `topic`'s packets when asked (pull), creating the topic if needed.
+
+    `init`: :data:`INIT_AWAIT_NEW` (default: packets written from now on),
+    :data:`INIT_MOST_RECENT` (start with the newest packet present now), or
+    :data:`INIT_OLDEST` (start with the oldest still in the arena). `iter`:
+    :data:`ITER_NEXT` (default: every packet, in order) or :data:`ITER_NEWEST` (skip to
+    the newest each time).
+
+    ``can_read()``, ``read()`` (a :class:`a0py.Packet` or None, never waits),
+    ``read_blocking(timeout=None)`` (waits; A0TimeoutError at the timeout), ``for pkt in
+    sub:`` (waits for each), ``missed`` (packets lost to eviction so far). One thread at
+    a time (LockError otherwise); usable as a context manager.
+
+    Raises ArgumentError for a bad topic, init or iter."""
+
+    def __init__(self, topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
+        self.topic = Topic.of(topic)
+        self._bind(self.topic.arena(PUBSUB), _init_code(init), _iter_code(iter), _label(self.topic))
+
+    def __iter__(self):
+        while True:
+            yield self.read_blocking()
+
+    def __repr__(self):
+        return f"<a0py.SubscriberSync {self.topic.name!r}>"
+
+
+class Subscriber:
+    """Calls ``callback(pkt)`` for `topic`'s packets, on the process's dispatcher thread,
+    until :meth:`close` (the subscriber keeps running while unreferenced, like a thread).
+
+    `init` and `iter` as for :class:`SubscriberSync`. ``pkt.missed`` tells the callback
+    how many packets were lost to eviction just before this one; ``missed`` totals them.
+    Callbacks of all subscribers of the process share one thread: keep them short, or
+    hand work to a thread of your own. An exception in a callback is logged (logger
+    ``a0py.pubsub``) and the next packet delivered; a corrupt frame is logged, counted in
+    ``corrupt`` and skipped.
+
+    Raises ArgumentError for a bad topic, init, iter or a callback that is not callable."""
+
+    def __init__(self, topic, callback, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
+        if not callable(callback):
+            raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
+        self.topic = Topic.of(topic)
+        self.corrupt = 0
+        self._callback = callback
+        self._reader = _core.PacketReader(self.topic.arena(PUBSUB), _init_code(init),
+                                          _iter_code(iter), _label(self.topic))
+        self._watch = _dispatch.watch(self._reader.arena, self._deliver)
+
+    def _deliver(self):
+        # On the dispatcher thread; no lock held while calling back.
+        batch = self._reader.read_batch(_BATCH)
+        callback = self._callback
+        watch = self._watch
+        for item in batch:
+            if not watch.active:
+                return False
+            if type(item) is PacketCorruptError:
+                self.corrupt += 1
+                _log.warning("%s (skipped)", item)
+                continue
+            try:
+                callback(item)
+            except Exception:
+                _log.exception("callback of the subscriber on topic %r raised", self.topic.name)
+        return len(batch) >= _BATCH
+
+    @property
+    def missed(self):
+        """Packets lost to eviction before this subscriber read them, in total."""
+        return self._reader.missed
+
+    @property
+    def closed(self):
+        return not self._watch.active
+
+    def close(self):
+        """Stops the callbacks; returns once none is running (unless called from a
+        callback). Idempotent."""
+        self._watch.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        state = "closed" if self.closed else "open"
+        return f"<a0py.Subscriber {self.topic.name!r} {state}>"
+
+
+class _Wakeup:
+    """Bridges the dispatcher thread to one event loop: sets an asyncio.Event there,
+    only when the consumer is about to wait (``armed``), so a busy topic costs no
+    cross-thread call per packet."""
+
+    __slots__ = ("armed", "event", "loop")
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.event = asyncio.Event()
+        self.armed = False
+
+    def __call__(self):
+        if self.armed:
+            self.armed = False
+            try:
+                self.loop.call_soon_threadsafe(self.event.set)
+            except RuntimeError:
+                pass  # the loop is closed: nobody waits any more
+        return False
+
+
+async def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
+    """``async for pkt in aio_sub(topic, init=..., iter=...)``: `topic`'s packets in
+    an event loop, woken by the same dispatcher as callback subscribers (no thread of
+    its own, and the loop never blocks waiting). `init` and `iter` as for
+    :class:`SubscriberSync`; ``pkt.missed`` as for :class:`Subscriber`.
+
+    Raises ArgumentError for a bad topic, init or iter; PacketCorruptError for a frame
+    that is not a packet (the next iteration goes on after it)."""
+    reader = SubscriberSync(topic, init=init, iter=iter)
+    wakeup = _Wakeup(asyncio.get_running_loop())
+    watch = _dispatch.watch(reader.arena, wakeup)
+    try:
+        while True:
+            wakeup.armed = True   # before the read: a commit after it will set the event
+            wakeup.event.clear()
+            batch = reader.read_batch(_BATCH)
+            if not batch:
+                await wakeup.event.wait()
+                continue
+            wakeup.armed = False
+            for item in batch:
+                if type(item) is PacketCorruptError:
+                    raise item
+                yield item
+    finally:
+        watch.cancel()
+        reader.close()

@@ -1,0 +1,423 @@
+"""Topics: a name, one arena per protocol, under a root; the arenas this process has open.
+
+Topic ``T`` is stored as one arena per protocol — ``T.pubsub``, ``T.rpc``, ``T.prpc``,
+``T.log``, ``T.cfg``, ``T.deadman`` — under a *root* taken from ``A0PY_ROOT``:
+
+* unset or empty: POSIX shared memory, objects named ``/a0py.<T>.<protocol>`` (a ``/`` in
+  the topic becomes ``:``), i.e. files in ``/dev/shm``;
+* ``shm:PREFIX``: shared memory with another prefix (``/PREFIX.<T>.<protocol>``), so
+  separate groups of processes (test runs, robots in simulation) never meet;
+* anything else: a directory; topic ``a/b`` is the file arena ``DIR/a/b.<protocol>.a0``.
+
+Invariants:
+
+* **Either side creates.** Every opener creates the arena if it is missing (exclusive
+  create, so exactly one initializes it) or attaches to it at the size it already has, so
+  a subscriber started before its publisher, or after it, or across its restart, meets
+  the same arena. The size a creator uses is, in order: the topic's own (``Topic(name,
+  size=)``), ``A0PY_TOPIC_SIZES`` (``"camera=64M,lidar/points=32M"``), the protocol's
+  from ``A0PY_ARENA_SIZE_<PROTOCOL>``, ``A0PY_ARENA_SIZE``, then :data:`DEFAULT_SIZES`.
+* **One mapping per arena per process.** Arenas are cached by (root, topic, protocol)
+  and shared by every publisher, subscriber and thread of the process; the cache is
+  guarded by one lock, and a forked child starts with an empty cache and a fresh lock
+  (the parent's lock may have been held by a thread that does not exist in the child).
+  Cached arenas stay mapped until :func:`close_arenas` (or process exit).
+* **Names are checked** before anything is created: segments of letters, digits, ``_``,
+  ``-`` and ``.`` separated by ``/``; a leading ``/`` (ROS style) is dropped.
+"""
+
+import os
+import re
+import threading
+
+from ..errors import A0Error, ArgumentError
+
+__all__ = [
+    "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC",
+    "Root", "Topic", "close_arenas", "current_root", "forget_arena", "list_topics",
+    "thread_transport", "topic_arena", "unlink_topic",
+]
+
+PUBSUB = "pubsub"
+RPC = "rpc"
+PRPC = "prpc"
+LOG = "log"
+CFG = "cfg"
+DEADMAN = "deadman"
+PROTOCOLS = (PUBSUB, RPC, PRPC, LOG, CFG, DEADMAN)
+
+_MIB = 1 << 20
+#: Arena size a creator uses when nothing else says (bytes).
+DEFAULT_SIZES = {
+    PUBSUB: 4 * _MIB,
+    RPC: 4 * _MIB,
+    PRPC: 4 * _MIB,
+    LOG: 1 * _MIB,
+    CFG: 1 * _MIB,
+    DEADMAN: 4096,  # the deadman lives in the header: no frames needed
+}
+_OTHER_PROTOCOL_SIZE = 1 * _MIB
+
+DEFAULT_SHM_PREFIX = "a0py"
+MAX_TOPIC_LENGTH = 200
+_SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
+_TOPIC_RE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
+_PROTOCOL_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_PREFIX_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}")
+_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _core():
+    from .. import _core
+
+    return _core
+
+
+def check_topic_name(name):
+    """The canonical form of topic `name` (a leading ``/`` dropped). Raises
+    :class:`ArgumentError` saying what is wrong with it."""
+    if not isinstance(name, str):
+        raise ArgumentError(f"a topic name must be a str, not {type(name).__name__} ({name!r})")
+    canon = name[1:] if name.startswith("/") else name
+    if not canon:
+        raise ArgumentError("a topic name may not be empty")
+    if len(canon) > MAX_TOPIC_LENGTH:
+        raise ArgumentError(f"topic name too long ({len(canon)} > {MAX_TOPIC_LENGTH} characters): {name!r}")
+    if not _TOPIC_RE.fullmatch(canon):
+        raise ArgumentError(
+            f"bad topic name {name!r}: use segments of letters, digits, '_', '-' and '.' "
+            "(not starting with '.' or '-') separated by single '/', e.g. 'robot/camera.left'")
+    return canon
+
+
+def check_protocol(protocol):
+    if not isinstance(protocol, str) or not _PROTOCOL_RE.fullmatch(protocol):
+        raise ArgumentError(f"bad protocol name {protocol!r}: lower-case letters, digits and '_', "
+                            f"e.g. one of {', '.join(PROTOCOLS)}")
+    return protocol
+
+
+def parse_size(value, what="arena size"):
+    """Bytes from an int or a string like ``"64M"``, ``"512k"``, ``"1GiB"``. Raises
+    :class:`ArgumentError`."""
+    if isinstance(value, bool):
+        raise ArgumentError(f"{what} must be a number of bytes, not {value!r}")
+    if isinstance(value, int):
+        size = value
+    elif isinstance(value, str):
+        m = _SIZE_RE.fullmatch(value)
+        if not m:
+            raise ArgumentError(f"{what}: cannot read {value!r} as a size (e.g. 4096, 512k, 64M, 1G)")
+        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    else:
+        raise ArgumentError(f"{what} must be a number of bytes, not {type(value).__name__}")
+    minimum = _core().MIN_ARENA_SIZE
+    if size < minimum:
+        raise ArgumentError(f"{what} must be at least {minimum} bytes, got {size}")
+    return size
+
+
+class Root:
+    """Where topics live: shared memory with a name prefix, or a directory.
+
+    ``Root.parse(spec)`` reads the ``A0PY_ROOT`` syntax (``None``/``""``: shared memory
+    ``a0py``; ``"shm:PREFIX"``; anything else: a directory path, made absolute now).
+    Raises :class:`ArgumentError` for a bad prefix."""
+
+    __slots__ = ("kind", "location")
+
+    def __init__(self, kind, location):
+        self.kind = kind          # "shm" or "dir"
+        self.location = location  # the shm prefix, or the absolute directory
+
+    @classmethod
+    def parse(cls, spec):
+        if isinstance(spec, Root):
+            return spec
+        if spec is None or spec == "":
+            return cls("shm", DEFAULT_SHM_PREFIX)
+        if isinstance(spec, os.PathLike):
+            spec = os.fspath(spec)
+        if not isinstance(spec, str):
+            raise ArgumentError(f"a topic root must be a str or path, not {type(spec).__name__}")
+        if spec.startswith("shm:"):
+            prefix = spec[4:] or DEFAULT_SHM_PREFIX
+            if not _PREFIX_RE.fullmatch(prefix):
+                raise ArgumentError(f"bad shared-memory root {spec!r}: the prefix after 'shm:' may hold "
+                                    "letters, digits, '_', '-' and '.' (at most 64), e.g. 'shm:robot1'")
+            return cls("shm", prefix)
+        if "\0" in spec:
+            raise ArgumentError(f"a topic root may not contain a NUL byte: {spec!r}")
+        return cls("dir", os.path.abspath(os.path.expanduser(spec)))
+
+    def location_of(self, topic, protocol):
+        """The shm name or file path of `topic`'s `protocol` arena."""
+        if self.kind == "shm":
+            return f"/{self.location}.{topic.replace('/', ':')}.{protocol}"
+        return os.path.join(self.location, *topic.split("/")) + f".{protocol}.a0"
+
+    def spec(self):
+        """This root in ``A0PY_ROOT`` syntax."""
+        return f"shm:{self.location}" if self.kind == "shm" else self.location
+
+    def _key(self):
+        return (self.kind, self.location)
+
+    def __eq__(self, other):
+        return isinstance(other, Root) and other._key() == self._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"Root({self.spec()!r})"
+
+
+def current_root():
+    """The root ``A0PY_ROOT`` names now."""
+    return Root.parse(os.environ.get("A0PY_ROOT"))
+
+
+def _env_topic_sizes():
+    spec = os.environ.get("A0PY_TOPIC_SIZES", "").strip()
+    sizes = {}
+    if not spec:
+        return sizes
+    for part in spec.split(","):
+        if not part.strip():
+            continue
+        name, sep, size = part.partition("=")
+        if not sep:
+            raise ArgumentError(f"A0PY_TOPIC_SIZES: expected TOPIC=SIZE items separated by ',', got {part!r}")
+        sizes[check_topic_name(name.strip())] = parse_size(size, f"A0PY_TOPIC_SIZES size of {name.strip()!r}")
+    return sizes
+
+
+class Topic:
+    """A topic: a checked name, its root, and optionally the size its arenas get when
+    this process creates them.
+
+    ``Topic(name, root=None, size=None)``: `root` in ``A0PY_ROOT`` syntax or a
+    :class:`Root` (default: ``A0PY_ROOT`` now); `size` in bytes (or ``"64M"``) for every
+    protocol but the deadman, or a dict ``{protocol: size}``. Anything that takes a topic
+    takes a name or a Topic. Raises :class:`ArgumentError` for a bad name, root or size."""
+
+    __slots__ = ("_size", "name", "root")
+
+    def __init__(self, name, root=None, size=None):
+        self.name = check_topic_name(name)
+        self.root = current_root() if root is None else Root.parse(root)
+        if size is None or isinstance(size, dict):
+            self._size = {check_protocol(p): parse_size(s, f"size of {p} arenas of topic {self.name!r}")
+                          for p, s in (size or {}).items()}
+        else:
+            self._size = parse_size(size, f"arena size of topic {self.name!r}")
+
+    @classmethod
+    def of(cls, topic):
+        """`topic` itself if it is a Topic, else ``Topic(topic)``."""
+        return topic if isinstance(topic, Topic) else cls(topic)
+
+    def size_for(self, protocol):
+        """The size this process creates `protocol`'s arena with (see the module doc)."""
+        check_protocol(protocol)
+        if isinstance(self._size, dict):
+            if protocol in self._size:
+                return self._size[protocol]
+        elif protocol != DEADMAN:
+            return self._size
+        if protocol != DEADMAN:
+            per_topic = _env_topic_sizes().get(self.name)
+            if per_topic is not None:
+                return per_topic
+            for var in (f"A0PY_ARENA_SIZE_{protocol.upper()}", "A0PY_ARENA_SIZE"):
+                value = os.environ.get(var, "").strip()
+                if value:
+                    return parse_size(value, var)
+        return DEFAULT_SIZES.get(protocol, _OTHER_PROTOCOL_SIZE)
+
+    def location(self, protocol):
+        """The shared-memory name or file path of this topic's `protocol` arena."""
+        return self.root.location_of(self.name, check_protocol(protocol))
+
+    def arena(self, protocol, *, create=True):
+        """This topic's `protocol` arena, mapped once per process (see
+        :func:`topic_arena`)."""
+        return topic_arena(self, protocol, create=create)
+
+    def exists(self, protocol):
+        """Whether this topic's `protocol` arena exists (in any process)."""
+        where = self.location(protocol)
+        if self.root.kind == "shm":
+            return os.path.exists("/dev/shm" + where)
+        return os.path.exists(where)
+
+    def unlink(self, protocols=None):
+        """Removes this topic's arenas (all protocols, or those given); returns the
+        protocols that existed. Processes that have them mapped keep using them; new
+        openers create fresh ones."""
+        return unlink_topic(self, protocols)
+
+    def __eq__(self, other):
+        return isinstance(other, Topic) and (other.name, other.root) == (self.name, self.root)
+
+    def __hash__(self):
+        return hash((self.name, self.root))
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"Topic({self.name!r}, root={self.root.spec()!r})"
+
+
+_lock = threading.Lock()
+_arenas = {}  # (root, topic name, protocol) -> Arena
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.transports = {}
+
+
+_local = _Local()
+
+
+def _reset_after_fork():
+    global _lock, _local
+    _lock = threading.Lock()
+    _arenas.clear()
+    _local = _Local()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _open(topic, protocol, create):
+    core = _core()
+    where = topic.location(protocol)
+    size = topic.size_for(protocol) if create else None
+    if topic.root.kind == "shm":
+        return core.Arena.shm(where, size)
+    if create:
+        try:
+            os.makedirs(os.path.dirname(where), exist_ok=True)
+        except OSError as e:
+            from ..errors import A0OSError
+
+            raise A0OSError(e.errno, f"topic {topic.name!r}: cannot create the directory of "
+                            f"{where!r}: {e.strerror}") from None
+    return core.Arena.file(where, size)
+
+
+def topic_arena(topic, protocol, *, create=True):
+    """The arena of `topic`'s `protocol` (a name or :class:`Topic`), mapped once per
+    process and cached. ``create=True`` creates it if missing (either side may), else it
+    must exist.
+
+    Raises :class:`ArgumentError` (bad name or protocol), :class:`a0py.ArenaNotFoundError`
+    (``create=False`` and missing), and the errors of :meth:`a0py.Arena.shm` /
+    :meth:`a0py.Arena.file` (another version's arena, no space in ``/dev/shm``...)."""
+    topic = Topic.of(topic)
+    check_protocol(protocol)
+    key = (topic.root, topic.name, protocol)
+    arena = _arenas.get(key)
+    if arena is not None and not arena.closed:
+        return arena
+    with _lock:
+        arena = _arenas.get(key)
+        if arena is None or arena.closed:
+            arena = _open(topic, protocol, create)
+            _arenas[key] = arena
+    return arena
+
+
+def forget_arena(topic, protocol):
+    """Drops `topic`'s `protocol` arena from this process's cache (without closing it:
+    objects using it keep it); returns it, or None. The next opener maps it afresh."""
+    topic = Topic.of(topic)
+    with _lock:
+        arena = _arenas.pop((topic.root, topic.name, protocol), None)
+    _local.transports.pop((topic.root, topic.name, protocol), None)
+    return arena
+
+
+def thread_transport(topic, protocol, *, create=True):
+    """A :class:`a0py.Transport` on `topic`'s `protocol` arena for the calling thread
+    (a Transport holds a cursor and lock state, so each thread gets its own; cached)."""
+    topic = Topic.of(topic)
+    key = (topic.root, topic.name, protocol)
+    transport = _local.transports.get(key)
+    if transport is None or transport.arena.closed:
+        transport = _core().Transport(topic_arena(topic, protocol, create=create))
+        _local.transports[key] = transport
+    return transport
+
+
+def close_arenas():
+    """Unmaps every arena this process opened through topics. Only once nothing of
+    this process uses them any more (subscribers closed): a node on its way out, or a
+    test. Errors closing one (a lock still held) leave it to process exit."""
+    with _lock:
+        arenas = list(_arenas.values())
+        _arenas.clear()
+    _local.transports.clear()
+    for arena in arenas:
+        try:
+            arena.close()
+        except A0Error:
+            pass
+
+
+def unlink_topic(topic, protocols=None):
+    """Removes `topic`'s arenas (every protocol, or those in `protocols`) from its
+    root; returns the protocols that existed. Mappings stay valid in the processes that
+    have them; the next opener creates a fresh arena."""
+    topic = Topic.of(topic)
+    removed = []
+    for protocol in PROTOCOLS if protocols is None else protocols:
+        forget_arena(topic, protocol)
+        where = topic.location(protocol)
+        if topic.root.kind == "shm":
+            existed = _core().Arena.unlink_shm(where)
+        else:
+            try:
+                os.unlink(where)
+                existed = True
+            except FileNotFoundError:
+                existed = False
+        if existed:
+            removed.append(protocol)
+    return removed
+
+
+def list_topics(root=None):
+    """The topics under `root` (default ``A0PY_ROOT``) as ``{topic: [protocols]}``,
+    sorted. Names that are not topic arenas are ignored."""
+    root = current_root() if root is None else Root.parse(root)
+    found = {}
+    if root.kind == "shm":
+        prefix = root.location + "."
+        try:
+            names = os.listdir("/dev/shm")
+        except OSError:
+            names = []
+        for name in names:
+            if not name.startswith(prefix):
+                continue
+            topic, _, protocol = name[len(prefix):].rpartition(".")
+            topic = topic.replace(":", "/")
+            if topic and _TOPIC_RE.fullmatch(topic) and _PROTOCOL_RE.fullmatch(protocol):
+                found.setdefault(topic, []).append(protocol)
+    else:
+        for dirpath, _dirs, files in os.walk(root.location):
+            rel = os.path.relpath(dirpath, root.location)
+            for name in files:
+                if not name.endswith(".a0"):
+                    continue
+                stem, _, protocol = name[:-3].rpartition(".")
+                topic = stem if rel == "." else f"{rel.replace(os.sep, '/')}/{stem}"
+                if stem and _TOPIC_RE.fullmatch(topic) and _PROTOCOL_RE.fullmatch(protocol):
+                    found.setdefault(topic, []).append(protocol)
+    return {t: sorted(ps) for t, ps in sorted(found.items())}

@@ -1,0 +1,133 @@
+/* a0_packet.h — the flat packet codec: id, headers (a multimap str -> str),
+ * payload, laid out with offsets so any part is read in place.
+ *
+ * Layout (little-endian, offsets from the start of the packet; docs/pubsub.md
+ * "Packet format" has the table):
+ *
+ *   [0, 48)               fixed header (a0_packet_hdr_t)
+ *   [48, 48 + 16 n)       header index: n entries (a0_packet_entry_t)
+ *   [.., payload_off)     strings: each key and value, each followed by a NUL
+ *                         (the lengths are authoritative; the NUL is a check
+ *                         and a convenience for C readers); then zero padding
+ *   [payload_off, size)   payload; payload_off is a multiple of 16, so the
+ *                         payload of a packet in a frame can be cast to a struct
+ *
+ * Invariants a0_packet_view() checks before anything is followed, so a
+ * corrupt, truncated or hostile packet yields A0_ERR_CORRUPT (with the field
+ * that failed), never a read outside [buf, buf + size):
+ *  - magic and version are this build's; the reserved fields are zero;
+ *  - the index lies inside the metadata, the metadata inside the packet, and
+ *    payload_off + payload_size == size exactly;
+ *  - a0_packet_header() checks entry i (offsets inside the strings area, the
+ *    NUL after each string, a non-empty key) when it is read, so reading one
+ *    header never walks the others.
+ *
+ * No allocation: the writer sizes a buffer with a0_packet_encoded_size, the
+ * caller provides it (typically a frame from a0_transport_alloc). */
+#ifndef A0_PACKET_H
+#define A0_PACKET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "a0_arena.h"
+#include "a0_err.h"
+
+#define A0_PACKET_MAGIC UINT32_C(0x4B503041) /* the bytes "A0PK" */
+#define A0_PACKET_VERSION 1u
+#define A0_PACKET_HDR_SIZE 48u
+#define A0_PACKET_ENTRY_SIZE 16u
+#define A0_PACKET_ALIGN 16u
+#define A0_PACKET_ID_SIZE 16u
+/* Longest decimal rendering of a uint64_t. */
+#define A0_U64_DEC_MAX 20u
+/* Length of a UUID in its 8-4-4-4-12 text form (without the NUL). */
+#define A0_UUID_STR_LEN 36u
+
+typedef struct a0_packet_hdr_s {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t flags; /* reserved, 0 */
+  uint8_t id[A0_PACKET_ID_SIZE];
+  uint32_t header_count;
+  uint32_t _reserved; /* 0 */
+  uint64_t payload_off;
+  uint64_t payload_size;
+} a0_packet_hdr_t;
+
+typedef struct a0_packet_entry_s {
+  uint32_t key_off;
+  uint32_t key_len;
+  uint32_t val_off;
+  uint32_t val_len;
+} a0_packet_entry_t;
+
+/* One header to encode (or one decoded: pointers into the packet). */
+typedef struct a0_packet_header_s {
+  const char* key;
+  uint32_t key_len;
+  const char* val;
+  uint32_t val_len;
+} a0_packet_header_t;
+
+/* A checked packet: pointers into the caller's buffer. */
+typedef struct a0_packet_view_s {
+  const uint8_t* base;
+  uint64_t size;        /* bytes available at base (the whole packet, or its metadata) */
+  const uint8_t* id;    /* 16 bytes */
+  uint32_t header_count;
+  uint64_t meta_size;   /* == payload_off: fixed header, index and strings */
+  const uint8_t* payload; /* NULL for a metadata-only view */
+  uint64_t payload_size;
+} a0_packet_view_t;
+
+/* Sizes a packet: meta_size (everything before the payload, a multiple of
+ * 16) and total (meta_size + payload_size). A0_ERR_FRAME_TOO_LARGE if the
+ * metadata would not fit the 32-bit offsets of the index or the total would
+ * overflow. */
+a0_err_t a0_packet_encoded_size(const a0_packet_header_t* headers, uint32_t count,
+                                uint64_t payload_size, uint64_t* meta_size, uint64_t* total);
+
+/* Writes the metadata of a packet (fixed header, index, strings, padding)
+ * into buf[0, meta_size), meta_size as given by a0_packet_encoded_size for
+ * the same headers. The caller writes the payload at buf + meta_size. */
+void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t id[A0_PACKET_ID_SIZE],
+                           const a0_packet_header_t* headers, uint32_t count,
+                           uint64_t payload_size);
+
+/* Checks a whole packet of `size` bytes and fills *out. A0_ERR_CORRUPT with
+ * `info` (may be NULL) naming the field otherwise. */
+a0_err_t a0_packet_view(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,
+                        a0_check_info_t* info);
+
+/* The same for the metadata alone (buf holds at least payload_off bytes of
+ * a packet; the payload is not checked or exposed): how a reader that copied
+ * the metadata apart from the payload decodes its headers. */
+a0_err_t a0_packet_view_meta(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,
+                             a0_check_info_t* info);
+
+/* Header i of a checked view, bounds-checked. A0_ERR_NO_FRAME if i is out
+ * of range, A0_ERR_CORRUPT if its entry points outside the strings area. */
+a0_err_t a0_packet_header(const a0_packet_view_t* v, uint32_t i, a0_packet_header_t* out,
+                          a0_check_info_t* info);
+
+/* Index of the first header at or after `from` whose key equals key[0,
+ * key_len): A0_OK and *index, A0_ERR_NO_FRAME if none, A0_ERR_CORRUPT. */
+a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key_len,
+                        uint32_t from, uint32_t* index);
+
+/* Writes v in decimal (no NUL); returns the number of digits (1..20). */
+uint32_t a0_u64_to_dec(uint64_t v, char out[A0_U64_DEC_MAX]);
+
+/* Packet ids: random version-4 UUIDs from a per-writer generator (splitmix64
+ * seeded by the caller from the OS's entropy), so an id costs no syscall. */
+typedef struct a0_packet_idgen_s {
+  uint64_t state;
+} a0_packet_idgen_t;
+
+void a0_packet_idgen_seed(a0_packet_idgen_t* g, uint64_t seed);
+void a0_packet_id_next(a0_packet_idgen_t* g, uint8_t out[A0_PACKET_ID_SIZE]);
+/* The 8-4-4-4-12 lower-case hex form of a 16-byte id (no NUL). */
+void a0_uuid_format(const uint8_t id[A0_PACKET_ID_SIZE], char out[A0_UUID_STR_LEN]);
+
+#endif /* A0_PACKET_H */

@@ -1,0 +1,317 @@
+/* test_packet.c — the packet codec on its own: round trip, layout, lookup,
+ * and that every corruption (truncation at every length, every single-byte
+ * flip, random garbage, hostile offsets) is refused or read in bounds.
+ *
+ * Plain C, no framework: CHECK() counts, the last line is "N passed, M
+ * failed", the exit status is non-zero on any failure. Under `make sanitize`
+ * ASan turns any out-of-bounds read of a corrupt packet into a failure: the
+ * buffers are malloc'ed to their exact size for that reason. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "a0_packet.h"
+
+static int passed, failed;
+
+#define CHECK(cond)                                                           \
+  do {                                                                        \
+    if (cond) {                                                               \
+      passed++;                                                               \
+    } else {                                                                  \
+      failed++;                                                               \
+      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, \
+              __func__, #cond);                                               \
+    }                                                                         \
+  } while (0)
+
+#define CHECK_ERR(expr, code)                                                        \
+  do {                                                                               \
+    a0_err_t got_ = (expr);                                                          \
+    if (got_ == (code)) {                                                            \
+      passed++;                                                                      \
+    } else {                                                                         \
+      failed++;                                                                      \
+      fprintf(stderr, "%s:%d: %s: %s returned %d (%s), expected %s\n", __FILE__,     \
+              __LINE__, __func__, #expr, (int)got_, a0_strerror(got_), #code);       \
+    }                                                                                \
+  } while (0)
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Du;
+static uint64_t rnd(void) {
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Du;
+}
+
+static a0_packet_header_t hdr(const char* k, const char* v) {
+  a0_packet_header_t h = {k, (uint32_t)strlen(k), v, (uint32_t)strlen(v)};
+  return h;
+}
+
+/* Encodes a packet into an exactly sized malloc'ed buffer. */
+static uint8_t* encode(const a0_packet_header_t* hs, uint32_t n, const void* payload,
+                       uint64_t payload_size, uint64_t* size_out) {
+  uint64_t meta, total;
+  if (a0_packet_encoded_size(hs, n, payload_size, &meta, &total) != A0_OK) abort();
+  uint8_t* buf = malloc(total ? total : 1);
+  if (!buf) abort();
+  uint8_t id[A0_PACKET_ID_SIZE];
+  for (int i = 0; i < 16; i++) id[i] = (uint8_t)(i * 17);
+  a0_packet_encode_meta(buf, meta, id, hs, n, payload_size);
+  memcpy(buf + meta, payload, payload_size);
+  *size_out = total;
+  return buf;
+}
+
+static void test_round_trip_and_layout(void) {
+  a0_packet_header_t hs[3] = {hdr("a", "1"), hdr("key", "value"), hdr("a", "2")};
+  uint64_t size;
+  uint8_t* buf = encode(hs, 3, "payload!", 8, &size);
+  a0_packet_view_t v;
+  a0_check_info_t info = {0};
+  CHECK_ERR(a0_packet_view(buf, size, &v, &info), A0_OK);
+  CHECK(memcmp(buf, "A0PK", 4) == 0);
+  CHECK(v.header_count == 3);
+  CHECK(v.meta_size % A0_PACKET_ALIGN == 0);
+  CHECK(v.payload == buf + v.meta_size && v.payload_size == 8);
+  CHECK(memcmp(v.payload, "payload!", 8) == 0);
+  CHECK(size == v.meta_size + 8);
+  CHECK(v.id[1] == 17 && v.id[15] == 255);
+  /* 48 + 3*16 index + "a\0" "1\0" "key\0" "value\0" "a\0" "2\0" = 114 -> 128 */
+  CHECK(v.meta_size == 128);
+
+  a0_packet_header_t got;
+  CHECK_ERR(a0_packet_header(&v, 1, &got, NULL), A0_OK);
+  CHECK(got.key_len == 3 && memcmp(got.key, "key", 3) == 0 && got.key[3] == 0);
+  CHECK(got.val_len == 5 && memcmp(got.val, "value", 5) == 0 && got.val[5] == 0);
+  CHECK_ERR(a0_packet_header(&v, 3, &got, NULL), A0_ERR_NO_FRAME);
+
+  uint32_t idx;
+  CHECK_ERR(a0_packet_find(&v, "a", 1, 0, &idx), A0_OK);
+  CHECK(idx == 0);
+  CHECK_ERR(a0_packet_find(&v, "a", 1, idx + 1, &idx), A0_OK);
+  CHECK(idx == 2);
+  CHECK_ERR(a0_packet_find(&v, "a", 1, idx + 1, &idx), A0_ERR_NO_FRAME);
+  CHECK_ERR(a0_packet_find(&v, "ke", 2, 0, &idx), A0_ERR_NO_FRAME);
+
+  /* The metadata alone decodes the headers, without the payload. */
+  a0_packet_view_t m;
+  CHECK_ERR(a0_packet_view_meta(buf, v.meta_size, &m, NULL), A0_OK);
+  CHECK(m.payload == NULL && m.payload_size == 8 && m.header_count == 3);
+  CHECK_ERR(a0_packet_header(&m, 2, &got, NULL), A0_OK);
+  CHECK(got.val_len == 1 && got.val[0] == '2');
+  CHECK_ERR(a0_packet_view_meta(buf, v.meta_size - 1, &m, &info), A0_ERR_CORRUPT);
+  CHECK(info.field && strcmp(info.field, "payload_off") == 0);
+  free(buf);
+
+  /* Empty packet: no headers, no payload. */
+  buf = encode(NULL, 0, "", 0, &size);
+  CHECK(size == A0_PACKET_HDR_SIZE);
+  CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
+  CHECK(v.header_count == 0 && v.payload_size == 0);
+  free(buf);
+
+  /* Embedded NULs in values are kept: the lengths are authoritative. */
+  a0_packet_header_t nul = {"k", 1, "x\0y", 3};
+  buf = encode(&nul, 1, "", 0, &size);
+  CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
+  CHECK_ERR(a0_packet_header(&v, 0, &got, NULL), A0_OK);
+  CHECK(got.val_len == 3 && memcmp(got.val, "x\0y", 3) == 0);
+  free(buf);
+}
+
+static void test_sizes_refused(void) {
+  uint64_t meta, total;
+  a0_packet_header_t big = {"k", 1, "v", UINT32_MAX};
+  CHECK_ERR(a0_packet_encoded_size(&big, 1, 0, &meta, &total), A0_ERR_FRAME_TOO_LARGE);
+  a0_packet_header_t small = hdr("k", "v");
+  CHECK_ERR(a0_packet_encoded_size(&small, 1, UINT64_MAX - 10, &meta, &total),
+            A0_ERR_FRAME_TOO_LARGE);
+  /* A huge count is refused before the (absent) array is read. */
+  CHECK_ERR(a0_packet_encoded_size(NULL, UINT32_MAX, 0, &meta, &total), A0_ERR_FRAME_TOO_LARGE);
+}
+
+static void test_fields_checked(void) {
+  a0_packet_header_t hs[2] = {hdr("alpha", "beta"), hdr("gamma", "delta")};
+  uint64_t size;
+  uint8_t* buf = encode(hs, 2, "xyz", 3, &size);
+  a0_packet_view_t v;
+  a0_check_info_t info;
+  a0_packet_hdr_t* h = (a0_packet_hdr_t*)buf;
+
+#define EXPECT_FIELD(name)                                          \
+  do {                                                              \
+    info.field = NULL;                                              \
+    CHECK_ERR(a0_packet_view(buf, size, &v, &info), A0_ERR_CORRUPT); \
+    CHECK(info.field && strcmp(info.field, name) == 0);             \
+  } while (0)
+
+  h->magic ^= 1;
+  EXPECT_FIELD("magic");
+  h->magic ^= 1;
+  h->version = 2;
+  EXPECT_FIELD("version");
+  h->version = A0_PACKET_VERSION;
+  h->flags = 1;
+  EXPECT_FIELD("flags");
+  h->flags = 0;
+  h->_reserved = 7;
+  EXPECT_FIELD("reserved");
+  h->_reserved = 0;
+  h->header_count = 1000; /* the index would run past payload_off */
+  EXPECT_FIELD("payload_off");
+  h->header_count = UINT32_MAX;
+  EXPECT_FIELD("payload_off");
+  h->header_count = 2;
+  h->payload_off += 16;
+  EXPECT_FIELD("payload_off");
+  h->payload_off -= 16;
+  h->payload_off += 1;
+  EXPECT_FIELD("payload_off");
+  h->payload_off -= 1;
+  h->payload_size += 1;
+  EXPECT_FIELD("payload_size");
+  h->payload_size = UINT64_MAX;
+  EXPECT_FIELD("payload_size");
+  h->payload_size = 3;
+  CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
+  CHECK_ERR(a0_packet_view(buf, 47, &v, &info), A0_ERR_CORRUPT);
+  CHECK(info.field && strcmp(info.field, "size") == 0);
+
+  /* Entries are checked when read: offsets into the index, past the
+   * metadata, lengths that overflow, a missing NUL. */
+  a0_packet_entry_t* e = (a0_packet_entry_t*)(buf + A0_PACKET_HDR_SIZE);
+  a0_packet_header_t got;
+  a0_packet_entry_t saved = e[1];
+  uint32_t bad_offs[] = {0, 40, A0_PACKET_HDR_SIZE, (uint32_t)v.meta_size, UINT32_MAX};
+  for (size_t i = 0; i < sizeof bad_offs / sizeof *bad_offs; i++) {
+    e[1].key_off = bad_offs[i];
+    CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
+    CHECK_ERR(a0_packet_header(&v, 1, &got, &info), A0_ERR_CORRUPT);
+    CHECK(info.field && strcmp(info.field, "header key") == 0);
+    CHECK_ERR(a0_packet_header(&v, 0, &got, NULL), A0_OK); /* the others still read */
+    e[1] = saved;
+  }
+  e[1].val_len = UINT32_MAX;
+  CHECK_ERR(a0_packet_header(&v, 1, &got, &info), A0_ERR_CORRUPT);
+  CHECK(info.field && strcmp(info.field, "header value") == 0);
+  e[1] = saved;
+  e[1].key_len -= 1; /* no NUL right after the key */
+  CHECK_ERR(a0_packet_header(&v, 1, &got, NULL), A0_ERR_CORRUPT);
+  uint32_t idx;
+  CHECK_ERR(a0_packet_find(&v, "zzz", 3, 0, &idx), A0_ERR_CORRUPT);
+  e[1] = saved;
+  CHECK_ERR(a0_packet_find(&v, "gamma", 5, 0, &idx), A0_OK);
+  CHECK(idx == 1);
+  free(buf);
+#undef EXPECT_FIELD
+}
+
+/* Reads everything a view exposes; under ASan any stray byte is fatal. */
+static void read_all(const uint8_t* buf, uint64_t size, int whole) {
+  a0_packet_view_t v;
+  a0_err_t err = whole ? a0_packet_view(buf, size, &v, NULL) : a0_packet_view_meta(buf, size, &v, NULL);
+  if (err) return;
+  volatile uint8_t sink = 0;
+  for (uint32_t i = 0; i < v.header_count && i < 64; i++) {
+    a0_packet_header_t h;
+    if (a0_packet_header(&v, i, &h, NULL) != A0_OK) continue;
+    for (uint32_t k = 0; k < h.key_len; k++) sink ^= (uint8_t)h.key[k];
+    for (uint32_t k = 0; k < h.val_len; k++) sink ^= (uint8_t)h.val[k];
+  }
+  if (v.payload)
+    for (uint64_t k = 0; k < v.payload_size; k++) sink ^= v.payload[k];
+  (void)sink;
+}
+
+static void test_every_truncation_and_flip(void) {
+  a0_packet_header_t hs[4] = {hdr("a0_time_mono", "123456789"), hdr("x", ""), hdr("", "empty key"),
+                              hdr("long-ish header key", "and its value")};
+  uint64_t size;
+  uint8_t* good = encode(hs, 4, "some payload bytes", 18, &size);
+  int refused = 0;
+  for (uint64_t n = 0; n < size; n++) {
+    uint8_t* cut = malloc(n ? n : 1);
+    memcpy(cut, good, n);
+    a0_packet_view_t v;
+    if (a0_packet_view(cut, n, &v, NULL) == A0_ERR_CORRUPT) refused++;
+    read_all(cut, n, 0);
+    free(cut);
+  }
+  CHECK(refused == (int)size); /* no proper prefix is a whole packet */
+
+  uint8_t* copy = malloc(size);
+  for (uint64_t pos = 0; pos < size; pos++) {
+    for (int bit = 0; bit < 8; bit++) {
+      memcpy(copy, good, size);
+      copy[pos] ^= (uint8_t)(1u << bit);
+      read_all(copy, size, 1);
+      read_all(copy, size, 0);
+    }
+  }
+  free(copy);
+
+  /* Random garbage and random hostile headers over a valid magic. */
+  for (int round = 0; round < 20000; round++) {
+    uint64_t n = rnd() % 256;
+    uint8_t* junk = malloc(n ? n : 1);
+    for (uint64_t k = 0; k < n; k++) junk[k] = (uint8_t)rnd();
+    if (n >= A0_PACKET_HDR_SIZE && (round & 1)) {
+      a0_packet_hdr_t* h = (a0_packet_hdr_t*)junk;
+      h->magic = A0_PACKET_MAGIC;
+      h->version = A0_PACKET_VERSION;
+      h->flags = 0;
+      h->_reserved = 0;
+      h->header_count = (uint32_t)(rnd() % 8);
+      h->payload_off = (rnd() % (n + 1)) & ~(uint64_t)15;
+      h->payload_size = n - h->payload_off;
+    }
+    read_all(junk, n, 1);
+    read_all(junk, n, 0);
+    free(junk);
+  }
+  free(good);
+  CHECK(1);
+}
+
+static void test_helpers(void) {
+  char out[A0_U64_DEC_MAX + 1];
+  uint32_t n = a0_u64_to_dec(0, out);
+  out[n] = 0;
+  CHECK(strcmp(out, "0") == 0);
+  n = a0_u64_to_dec(UINT64_MAX, out);
+  out[n] = 0;
+  CHECK(n == 20 && strcmp(out, "18446744073709551615") == 0);
+  n = a0_u64_to_dec(1000000007u, out);
+  out[n] = 0;
+  CHECK(strcmp(out, "1000000007") == 0);
+
+  a0_packet_idgen_t g;
+  a0_packet_idgen_seed(&g, 42);
+  uint8_t a[16], b[16];
+  a0_packet_id_next(&g, a);
+  a0_packet_id_next(&g, b);
+  CHECK(memcmp(a, b, 16) != 0);
+  CHECK((a[6] >> 4) == 4 && (a[8] & 0xC0) == 0x80);
+  char s[A0_UUID_STR_LEN + 1];
+  a0_uuid_format(a, s);
+  s[A0_UUID_STR_LEN] = 0;
+  CHECK(s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' && s[14] == '4');
+  uint8_t fixed[16] = {0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
+                       0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+  a0_uuid_format(fixed, s);
+  CHECK(strcmp(s, "12345678-9abc-def0-0123-456789abcdef") == 0);
+}
+
+int main(void) {
+  test_round_trip_and_layout();
+  test_sizes_refused();
+  test_fields_checked();
+  test_every_truncation_and_flip();
+  test_helpers();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
