@@ -33,7 +33,6 @@ import struct
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ._mcap import u_views
 from .errors import RecordingFormatError
@@ -83,35 +82,6 @@ class PacketColumns:
             arr = arr.cast(map_type)
         return arr
 
-    def header_int(self, key):
-        """The first ``key`` header of each packet parsed as an integer:
-        (int64 array, bool array of which packets had a valid one)."""
-        n = len(self.counts)
-        out = np.zeros(n, np.int64)
-        have = np.zeros(n, bool)
-        if not len(self.keys):
-            return out, have
-        hit = np.nonzero(pc.equal(self.keys, key).to_numpy(zero_copy_only=False))[0]
-        if not len(hit):
-            return out, have
-        rows = np.repeat(np.arange(n, dtype=np.int64), self.counts)[hit]
-        if len(rows) > 1 and (rows[1:] == rows[:-1]).any():
-            rows, first = np.unique(rows, return_index=True)  # first occurrence wins
-            hit = hit[first]
-        vals = self.values.take(pa.array(hit))
-        try:
-            nums = pc.cast(vals, pa.int64()).to_numpy(zero_copy_only=False)
-            out[rows] = nums
-            have[rows] = True
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            for r, v in zip(rows.tolist(), vals.to_pylist()):
-                try:
-                    out[r] = int(v)
-                    have[r] = True
-                except (TypeError, ValueError, OverflowError):
-                    pass
-        return out, have
-
 
 def _corrupt(where, i, what):
     raise RecordingFormatError(f"{where(i)}: corrupt a0py packet: {what}")
@@ -153,7 +123,7 @@ class PacketIndex:
                            np.repeat(np.arange(len(rows), dtype=np.int64), count), first)
 
     def header_int(self, key):
-        """See :func:`header_ints`."""
+        """The first ``key`` header of each packet as an integer (see :func:`header_ints`)."""
         return header_ints(self.buf, self.starts, key)
 
     def columns(self, where):
@@ -344,12 +314,15 @@ def _all_digits(w):
     return ((w & _HIGH_NIBBLES) | (((w + _SIXES) & _HIGH_NIBBLES) >> np.uint64(4))) == _THREES
 
 
-def header_ints(buf, starts, key):
+def header_ints(buf, starts, key, lengths=None):
     """The first ``key`` header of each packet at ``buf[starts[i]:]`` parsed
     as a non-negative decimal integer below 2**63: (int64 array, bool array of
-    which packets had one). The packets must already have passed the checks
-    of :func:`decode_packets` (or come from a0py's writer through a
-    transport, whose frames are whole packets); ``key`` is at least 8 bytes.
+    which packets had one). ``key`` is at least 8 bytes.
+
+    With ``lengths`` (each packet's size) nothing is trusted: a packet whose
+    fixed header, index entry, key or value does not lie inside it simply has
+    no value (the recorder keeps every frame whole, packet or not). Without,
+    the packets must have passed :func:`check_packets`.
 
     Works slot by slot over the header index (a0py's writer puts its standard
     headers first, so one or two slots find them all) and parses digits eight
@@ -364,10 +337,21 @@ def header_ints(buf, starts, key):
     if n == 0:
         return out, have
     _, u32, u64 = u_views(buf)
-    count = u32[starts + 24].astype(np.int64)
+    todo = np.arange(n, dtype=np.int64)
+    if lengths is not None:
+        lengths = np.asarray(lengths, np.int64)
+        ok = lengths >= PACKET_HDR
+        todo = todo[ok]
+        ok = (u32[starts[todo]] == PACKET_MAGIC) & (u64[starts[todo] + 32] <= lengths[todo].astype(np.uint64))
+        todo = todo[ok]
+        limit = np.zeros(n, np.int64)
+        limit[todo] = u64[starts[todo] + 32].astype(np.int64)  # payload_off: the strings end before it
+    count = np.zeros(n, np.int64)
+    count[todo] = u32[starts[todo] + 24]
+    if lengths is not None:
+        count[todo] = np.minimum(count[todo], np.maximum(limit[todo] - PACKET_HDR, 0) // PACKET_ENTRY)
     key_words = [np.frombuffer(kb, "<u8", 1, 8 * j)[0] for j in range(len(kb) // 8)]
     tail_word = np.frombuffer(kb, "<u8", 1, len(kb) - 8)[0]
-    todo = np.arange(n, dtype=np.int64)
     slot = 0
     while len(todo):
         todo = todo[count[todo] > slot]
@@ -376,24 +360,30 @@ def header_ints(buf, starts, key):
         pkt = starts[todo]
         epos = pkt + PACKET_HDR + PACKET_ENTRY * slot
         lo = u64[epos]
+        hi = u64[epos + 8]
+        ko = (lo & np.uint64(0xFFFFFFFF)).astype(np.int64)
         kl = (lo >> np.uint64(32)).astype(np.int64)
+        vo = (hi & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        vl = (hi >> np.uint64(32)).astype(np.int64)
         match = kl == len(kb)
+        if lengths is not None:
+            lim = limit[todo]
+            match &= (ko >= PACKET_HDR) & (ko + kl <= lim) & (vo >= PACKET_HDR) & (vo + vl <= lim)
+        found = np.zeros(len(todo), bool)
         if match.any():
             cand = np.nonzero(match)[0]
-            kabs = pkt[cand] + (lo[cand] & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            kabs = pkt[cand] + ko[cand]
             ok = u64[kabs + len(kb) - 8] == tail_word
             for j, word in enumerate(key_words):
                 ok &= u64[kabs + 8 * j] == word
-            found = cand[ok]
-            if len(found):
-                rows = todo[found]
-                hi = u64[epos[found] + 8]
-                vo = pkt[found] + (hi & np.uint64(0xFFFFFFFF)).astype(np.int64)
-                vl = (hi >> np.uint64(32)).astype(np.int64)
-                vals, good = _parse_decimal(u64, vo, vl)
+            hit = cand[ok]
+            if len(hit):
+                rows = todo[hit]
+                vals, good = _parse_decimal(u64, pkt[hit] + vo[hit], vl[hit])
                 out[rows] = vals
                 have[rows] = good
-                todo = todo[~np.isin(np.arange(len(todo)), found)]
+                found[hit] = True
+        todo = todo[~found]
         slot += 1
     return out, have
 

@@ -57,6 +57,7 @@ from mcap.records import (
 )
 
 from ._mcap import MAGIC, OP_MESSAGE, OP_MESSAGE_INDEX
+from ._packets import H_TIME_WALL, header_ints
 from .errors import RecordingOptionError
 
 PACKET_ENCODING = "a0py/packet"
@@ -108,30 +109,33 @@ def _compressor(compression, level):
 
 
 class _OpenChunk:
-    """The message records of one channel waiting to become a chunk."""
+    """The message records of one channel waiting to become a chunk: runs of
+    records (bytes), their offsets in the chunk, and, for runs of a0py
+    packets, the packets' lengths (their publish times are read from their
+    ``a0_time_wall`` headers when the chunk closes, in one vectorized pass)."""
 
-    __slots__ = ("count", "log_hi", "log_lo", "log_times", "offsets", "opened", "parts", "pub_hi",
-                 "pub_lo", "seq_hi", "seq_lo", "size")
+    __slots__ = ("count", "log_hi", "log_lo", "log_times", "offsets", "opened", "packet_lengths", "parts",
+                 "pub_times", "seq_hi", "seq_lo", "size")
 
     def __init__(self):
         self.parts = []
         self.offsets = []
         self.log_times = []
+        self.pub_times = []  # per run: an array, or None (read from the packets)
+        self.packet_lengths = []
         self.size = 0
         self.count = 0
         self.opened = time.monotonic()
-        self.log_lo = self.pub_lo = self.seq_lo = None
-        self.log_hi = self.pub_hi = self.seq_hi = None
+        self.log_lo = self.seq_lo = None
+        self.log_hi = self.seq_hi = None
 
-    def note(self, seqs, log_times, pub_times):
+    def note(self, seqs, log_times):
         lo, hi = int(log_times.min()), int(log_times.max())
-        plo, phi = int(pub_times.min()), int(pub_times.max())
         slo, shi = int(seqs.min()), int(seqs.max())
         if self.count == 0:
-            self.log_lo, self.log_hi, self.pub_lo, self.pub_hi, self.seq_lo, self.seq_hi = lo, hi, plo, phi, slo, shi
+            self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = lo, hi, slo, shi
         else:
             self.log_lo, self.log_hi = min(self.log_lo, lo), max(self.log_hi, hi)
-            self.pub_lo, self.pub_hi = min(self.pub_lo, plo), max(self.pub_hi, phi)
             self.seq_lo, self.seq_hi = min(self.seq_lo, slo), max(self.seq_hi, shi)
 
 
@@ -234,24 +238,29 @@ class SegmentWriter:
 
     # -- messages --------------------------------------------------------
 
-    def write_packets(self, topic, seqs, frames, log_times, publish_times):
-        """Appends the packets ``frames`` (a list of bytes-like) of ``topic``
-        with their transport ``seqs``, receive times and publish times (ns,
-        int arrays of the same length)."""
+    def write_packets(self, topic, seqs, frames, log_times, publish_times=None):
+        """Appends the frames ``frames`` (a list of bytes-like, each an a0py
+        packet) of ``topic`` with their transport ``seqs`` and receive times
+        (ns; an array, or one int for the whole batch). Publish times are
+        the packets' ``a0_time_wall`` (read in bulk when the chunk closes;
+        the receive time for a frame that has none) unless given."""
         n = len(frames)
         if n == 0:
             return
         cid = self.add_topic(topic)
         seqs = np.asarray(seqs, np.int64)
-        self._append(cid, frames, seqs, np.asarray(log_times, np.int64), np.asarray(publish_times, np.int64))
+        log_times = np.broadcast_to(np.asarray(log_times, np.int64), (n,))
+        if publish_times is not None:
+            publish_times = np.asarray(publish_times, np.int64)
+        self._append(cid, frames, seqs, log_times, publish_times)
         span = self._topic_seq.get(topic)
-        lo, hi = int(seqs[0]), int(seqs[-1])
+        lo, hi = int(seqs.min()), int(seqs.max())
         if span is None:
             self._topic_seq[topic] = [lo, hi]
         else:
             span[0], span[1] = min(span[0], lo), max(span[1], hi)
         tspan = self._topic_time.get(topic)
-        tlo, thi = int(np.min(log_times)), int(np.max(log_times))
+        tlo, thi = int(log_times.min()), int(log_times.max())
         if tspan is None:
             self._topic_time[topic] = [tlo, thi]
         else:
@@ -262,8 +271,10 @@ class SegmentWriter:
         if not len(payloads):
             return
         cid = self.add_json_topic(topic)
-        self._append(cid, payloads, np.asarray(seqs, np.int64), np.asarray(log_times, np.int64),
-                     np.asarray(publish_times, np.int64))
+        n = len(payloads)
+        self._append(cid, payloads, np.asarray(seqs, np.int64),
+                     np.broadcast_to(np.asarray(log_times, np.int64), (n,)),
+                     np.broadcast_to(np.asarray(publish_times, np.int64), (n,)))
 
     def write_gap(self, topic, first, last, log_time):
         """Records that frames ``first..last`` of ``topic`` were lost (evicted
@@ -286,22 +297,24 @@ class SegmentWriter:
         ends = np.cumsum(lengths + _MSG_HEADER.itemsize)
         start = 0
         while start < len(frames):
-            stop = int(np.searchsorted(ends, (ends[start - 1] if start else 0) + room, "left")) + 1
-            stop = min(max(stop, start + 1), len(frames))
+            base = ends[start - 1] if start else 0
+            stop = min(max(int(np.searchsorted(ends, base + room, "left")) + 1, start + 1), len(frames))
             self._append_run(cid, frames[start:stop], lengths[start:stop], seqs[start:stop],
-                             log_times[start:stop], publish_times[start:stop])
+                             log_times[start:stop],
+                             None if publish_times is None else publish_times[start:stop])
             start = stop
             room = self.chunk_bytes
 
     def _append_run(self, cid, frames, lengths, seqs, log_times, publish_times):
         n = len(frames)
-        hdr = np.empty(n, _MSG_HEADER)
+        hdr = np.zeros(n, _MSG_HEADER)
         hdr["op"] = OP_MESSAGE
         hdr["len"] = lengths + (_MSG_HEADER.itemsize - 9)
         hdr["channel"] = cid
         hdr["sequence"] = seqs & 0xFFFFFFFF
         hdr["log_time"] = log_times
-        hdr["publish_time"] = publish_times
+        if publish_times is not None:
+            hdr["publish_time"] = publish_times
         rec_len = lengths + _MSG_HEADER.itemsize
         ch = self._open.get(cid)
         if ch is None:
@@ -316,10 +329,12 @@ class SegmentWriter:
         parts = [None] * (2 * n)
         parts[0::2] = [hb[i:i + w] for i in range(0, n * w, w)]
         parts[1::2] = frames
-        ch.parts.append(b"".join(parts))
+        ch.parts.extend(parts)
         ch.offsets.append(offs)
         ch.log_times.append(log_times)
-        ch.note(seqs, log_times, publish_times)
+        ch.pub_times.append(publish_times)
+        ch.packet_lengths.append(lengths)
+        ch.note(seqs, log_times)
         ch.size += int(rec_len.sum())
         ch.count += n
         self._counts[cid] += n
@@ -346,7 +361,9 @@ class SegmentWriter:
 
     def _close_chunk(self, cid):
         ch = self._open.pop(cid)
-        records = ch.parts[0] if len(ch.parts) == 1 else b"".join(ch.parts)
+        records = bytearray().join(ch.parts)
+        offsets = np.concatenate(ch.offsets)
+        pub = self._publish_times(records, ch, offsets)
         crc = zlib.crc32(records)
         data = self._compress(records) if self._compress else records
         offset = self._pos
@@ -360,7 +377,7 @@ class SegmentWriter:
         if self.message_index:
             entries = np.empty(ch.count, _INDEX_ENTRY)
             entries["log_time"] = np.concatenate(ch.log_times)
-            entries["offset"] = np.concatenate(ch.offsets)
+            entries["offset"] = offsets
             body = entries.tobytes()
             index_offsets[cid] = self._pos
             self._write(struct.pack("<BQHI", OP_MESSAGE_INDEX, 6 + len(body), cid, len(body)))
@@ -370,8 +387,30 @@ class SegmentWriter:
             chunk_length=len(chunk_rec), message_index_offsets=index_offsets,
             message_index_length=self._pos - index_start, compression=self.compression,
             compressed_size=len(data), uncompressed_size=len(records)))
-        self._chunk_meta[str(offset)] = f"{cid}:{ch.seq_lo}:{ch.seq_hi}:{ch.pub_lo}:{ch.pub_hi}"
+        self._chunk_meta[str(offset)] = f"{cid}:{ch.seq_lo}:{ch.seq_hi}:{int(pub.min())}:{int(pub.max())}"
         self._f.flush()
+
+    @staticmethod
+    def _publish_times(records, ch, offsets):
+        """Every record's publish time; those not given are read from the
+        packets' ``a0_time_wall`` and written into the record headers."""
+        pubs = []
+        missing = []
+        for run, (given, logs) in enumerate(zip(ch.pub_times, ch.log_times)):
+            pubs.append(given if given is not None else logs)
+            if given is None:
+                missing.append(run)
+        pub = np.concatenate(pubs)
+        if missing:
+            bounds = np.cumsum([0] + [len(x) for x in ch.offsets])
+            rows = np.concatenate([np.arange(bounds[r], bounds[r + 1]) for r in missing])
+            lengths = np.concatenate([ch.packet_lengths[r] for r in missing])
+            starts = offsets[rows] + _MSG_HEADER.itemsize
+            wall, have = header_ints(records, starts, H_TIME_WALL, lengths)
+            pub[rows] = np.where(have, wall, pub[rows])
+            field = np.ndarray(shape=(len(records) - 7,), dtype="<u8", buffer=records, strides=(1,))
+            field[offsets[rows] + 23] = pub[rows]
+        return pub
 
     # -- closing ---------------------------------------------------------
 
