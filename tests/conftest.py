@@ -44,13 +44,16 @@ def spark():
     """One SparkSession for the whole run (``local[2]`` on loopback; see
     NOTES "PySpark 4.x"). The ``a0`` source is found by PySpark's automatic
     lookup of ``pyspark_a0`` (the checkout is put on the workers' path), not
-    registered by hand. Skipped only where PySpark or Java is missing."""
+    registered by hand. A missing PySpark or Java fails the tests that use
+    it (``make test`` installs the spark extra), never skips them."""
+    import importlib.util
     import shutil
     import sys
 
-    pyspark = pytest.importorskip("pyspark")
+    if importlib.util.find_spec("pyspark") is None:
+        pytest.fail("pyspark is not installed: pip install -e '.[spark]' (make test does)")
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
-        pytest.skip("no Java runtime for Spark")
+        pytest.fail("no Java runtime for Spark (Java 17: apt-get install openjdk-17-jre-headless)")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

@@ -160,7 +160,7 @@ def _fail(path, offset, what):
 class _Body:
     """Bounds-checked reads from one record's body (bytes), errors naming the file."""
 
-    __slots__ = ("buf", "end", "path", "pos", "what", "base")
+    __slots__ = ("base", "buf", "end", "path", "pos", "what")
 
     def __init__(self, buf, path, base, what, start=0, end=None):
         self.buf = buf
@@ -343,7 +343,7 @@ def _read_summary(fd, lay):
     tail = _pread(fd, FOOTER_RECORD + len(MAGIC), size - FOOTER_RECORD - len(MAGIC))
     if tail[-len(MAGIC):] != MAGIC:
         return False
-    op, length, summary_start, summary_offset_start, crc = _FOOTER.unpack_from(tail, 0)
+    op, length, summary_start, _summary_offset_start, crc = _FOOTER.unpack_from(tail, 0)
     footer_off = size - FOOTER_RECORD - len(MAGIC)
     if op != OP_FOOTER or length != FOOTER_BODY:
         _fail(path, footer_off, f"footer record expected before the closing magic (opcode {op:#x}, length {length})")

@@ -29,8 +29,6 @@ Invariants:
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 import pyarrow as pa
 
@@ -47,9 +45,8 @@ H_TIME_WALL = "a0_time_wall"
 H_WRITER_ID = "a0_writer_id"
 H_WRITER_SEQ = "a0_writer_seq"
 H_TRANSPORT_SEQ = "a0_transport_seq"
+STANDARD_HEADERS = (H_TIME_MONO, H_TIME_WALL, H_WRITER_ID, H_WRITER_SEQ, H_TRANSPORT_SEQ)
 
-_HDR = struct.Struct("<IHH16sIIQQ")
-_ENTRY = struct.Struct("<IIII")
 
 
 class PacketColumns:
@@ -274,25 +271,6 @@ def _why_header(magic, version, flags, reserved, poff, index_end, length):
     if poff < index_end:
         return f"field payload_off: expected at least {index_end}, found {poff}"
     return f"field payload_off: {poff} past the packet's {length} bytes"
-
-
-def encode_packet(headers, payload, packet_id):
-    """One packet's bytes (the layout of csrc/a0_packet.h), for tools that
-    write packets without a transport (tests, converters). ``headers`` is a
-    sequence of (str, str)."""
-    n = len(headers)
-    pos = PACKET_HDR + PACKET_ENTRY * n
-    entries = []
-    strings = []
-    for k, v in headers:
-        kb, vb = k.encode(), v.encode()
-        entries.append(_ENTRY.pack(pos, len(kb), pos + len(kb) + 1, len(vb)))
-        strings += (kb, b"\0", vb, b"\0")
-        pos += len(kb) + len(vb) + 2
-    meta = (pos + 15) & ~15
-    payload = bytes(payload)
-    return b"".join([_HDR.pack(PACKET_MAGIC, PACKET_VERSION, 0, bytes(packet_id), n, 0, meta, len(payload)),
-                     *entries, *strings, b"\0" * (meta - pos), payload])
 
 
 _ZEROS = np.uint64(0x3030303030303030)

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..proto.topic import check_topic_name
 from . import _mcap
 from ._packets import H_TIME_MONO, H_TRANSPORT_SEQ, check_packets
 from ._writer import GAP_TOPIC, PACKET_ENCODING
@@ -173,6 +174,7 @@ class ReadOptions:
     validate_crc: bool = True
     payload_type: pa.DataType | None = None  # a struct: parse payloads as JSON into it
     partition_bytes: int = DEFAULT_PARTITION_BYTES
+    root: str | None = None  # where shm://TOPIC lives (A0PY_ROOT syntax); None: A0PY_ROOT
 
 
 def _bool_option(options, name, default):
@@ -296,9 +298,7 @@ def plan_file(path, predicate, options):
     wanted = set()
     for ch in layout.channels.values():
         kind = _channel_kind(ch)
-        if kind == KIND_PACKET and predicate.topic_ok(ch.topic):
-            wanted.add(ch.id)
-        elif kind == KIND_GAP and options.gaps and not predicate.empty:
+        if (kind == KIND_PACKET and predicate.topic_ok(ch.topic)) or (kind == KIND_GAP and options.gaps and not predicate.empty):
             wanted.add(ch.id)
         if kind is not None:
             channels.append((ch.id, ch.topic, kind))
@@ -334,7 +334,7 @@ def plan(spec, predicate=Predicate(), options=ReadOptions()):
     cur = Part()
     for src in expand_paths(spec):
         if src.startswith(SHM_PREFIX):
-            topic = src[len(SHM_PREFIX):]
+            topic = check_topic_name(src[len(SHM_PREFIX):])
             if predicate.topic_ok(topic):
                 parts.append(Part([ArenaSlice(topic, topic, shm=True)]))
             continue
@@ -366,9 +366,11 @@ def plan(spec, predicate=Predicate(), options=ReadOptions()):
 
 
 def _arena_file_topic(path):
+    """The topic a file arena holds: ``DIR/a.pubsub.a0`` (a topic root's
+    layout) is ``a``; any other file is named by its file name."""
     name = os.path.basename(path)
-    for suffix in (".pubsub",):
-        if name.endswith(suffix):
+    for suffix in (".pubsub.a0", ".pubsub"):
+        if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
 

@@ -20,6 +20,8 @@ Options (all strings, case-insensitive names):
                     struct.
 ``maxPartitionBytes``  uncompressed chunk bytes per partition (32 MiB).
 ``validateCrc``     ``false`` skips the chunk CRC check (on by default).
+``root``            where ``shm://TOPIC`` and streamed topics live
+                    (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
 ==================  =====================================================
 
 Filters on ``topic`` (=, IN), ``seq`` (=, <, <=, >, >=, IN) and
@@ -63,9 +65,9 @@ from .errors import RecordingOptionError
 FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
              "headers map<string,string>, payload {payload}")
 GAP_DDL = ", is_gap boolean, gap_first bigint, gap_last bigint"
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
-                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "arenasize"}
+                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root"}
 
 
 def _opt(options, name, default=None):
@@ -84,7 +86,7 @@ def _check_options(options):
         if k.lower() not in _KNOWN_OPTIONS:
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
-                "validateCrc, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
+                "validateCrc, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
 
 
 def _payload_ddl(options):
@@ -141,6 +143,7 @@ def read_options(options, schema=None):
         validate_crc=_bool_option(_lower(options), "validatecrc", True),
         payload_type=payload_type,
         partition_bytes=_int_option(_lower(options), "maxpartitionbytes", DEFAULT_PARTITION_BYTES),
+        root=_lower(options).get("root") or None,
     )
 
 
@@ -151,11 +154,15 @@ def _lower(options):
 def _micros(value):
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         return (value - _EPOCH) // _dt.timedelta(microseconds=1)
     if isinstance(value, _dt.date):
-        return _micros(_dt.datetime(value.year, value.month, value.day, tzinfo=_dt.timezone.utc))
+        return _micros(_dt.datetime(value.year, value.month, value.day, tzinfo=_dt.UTC))
     return None
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def push_filter(predicate, f):
@@ -173,10 +180,9 @@ def push_filter(predicate, f):
             return predicate.and_topics(value)
         return None
     if col == "seq":
-        ints = (lambda v: isinstance(v, int) and not isinstance(v, bool))
-        if isinstance(f, In) and all(ints(v) for v in value):
+        if isinstance(f, In) and all(_is_int(v) for v in value):
             return predicate.and_seq(values=value)
-        if not ints(value):
+        if not _is_int(value):
             return None
         if isinstance(f, (EqualTo, EqualNullSafe)):
             return predicate.and_seq(lo=value, hi=value)
