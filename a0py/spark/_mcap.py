@@ -389,9 +389,8 @@ def _read_summary(fd, lay):
         elif op == OP_ATTACHMENT_INDEX:
             lay.attachments += 1
         pos = body_at + n
-    stats_chunks = lay.statistics["chunk_count"] if lay.statistics else None
-    if not chunk_index and stats_chunks != 0:
-        return False  # no chunk index group: plan by a scan
+    if not chunk_index and not (lay.statistics and lay.statistics["message_count"] == 0):
+        return False  # messages outside chunks, or no chunk index group: plan by a scan
     if not saw_channels and chunk_index:
         return False  # channels were not repeated in the summary
     for start, end, off, length, idx, idx_len, comp, csize, usize in chunk_index:
