@@ -173,6 +173,7 @@ class Recorder:
         self._segment_opened = 0.0
         self._next_index = 0
         self._stop = threading.Event()
+        self._ready = threading.Event()
         self._thread = None
         self._error = None
         self._mw = None
@@ -223,6 +224,10 @@ class Recorder:
             elif self.init == "new" and not t.empty:
                 t.jump_tail()
                 st.last = t.seq_high
+            else:
+                # From the oldest frame held (none held: from the next one written);
+                # any frame missing after that point is a gap.
+                st.last = t.seq_low - 1 if not t.empty else t.seq_high
         self._states[name] = st
         self._mw_update()
         return st
@@ -279,7 +284,8 @@ class Recorder:
         """Copies out everything the topic holds past the cursor; True if any."""
         got = False
         while True:
-            frames = st.transport.read_many(_READ_BATCH)
+            batch = self._batch_size(st)
+            frames = st.transport.read_many(batch)
             if not frames:
                 return got
             got = True
@@ -287,6 +293,8 @@ class Recorder:
             seqs, data = zip(*frames)
             seqs = np.array(seqs, np.int64)
             expected = (st.last + 1) if st.last is not None else int(seqs[0])
+            if seqs[0] < expected:
+                expected = int(seqs[0])  # seqs restarted: the topic's arena was made anew
             if seqs[0] > expected:
                 self._gap(st, expected, int(seqs[0]) - 1, now)
             jumps = np.nonzero(seqs[1:] != seqs[:-1] + 1)[0]
@@ -301,8 +309,19 @@ class Recorder:
             else:
                 self._write(st, seqs, data, now)
             st.last = int(seqs[-1])
-            if len(frames) < _READ_BATCH:
+            self._maybe_rotate(time.monotonic())
+            if len(frames) < batch:
                 return got
+
+    def _batch_size(self, st):
+        """Frames to copy out at once: many (the copy is per lock, the
+        decode per batch), but few enough that a segment overshoots
+        ``max_bytes`` by a small part of it."""
+        if self.max_bytes is None or not st.stats.frames:
+            return _READ_BATCH
+        mean = max(1, st.stats.bytes // st.stats.frames)
+        room = max(self.max_bytes // 8, self.max_bytes - self._writer.size - self._writer.pending_bytes)
+        return int(min(_READ_BATCH, max(16, room // mean)))
 
     def _write(self, st, seqs, data, now):
         if not len(seqs):
@@ -363,6 +382,7 @@ class Recorder:
                     self._add_topic(name)
             self._discover(time.monotonic())
             self._open_segment()
+            self._ready.set()
             wait = min(0.1, self.chunk_seconds / 2)
             while not self._stop.is_set():
                 now = time.monotonic()
@@ -386,6 +406,7 @@ class Recorder:
             raise
         finally:
             self._close_segment()
+            self._ready.set()  # nobody waits for a recorder that failed to start
 
     def run(self, duration=None):
         """Records in the calling thread until :meth:`stop` (from another
@@ -409,12 +430,30 @@ class Recorder:
         except BaseException:  # kept in self._error, raised by stop()
             pass
 
-    def stop(self, timeout=None):
-        """Stops recording: drains what the topics hold, closes the segment;
-        returns :meth:`stats`. Re-raises an error the background thread hit."""
+    def wait_ready(self, timeout=None):
+        """Waits until the named topics are open and the first segment exists
+        (frames published from then on are recorded); True if so. Raises the
+        error that stopped the recorder, if any."""
+        ok = self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return ok
+
+    @property
+    def running(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def request_stop(self):
+        """Asks the recording loop to finish (drain, close the segment) and
+        returns at once; safe from a signal handler or another thread."""
         self._stop.set()
         if self._mw is not None:
             self._mw.wake()
+
+    def stop(self, timeout=None):
+        """Stops recording: drains what the topics hold, closes the segment;
+        returns :meth:`stats`. Re-raises an error the background thread hit."""
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout)
         if self._error is not None and not isinstance(self._error, KeyboardInterrupt):

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import click
 
@@ -125,10 +126,15 @@ def record(topics, out, all_, regex, max_bytes, max_duration, compression, json_
                        on_progress=_progress_printer(progress))
     except (A0Error, OSError) as e:
         _fail(e)
-    click.echo(f"recording to {rec.out} (Ctrl-C to stop)", err=True)
-    with _Signals(rec._stop.set):
+    with _Signals(rec.request_stop):
+        rec.start()
         try:
-            stats = rec.run(duration)
+            rec.wait_ready()
+            click.echo(f"recording to {rec.out} (Ctrl-C to stop)", err=True)
+            deadline = None if duration is None else time.monotonic() + duration
+            while rec.running and (deadline is None or time.monotonic() < deadline):
+                rec._thread.join(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
+            stats = rec.stop()
         except (A0Error, OSError) as e:
             _fail(e)
     if progress:
