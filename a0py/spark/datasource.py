@@ -20,14 +20,20 @@ Options (all strings, case-insensitive names):
                     struct.
 ``maxPartitionBytes``  uncompressed chunk bytes per partition (32 MiB).
 ``validateCrc``     ``false`` skips the chunk CRC check (on by default).
+``topics``          only these topics (names separated by ``,``): their
+                    chunks alone are read, with or without pushdown.
 ``root``            where ``shm://TOPIC`` and streamed topics live
                     (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
 ==================  =====================================================
 
-Filters on ``topic`` (=, IN), ``seq`` (=, <, <=, >, >=, IN) and
-``time_wall`` (<, <=, >, >=, =) are pushed down: whole chunks are skipped
-when the index proves no row in them passes, and the rest is filtered in the
-reader, so the rows are the same as without pushdown. The streaming options
+Where ``spark.sql.python.filterPushdown.enabled`` is true, filters on
+``topic`` (=, IN), ``seq`` (=, <, <=, >, >=, IN) and ``time_wall`` (<, <=,
+>, >=, =) are pushed down: whole chunks are skipped when the index proves no
+row in them passes, and the rest is filtered in the reader, so the rows are
+the same as without pushdown. (Spark keeps the read plan of the last
+pushed-down query with the DataFrame and reuses it for a later query on the
+same DataFrame that has no filter at all; load again for such a query. The
+``topics`` option skips chunks without that caveat.) The streaming options
 are described in :mod:`a0py.spark.stream`.
 """
 
@@ -275,6 +281,9 @@ class A0BatchReader(DataSourceReader):
         self.paths = _paths(options)
         self.options = read_options(options, schema)
         self.predicate = Predicate()
+        topics = [t.strip() for t in str(_lower(options).get("topics") or "").split(",") if t.strip()]
+        if topics:
+            self.predicate = self.predicate.and_topics(topics)
 
     def partitions(self):
         parts = plan(self.paths, self.predicate, self.options)
