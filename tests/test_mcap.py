@@ -351,3 +351,51 @@ def test_writer_rejects_bad_options(tmp_path):
     with pytest.raises(FileExistsError):
         SegmentWriter(str(tmp_path / "y.mcap"))
     assert read_table(str(tmp_path / "y.mcap")).num_rows == 0
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def decoder(request, monkeypatch):
+    """Each path of the packet decoder: the compiled one (a0py.spark._bulk,
+    which must be built: part of make test) and the numpy one that stands in
+    where it is not."""
+    from a0py.spark import _packets
+
+    if request.param == "compiled":
+        if _packets._bulk is None:
+            pytest.fail("a0py.spark._bulk is not built")
+    else:
+        monkeypatch.setattr(_packets, "_bulk", None)
+    return request.param
+
+
+def test_both_decoders_give_the_same_rows_and_the_same_errors(segs, decoder, tmp_path):
+    d, exp = segs
+    t = read_table(str(d), gaps=True)
+    assert table_frames(t) == exp.frames and table_gaps(t) == exp.gaps
+    path = str(tmp_path / "bad.mcap")
+    w = SegmentWriter(path, compression="none")
+    raws = [packet("a", s, extra=[("k", "välue")])[0] for s in range(1, 9)]
+    broken = {3: lambda b: b.__setitem__(slice(4, 6), b"\x02\x00"),  # version
+              5: lambda b: b.__setitem__(slice(40, 48), (10**6).to_bytes(8, "little")),  # payload_size
+              6: lambda b: b.__setitem__(slice(48, 52), (4000).to_bytes(4, "little"))}  # a key outside
+    for i, damage in broken.items():
+        frames = list(raws)
+        b = bytearray(frames[i])
+        damage(b)
+        frames[i] = bytes(b)
+        if os.path.exists(path):
+            os.unlink(path)
+        w = SegmentWriter(path, compression="none")
+        w.write_packets("a", np.arange(1, 9), frames, T0)
+        w.close()
+        with pytest.raises(RecordingFormatError, match=rf"message {i}: corrupt a0py packet: "):
+            read_table(path)
+    bad_utf8 = bytearray(raws[2])
+    pos = bad_utf8.index("välue".encode())
+    bad_utf8[pos + 1] = 0xFF  # half of the two-byte 'ä'
+    os.unlink(path)
+    w = SegmentWriter(path, compression="none")
+    w.write_packets("a", np.arange(1, 4), [raws[0], raws[1], bytes(bad_utf8)], T0)
+    w.close()
+    with pytest.raises(RecordingFormatError, match=r"message 2: corrupt a0py packet: header 5 value is not UTF-8"):
+        read_table(path)

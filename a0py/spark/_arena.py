@@ -22,7 +22,7 @@ import pyarrow as pa
 from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic
-from ._packets import H_TIME_MONO, H_TIME_WALL, check_packets
+from ._packets import decode
 from ._read import HEADERS_TYPE, _assemble
 from .errors import RecordingOptionError
 
@@ -65,20 +65,18 @@ def frames_batch(topic, seqs, frames, predicate, options, schema, where):
     starts = np.zeros(len(frames), np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     buf = b"".join(frames)
-    index = check_packets(buf, starts, lengths, lambda i: f"{where}: frame seq {int(seqs[i])}")
-    wall, have_wall = index.header_int(H_TIME_WALL)
-    wall_us = wall // 1000
-    keep = predicate.wall_mask(wall_us, have_wall)
-    if not keep.all():
-        if not keep.any():
-            return None
-        index = index.select(keep)
-        seqs, wall_us, have_wall = seqs[keep], wall_us[keep], have_wall[keep]
-    mono = index.header_int(H_TIME_MONO)
-    cols = index.columns(lambda i: f"{where}: frame seq {int(seqs[i])}")
+
+    def keep(seq, seq_have, wall, wall_have):
+        return predicate.wall_mask(wall // 1000, wall_have) if (
+            predicate.wall_lo is not None or predicate.wall_hi is not None) else None
+
+    dec = decode(buf, starts, lengths, lambda i: f"{where}: frame seq {int(seqs[i])}", keep)
+    if not len(dec.rows):
+        return None
+    seqs = seqs[dec.rows]
     topics = pa.array([topic], pa.string()).take(pa.array(np.zeros(len(seqs), np.int32)))
-    return _assemble(schema, options, topics, seqs, mono, wall_us, have_wall, cols.headers(), cols.payload,
-                     gaps=None)
+    return _assemble(schema, options, topics, seqs, (dec.mono, dec.mono_have), dec.wall // 1000, dec.wall_have,
+                     dec.headers, dec.payload, gaps=None)
 
 
 def gap_batch(topic, first, last, predicate, schema, wall_us):

@@ -653,8 +653,10 @@ def read_message_index(fd, ref, path):
                   f"{op:#x} channel {cid} with {nbytes} bytes")
         entries = np.frombuffer(area, dtype="<u8", count=2 * count, offset=rel + RECORD_HEADER + 6)
         parts.append(entries[1::2])
-    offs = np.concatenate(parts) if parts else np.empty(0, np.uint64)
-    return np.unique(offs).astype(np.int64)
+    offs = (np.concatenate(parts) if len(parts) > 1 else parts[0]).astype(np.int64)
+    if len(offs) > 1 and not (offs[1:] > offs[:-1]).all():
+        offs = np.unique(offs)  # several channels, or an index out of order
+    return offs
 
 
 def message_offsets(records, index_offsets, path, base):

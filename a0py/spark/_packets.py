@@ -384,3 +384,95 @@ def _parse_decimal(u64, vo, vl):
         total += _eight_digits(w) * np.uint64(scale)
     good &= total < np.uint64(1 << 63)
     return np.where(good, total, 0).astype(np.int64), good
+
+
+try:
+    from . import _bulk
+except ImportError:  # not compiled (a pure-Python install): the numpy path does the same
+    _bulk = None
+
+
+class Decoded:
+    """Decoded packets: ``rows`` (indices of the packets kept), their ``seq``,
+    ``mono`` and ``wall`` values with ``*_have`` flags (int64 / bool arrays,
+    from the first ``a0_transport_seq``, ``a0_time_mono`` and
+    ``a0_time_wall`` headers), ``headers`` (map array) and ``payload``."""
+
+    __slots__ = ("headers", "mono", "mono_have", "payload", "rows", "seq", "seq_have", "wall", "wall_have")
+
+
+def _keep_rows(keep, seq, seq_have, wall, wall_have):
+    mask = keep(seq, seq_have, wall, wall_have) if keep is not None else None
+    if mask is None:
+        return None
+    return np.nonzero(mask)[0]
+
+
+def decode(buf, starts, lengths, where, keep=None, compiled=None):
+    """Checks and decodes the packets at ``buf[starts[i] : starts[i] +
+    lengths[i]]``. ``keep(seq, seq_have, wall, wall_have)`` may return a
+    boolean mask of the packets to keep (checked before anything is copied).
+    ``compiled``: force (True) or refuse (False) the compiled path; by
+    default it is used when built.
+
+    Raises :class:`RecordingFormatError` for the first corrupt packet."""
+    starts = np.ascontiguousarray(starts, np.int64)
+    lengths = np.ascontiguousarray(lengths, np.int64)
+    use = _bulk is not None if compiled is None else compiled
+    if use and _bulk is None:
+        raise ImportError("a0py.spark._bulk is not built")
+    out = Decoded()
+    if use:
+        err, _valid, count, seq, seqh, mono, monoh, wall, wallh = _bulk.scan(buf, starts, lengths, True, True)
+        if err is not None:
+            _corrupt(where, err[0], err[1])
+        seqh, monoh, wallh = seqh.astype(bool), monoh.astype(bool), wallh.astype(bool)
+        rows = _keep_rows(keep, seq, seqh, wall, wallh)
+        if rows is not None:
+            starts, lengths, count = starts[rows], lengths[rows], count[rows]
+            seq, seqh, mono, monoh, wall, wallh = (a[rows] for a in (seq, seqh, mono, monoh, wall, wallh))
+        mo, ko, kd, vo, vd, po, pd = _bulk.gather(buf, starts, lengths, count)
+        total = len(ko) - 1
+        keys = pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(ko), pa.py_buffer(kd)])
+        values = pa.Array.from_buffers(pa.string(), total, [None, pa.py_buffer(vo), pa.py_buffer(vd)])
+        entry_pkt = first_entry = None
+        payload = pa.Array.from_buffers(pa.binary(), len(starts), [None, pa.py_buffer(po), pa.py_buffer(pd)])
+        for arr, data, what in ((keys, kd, "key"), (values, vd, "value")):
+            if not len(data) or np.frombuffer(data, np.uint8).max() < 0x80:
+                continue  # ASCII, the common case, is UTF-8
+            try:
+                arr.validate(full=True)
+            except pa.ArrowInvalid:
+                j = _first_bad_utf8(arr)
+                entry_pkt = np.repeat(np.arange(len(starts)), count)
+                first_entry = mo.astype(np.int64)
+                i = int(entry_pkt[j])
+                _corrupt(where, int(rows[i]) if rows is not None else i,
+                         f"header {j - first_entry[i]} {what} is not UTF-8")
+        out.headers = pa.MapArray.from_arrays(pa.array(mo), keys, values)
+        out.payload = payload
+    else:
+        index = check_packets(buf, starts, lengths, where)
+        seq, seqh = index.header_int(H_TRANSPORT_SEQ)
+        wall, wallh = index.header_int(H_TIME_WALL)
+        rows = _keep_rows(keep, seq, seqh, wall, wallh)
+        if rows is not None:
+            index = index.select(rows)
+            seq, seqh, wall, wallh = seq[rows], seqh[rows], wall[rows], wallh[rows]
+        mono, monoh = index.header_int(H_TIME_MONO)
+        cols = index.columns(where if rows is None else (lambda i: where(int(rows[i]))))
+        out.headers = cols.headers()
+        out.payload = cols.payload
+    out.rows = rows if rows is not None else np.arange(len(starts))
+    out.seq, out.seq_have, out.mono, out.mono_have, out.wall, out.wall_have = seq, seqh, mono, monoh, wall, wallh
+    return out
+
+
+def wall_times(buf, starts, lengths):
+    """The ``a0_time_wall`` of each frame that is a valid packet: (int64,
+    bool) arrays; a frame that is not a packet simply has none."""
+    if _bulk is not None:
+        _err, _valid, _c, _s, _sh, _m, _mh, wall, wallh = _bulk.scan(
+            buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64), False, False)
+        return wall, wallh.astype(bool)
+    return header_ints(buf, starts, H_TIME_WALL, lengths)

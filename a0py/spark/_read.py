@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from ..proto.topic import check_topic_name
 from . import _mcap
-from ._packets import H_TIME_MONO, H_TRANSPORT_SEQ, check_packets
+from ._packets import decode
 from ._writer import GAP_TOPIC, PACKET_ENCODING
 from .errors import RecordingFormatError, RecordingOptionError
 
@@ -425,7 +425,7 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
     chan = u16[offs + 9]
     seq32 = u32[offs + 11].astype(np.int64)
     pub = np.minimum(u64[offs + 23], np.uint64(_INT64_MAX)).astype(np.int64)
-    ids = np.unique(chan)
+    ids = np.array([chan[0]]) if (chan == chan[0]).all() else np.unique(chan)
     packet_ids = [int(c) for c in ids if channels.get(int(c), (None, None))[1] == KIND_PACKET
                   and predicate.topic_ok(channels[int(c)][0])]
     gap_ids = [int(c) for c in ids if channels.get(int(c), (None, None))[1] == KIND_GAP]
@@ -450,27 +450,27 @@ def _frame_batch(records, offs, rows, chan, seq32, wall_us, length, channels, pr
                  schema, where):
     starts = offs[rows] + _mcap.MESSAGE_FIXED
     lengths = length[rows] - (_mcap.MESSAGE_FIXED - _mcap.RECORD_HEADER)
+    fallback = seq32[rows]
 
     def where_row(i):
         return f"{where}, message {int(rows[i])}"
 
-    index = check_packets(records, starts, lengths, where_row)
-    seq, have = index.header_int(H_TRANSPORT_SEQ)
-    seq = np.where(have, seq, seq32[rows])
-    keep = predicate.seq_mask(seq)
-    if not keep.all():
-        if not keep.any():
-            return None
-        index = index.select(keep)
-        rows, seq = rows[keep], seq[keep]
-    mono, have_mono = index.header_int(H_TIME_MONO)
-    cols = index.columns(where_row)
-    topics = _topic_column(chan[rows], channels)
-    return _assemble(schema, options, topics, seq, (mono, have_mono), wall_us[rows], None,
-                     cols.headers(), cols.payload, gaps=None)
+    def keep(seq, seq_have, wall, wall_have):
+        seq[~seq_have] = fallback[~seq_have]  # no a0_transport_seq: the record's sequence
+        return None if predicate.seq_lo is None and predicate.seq_hi is None and predicate.seq_in is None \
+            else predicate.seq_mask(seq)
+
+    dec = decode(records, starts, lengths, where_row, keep)
+    if not len(dec.rows):
+        return None
+    topics = _topic_column(chan[rows][dec.rows], channels)
+    return _assemble(schema, options, topics, dec.seq, (dec.mono, dec.mono_have), wall_us[rows][dec.rows], None,
+                     dec.headers, dec.payload, gaps=None)
 
 
 def _topic_column(chan, channels):
+    if len(chan) and (chan == chan[0]).all():  # one channel per chunk, as a0py writes them
+        return pa.array([channels[int(chan[0])][0]], pa.string()).take(pa.array(np.zeros(len(chan), np.int32)))
     ids, inverse = np.unique(chan, return_inverse=True)
     names = pa.array([channels[int(c)][0] for c in ids], pa.string())
     return names.take(pa.array(inverse.astype(np.int32)))

@@ -57,7 +57,7 @@ from mcap.records import (
 )
 
 from ._mcap import MAGIC, OP_MESSAGE, OP_MESSAGE_INDEX
-from ._packets import H_TIME_WALL, header_ints
+from ._packets import wall_times
 from .errors import RecordingOptionError
 
 PACKET_ENCODING = "a0py/packet"
@@ -406,7 +406,7 @@ class SegmentWriter:
             rows = np.concatenate([np.arange(bounds[r], bounds[r + 1]) for r in missing])
             lengths = np.concatenate([ch.packet_lengths[r] for r in missing])
             starts = offsets[rows] + _MSG_HEADER.itemsize
-            wall, have = header_ints(records, starts, H_TIME_WALL, lengths)
+            wall, have = wall_times(records, starts, lengths)
             pub[rows] = np.where(have, wall, pub[rows])
             field = np.ndarray(shape=(len(records) - 7,), dtype="<u8", buffer=records, strides=(1,))
             field[offsets[rows] + 23] = pub[rows]
