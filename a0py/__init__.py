@@ -37,7 +37,9 @@ __all__ = [  # noqa: RUF022 - errors first, then the core names
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
     "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
     "Arena", "Transport", "LockedTransport", "Frame", "Deadman", "FORMAT_VERSION",
-    "PacketCorruptError", *_PACKET_NAMES, *_PROTO_NAMES,
+    "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
+    "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
+    "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST",
 ]
 
 

@@ -1290,7 +1290,9 @@ cdef class Deadman:
 
 
 # Packets (a0_packet.h) and the many-arena wait (a0_multiwait.h), one file per concept.
+cimport cython
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize, PyUnicode_DecodeUTF8
+from libc.stdint cimport int64_t
 from libc.stdlib cimport malloc
 from posix.time cimport CLOCK_REALTIME
 

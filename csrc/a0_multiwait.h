@@ -31,7 +31,7 @@
 
 #define A0_MULTIWAIT_MAX 128u
 #define A0_MULTIWAIT_POLL_MIN_NS 50000L    /* 50 us */
-#define A0_MULTIWAIT_POLL_MAX_NS 4000000L  /* 4 ms */
+#define A0_MULTIWAIT_POLL_MAX_NS 8000000L  /* 8 ms */
 
 typedef enum a0_multiwait_mode_e {
   A0_MULTIWAIT_WAITV = 0, /* one futex_waitv sleep on every word */

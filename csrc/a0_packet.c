@@ -14,8 +14,12 @@ _Static_assert(offsetof(a0_packet_hdr_t, id) == 8, "id at 8");
 _Static_assert(offsetof(a0_packet_hdr_t, header_count) == 24, "header_count at 24");
 _Static_assert(offsetof(a0_packet_hdr_t, payload_off) == 32, "payload_off at 32");
 _Static_assert(offsetof(a0_packet_hdr_t, payload_size) == 40, "payload_size at 40");
+_Static_assert(sizeof(a0_packet_std_t) == A0_PACKET_STD_SIZE, "standard block is 48 bytes");
+_Static_assert(offsetof(a0_packet_std_t, writer_id) == 16, "writer_id at 48 + 16");
+_Static_assert(offsetof(a0_packet_std_t, transport_seq) == 40, "transport_seq at 48 + 40");
+_Static_assert(A0_PACKET_INDEX_OFF == A0_PACKET_HDR_SIZE + A0_PACKET_STD_SIZE, "index after the block");
 _Static_assert(sizeof(a0_packet_entry_t) == A0_PACKET_ENTRY_SIZE, "index entry is 16 bytes");
-_Static_assert(A0_PACKET_HDR_SIZE % A0_PACKET_ALIGN == 0, "index starts aligned");
+_Static_assert(A0_PACKET_INDEX_OFF % A0_PACKET_ALIGN == 0, "index starts aligned");
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the packet format is little-endian");
 
 static a0_err_t corrupt(a0_check_info_t* info, const char* field, uint64_t expected,
@@ -37,7 +41,7 @@ a0_err_t a0_packet_encoded_size(const a0_packet_header_t* headers, uint32_t coun
   /* Every string offset must fit the index's 32-bit fields: the metadata is
    * capped at 4 GiB, so these sums (at most 2^32 entries of 2^33 bytes)
    * cannot overflow 64 bits before the check. */
-  uint64_t meta = A0_PACKET_HDR_SIZE + (uint64_t)A0_PACKET_ENTRY_SIZE * count;
+  uint64_t meta = A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * count;
   for (uint32_t i = 0; i < count && meta <= UINT32_MAX; i++)
     meta += (uint64_t)headers[i].key_len + 1u + (uint64_t)headers[i].val_len + 1u;
   meta = align_packet(meta);
@@ -49,12 +53,12 @@ a0_err_t a0_packet_encoded_size(const a0_packet_header_t* headers, uint32_t coun
 }
 
 void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t id[A0_PACKET_ID_SIZE],
-                           const a0_packet_header_t* headers, uint32_t count,
-                           uint64_t payload_size) {
+                           const a0_packet_std_t* std, const a0_packet_header_t* headers,
+                           uint32_t count, uint64_t payload_size) {
   a0_packet_hdr_t hdr = {
       .magic = A0_PACKET_MAGIC,
       .version = A0_PACKET_VERSION,
-      .flags = 0,
+      .flags = std ? A0_PACKET_HAS_STD : 0,
       .header_count = count,
       ._reserved = 0,
       .payload_off = meta_size,
@@ -62,7 +66,11 @@ void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t id[A0
   };
   memcpy(hdr.id, id, A0_PACKET_ID_SIZE);
   memcpy(buf, &hdr, sizeof hdr);
-  uint32_t pos = A0_PACKET_HDR_SIZE + A0_PACKET_ENTRY_SIZE * count;
+  if (std)
+    memcpy(buf + A0_PACKET_HDR_SIZE, std, A0_PACKET_STD_SIZE);
+  else
+    memset(buf + A0_PACKET_HDR_SIZE, 0, A0_PACKET_STD_SIZE);
+  uint32_t pos = A0_PACKET_INDEX_OFF + A0_PACKET_ENTRY_SIZE * count;
   for (uint32_t i = 0; i < count; i++) {
     const a0_packet_header_t* h = &headers[i];
     a0_packet_entry_t e = {.key_off = pos, .key_len = h->key_len};
@@ -74,7 +82,7 @@ void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t id[A0
     memcpy(buf + pos, h->val, h->val_len);
     pos += h->val_len;
     buf[pos++] = 0;
-    memcpy(buf + A0_PACKET_HDR_SIZE + (uint64_t)A0_PACKET_ENTRY_SIZE * i, &e, sizeof e);
+    memcpy(buf + A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * i, &e, sizeof e);
   }
   memset(buf + pos, 0, meta_size - pos);
 }
@@ -82,15 +90,16 @@ void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t id[A0
 /* The checks shared by both views; `whole`: the payload must be present too. */
 static a0_err_t check(const uint8_t* buf, uint64_t size, bool whole, a0_packet_view_t* out,
                       a0_check_info_t* info) {
-  if (size < A0_PACKET_HDR_SIZE) return corrupt(info, "size", A0_PACKET_HDR_SIZE, size);
+  if (size < A0_PACKET_INDEX_OFF) return corrupt(info, "size", A0_PACKET_INDEX_OFF, size);
   a0_packet_hdr_t hdr;
   memcpy(&hdr, buf, sizeof hdr);
   if (hdr.magic != A0_PACKET_MAGIC) return corrupt(info, "magic", A0_PACKET_MAGIC, hdr.magic);
   if (hdr.version != A0_PACKET_VERSION)
     return corrupt(info, "version", A0_PACKET_VERSION, hdr.version);
-  if (hdr.flags != 0) return corrupt(info, "flags", 0, hdr.flags);
+  if (hdr.flags & ~A0_PACKET_HAS_STD)
+    return corrupt(info, "flags", hdr.flags & A0_PACKET_HAS_STD, hdr.flags);
   if (hdr._reserved != 0) return corrupt(info, "reserved", 0, hdr._reserved);
-  uint64_t index_end = A0_PACKET_HDR_SIZE + (uint64_t)A0_PACKET_ENTRY_SIZE * hdr.header_count;
+  uint64_t index_end = A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * hdr.header_count;
   if (hdr.payload_off < index_end)
     return corrupt(info, "payload_off", index_end, hdr.payload_off);
   if (hdr.payload_off % A0_PACKET_ALIGN != 0)
@@ -101,6 +110,9 @@ static a0_err_t check(const uint8_t* buf, uint64_t size, bool whole, a0_packet_v
   out->base = buf;
   out->size = size;
   out->id = buf + offsetof(a0_packet_hdr_t, id);
+  /* Copied, not pointed at: the caller's buffer need not be aligned. */
+  out->has_std = (hdr.flags & A0_PACKET_HAS_STD) != 0;
+  memcpy(&out->std, buf + A0_PACKET_HDR_SIZE, sizeof out->std);
   out->header_count = hdr.header_count;
   out->meta_size = hdr.payload_off;
   out->payload = whole ? buf + hdr.payload_off : NULL;
@@ -132,9 +144,9 @@ static a0_err_t check_string(const a0_packet_view_t* v, uint64_t index_end, uint
 a0_err_t a0_packet_header(const a0_packet_view_t* v, uint32_t i, a0_packet_header_t* out,
                           a0_check_info_t* info) {
   if (i >= v->header_count) return A0_ERR_NO_FRAME;
-  uint64_t index_end = A0_PACKET_HDR_SIZE + (uint64_t)A0_PACKET_ENTRY_SIZE * v->header_count;
+  uint64_t index_end = A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * v->header_count;
   a0_packet_entry_t e;
-  memcpy(&e, v->base + A0_PACKET_HDR_SIZE + (uint64_t)A0_PACKET_ENTRY_SIZE * i, sizeof e);
+  memcpy(&e, v->base + A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * i, sizeof e);
   a0_err_t err = check_string(v, index_end, e.key_off, e.key_len, "header key", info);
   if (!err) err = check_string(v, index_end, e.val_off, e.val_len, "header value", info);
   if (err) return err;
@@ -159,14 +171,47 @@ a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key
   return A0_ERR_NO_FRAME;
 }
 
+/* Two digits per table lookup, eight per 64-bit division: the standard
+ * headers format four 64-bit numbers per packet under the arena lock, and
+ * one digit per division was the largest single cost of a publish (perf:
+ * 12 % of it). Digits are written backwards into a scratch buffer. */
+static const char two_digits[201] =
+    "0001020304050607080910111213141516171819"
+    "2021222324252627282930313233343536373839"
+    "4041424344454647484950515253545556575859"
+    "6061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static char* put_pairs(char* p, uint32_t v, int pairs) {
+  for (int i = 0; i < pairs; i++) {
+    uint32_t r = v % 100u;
+    v /= 100u;
+    p -= 2;
+    memcpy(p, two_digits + 2 * r, 2);
+  }
+  return p;
+}
+
 uint32_t a0_u64_to_dec(uint64_t v, char out[A0_U64_DEC_MAX]) {
   char tmp[A0_U64_DEC_MAX];
-  uint32_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10u);
-    v /= 10u;
-  } while (v);
-  for (uint32_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  char* end = tmp + A0_U64_DEC_MAX;
+  char* p = end;
+  while (v >= 100000000u) {
+    uint64_t q = v / 100000000u;
+    p = put_pairs(p, (uint32_t)(v - q * 100000000u), 4); /* exactly eight digits */
+    v = q;
+  }
+  uint32_t w = (uint32_t)v;
+  while (w >= 100u) {
+    p = put_pairs(p, w % 100u, 1);
+    w /= 100u;
+  }
+  if (w >= 10u)
+    p = put_pairs(p, w, 1);
+  else
+    *--p = (char)('0' + w);
+  uint32_t n = (uint32_t)(end - p);
+  memcpy(out, p, n);
   return n;
 }
 

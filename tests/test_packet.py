@@ -14,8 +14,7 @@ import uuid
 import pytest
 
 import a0py
-from a0py import ArgumentError, FrameTooLargeError, LockError, PacketCorruptError
-from a0py import _core
+from a0py import ArgumentError, FrameTooLargeError, LockError, PacketCorruptError, _core
 
 STD = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_seq", "a0_transport_seq")
 
@@ -114,13 +113,14 @@ def test_json_helper():
 def test_to_bytes_has_the_documented_layout_and_round_trips():
     p = a0py.Packet([("key", "value"), ("k2", "")], b"payload")
     raw = p.to_bytes()
-    magic, version, flags = struct.unpack_from("<IHH", raw, 0)
+    _magic, version, flags = struct.unpack_from("<IHH", raw, 0)
     assert raw[:4] == b"A0PK" and version == 1 and flags == 0
     assert raw[8:24] == uuid.UUID(p.id).bytes
     count, reserved, payload_off, payload_size = struct.unpack_from("<IIQQ", raw, 24)
     assert (count, reserved, payload_size) == (2, 0, 7)
     assert payload_off % 16 == 0 and raw[payload_off:] == b"payload"
-    key_off, key_len, val_off, val_len = struct.unpack_from("<IIII", raw, 48)
+    assert raw[48:96] == bytes(48)  # no standard block in a packet made here (flags 0)
+    key_off, key_len, val_off, val_len = struct.unpack_from("<IIII", raw, 96)
     assert raw[key_off:key_off + key_len] == b"key" and raw[key_off + key_len] == 0
     assert raw[val_off:val_off + val_len] == b"value"
     q = a0py.Packet.from_bytes(raw)
@@ -132,7 +132,7 @@ def _corruptions(raw):
     payload_off = struct.unpack_from("<Q", raw, 32)[0]
     yield "magic", b"XXXX" + raw[4:]
     yield "version", raw[:4] + struct.pack("<H", 9) + raw[6:]
-    yield "flags", raw[:6] + struct.pack("<H", 1) + raw[8:]
+    yield "flags", raw[:6] + struct.pack("<H", 2) + raw[8:]
     yield "payload_off", raw[:24] + struct.pack("<I", 10**6) + raw[28:]
     yield "payload_off", raw[:32] + struct.pack("<Q", payload_off + 16) + raw[40:]
     yield "payload_size", raw[:40] + struct.pack("<Q", 10**9) + raw[48:]
@@ -150,11 +150,11 @@ def test_corrupt_bytes_are_refused_naming_the_field():
 def test_header_entry_pointing_outside_and_non_utf8_headers_are_corrupt():
     raw = bytearray(a0py.Packet([("key", "value")], b"p").to_bytes())
     bad = bytearray(raw)
-    struct.pack_into("<I", bad, 48, 0xFFFFFF00)  # key offset far past the metadata
-    with pytest.raises(PacketCorruptError, match="header 0.*header key"):
+    struct.pack_into("<I", bad, 96, 0xFFFFFF00)  # key offset far past the metadata
+    with pytest.raises(PacketCorruptError, match=r"header 0.*header key"):
         a0py.Packet.from_bytes(bytes(bad))
     bad = bytearray(raw)
-    key_off = struct.unpack_from("<I", bad, 48)[0]
+    key_off = struct.unpack_from("<I", bad, 96)[0]
     bad[key_off] = 0xFF  # not UTF-8
     with pytest.raises(PacketCorruptError, match="not UTF-8"):
         a0py.Packet.from_bytes(bytes(bad))
@@ -199,6 +199,23 @@ def test_every_writer_adds_the_standard_headers(arena):
     assert pkts[2].headers["a0_writer_id"] == other.writer_id != w.writer_id
     assert w.writer_seq == 2
     assert len({p.id for p in pkts}) == 3
+
+
+def test_standard_headers_are_a_fixed_binary_block_in_the_frame(arena):
+    w = _core.PacketWriter(arena)
+    seq = w.pub(b"pl", headers={"k": "v"})
+    with a0py.Transport(arena).lock() as t:
+        t.jump_tail()
+        raw = t.frame().tobytes()
+    flags, = struct.unpack_from("<H", raw, 6)
+    mono, wall = struct.unpack_from("<QQ", raw, 48)
+    writer_seq, transport_seq = struct.unpack_from("<QQ", raw, 80)
+    assert flags == 1 and transport_seq == seq and writer_seq == 1
+    assert str(uuid.UUID(bytes=raw[64:80])) == w.writer_id
+    assert struct.unpack_from("<I", raw, 24)[0] == 1  # the index holds only the user's header
+    pkt = a0py.Packet.from_bytes(raw)
+    assert pkt.headers["a0_time_mono"] == str(mono) and pkt.headers["a0_time_wall"] == str(wall)
+    assert pkt.to_bytes() == raw
 
 
 def test_standard_headers_cannot_be_set_by_the_caller(arena):
@@ -314,10 +331,10 @@ def test_a_forked_child_writes_with_a_new_writer_id(arena):
 def test_a_corrupt_frame_is_a_clear_error_and_the_reader_goes_on(arena):
     w, r = writer_reader(arena)
     w.pub(b"good1")
-    a0py.Transport(arena).write(b"definitely not a packet, just some bytes here" * 2)
+    a0py.Transport(arena).write(b"definitely not a packet, just some bytes here" * 3)
     w.pub(b"good2")
     assert r.read().payload == b"good1"
-    with pytest.raises(PacketCorruptError, match=r"frame seq 2 \(90 bytes\) is not an a0py packet: field magic"):
+    with pytest.raises(PacketCorruptError, match=r"frame seq 2 \(135 bytes\) is not an a0py packet: field magic"):
         r.read()
     assert r.read().payload == b"good2"
     batch = _core.PacketReader(arena, 0, 0).read_batch(10)
@@ -329,7 +346,7 @@ def test_reader_arguments_are_checked(arena):
         _core.PacketReader(arena, 5, 0)
     with pytest.raises(ArgumentError, match="iter must be"):
         _core.PacketReader(arena, 0, True)
-    with pytest.raises(ArgumentError, match="needs an a0py.Arena"):
+    with pytest.raises(ArgumentError, match=r"needs an a0py\.Arena"):
         _core.PacketReader("arena", 0, 0)
     r = _core.PacketReader(arena, 0, 0)
     with pytest.raises(ArgumentError, match="timeout"):

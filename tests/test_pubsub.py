@@ -168,11 +168,9 @@ def _collect_callback(topic, init, iter, conn):
 def _collect_aio(topic, init, iter, conn):
     async def main():
         got = []
-        gen = a0py.aio_sub(topic, init=init, iter=iter)
-        first = asyncio.ensure_future(gen.__anext__())
-        await asyncio.sleep(0.05)  # the generator has made its reader (it is waiting or done)
+        gen = a0py.aio_sub(topic, init=init, iter=iter)  # init takes effect here
         conn.send("go")
-        got.append((await asyncio.wait_for(first, MSG_S)).payload.decode())
+        got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         while got[-1] != "6":
             got.append((await asyncio.wait_for(gen.__anext__(), MSG_S)).payload.decode())
         await gen.aclose()
@@ -205,6 +203,21 @@ def test_init_and_iter_across_processes(root, spawn, kind, init, iter):
         assert nums[0] >= FIRST_AT_LEAST[init]
         if init == "oldest":
             assert nums[0] == 1
+
+
+def test_oldest_then_newest_is_delivered_without_any_later_write(root):
+    # The first read (the oldest) leaves newer packets behind; the dispatcher must not
+    # go to sleep on them.
+    pub = a0py.Publisher("oldest-newest")
+    for x in (b"1", b"2", b"3"):
+        pub.pub(x)
+    c = Collector(until=b"3")
+    sub = a0py.Subscriber("oldest-newest", c, init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST)
+    assert c.done.wait(MSG_S), c.payloads()
+    assert c.payloads() == ["1", "3"]
+    sub.close()
+    batch = a0py.SubscriberSync("oldest-newest", init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST).read_batch()
+    assert [p.payload for p in batch] == [b"1", b"3"]
 
 
 # ------------------------------------------------------------ start orders
@@ -503,7 +516,7 @@ def test_corrupt_frames_are_skipped_by_callbacks_and_raised_to_pullers(root, cap
 
 def test_read_blocking_times_out_naming_the_topic_and_iterates(root, spawn):
     sub = a0py.SubscriberSync("pull")
-    with pytest.raises(A0TimeoutError, match="topic 'pull': no packet within 0.05 s"):
+    with pytest.raises(A0TimeoutError, match=r"topic 'pull': no packet within 0\.05 s"):
         sub.read_blocking(timeout=0.05)
     parent, child = CTX.Pipe()
     p = spawn(_publish_n, "pull", 3, child)
@@ -531,6 +544,30 @@ def test_json_across_processes(root, spawn):
     pkt = sub.read()
     assert pkt.json() == {"x": [1, 2], "s": "é"}
     assert pkt.headers["content-type"] == "application/json" and pkt.headers["unit"] == "m"
+
+
+def test_one_publisher_shared_by_threads_numbers_packets_in_seq_order(root):
+    pub = a0py.Publisher(tp.Topic("threads/pub", size="4M"))
+    sub = a0py.SubscriberSync("threads/pub")
+
+    def work(k):
+        for i in range(500):
+            if i % 2:
+                pub.pub(b"%d" % k)
+            else:
+                with pub.alloc(1) as buf:
+                    buf[0] = k
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [sub.read() for _ in range(2000)]
+    assert sub.read() is None and sub.missed == 0
+    assert [int(p.headers["a0_writer_seq"]) for p in got] == list(range(1, 2001))
+    assert [p.seq for p in got] == list(range(got[0].seq, got[0].seq + 2000))
+    assert len({p.headers["a0_writer_id"] for p in got}) == 1 and pub.writer_seq == 2000
 
 
 def test_one_sync_subscriber_used_by_two_threads_at_once_is_a_lock_error(root):

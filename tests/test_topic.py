@@ -266,7 +266,7 @@ def test_unlink_and_list(root):
 
 def test_topics_in_another_process_see_the_same_root():
     prefix = f"a0pyt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    code = f"""
+    code = """
         import a0py
         a0py.Publisher("child/topic").pub(b"x")
         print(sorted(a0py.proto.list_topics()))

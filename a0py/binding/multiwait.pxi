@@ -19,7 +19,7 @@ def multiwait_mode():
     """How a MultiWait made now sleeps: 'waitv' (Linux futex_waitv, one sleep
     on every arena) or 'poll' (the fallback where the kernel or a seccomp
     filter lacks it: sleeps on its control word and checks the arenas at
-    least every 4 ms). Environment: A0PY_MULTIWAIT=poll forces the fallback,
+    least every 8 ms). Environment: A0PY_MULTIWAIT=poll forces the fallback,
     =waitv refuses to fall back (A0OSError where missing), =auto (default)."""
     global _multiwait_default
     if _multiwait_default is None:
@@ -87,7 +87,8 @@ cdef class MultiWait:
         cdef a0_multiwait_entry_t saved[128]
         arenas = list(arenas)
         if len(arenas) > A0_MULTIWAIT_MAX - 1:
-            raise ArgumentError(f"a MultiWait watches at most {A0_MULTIWAIT_MAX - 1} arenas, got {len(arenas)}")
+            raise ArgumentError(
+                f"a MultiWait watches at most {A0_MULTIWAIT_MAX - 1} arenas, got {len(arenas)}")
         old = {id(a): i for i, a in enumerate(self._arenas)}
         memcpy(saved, self.entries, sizeof(saved))
         fresh = set()

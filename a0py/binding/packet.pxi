@@ -21,24 +21,20 @@ STANDARD_HEADERS = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_s
 _STANDARD_SET = frozenset(STANDARD_HEADERS)
 
 cdef enum:
-    _N_STD = 5
     _STACK_HEADERS = 32
     # Payloads at least this large are copied with the GIL released.
     _NOGIL_COPY = 65536
+    # a0_time_wall is the monotonic time plus an offset re-read from
+    # CLOCK_REALTIME at least this often (ns): one clock read per packet
+    # instead of two (a clock read costs as much as the rest of the
+    # header encoding here), at most 1 ms late to see a step of the clock
+    # and a few ns off during an NTP slew.
+    _WALL_RESYNC_NS = 1000000
     PACKET_INIT_OLDEST = 0
     PACKET_INIT_MOST_RECENT = 1
     PACKET_INIT_AWAIT_NEW = 2
     PACKET_ITER_NEXT = 0
     PACKET_ITER_NEWEST = 1
-
-cdef const char* _STD_KEYS[5]
-_STD_KEYS[0] = "a0_time_mono"
-_STD_KEYS[1] = "a0_time_wall"
-_STD_KEYS[2] = "a0_writer_id"
-_STD_KEYS[3] = "a0_writer_seq"
-_STD_KEYS[4] = "a0_transport_seq"
-cdef uint32_t _STD_KEY_LENS[5]
-_STD_KEY_LENS[:] = [12, 12, 12, 13, 16]
 
 # Bumped in a forked child: writers then take a new identity (writer id, id
 # generator, writer seq), so parent and child never write the same ids.
@@ -69,8 +65,24 @@ cdef str _utf8(const char* s, uint32_t n, str what):
         raise PacketCorruptError(f"{what} is not UTF-8 ({e.reason} at byte {e.start})") from None
 
 
-cdef tuple _decode_headers(bytes meta, str what):
-    """The headers of a packet's metadata (copied out of the frame)."""
+cdef str _u64_str(uint64_t v):
+    cdef char out[20]
+    cdef uint32_t n = a0_u64_to_dec(v, out)
+    return out[:n].decode("ascii")
+
+
+cdef list _standard_items(const a0_packet_std_t* std):
+    """The standard block as the five str headers readers see."""
+    return [("a0_time_mono", _u64_str(std.time_mono)),
+            ("a0_time_wall", _u64_str(std.time_wall)),
+            ("a0_writer_id", _format_id(std.writer_id)),
+            ("a0_writer_seq", _u64_str(std.writer_seq)),
+            ("a0_transport_seq", _u64_str(std.transport_seq))]
+
+
+cdef tuple _decode_headers(bytes meta, str what, bint with_standard):
+    """The headers of a packet's metadata (copied out of the frame): the
+    standard ones first (if the packet has them and `with_standard`)."""
     cdef a0_packet_view_t v
     cdef a0_packet_header_t h
     cdef a0_check_info_t info
@@ -80,7 +92,7 @@ cdef tuple _decode_headers(bytes meta, str what):
     err = a0_packet_view_meta(<const uint8_t*><const char*>meta, len(meta), &v, &info)
     if err:
         raise PacketCorruptError(f"{what}: {_corrupt_reason(&info)}")
-    out = []
+    out = _standard_items(&v.std) if v.has_std and with_standard else []
     for i in range(v.header_count):
         err = a0_packet_header(&v, i, &h, &info)
         if err:
@@ -88,6 +100,9 @@ cdef tuple _decode_headers(bytes meta, str what):
         out.append((_utf8(h.key, h.key_len, f"{what}: header {i} key"),
                     _utf8(h.val, h.val_len, f"{what}: header {i} value")))
     return tuple(out)
+
+
+_HEADERS_KIND = "headers must be a mapping or an iterable of (key, value) pairs of str, not "
 
 
 cdef tuple _check_headers(object headers, bint refuse_standard):
@@ -102,16 +117,14 @@ cdef tuple _check_headers(object headers, bint refuse_standard):
     elif isinstance(headers, dict):
         items = headers.items()
     elif isinstance(headers, (str, bytes, bytearray, memoryview)):
-        raise ArgumentError(
-            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}")
+        raise ArgumentError(_HEADERS_KIND + type(headers).__name__)
     else:
         items = headers.items() if hasattr(headers, "items") else headers
     out = []
     try:
         iterator = iter(items)
     except TypeError:
-        raise ArgumentError(
-            f"headers must be a mapping or an iterable of (key, value) pairs of str, not {type(headers).__name__}") from None
+        raise ArgumentError(_HEADERS_KIND + type(headers).__name__) from None
     for item in iterator:
         if not isinstance(item, tuple) or len(item) != 2:
             try:
@@ -124,8 +137,8 @@ cdef tuple _check_headers(object headers, bint refuse_standard):
         if not isinstance(key, str):
             raise ArgumentError(f"header key must be str, not {type(key).__name__} ({key!r})")
         if not isinstance(value, str):
-            raise ArgumentError(
-                f"header {key!r}: value must be str, not {type(value).__name__} ({value!r}); convert it with str()")
+            raise ArgumentError(f"header {key!r}: value must be str, not {type(value).__name__} "
+                                f"({value!r}); convert it with str()")
         if not key:
             raise ArgumentError("header key may not be empty")
         if "\0" in key:
@@ -243,6 +256,7 @@ cdef class Headers:
         return f"Headers({list(self._items)!r})"
 
 
+@cython.freelist(64)
 cdef class Packet:
     """A packet: an id (a UUID), headers (an ordered multimap str -> str) and
     a payload (bytes).
@@ -293,8 +307,12 @@ cdef class Packet:
         return pkt
 
     def to_bytes(self):
-        """The packet encoded in the a0py packet format (docs/pubsub.md)."""
+        """The packet encoded in the a0py packet format (docs/pubsub.md). A
+        packet read from a topic is given back byte for byte, standard block
+        included; one made here has no standard block."""
         cdef Py_buffer buf
+        if self._meta is not None:
+            return self._meta + self._payload
         cdef uint64_t meta, total
         cdef a0_packet_header_t* h
         cdef tuple items = (<Headers>self.headers)._items
@@ -309,7 +327,7 @@ cdef class Packet:
                 raise FrameTooLargeError(f"packet headers too large to encode ({n} headers)")
             out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
             a0_packet_encode_meta(<uint8_t*><char*>out, meta, <const uint8_t*><const char*>self._id,
-                                  h, n, <uint64_t>buf.len)
+                                  NULL, h, n, <uint64_t>buf.len)
             memcpy(<char*>out + meta, buf.buf, buf.len)
             return out
         finally:
@@ -329,7 +347,7 @@ cdef class Packet:
         packet read from a topic. PacketCorruptError if they are not valid."""
         if self._headers is None:
             what = "packet" if self._seq is None else f"packet seq {self._seq}"
-            self._headers = Headers._wrap(_decode_headers(self._meta, what))
+            self._headers = Headers._wrap(_decode_headers(self._meta, what, True))
         return self._headers
 
     @property
@@ -451,8 +469,10 @@ cdef class PacketWriter:
     cdef a0_transport_t proto_t
     cdef a0_packet_idgen_t idgen
     cdef uint64_t wseq
-    cdef char wid[36]
+    cdef uint8_t wid[16]
     cdef uint64_t fork_generation
+    cdef int64_t wall_offset
+    cdef uint64_t wall_synced
     cdef object _label
 
     def __cinit__(self, *args, **kwargs):
@@ -478,7 +498,7 @@ cdef class PacketWriter:
         seed = int.from_bytes(os.urandom(8), "little")
         a0_packet_idgen_seed(&self.idgen, <uint64_t>seed)
         cdef bytes raw_id = _new_id()
-        a0_uuid_format(<const uint8_t*><const char*>raw_id, self.wid)
+        memcpy(self.wid, <const char*>raw_id, 16)
         self.wseq = 0
         self.fork_generation = _fork_generation
 
@@ -495,7 +515,7 @@ cdef class PacketWriter:
     def writer_id(self):
         """This writer's id (the ``a0_writer_id`` header of its packets)."""
         self._check_bound()
-        return self.wid[:36].decode("ascii")
+        return _format_id(self.wid)
 
     @property
     def writer_seq(self):
@@ -508,39 +528,32 @@ cdef class PacketWriter:
         holds the lock (and releases it if this raises) and fills the payload."""
         cdef a0_packet_header_t stack_h[_STACK_HEADERS]
         cdef a0_packet_header_t* h = stack_h
-        cdef uint32_t n_user = <uint32_t>len(user)
-        cdef uint32_t n = _N_STD + n_user
-        cdef char mono[20]
-        cdef char wall[20]
-        cdef char wseqs[20]
-        cdef char tseq[20]
+        cdef uint32_t n = <uint32_t>len(user)
+        cdef a0_packet_std_t std
         cdef timespec ts_mono, ts_wall
-        cdef uint64_t meta = 0, total = 0, seq
+        cdef uint64_t mono_ns, wall_ns
+        cdef uint64_t meta = 0, total = 0
         cdef uint8_t* dst
         cdef a0_err_t err
-        cdef int i
         if n > _STACK_HEADERS:
             h = <a0_packet_header_t*>malloc(n * sizeof(a0_packet_header_t))
             if h == NULL:
                 raise MemoryError()
         try:
-            _fill_headers(h + _N_STD, user)
-            seq = a0_transport_seq_high(lk) + 1
+            if n:
+                _fill_headers(h, user)
             clock_gettime(CLOCK_MONOTONIC, &ts_mono)
-            clock_gettime(CLOCK_REALTIME, &ts_wall)
-            for i in range(_N_STD):
-                h[i].key = _STD_KEYS[i]
-                h[i].key_len = _STD_KEY_LENS[i]
-            h[0].val = mono
-            h[0].val_len = a0_u64_to_dec(<uint64_t>ts_mono.tv_sec * 1000000000u + <uint64_t>ts_mono.tv_nsec, mono)
-            h[1].val = wall
-            h[1].val_len = a0_u64_to_dec(<uint64_t>ts_wall.tv_sec * 1000000000u + <uint64_t>ts_wall.tv_nsec, wall)
-            h[2].val = self.wid
-            h[2].val_len = 36
-            h[3].val = wseqs
-            h[3].val_len = a0_u64_to_dec(self.wseq + 1, wseqs)
-            h[4].val = tseq
-            h[4].val_len = a0_u64_to_dec(seq, tseq)
+            mono_ns = <uint64_t>ts_mono.tv_sec * 1000000000u + <uint64_t>ts_mono.tv_nsec
+            if self.wall_synced == 0 or mono_ns - self.wall_synced >= _WALL_RESYNC_NS:
+                clock_gettime(CLOCK_REALTIME, &ts_wall)
+                wall_ns = <uint64_t>ts_wall.tv_sec * 1000000000u + <uint64_t>ts_wall.tv_nsec
+                self.wall_offset = <int64_t>(wall_ns - mono_ns)
+                self.wall_synced = mono_ns
+            std.time_mono = mono_ns
+            std.time_wall = <uint64_t>(<int64_t>mono_ns + self.wall_offset)
+            memcpy(std.writer_id, self.wid, 16)
+            std.writer_seq = self.wseq + 1
+            std.transport_seq = a0_transport_seq_high(lk) + 1  # the seq alloc gives the frame
             err = a0_packet_encoded_size(h, n, payload_size, &meta, &total)
             if not err:
                 err = a0_transport_alloc(lk, total, &dst)
@@ -551,12 +564,12 @@ cdef class PacketWriter:
                         f"bytes with its headers) does not fit {self._label}: at most "
                         f"{a0_transport_max_frame_data(lk.t)} bytes per frame in this arena")
                 _raise(err, f"writing to {self._label}")
-            a0_packet_encode_meta(dst, meta, id, h, n, payload_size)
+            a0_packet_encode_meta(dst, meta, id, &std, h, n, payload_size)
         finally:
             if h != stack_h:
                 free(h)
         payload_out[0] = dst + meta
-        seq_out[0] = seq
+        seq_out[0] = std.transport_seq
         return 0
 
     def pub(self, data, headers=None):
@@ -586,7 +599,10 @@ cdef class PacketWriter:
         user = _check_headers(headers, True) if headers is not None else ()
         if isinstance(data, Packet):
             pkt = <Packet>data
-            own = _without_standard((<Headers>pkt.headers)._items)
+            if pkt._headers is None:  # read from a topic: its other headers, undecoded so far
+                own = _without_standard(_decode_headers(pkt._meta, "packet", False))
+            else:
+                own = _without_standard((<Headers>pkt._headers)._items)
             user = own + user if user else own
             id_bytes = pkt._id if pkt._id is not None else pkt._meta[8:24]
             id = <const uint8_t*><const char*>id_bytes
@@ -614,13 +630,13 @@ cdef class PacketWriter:
                     memcpy(dst, buf.buf, buf.len)
             else:
                 memcpy(dst, buf.buf, buf.len)
+            self.wseq += 1  # under the lock: the next writer thread numbers after us
             # Wakes sleepers after unlocking, so they find the lock free.
             err = a0_transport_commit_unlock(lk)
             arena.locks_held -= 1
             arena._maybe_unmap()
             if err:
                 _raise(err, f"committing to {self._label}")
-            self.wseq += 1
             return seq
         finally:
             PyBuffer_Release(&buf)
@@ -717,12 +733,12 @@ cdef class PacketAlloc:
         if exc_type is not None:
             _unlock_arena(self.arena, self.lk)  # discards the frame
             return False
+        self.writer.wseq += 1  # under the lock, as in pub()
         err = a0_transport_commit_unlock(self.lk)
         self.arena.locks_held -= 1
         self.arena._maybe_unmap()
         if err:
             _raise(err, f"committing to {self.writer._label}")
-        self.writer.wseq += 1
         return False
 
 
@@ -766,9 +782,10 @@ cdef class PacketReader:
         cdef a0_locked_t lk
         if not isinstance(arena, Arena):
             raise ArgumentError(f"a packet reader needs an a0py.Arena, not {type(arena).__name__}")
-        if init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT, PACKET_INIT_AWAIT_NEW) or isinstance(init, bool):
+        if isinstance(init, bool) or init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT,
+                                                  PACKET_INIT_AWAIT_NEW):
             raise ArgumentError(f"init must be 0 (oldest), 1 (most recent) or 2 (await new), not {init!r}")
-        if iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST) or isinstance(iter, bool):
+        if isinstance(iter, bool) or iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST):
             raise ArgumentError(f"iter must be 0 (next) or 1 (newest), not {iter!r}")
         (<Arena>arena)._check_open()
         cdef a0_err_t err = a0_transport_init(&self.t, (<Arena>arena).base, (<Arena>arena).size)
@@ -897,7 +914,8 @@ cdef class PacketReader:
                     if item is not None:
                         break
                     with nogil:
-                        err = a0_transport_wait(lk, _pred_new_packet, &self.last, &ts if has_deadline else NULL)
+                        err = a0_transport_wait(lk, _pred_new_packet, &self.last,
+                                                &ts if has_deadline else NULL)
                     if err == A0_ERR_INTERRUPTED:
                         PyErr_CheckSignals()
                     elif err == A0_ERR_TIMEOUT:
@@ -917,9 +935,11 @@ cdef class PacketReader:
         return item
 
     def read_batch(self, max_packets=64):
-        """Up to `max_packets` packets under one lock, without waiting (at
-        most one with ITER_NEWEST). A corrupt frame appears in the list as a
-        PacketCorruptError instance instead of a Packet."""
+        """What successive read() calls would return now (up to
+        `max_packets`), under one lock, without waiting: with ITER_NEWEST the
+        newest packet (after the oldest, on a first read with INIT_OLDEST). A
+        corrupt frame appears in the list as a PacketCorruptError instance
+        instead of a Packet."""
         cdef a0_locked_t lk
         cdef Py_ssize_t limit = <Py_ssize_t>_as_size(max_packets, "max_packets")
         out = []
@@ -932,8 +952,6 @@ cdef class PacketReader:
                     if item is None:
                         break
                     out.append(item)
-                    if self.iter_mode == PACKET_ITER_NEWEST:
-                        break
             finally:
                 _unlock_arena(self.arena, lk)
         finally:

@@ -2,13 +2,16 @@
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
 
 # Moves to a0py.includes.a0_err / a0_arena once the binding is split per header.
-from a0py._a0 cimport a0_check_info_t, a0_err_t
+from a0py._a0 cimport a0_check_info_t, a0_err_t, c_bool
 
 
 cdef extern from "a0_packet.h" nogil:
     uint32_t A0_PACKET_MAGIC
     uint32_t A0_PACKET_VERSION
     uint32_t A0_PACKET_HDR_SIZE
+    uint32_t A0_PACKET_STD_SIZE
+    uint32_t A0_PACKET_INDEX_OFF
+    uint32_t A0_PACKET_HAS_STD
     uint32_t A0_PACKET_ENTRY_SIZE
     uint32_t A0_PACKET_ALIGN
     uint32_t A0_PACKET_ID_SIZE
@@ -21,10 +24,19 @@ cdef extern from "a0_packet.h" nogil:
         const char* val
         uint32_t val_len
 
+    ctypedef struct a0_packet_std_t:
+        uint64_t time_mono
+        uint64_t time_wall
+        uint8_t writer_id[16]
+        uint64_t writer_seq
+        uint64_t transport_seq
+
     ctypedef struct a0_packet_view_t:
         const uint8_t* base
         uint64_t size
         const uint8_t* id
+        c_bool has_std
+        a0_packet_std_t std
         uint32_t header_count
         uint64_t meta_size
         const uint8_t* payload
@@ -36,8 +48,8 @@ cdef extern from "a0_packet.h" nogil:
     a0_err_t a0_packet_encoded_size(const a0_packet_header_t* headers, uint32_t count,
                                     uint64_t payload_size, uint64_t* meta_size, uint64_t* total)
     void a0_packet_encode_meta(uint8_t* buf, uint64_t meta_size, const uint8_t* id,
-                               const a0_packet_header_t* headers, uint32_t count,
-                               uint64_t payload_size)
+                               const a0_packet_std_t* std, const a0_packet_header_t* headers,
+                               uint32_t count, uint64_t payload_size)
     a0_err_t a0_packet_view(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,
                             a0_check_info_t* info)
     a0_err_t a0_packet_view_meta(const uint8_t* buf, uint64_t size, a0_packet_view_t* out,

@@ -116,22 +116,32 @@ class _Group:
 
     def _run(self):
         mw = self.mw
+        view = {}
+        new = ()
         again = []
         while True:
-            with _cond:
-                if self.stopping:
-                    return
-                if self.dirty:
-                    self._sync()
-                view = self.view
-                new, self.new = self.new, []
-            ready = [id(a) for a in mw.changed()]
-            seen = set(ready)
-            ready += [key for key in again if key not in seen]
-            calls = [w for key in ready for w in view.get(key, ())]
-            if new:
-                called = set(map(id, calls))
-                calls += [w for w in new if id(w) not in called]
+            # Flags read without the lock (the GIL makes each read whole); the lock is
+            # taken only when another thread changed something.
+            if self.stopping or self.dirty or self.new:
+                with _cond:
+                    if self.stopping:
+                        return
+                    if self.dirty:
+                        self._sync()
+                    view = self.view
+                    new, self.new = self.new, []
+            changed = mw.changed()
+            if len(changed) == 1 and not again and not new:
+                calls = view.get(id(changed[0]), ())
+            else:
+                ready = [id(a) for a in changed]
+                seen = set(ready)
+                ready += [key for key in again if key not in seen]
+                calls = [w for key in ready for w in view.get(key, ())]
+                if new:
+                    called = set(map(id, calls))
+                    calls += [w for w in new if id(w) not in called]
+                    new = ()
             again = []
             for w in calls:
                 if not w.active:

@@ -213,15 +213,22 @@ class _Wakeup:
         return False
 
 
-async def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
+def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
     """``async for pkt in aio_sub(topic, init=..., iter=...)``: `topic`'s packets in
     an event loop, woken by the same dispatcher as callback subscribers (no thread of
     its own, and the loop never blocks waiting). `init` and `iter` as for
-    :class:`SubscriberSync`; ``pkt.missed`` as for :class:`Subscriber`.
+    :class:`SubscriberSync`, taking effect when aio_sub is called (so packets
+    published between the call and the first iteration are not missed);
+    ``pkt.missed`` as for :class:`Subscriber`. Leaving the loop (break, an exception,
+    cancellation) releases it.
 
-    Raises ArgumentError for a bad topic, init or iter; PacketCorruptError for a frame
-    that is not a packet (the next iteration goes on after it)."""
-    reader = SubscriberSync(topic, init=init, iter=iter)
+    Raises ArgumentError for a bad topic, init or iter (at the call);
+    PacketCorruptError while iterating, for a frame that is not a packet (iterating
+    again goes on after it)."""
+    return _aio_packets(SubscriberSync(topic, init=init, iter=iter))
+
+
+async def _aio_packets(reader):
     wakeup = _Wakeup(asyncio.get_running_loop())
     watch = _dispatch.watch(reader.arena, wakeup)
     try:

@@ -51,19 +51,25 @@ static a0_packet_header_t hdr(const char* k, const char* v) {
   return h;
 }
 
-/* Encodes a packet into an exactly sized malloc'ed buffer. */
-static uint8_t* encode(const a0_packet_header_t* hs, uint32_t n, const void* payload,
-                       uint64_t payload_size, uint64_t* size_out) {
+/* Encodes a packet (with standard block `std`, may be NULL) into an exactly
+ * sized malloc'ed buffer. */
+static uint8_t* encode_std(const a0_packet_std_t* std, const a0_packet_header_t* hs, uint32_t n,
+                           const void* payload, uint64_t payload_size, uint64_t* size_out) {
   uint64_t meta, total;
   if (a0_packet_encoded_size(hs, n, payload_size, &meta, &total) != A0_OK) abort();
   uint8_t* buf = malloc(total ? total : 1);
   if (!buf) abort();
   uint8_t id[A0_PACKET_ID_SIZE];
   for (int i = 0; i < 16; i++) id[i] = (uint8_t)(i * 17);
-  a0_packet_encode_meta(buf, meta, id, hs, n, payload_size);
+  a0_packet_encode_meta(buf, meta, id, std, hs, n, payload_size);
   memcpy(buf + meta, payload, payload_size);
   *size_out = total;
   return buf;
+}
+
+static uint8_t* encode(const a0_packet_header_t* hs, uint32_t n, const void* payload,
+                       uint64_t payload_size, uint64_t* size_out) {
+  return encode_std(NULL, hs, n, payload, payload_size, size_out);
 }
 
 static void test_round_trip_and_layout(void) {
@@ -80,8 +86,9 @@ static void test_round_trip_and_layout(void) {
   CHECK(memcmp(v.payload, "payload!", 8) == 0);
   CHECK(size == v.meta_size + 8);
   CHECK(v.id[1] == 17 && v.id[15] == 255);
-  /* 48 + 3*16 index + "a\0" "1\0" "key\0" "value\0" "a\0" "2\0" = 114 -> 128 */
-  CHECK(v.meta_size == 128);
+  /* 96 + 3*16 index + "a\0" "1\0" "key\0" "value\0" "a\0" "2\0" = 162 -> 176 */
+  CHECK(v.meta_size == 176);
+  CHECK(!v.has_std && v.std.writer_seq == 0 && v.std.time_mono == 0);
 
   a0_packet_header_t got;
   CHECK_ERR(a0_packet_header(&v, 1, &got, NULL), A0_OK);
@@ -109,7 +116,7 @@ static void test_round_trip_and_layout(void) {
 
   /* Empty packet: no headers, no payload. */
   buf = encode(NULL, 0, "", 0, &size);
-  CHECK(size == A0_PACKET_HDR_SIZE);
+  CHECK(size == A0_PACKET_INDEX_OFF);
   CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
   CHECK(v.header_count == 0 && v.payload_size == 0);
   free(buf);
@@ -120,6 +127,34 @@ static void test_round_trip_and_layout(void) {
   CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
   CHECK_ERR(a0_packet_header(&v, 0, &got, NULL), A0_OK);
   CHECK(got.val_len == 3 && memcmp(got.val, "x\0y", 3) == 0);
+  free(buf);
+}
+
+static void test_standard_block(void) {
+  a0_packet_std_t std = {.time_mono = 123456789, .time_wall = UINT64_C(1795450976850312308),
+                         .writer_seq = 7, .transport_seq = 42};
+  for (int i = 0; i < 16; i++) std.writer_id[i] = (uint8_t)(0xA0 + i);
+  a0_packet_header_t h = hdr("user", "x");
+  uint64_t size;
+  uint8_t* buf = encode_std(&std, &h, 1, "pl", 2, &size);
+  a0_packet_view_t v;
+  CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
+  CHECK(((a0_packet_hdr_t*)buf)->flags == A0_PACKET_HAS_STD);
+  CHECK(v.has_std && v.header_count == 1);
+  CHECK(v.std.time_mono == 123456789 && v.std.transport_seq == 42 && v.std.writer_seq == 7);
+  CHECK(v.std.time_wall == UINT64_C(1795450976850312308) && v.std.writer_id[15] == 0xAF);
+  uint64_t at48;
+  memcpy(&at48, buf + 48, 8);
+  CHECK(at48 == 123456789); /* the documented offset */
+  a0_packet_header_t got;
+  CHECK_ERR(a0_packet_header(&v, 0, &got, NULL), A0_OK);
+  CHECK(got.key_len == 4 && memcmp(got.key, "user", 4) == 0);
+  /* Unaligned buffers decode too: the block is copied out. */
+  uint8_t* odd = malloc(size + 1);
+  memcpy(odd + 1, buf, size);
+  CHECK_ERR(a0_packet_view(odd + 1, size, &v, NULL), A0_OK);
+  CHECK(v.std.transport_seq == 42);
+  free(odd);
   free(buf);
 }
 
@@ -155,7 +190,7 @@ static void test_fields_checked(void) {
   h->version = 2;
   EXPECT_FIELD("version");
   h->version = A0_PACKET_VERSION;
-  h->flags = 1;
+  h->flags = 2;
   EXPECT_FIELD("flags");
   h->flags = 0;
   h->_reserved = 7;
@@ -178,12 +213,12 @@ static void test_fields_checked(void) {
   EXPECT_FIELD("payload_size");
   h->payload_size = 3;
   CHECK_ERR(a0_packet_view(buf, size, &v, NULL), A0_OK);
-  CHECK_ERR(a0_packet_view(buf, 47, &v, &info), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_packet_view(buf, A0_PACKET_INDEX_OFF - 1, &v, &info), A0_ERR_CORRUPT);
   CHECK(info.field && strcmp(info.field, "size") == 0);
 
   /* Entries are checked when read: offsets into the index, past the
    * metadata, lengths that overflow, a missing NUL. */
-  a0_packet_entry_t* e = (a0_packet_entry_t*)(buf + A0_PACKET_HDR_SIZE);
+  a0_packet_entry_t* e = (a0_packet_entry_t*)(buf + A0_PACKET_INDEX_OFF);
   a0_packet_header_t got;
   a0_packet_entry_t saved = e[1];
   uint32_t bad_offs[] = {0, 40, A0_PACKET_HDR_SIZE, (uint32_t)v.meta_size, UINT32_MAX};
@@ -259,11 +294,11 @@ static void test_every_truncation_and_flip(void) {
     uint64_t n = rnd() % 256;
     uint8_t* junk = malloc(n ? n : 1);
     for (uint64_t k = 0; k < n; k++) junk[k] = (uint8_t)rnd();
-    if (n >= A0_PACKET_HDR_SIZE && (round & 1)) {
+    if (n >= A0_PACKET_INDEX_OFF && (round & 1)) {
       a0_packet_hdr_t* h = (a0_packet_hdr_t*)junk;
       h->magic = A0_PACKET_MAGIC;
       h->version = A0_PACKET_VERSION;
-      h->flags = 0;
+      h->flags = (uint16_t)(round & 2 ? A0_PACKET_HAS_STD : 0);
       h->_reserved = 0;
       h->header_count = (uint32_t)(rnd() % 8);
       h->payload_off = (rnd() % (n + 1)) & ~(uint64_t)15;
@@ -288,6 +323,27 @@ static void test_helpers(void) {
   n = a0_u64_to_dec(1000000007u, out);
   out[n] = 0;
   CHECK(strcmp(out, "1000000007") == 0);
+  /* Every length boundary and random values agree with printf. */
+  int mismatches = 0;
+  char want[32];
+  uint64_t p10 = 1;
+  for (int k = 0; k < 20; k++, p10 *= 10) {
+    uint64_t vs[3] = {p10 - 1, p10, p10 + 1};
+    for (int j = 0; j < 3; j++) {
+      n = a0_u64_to_dec(vs[j], out);
+      out[n] = 0;
+      snprintf(want, sizeof want, "%llu", (unsigned long long)vs[j]);
+      mismatches += strcmp(out, want) != 0;
+    }
+  }
+  for (int k = 0; k < 100000; k++) {
+    uint64_t v = rnd() >> (rnd() % 64);
+    n = a0_u64_to_dec(v, out);
+    out[n] = 0;
+    snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+    mismatches += strcmp(out, want) != 0;
+  }
+  CHECK(mismatches == 0);
 
   a0_packet_idgen_t g;
   a0_packet_idgen_seed(&g, 42);
@@ -308,6 +364,7 @@ static void test_helpers(void) {
 
 int main(void) {
   test_round_trip_and_layout();
+  test_standard_block();
   test_sizes_refused();
   test_fields_checked();
   test_every_truncation_and_flip();
