@@ -56,7 +56,8 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
     os.makedirs(directory, exist_ok=True)
     w = SegmentWriter(os.path.join(directory, "a0py_00000.mcap"), chunk_bytes=4 << 20)
     writer_id = str(uuid.uuid4())
-    payload = os.urandom(payload_size)
+    # Distinct payloads (a pool larger than zstd's window for big frames), as sensors give.
+    pool = [os.urandom(payload_size) for _ in range(64 if payload_size > 4096 else 4096)]
     t0 = time.time_ns()
     per_topic = frames // topics
     for t in range(topics):
@@ -65,7 +66,8 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
             stop = min(per_topic + 1, start + batch)
             pkts = [a0py.Packet([("a0_time_mono", str(10**12 + s * 1000)), ("a0_time_wall", str(t0 + s * 1000)),
                                  ("a0_writer_id", writer_id), ("a0_writer_seq", str(s)),
-                                 ("a0_transport_seq", str(s))], payload).to_bytes() for s in range(start, stop)]
+                                 ("a0_transport_seq", str(s))], pool[(s * 7 + t) % len(pool)]).to_bytes()
+                    for s in range(start, stop)]
             w.write_packets(topic, np.arange(start, stop), pkts, t0 + stop * 1000)
     w.close()
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))

@@ -4,6 +4,7 @@ give back for them."""
 
 import datetime
 import os
+import struct
 import uuid
 
 import numpy as np
@@ -15,15 +16,34 @@ T0 = 1_790_000_000_000_000_000  # ns since the epoch (2026)
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
+def encode_std_packet(seq, wall, mono, writer_seq, writer_id, headers, payload, packet_id=None):
+    """The bytes of an a0py packet with its standard block filled in, as a
+    publisher writes it (csrc/a0_packet.h), laid out here independently of
+    the C encoder so the tests choose every time and seq."""
+    n = len(headers)
+    pos = 96 + 16 * n
+    entries, strings = [], []
+    for k, v in headers:
+        kb, vb = k.encode(), v.encode()
+        entries.append(struct.pack("<IIII", pos, len(kb), pos + len(kb) + 1, len(vb)))
+        strings += [kb, b"\0", vb, b"\0"]
+        pos += len(kb) + len(vb) + 2
+    meta = (pos + 15) & ~15
+    head = struct.pack("<IHH16sIIQQ", 0x4B503041, 1, 1, packet_id or uuid.uuid4().bytes, n, 0, meta, len(payload))
+    std = struct.pack("<QQ16sQQ", mono, wall, writer_id, writer_seq, seq)
+    return b"".join([head, std, *entries, *strings, b"\0" * (meta - pos), payload])
+
+
 def packet(topic, seq, payload=None, extra=(), wall=None, mono=None, writer="w"):
-    """(bytes of an a0py packet with the standard headers, headers, payload)."""
+    """(bytes of a published a0py packet, the headers a reader shows, payload)."""
     wall = T0 + seq * 1_000_000 if wall is None else wall
     mono = 5_000_000 + seq * 1_000 if mono is None else mono
     payload = payload if payload is not None else f"{topic}:{seq}".encode()
-    headers = [("a0_time_mono", str(mono)), ("a0_time_wall", str(wall)),
-               ("a0_writer_id", str(uuid.uuid5(uuid.NAMESPACE_DNS, writer))),
+    wid = uuid.uuid5(uuid.NAMESPACE_DNS, writer)
+    raw = encode_std_packet(seq, wall, mono, seq, wid.bytes, list(extra), payload)
+    headers = [("a0_time_mono", str(mono)), ("a0_time_wall", str(wall)), ("a0_writer_id", str(wid)),
                ("a0_writer_seq", str(seq)), ("a0_transport_seq", str(seq)), *extra]
-    return a0py.Packet(headers, payload).to_bytes(), headers, payload
+    return raw, headers, payload
 
 
 class Expected:

@@ -19,6 +19,7 @@ from mcap_data import (
     T0,
     Expected,
     cut,
+    encode_std_packet,
     flip_byte,
     packet,
     table_frames,
@@ -28,7 +29,7 @@ from mcap_data import (
 
 import a0py
 from a0py.spark import RecordingFormatError, RecordingOptionError, _mcap, bag_info, read_table
-from a0py.spark._packets import check_packets, header_ints
+from a0py.spark._packets import decode, wall_times
 from a0py.spark._read import Predicate, ReadOptions, plan, read_part
 from a0py.spark._writer import GAP_TOPIC, PACKET_ENCODING, SegmentWriter
 
@@ -251,58 +252,71 @@ def test_an_incomplete_message_index_falls_back_to_a_walk(tmp_path):
     assert table_frames(read_table(path)) == exp.frames
 
 
-def test_packets_with_strings_out_of_order_decode_the_same(tmp_path):
-    """a0py's encoder writes strings in index order (the fast path needs it);
-    a packet laid out otherwise takes the per-packet path with the same result."""
-    raw, headers, _ = packet("a", 7, extra=[("zz", "last")])
-    pk = bytearray(raw)
-    # Swap the index entries of header 0 and 1: the strings stay, the order breaks.
-    pk[48:64], pk[64:80] = pk[64:80], pk[48:64]
-    for data in (raw, bytes(pk)):
-        idx = check_packets(data, np.array([0]), np.array([len(data)]), str)
-        cols = idx.columns(str)
-        got = cols.headers()[0].as_py()
-        if data is raw:
-            assert got == headers
-        else:
-            assert got == [headers[1], headers[0], *headers[2:]]
-        assert header_ints(data, [0], "a0_transport_seq")[0][0] == 7
+def _decode_all(raws):
+    buf = b"".join(raws)
+    lengths = np.array([len(r) for r in raws], np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    return decode(buf, starts, lengths, lambda i: f"packet {i}")
+
+
+def _oracle(raw):
+    """What a0py's own reader (the C decoder) makes of a packet, or None."""
+    try:
+        pkt = a0py.Packet.from_bytes(raw)
+        return list(pkt.headers.items()), bytes(pkt.payload)
+    except a0py.PacketCorruptError:
+        return None
+
+
+text = st.text(max_size=12).filter(lambda s: "\0" not in s)
+key = st.text(min_size=1, max_size=12).filter(lambda s: "\0" not in s)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(st.tuples(st.text(min_size=1, max_size=20).filter(lambda s: "\0" not in s),
-                                             st.text(max_size=25)), max_size=6),
-                          st.one_of(st.none(), st.integers(0, 2**63 - 1), st.text(max_size=21))),
-                min_size=1, max_size=12))
-def test_header_ints_agrees_with_python(packets):
-    key = "a0_transport_seq"
-    raws, want = [], []
-    for headers, value in packets:
-        hs = list(headers)
-        if value is not None:
-            hs.insert(len(hs) // 2, (key, str(value)))
-        raws.append(a0py.Packet(hs, b"p").to_bytes())
-        first = next((v for k, v in hs if k == key), None)
-        ok = first is not None and first.isascii() and first.isdigit() and 1 <= len(first) <= 19 and int(first) < 2**63
-        want.append(int(first) if ok else None)
-    buf = b"".join(raws)
-    lengths = np.array([len(r) for r in raws])
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    for given_lengths in (None, lengths):
-        vals, have = header_ints(buf, starts, key, given_lengths)
-        assert [int(v) if h else None for v, h in zip(vals, have)] == want
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.tuples(key, text), max_size=5), st.binary(max_size=40),
+                          st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)), min_size=1, max_size=10))
+def test_rows_decode_as_a0py_reads_the_packets(packets):
+    """Packets with and without the standard block (from the C encoder and a
+    publisher's layout): headers, payloads, seqs and times as a0py.Packet
+    decodes them."""
+    raws = []
+    for std, headers, payload, seq, wall in packets:
+        if std:
+            raws.append(encode_std_packet(seq, wall, 7, 3, b"\x01" * 16, headers, payload))
+        else:
+            hs = list(headers) + ([("a0_transport_seq", str(seq))] if seq % 2 else [])
+            raws.append(a0py.Packet(hs, payload).to_bytes())
+    dec = _decode_all(raws)
+    for i, raw in enumerate(raws):
+        headers, payload = _oracle(raw)
+        assert dec.headers[i].as_py() == headers
+        assert dec.payload[i].as_py() == payload
+        d = dict(headers)
+        want = d.get("a0_transport_seq")
+        ok = want is not None and want.isdigit() and len(want) <= 19 and int(want) < 2**63
+        assert (bool(dec.seq_have[i]), int(dec.seq[i]) if ok else 0) == (ok, int(want) if ok else 0)
+        if "a0_time_wall" in d and int(d["a0_time_wall"]) < 2**63:
+            assert dec.wall_have[i] and dec.wall[i] == int(d["a0_time_wall"])
 
 
-def test_header_ints_never_reads_outside_a_damaged_packet():
-    raw, headers, payload = packet("a", 3, payload=b"p" * 40)
-    wall = int(dict(headers)["a0_time_wall"])
-    payload_at = len(raw) - len(payload)
-    for i in range(len(raw)):
-        bad = bytearray(raw)
-        bad[i] ^= 0xFF
-        vals, have = header_ints(bytes(bad), [0], "a0_time_wall", [len(bad)])  # never raises
-        if i >= payload_at:
-            assert have[0] and vals[0] == wall
+def test_every_damaged_byte_is_refused_exactly_when_a0py_refuses_it():
+    raw = packet("a", 3, payload=b"p" * 20, extra=[("key", "välue"), ("k2", "")])[0]
+    plain = a0py.Packet([("x", "y"), ("a0_time_wall", "12")], b"q" * 9).to_bytes()
+    for original in (raw, plain):
+        for i in range(len(original)):
+            for flip in (0x01, 0x80):
+                bad = bytearray(original)
+                bad[i] ^= flip
+                oracle = _oracle(bytes(bad))
+                try:
+                    dec = _decode_all([bytes(bad)])
+                except RecordingFormatError:
+                    assert oracle is None, (i, flip)
+                    continue
+                assert oracle is not None, (i, flip)
+                assert dec.headers[0].as_py() == oracle[0] and dec.payload[0].as_py() == oracle[1]
+                # The recorder's scan never raises, whatever the bytes.
+                wall_times(bytes(bad), np.array([0]), np.array([len(bad)]))
 
 
 def test_json_payloads_parse_into_a_struct(tmp_path):
@@ -353,32 +367,14 @@ def test_writer_rejects_bad_options(tmp_path):
     assert read_table(str(tmp_path / "y.mcap")).num_rows == 0
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def decoder(request, monkeypatch):
-    """Each path of the packet decoder: the compiled one (a0py.spark._bulk,
-    which must be built: part of make test) and the numpy one that stands in
-    where it is not."""
-    from a0py.spark import _packets
-
-    if request.param == "compiled":
-        if _packets._bulk is None:
-            pytest.fail("a0py.spark._bulk is not built")
-    else:
-        monkeypatch.setattr(_packets, "_bulk", None)
-    return request.param
-
-
-def test_both_decoders_give_the_same_rows_and_the_same_errors(segs, decoder, tmp_path):
-    d, exp = segs
-    t = read_table(str(d), gaps=True)
-    assert table_frames(t) == exp.frames and table_gaps(t) == exp.gaps
+def test_corrupt_packets_are_errors_naming_the_message_and_the_field(tmp_path):
     path = str(tmp_path / "bad.mcap")
     w = SegmentWriter(path, compression="none")
     raws = [packet("a", s, extra=[("k", "välue")])[0] for s in range(1, 9)]
-    broken = {3: lambda b: b.__setitem__(slice(4, 6), b"\x02\x00"),  # version
-              5: lambda b: b.__setitem__(slice(40, 48), (10**6).to_bytes(8, "little")),  # payload_size
-              6: lambda b: b.__setitem__(slice(48, 52), (4000).to_bytes(4, "little"))}  # a key outside
-    for i, damage in broken.items():
+    broken = {3: (lambda b: b.__setitem__(slice(4, 6), b"\x02\x00"), "field version"),
+              5: (lambda b: b.__setitem__(slice(40, 48), (10**6).to_bytes(8, "little")), "field payload_size"),
+              6: (lambda b: b.__setitem__(slice(96, 100), (4000).to_bytes(4, "little")), "a header key outside")}
+    for i, (damage, why) in broken.items():
         frames = list(raws)
         b = bytearray(frames[i])
         damage(b)
@@ -388,7 +384,7 @@ def test_both_decoders_give_the_same_rows_and_the_same_errors(segs, decoder, tmp
         w = SegmentWriter(path, compression="none")
         w.write_packets("a", np.arange(1, 9), frames, T0)
         w.close()
-        with pytest.raises(RecordingFormatError, match=rf"message {i}: corrupt a0py packet: "):
+        with pytest.raises(RecordingFormatError, match=rf"message {i}: corrupt a0py packet: {why}"):
             read_table(path)
     bad_utf8 = bytearray(raws[2])
     pos = bad_utf8.index("välue".encode())

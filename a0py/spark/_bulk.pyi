@@ -13,5 +13,5 @@ def scan(
     np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
 ]: ...
 def gather(
-    buf: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+    buf: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bytearray, np.ndarray, bytearray, np.ndarray, bytearray]: ...
