@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -43,7 +42,6 @@ if __package__ in (None, ""):
 
 import numpy as np
 
-import a0py
 from a0py.spark import read_table
 from a0py.spark._writer import SegmentWriter
 
@@ -51,24 +49,31 @@ KiB = 1024
 
 
 def make_recording(directory, frames, payload_size, topics=4, batch=4096):
-    """``frames`` a0py packets with the standard headers, spread over
-    ``topics`` topics, written as a recorder writes them. Returns bytes on disk."""
+    """``frames`` packets as publishers write them (a0py's writer into a heap
+    arena, standard block included), spread over ``topics`` topics, written
+    as the recorder writes them. Returns bytes on disk."""
+    from a0py import _core
+
     os.makedirs(directory, exist_ok=True)
     w = SegmentWriter(os.path.join(directory, "a0py_00000.mcap"), chunk_bytes=4 << 20)
-    writer_id = str(uuid.uuid4())
     # Distinct payloads (a pool larger than zstd's window for big frames), as sensors give.
     pool = [os.urandom(payload_size) for _ in range(64 if payload_size > 4096 else 4096)]
-    t0 = time.time_ns()
     per_topic = frames // topics
     for t in range(topics):
-        topic = f"bench/t{t}"
-        for start in range(1, per_topic + 1, batch):
-            stop = min(per_topic + 1, start + batch)
-            pkts = [a0py.Packet([("a0_time_mono", str(10**12 + s * 1000)), ("a0_time_wall", str(t0 + s * 1000)),
-                                 ("a0_writer_id", writer_id), ("a0_writer_seq", str(s)),
-                                 ("a0_transport_seq", str(s))], pool[(s * 7 + t) % len(pool)]).to_bytes()
-                    for s in range(start, stop)]
-            w.write_packets(topic, np.arange(start, stop), pkts, t0 + stop * 1000)
+        arena = _core.Arena.heap(max(64 << 20, 4 * batch * (payload_size + 256)))
+        writer = _core.PacketWriter(arena)
+        reader = _core.Transport(arena)
+        done = 0
+        while done < per_topic:
+            n = min(batch, per_topic - done)
+            for i in range(n):
+                writer.pub(pool[(done + i) * 7 % len(pool)])
+            got = reader.read_many(n)
+            seqs, data = zip(*got)
+            w.write_packets(f"bench/t{t}", np.array(seqs), list(data), time.time_ns())
+            done += n
+        writer.close()
+        arena.close()
     w.close()
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
 
@@ -107,13 +112,13 @@ def bench_read(args, results):
             made = time.perf_counter() - t
             df = spark.read.format("a0").load(rec)
             df.write.format("noop").mode("overwrite").save()  # warm: workers, imports
-            a0_s, a0_all = timed(lambda: spark.read.format("a0").load(rec).write.format("noop")
+            a0_s, a0_all = timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
                                  .mode("overwrite").save(), args.repeats)
             pq = os.path.join(work, f"pq-{size}")
             spark.read.format("a0").load(rec).write.parquet(pq)
             spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
-            pq_s, pq_all = timed(lambda: spark.read.parquet(pq).write.format("noop").mode("overwrite").save(),
-                                 args.repeats)
+            pq_s, pq_all = timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite")
+                                 .save(), args.repeats)
             row = {
                 "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
                 "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
@@ -126,7 +131,7 @@ def bench_read(args, results):
                   f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {row['ratio_parquet_over_a0']:.2f}x "
                   f"parquet's time   ({frames} frames, {disk / 1e6:.1f} MB MCAP, {row['partitions']} partitions)",
                   flush=True)
-            d_s, _ = timed(lambda: read_table(rec), args.repeats)
+            d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
     finally:
@@ -140,7 +145,7 @@ def bench_decode(args, results):
         for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
             rec = os.path.join(work, f"rec-{size}")
             make_recording(rec, frames, size)
-            d_s, all_s = timed(lambda: read_table(rec), args.repeats)
+            d_s, all_s = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s, "runs_s": all_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
     finally:
@@ -170,7 +175,7 @@ def bench_record(args, results):
         for _ in range(args.repeats):
             out = tempfile.mkdtemp(prefix="a0py-bench-rec-")
             env["A0PY_TOPIC_SIZES"] = f"bench/rec={arena}"
-            topic = f"bench/rec"
+            topic = "bench/rec"
             rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             assert "recording to" in rec.stderr.readline()
