@@ -378,3 +378,24 @@ def test_the_same_read_runs_on_a_standalone_cluster(recs, tmp_path):
     assert int(out["PARTITIONS"]) >= 8
     executors, pids = (int(x) for x in out["EXECUTORS"].split())
     assert executors == 2 and pids >= 2  # tasks ran in both workers' executors
+
+
+def test_the_demo_summary_counts_rates_latency_and_draws_the_chart(spark, tmp_path):
+    import io
+
+    from a0py.spark.summary import summarize
+
+    path = str(tmp_path / "s.mcap")
+    write_segment(path, {"fast": 300, "slow": 30}, gaps=[("slow", 31, 33)])
+    text = io.StringIO()
+    facts = summarize(path, spark, chart=str(tmp_path / "rates.png"), out=text)
+    assert facts["topics"]["fast"]["frames"] == 300 and facts["topics"]["slow"]["frames"] == 30
+    assert facts["topics"]["slow"]["gaps"] == 1 and facts["topics"]["slow"]["lost"] == 3
+    assert facts["topics"]["fast"]["bytes"] == sum(len(f"fast:{s}") for s in range(1, 301))
+    assert sum(n for _, n in facts["rates"]["fast"]) == 300
+    lat = facts["topics"]["fast"]["latency_us"]
+    assert 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    with open(facts["chart"], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    out = text.getvalue()
+    assert "fast" in out and "slow" in out and "rates.png (blue: fast, orange: slow)" in out

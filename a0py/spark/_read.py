@@ -52,7 +52,7 @@ KIND_PACKET = "packet"
 KIND_GAP = "gap"
 
 
-def frame_schema(gaps=False, payload_type=None):
+def frame_schema(gaps=False, payload_type=None, record_time=False):
     """The Arrow schema of the rows (Spark's, as ``to_arrow_schema`` gives it:
     every field nullable, timestamps in µs UTC, ``map<string, string>``)."""
     fields = [
@@ -66,6 +66,8 @@ def frame_schema(gaps=False, payload_type=None):
     if gaps:
         fields += [pa.field("is_gap", pa.bool_()), pa.field("gap_first", pa.int64()),
                    pa.field("gap_last", pa.int64())]
+    if record_time:
+        fields.append(pa.field("time_record", TIME_TYPE))
     return pa.schema(fields)
 
 
@@ -175,6 +177,7 @@ class ReadOptions:
     payload_type: pa.DataType | None = None  # a struct: parse payloads as JSON into it
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     root: str | None = None  # where shm://TOPIC lives (A0PY_ROOT syntax); None: A0PY_ROOT
+    record_time: bool = False  # add time_record: when the recorder read the frame (MCAP log_time)
 
 
 def _bool_option(options, name, default):
@@ -380,7 +383,7 @@ def _arena_file_topic(path):
 
 def read_part(part, predicate=Predicate(), options=ReadOptions()):
     """Yields the record batches of ``part``'s rows that pass ``predicate``."""
-    schema = frame_schema(options.gaps, options.payload_type)
+    schema = frame_schema(options.gaps, options.payload_type, options.record_time)
     for item in part.items:
         if isinstance(item, ArenaSlice):
             from ._arena import read_arena
@@ -425,6 +428,7 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
     chan = u16[offs + 9]
     seq32 = u32[offs + 11].astype(np.int64)
     pub = np.minimum(u64[offs + 23], np.uint64(_INT64_MAX)).astype(np.int64)
+    log_us = np.minimum(u64[offs + 15], np.uint64(_INT64_MAX)).astype(np.int64) // 1000 if options.record_time else None
     ids = np.array([chan[0]]) if (chan == chan[0]).all() else np.unique(chan)
     packet_ids = [int(c) for c in ids if channels.get(int(c), (None, None))[1] == KIND_PACKET
                   and predicate.topic_ok(channels[int(c)][0])]
@@ -436,18 +440,19 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
         rows = np.nonzero(sel)[0]
         if len(rows):
             batch = _frame_batch(records, offs, rows, chan, seq32, wall_us, length, channels, predicate,
-                                 options, schema, where)
+                                 options, schema, where, log_us)
             if batch is not None:
                 yield batch
     if gap_ids and options.gaps:
         rows = np.nonzero(np.isin(chan, gap_ids))[0]
-        batch = _gap_batch(records, offs[rows], length[rows], pub[rows], predicate, schema, where)
+        batch = _gap_batch(records, offs[rows], length[rows], pub[rows], predicate, schema, where, options,
+                           None if log_us is None else log_us[rows])
         if batch is not None:
             yield batch
 
 
 def _frame_batch(records, offs, rows, chan, seq32, wall_us, length, channels, predicate, options,
-                 schema, where):
+                 schema, where, log_us=None):
     starts = offs[rows] + _mcap.MESSAGE_FIXED
     lengths = length[rows] - (_mcap.MESSAGE_FIXED - _mcap.RECORD_HEADER)
     fallback = seq32[rows]
@@ -465,7 +470,8 @@ def _frame_batch(records, offs, rows, chan, seq32, wall_us, length, channels, pr
         return None
     topics = _topic_column(chan[rows][dec.rows], channels)
     return _assemble(schema, options, topics, dec.seq, (dec.mono, dec.mono_have), wall_us[rows][dec.rows], None,
-                     dec.headers, dec.payload, gaps=None)
+                     dec.headers, dec.payload, gaps=None,
+                     record_us=None if log_us is None else log_us[rows][dec.rows])
 
 
 def _topic_column(chan, channels):
@@ -476,7 +482,7 @@ def _topic_column(chan, channels):
     return names.take(pa.array(inverse.astype(np.int32)))
 
 
-def _assemble(schema, options, topics, seq, mono, wall_us, wall_valid, headers, payload, gaps):
+def _assemble(schema, options, topics, seq, mono, wall_us, wall_valid, headers, payload, gaps, record_us=None):
     n = len(seq)
     mono_vals, mono_have = mono
     cols = {
@@ -498,6 +504,9 @@ def _assemble(schema, options, topics, seq, mono, wall_us, wall_valid, headers, 
             cols["is_gap"] = pa.array(np.ones(n, bool))
             cols["gap_first"] = pa.array(gaps[0], pa.int64())
             cols["gap_last"] = pa.array(gaps[1], pa.int64())
+    if "time_record" in schema.names:
+        cols["time_record"] = (pa.nulls(n, TIME_TYPE) if record_us is None
+                               else pa.array(record_us, pa.int64()).cast(TIME_TYPE))
     arrays = []
     for f in schema:
         arr = cols[f.name]
@@ -507,10 +516,11 @@ def _assemble(schema, options, topics, seq, mono, wall_us, wall_valid, headers, 
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _gap_batch(records, offs, length, pub, predicate, schema, where):
-    topics, firsts, lasts, walls = [], [], [], []
+def _gap_batch(records, offs, length, pub, predicate, schema, where, options=None, log_us=None):
+    topics, firsts, lasts, walls, records_us = [], [], [], [], []
     mv = memoryview(records)
-    for i, (o, ln, t) in enumerate(zip(offs.tolist(), length.tolist(), pub.tolist())):
+    logs = log_us.tolist() if log_us is not None else [None] * len(offs)
+    for i, (o, ln, t, lg) in enumerate(zip(offs.tolist(), length.tolist(), pub.tolist(), logs)):
         body = mv[o + _mcap.MESSAGE_FIXED:o + _mcap.RECORD_HEADER + ln]
         try:
             g = json.loads(bytes(body))
@@ -524,6 +534,7 @@ def _gap_batch(records, offs, length, pub, predicate, schema, where):
             firsts.append(first)
             lasts.append(last)
             walls.append(wall)
+            records_us.append(lg)
     if not topics:
         return None
     n = len(topics)
@@ -531,7 +542,7 @@ def _gap_batch(records, offs, length, pub, predicate, schema, where):
     return _assemble(schema, opts, pa.array(topics, pa.string()), np.array(firsts, np.int64),
                      (np.zeros(n, np.int64), np.zeros(n, bool)), np.array(walls, np.int64), None,
                      pa.nulls(n, HEADERS_TYPE), pa.nulls(n, schema.field("payload").type),
-                     gaps=(firsts, lasts))
+                     gaps=(firsts, lasts), record_us=None if log_us is None else np.array(records_us, np.int64))
 
 
 def parse_json_payloads(payload, struct_type):
@@ -578,16 +589,17 @@ def _parse_json_rows(payload, struct_type):
     return pa.array(out, struct_type)
 
 
-def read_table(spec, *, gaps=False, topics=None, validate_crc=True):
+def read_table(spec, *, gaps=False, topics=None, validate_crc=True, record_time=False):
     """Every row of the recordings (or arenas) ``spec`` as one
     ``pyarrow.Table``, in file and chunk order, read in this process: the
-    Spark source's rows without Spark.
+    Spark source's rows without Spark. ``record_time`` adds the column
+    ``time_record`` (when the recorder read each frame).
 
     Raises :class:`RecordingFormatError` for a damaged file,
     :class:`RecordingOptionError` for a path that names nothing."""
     predicate = Predicate() if topics is None else Predicate().and_topics(topics)
-    options = ReadOptions(gaps=gaps, validate_crc=validate_crc)
-    schema = frame_schema(gaps)
+    options = ReadOptions(gaps=gaps, validate_crc=validate_crc, record_time=record_time)
+    schema = frame_schema(gaps, record_time=record_time)
     batches = [b for part in plan(spec, predicate, options) for b in read_part(part, predicate, options)]
     return pa.Table.from_batches(batches, schema=schema)
 

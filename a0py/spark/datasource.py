@@ -22,6 +22,8 @@ Options (all strings, case-insensitive names):
 ``validateCrc``     ``false`` skips the chunk CRC check (on by default).
 ``topics``          only these topics (names separated by ``,``): their
                     chunks alone are read, with or without pushdown.
+``recordTime``      ``true`` adds ``time_record``: when the recorder read
+                    each frame (its MCAP log time; null for arenas).
 ``root``            where ``shm://TOPIC`` and streamed topics live
                     (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
 ==================  =====================================================
@@ -71,9 +73,10 @@ from .errors import RecordingOptionError
 FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
              "headers map<string,string>, payload {payload}")
 GAP_DDL = ", is_gap boolean, gap_first bigint, gap_last bigint"
+RECORD_DDL = ", time_record timestamp"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
-                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root"}
+                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime"}
 
 
 def _opt(options, name, default=None):
@@ -92,7 +95,7 @@ def _check_options(options):
         if k.lower() not in _KNOWN_OPTIONS:
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
-                "validateCrc, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
+                "validateCrc, recordTime, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
 
 
 def _payload_ddl(options):
@@ -129,13 +132,14 @@ def read_options(options, schema=None):
     """The :class:`ReadOptions` of the source's options (and of a user
     schema, whose payload column may be a struct)."""
     gaps = _bool_option(_lower(options), "gaps", False)
+    record_time = _bool_option(_lower(options), "recordtime", False)
     payload_type = None
     if schema is not None:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
 
         names = [f.name for f in schema.fields]
-        expected = list(frame_schema(gaps).names)
+        expected = list(frame_schema(gaps, record_time=record_time).names)
         if names != expected:
             raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
                                        f"{', '.join(names)}")
@@ -150,6 +154,7 @@ def read_options(options, schema=None):
         payload_type=payload_type,
         partition_bytes=_int_option(_lower(options), "maxpartitionbytes", DEFAULT_PARTITION_BYTES),
         root=_lower(options).get("root") or None,
+        record_time=record_time,
     )
 
 
@@ -238,6 +243,8 @@ class A0DataSource(DataSource):
         ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
         if _bool_option(_lower(self.options), "gaps", False):
             ddl += GAP_DDL
+        if _bool_option(_lower(self.options), "recordtime", False):
+            ddl += RECORD_DDL
         return ddl
 
     def reader(self, schema):
