@@ -1,0 +1,353 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Bulk decoding of a0py packets into Arrow buffers (compiled; a0py.spark._packets
+wraps it).
+
+Many packets lying in one buffer (a decompressed MCAP chunk, or frames copied
+out of an arena) are checked and indexed in one pass (:func:`scan`), then the
+kept ones are copied into the contiguous buffers of Arrow arrays in a second
+(:func:`gather`): header keys, values and payloads with their 32-bit
+offsets, ready for ``pyarrow.Array.from_buffers``.
+
+The packet layout is a0py's (csrc/a0_packet.h, docs/pubsub.md "Packet
+format"): a 48-byte fixed header, a 48-byte standard block (``a0_time_mono``,
+``a0_time_wall``, ``a0_writer_id``, ``a0_writer_seq``, ``a0_transport_seq``
+as fixed-width numbers, meaningful when flags has bit 0), an index of 16-byte
+entries at 96, the strings, the payload at ``payload_off``.
+
+Invariants:
+
+* The checks are those of the C decoder (``a0_packet_view`` then
+  ``a0_packet_header`` for every entry): nothing is read outside ``buf``; a
+  packet's fixed header only when its length covers the 96 bytes, an index
+  entry only before ``payload_off`` (itself checked against the length), a
+  string only inside the strings area, followed by its NUL.
+* The headers of a row are those a0py's readers show (``Packet.headers``):
+  the standard ones first, rendered as strings (decimals, the UUID in its
+  8-4-4-4-12 form), then the index's, in order. The tests compare every
+  field with ``a0py.Packet.from_bytes``.
+* In strict mode the first packet that fails a check stops the scan and is
+  reported (index and reason); otherwise it is marked invalid and skipped.
+* Integers are read with memcpy (packets in a chunk are not aligned).
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
+
+import numpy as np
+
+cdef uint32_t MAGIC = 0x4B503041
+cdef uint32_t INDEX_OFF = 96
+cdef uint32_t ENTRY = 16
+cdef uint16_t HAS_STD = 1
+
+cdef const char* K_SEQ = b"a0_transport_seq"
+cdef const char* K_MONO = b"a0_time_mono"
+cdef const char* K_WALL = b"a0_time_wall"
+# The standard headers' keys, in the order readers show them, and their lengths.
+cdef const char* STD_KEYS = b"a0_time_monoa0_time_walla0_writer_ida0_writer_seqa0_transport_seq"
+cdef int STD_KEY_LEN[5]
+STD_KEY_LEN[:] = [12, 12, 12, 13, 16]
+cdef int STD_KEYS_BYTES = 65
+cdef const char* HEX = b"0123456789abcdef"
+
+
+cdef inline uint16_t rd16(const uint8_t* p) noexcept nogil:
+    cdef uint16_t v
+    memcpy(&v, p, 2)
+    return v
+
+
+cdef inline uint32_t rd32(const uint8_t* p) noexcept nogil:
+    cdef uint32_t v
+    memcpy(&v, p, 4)
+    return v
+
+
+cdef inline uint64_t rd64(const uint8_t* p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, p, 8)
+    return v
+
+
+cdef inline bint parse_dec(const uint8_t* s, uint32_t n, int64_t* out) noexcept nogil:
+    """A decimal of 1..19 digits below 2**63."""
+    cdef uint64_t v = 0
+    cdef uint32_t i
+    if n < 1 or n > 19:
+        return False
+    for i in range(n):
+        if s[i] < 48 or s[i] > 57:
+            return False
+        v = v * 10 + (s[i] - 48)
+    if v >= (<uint64_t>1 << 63):
+        return False
+    out[0] = <int64_t>v
+    return True
+
+
+cdef inline int dec_len(uint64_t v) noexcept nogil:
+    cdef int n = 1
+    while v >= 10:
+        v //= 10
+        n += 1
+    return n
+
+
+cdef inline int put_dec(uint8_t* out, uint64_t v) noexcept nogil:
+    cdef int n = dec_len(v), i
+    for i in range(n - 1, -1, -1):
+        out[i] = <uint8_t>(48 + v % 10)
+        v //= 10
+    return n
+
+
+cdef inline void put_uuid(uint8_t* out, const uint8_t* id) noexcept nogil:
+    cdef int i, o = 0
+    for i in range(16):
+        if i == 4 or i == 6 or i == 8 or i == 10:
+            out[o] = 45  # '-'
+            o += 1
+        out[o] = HEX[id[i] >> 4]
+        out[o + 1] = HEX[id[i] & 15]
+        o += 2
+
+
+cdef inline int std_values_len(const uint8_t* p) noexcept nogil:
+    return (dec_len(rd64(p + 48)) + dec_len(rd64(p + 56)) + 36 + dec_len(rd64(p + 80))
+            + dec_len(rd64(p + 88)))
+
+
+cdef int check_one(const uint8_t* p, int64_t size, uint32_t* count_out, const char** why) noexcept nogil:
+    """0 if the packet at p (size bytes) passes every check, else 1 and *why."""
+    cdef uint32_t count, i, ko, kl, vo, vl
+    cdef uint64_t poff, psize, index_end
+    cdef const uint8_t* e
+    if size < INDEX_OFF:
+        why[0] = b"shorter than the 96 bytes of the fixed header and standard block"
+        return 1
+    if rd32(p) != MAGIC:
+        why[0] = b"field magic"
+        return 1
+    if rd16(p + 4) != 1:
+        why[0] = b"field version"
+        return 1
+    if rd16(p + 6) & ~HAS_STD:
+        why[0] = b"field flags"
+        return 1
+    if rd32(p + 28) != 0:
+        why[0] = b"field reserved"
+        return 1
+    count = rd32(p + 24)
+    poff = rd64(p + 32)
+    psize = rd64(p + 40)
+    index_end = <uint64_t>INDEX_OFF + <uint64_t>ENTRY * count
+    if poff < index_end or poff % 16 != 0 or poff > <uint64_t>size:
+        why[0] = b"field payload_off"
+        return 1
+    if psize != <uint64_t>size - poff:
+        why[0] = b"field payload_size"
+        return 1
+    for i in range(count):
+        e = p + INDEX_OFF + ENTRY * i
+        ko = rd32(e)
+        kl = rd32(e + 4)
+        vo = rd32(e + 8)
+        vl = rd32(e + 12)
+        if ko < index_end or <uint64_t>ko + kl + 1 > poff or p[ko + kl] != 0:
+            why[0] = b"a header key outside the strings area or without its NUL"
+            return 1
+        if vo < index_end or <uint64_t>vo + vl + 1 > poff or p[vo + vl] != 0:
+            why[0] = b"a header value outside the strings area or without its NUL"
+            return 1
+    count_out[0] = count
+    return 0
+
+
+def scan(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths, bint strict=True,
+         bint want_mono=True):
+    """Checks and indexes packets ``buf[starts[i] : starts[i] + lengths[i]]``.
+
+    Returns ``(error, valid, count, seq, seq_have, mono, mono_have, wall,
+    wall_have)``: ``error`` is None or ``(i, reason)`` (strict mode: the scan
+    stopped at packet i); then n-element arrays: ``valid`` (uint8),
+    ``count`` (headers a row shows: the standard ones included), and the
+    transport seq, monotonic and wall times (int64, with uint8 flags): from
+    the standard block when the packet has one, else from the first
+    ``a0_transport_seq``, ``a0_time_mono``, ``a0_time_wall`` headers parsed
+    as decimals."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef int64_t start, size
+    cdef uint32_t count, j, kl, vl, ko, vo
+    cdef uint64_t v
+    cdef const uint8_t* base = &buf[0] if buf.shape[0] else NULL
+    cdef const uint8_t* p
+    cdef const uint8_t* e
+    cdef const char* why = NULL
+    cdef bint got_seq, got_mono, got_wall
+    cdef int64_t bad = -1
+    cdef int64_t total = buf.shape[0]
+    valid_a = np.zeros(n, np.uint8)
+    count_a = np.zeros(n, np.int64)
+    seq_a = np.zeros(n, np.int64)
+    seqh_a = np.zeros(n, np.uint8)
+    mono_a = np.zeros(n, np.int64)
+    monoh_a = np.zeros(n, np.uint8)
+    wall_a = np.zeros(n, np.int64)
+    wallh_a = np.zeros(n, np.uint8)
+    cdef uint8_t[::1] valid = valid_a
+    cdef int64_t[::1] counts = count_a
+    cdef int64_t[::1] seq = seq_a
+    cdef uint8_t[::1] seqh = seqh_a
+    cdef int64_t[::1] mono = mono_a
+    cdef uint8_t[::1] monoh = monoh_a
+    cdef int64_t[::1] wall = wall_a
+    cdef uint8_t[::1] wallh = wallh_a
+    with nogil:
+        for i in range(n):
+            start = starts[i]
+            size = lengths[i]
+            if start < 0 or size < 0 or start > total or size > total - start:
+                why = b"outside the buffer"
+                if strict:
+                    bad = i
+                    break
+                continue
+            p = base + start
+            if check_one(p, size, &count, &why):
+                if strict:
+                    bad = i
+                    break
+                continue
+            valid[i] = 1
+            if rd16(p + 6) & HAS_STD:
+                counts[i] = count + 5
+                v = rd64(p + 88)
+                seqh[i] = v < (<uint64_t>1 << 63)
+                seq[i] = <int64_t>v if seqh[i] else 0
+                v = rd64(p + 56)
+                wallh[i] = v < (<uint64_t>1 << 63)
+                wall[i] = <int64_t>v if wallh[i] else 0
+                v = rd64(p + 48)
+                monoh[i] = v < (<uint64_t>1 << 63)
+                mono[i] = <int64_t>v if monoh[i] else 0
+                continue
+            counts[i] = count
+            got_seq = got_mono = got_wall = False
+            for j in range(count):
+                e = p + INDEX_OFF + ENTRY * j
+                kl = rd32(e + 4)
+                if kl == 16 and not got_seq:
+                    ko = rd32(e)
+                    if memcmp(p + ko, K_SEQ, 16) == 0:
+                        got_seq = True
+                        vo = rd32(e + 8)
+                        vl = rd32(e + 12)
+                        seqh[i] = parse_dec(p + vo, vl, &seq[i])
+                elif kl == 12:
+                    ko = rd32(e)
+                    if not got_wall and memcmp(p + ko, K_WALL, 12) == 0:
+                        got_wall = True
+                        vo = rd32(e + 8)
+                        vl = rd32(e + 12)
+                        wallh[i] = parse_dec(p + vo, vl, &wall[i])
+                    elif want_mono and not got_mono and memcmp(p + ko, K_MONO, 12) == 0:
+                        got_mono = True
+                        vo = rd32(e + 8)
+                        vl = rd32(e + 12)
+                        monoh[i] = parse_dec(p + vo, vl, &mono[i])
+                if got_seq and got_wall and (got_mono or not want_mono):
+                    break
+    error = None if bad < 0 else (bad, why.decode())
+    return error, valid_a, count_a, seq_a, seqh_a, mono_a, monoh_a, wall_a, wallh_a
+
+
+def gather(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths):
+    """Copies the headers (standard ones first, as strings) and payloads of
+    packets already passed by :func:`scan` into Arrow buffers:
+    ``(map_offsets, key_offsets, key_data, value_offsets, value_data,
+    payload_offsets, payload_data)`` (int32 offset arrays, bytearray data).
+    Raises OverflowError past 2 GiB of one kind."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef uint32_t j, count
+    cdef int k
+    cdef int64_t e_total = 0, kbytes = 0, vbytes = 0, pbytes = 0
+    cdef const uint8_t* base = &buf[0] if buf.shape[0] else NULL
+    cdef const uint8_t* p
+    cdef const uint8_t* e
+    cdef uint64_t poff
+    for i in range(n):
+        p = base + starts[i]
+        count = rd32(p + 24)
+        e_total += count
+        if rd16(p + 6) & HAS_STD:
+            e_total += 5
+            kbytes += STD_KEYS_BYTES
+            vbytes += std_values_len(p)
+        for j in range(count):
+            e = p + INDEX_OFF + ENTRY * j
+            kbytes += rd32(e + 4)
+            vbytes += rd32(e + 12)
+        pbytes += lengths[i] - <int64_t>rd64(p + 32)
+    if kbytes > 0x7FFFFFFF or vbytes > 0x7FFFFFFF or pbytes > 0x7FFFFFFF:
+        raise OverflowError("more than 2 GiB of headers or payloads in one batch")
+    map_a = np.empty(n + 1, np.int32)
+    koff_a = np.empty(e_total + 1, np.int32)
+    voff_a = np.empty(e_total + 1, np.int32)
+    poff_a = np.empty(n + 1, np.int32)
+    kdata = bytearray(kbytes)
+    vdata = bytearray(vbytes)
+    pdata = bytearray(pbytes)
+    cdef int32_t[::1] mo = map_a
+    cdef int32_t[::1] ko = koff_a
+    cdef int32_t[::1] vo = voff_a
+    cdef int32_t[::1] po = poff_a
+    cdef uint8_t* kd = <uint8_t*>(<char*>kdata) if kbytes else NULL
+    cdef uint8_t* vd = <uint8_t*>(<char*>vdata) if vbytes else NULL
+    cdef uint8_t* pd = <uint8_t*>(<char*>pdata) if pbytes else NULL
+    cdef int64_t ei = 0, kpos = 0, vpos = 0, ppos = 0
+    cdef uint32_t kl, vl
+    cdef int64_t plen
+    with nogil:
+        mo[0] = 0
+        ko[0] = 0
+        vo[0] = 0
+        po[0] = 0
+        for i in range(n):
+            p = base + starts[i]
+            if rd16(p + 6) & HAS_STD:
+                memcpy(kd + kpos, STD_KEYS, STD_KEYS_BYTES)
+                for k in range(5):
+                    kpos += STD_KEY_LEN[k]
+                    ei += 1
+                    ko[ei] = <int32_t>kpos
+                    if k == 0:
+                        vpos += put_dec(vd + vpos, rd64(p + 48))
+                    elif k == 1:
+                        vpos += put_dec(vd + vpos, rd64(p + 56))
+                    elif k == 2:
+                        put_uuid(vd + vpos, p + 64)
+                        vpos += 36
+                    elif k == 3:
+                        vpos += put_dec(vd + vpos, rd64(p + 80))
+                    else:
+                        vpos += put_dec(vd + vpos, rd64(p + 88))
+                    vo[ei] = <int32_t>vpos
+            count = rd32(p + 24)
+            for j in range(count):
+                e = p + INDEX_OFF + ENTRY * j
+                kl = rd32(e + 4)
+                vl = rd32(e + 12)
+                memcpy(kd + kpos, p + rd32(e), kl)
+                memcpy(vd + vpos, p + rd32(e + 8), vl)
+                kpos += kl
+                vpos += vl
+                ei += 1
+                ko[ei] = <int32_t>kpos
+                vo[ei] = <int32_t>vpos
+            mo[i + 1] = <int32_t>ei
+            poff = rd64(p + 32)
+            plen = lengths[i] - <int64_t>poff
+            memcpy(pd + ppos, p + poff, plen)
+            ppos += plen
+            po[i + 1] = <int32_t>ppos
+    return map_a, koff_a, kdata, voff_a, vdata, poff_a, pdata

@@ -1,0 +1,226 @@
+"""Benchmark recordings and the ``a0`` Spark source, with Parquet in the same run.
+
+    python bench/spark.py                 # everything (several minutes on 2 cores)
+    python bench/spark.py --quick         # small sizes, one repeat
+    python bench/spark.py read            # only the Spark reads
+    python bench/spark.py record          # only the recorder
+    python bench/spark.py decode          # only the decoder, in this process
+
+Workloads (medians of --repeats runs):
+
+  read     rows/s through ``spark.read.format("a0").load(DIR)`` (local[2],
+           consumed by the ``noop`` sink) for 1 M frames of 64 B and 10 k
+           frames of 64 KiB, against Spark reading the same rows exported to
+           Parquet, in the same session;
+  decode   rows/s of the same files decoded into Arrow in one process
+           (``a0py.spark.read_table``): the part of a read that is a0py's;
+  record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
+           from a publisher in another process publishing as fast as it can
+           for --seconds, the topic's arena holding about a second of
+           traffic; and the gaps (frames evicted before the recorder read
+           them).
+
+Targets (issue 10): >= 1.5 M rows/s on small frames through local[2], within
+2x of the Parquet reader on the same rows; the recorder sustains >= 1 M
+frames/s of 64 B with no gap. This is a script: it asserts nothing.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+if __package__ in (None, ""):
+    sys.path.insert(0, REPO)
+
+import numpy as np
+
+from a0py.spark import read_table
+from a0py.spark._writer import SegmentWriter
+
+KiB = 1024
+
+
+def make_recording(directory, frames, payload_size, topics=4, batch=4096):
+    """``frames`` packets as publishers write them (a0py's writer into a heap
+    arena, standard block included), spread over ``topics`` topics, written
+    as the recorder writes them. Returns bytes on disk."""
+    from a0py import _core
+
+    os.makedirs(directory, exist_ok=True)
+    w = SegmentWriter(os.path.join(directory, "a0py_00000.mcap"), chunk_bytes=4 << 20)
+    # Distinct payloads (a pool larger than zstd's window for big frames), as sensors give.
+    pool = [os.urandom(payload_size) for _ in range(64 if payload_size > 4096 else 4096)]
+    per_topic = frames // topics
+    for t in range(topics):
+        arena = _core.Arena.heap(max(64 << 20, 4 * batch * (payload_size + 256)))
+        writer = _core.PacketWriter(arena)
+        reader = _core.Transport(arena)
+        done = 0
+        while done < per_topic:
+            n = min(batch, per_topic - done)
+            for i in range(n):
+                writer.pub(pool[(done + i) * 7 % len(pool)])
+            got = reader.read_many(n)
+            seqs, data = zip(*got)
+            w.write_packets(f"bench/t{t}", np.array(seqs), list(data), time.time_ns())
+            done += n
+        writer.close()
+        arena.close()
+    w.close()
+    return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
+
+
+def spark_session():
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("a0py-bench")
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", "2g").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def timed(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), times
+
+
+def bench_read(args, results):
+    spark = spark_session()
+    work = tempfile.mkdtemp(prefix="a0py-bench-")
+    try:
+        for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
+            rec = os.path.join(work, f"rec-{size}")
+            t = time.perf_counter()
+            disk = make_recording(rec, frames, size)
+            made = time.perf_counter() - t
+            df = spark.read.format("a0").load(rec)
+            df.write.format("noop").mode("overwrite").save()  # warm: workers, imports
+            a0_s, a0_all = timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
+                                 .mode("overwrite").save(), args.repeats)
+            pq = os.path.join(work, f"pq-{size}")
+            spark.read.format("a0").load(rec).write.parquet(pq)
+            spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
+            pq_s, pq_all = timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite")
+                                 .save(), args.repeats)
+            row = {
+                "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
+                "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
+                "ratio_parquet_over_a0": a0_s / pq_s,
+                "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
+                "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
+            }
+            results[f"read {name}"] = row
+            print(f"read {name:>7}: a0 {row['a0_rows_per_s'] / 1e6:6.2f} M rows/s   parquet "
+                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {row['ratio_parquet_over_a0']:.2f}x "
+                  f"parquet's time   ({frames} frames, {disk / 1e6:.1f} MB MCAP, {row['partitions']} partitions)",
+                  flush=True)
+            d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
+            results[f"decode {name}"] = {"rows_per_s": frames / d_s}
+            print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def bench_decode(args, results):
+    work = tempfile.mkdtemp(prefix="a0py-bench-")
+    try:
+        for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
+            rec = os.path.join(work, f"rec-{size}")
+            make_recording(rec, frames, size)
+            d_s, all_s = timed(lambda rec=rec: read_table(rec), args.repeats)
+            results[f"decode {name}"] = {"rows_per_s": frames / d_s, "runs_s": all_s}
+            print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+PUBLISHER = """
+import os, sys, time, a0py
+topic, size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+pub = a0py.Publisher(topic)
+data = os.urandom(size)
+n = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for _ in range(1000):
+        pub.pub(data)
+    n += 1000
+print(n)
+"""
+
+
+def bench_record(args, results):
+    root = f"shm:a0pybench{os.getpid()}"
+    env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
+    for name, size, arena in (("64 B", 64, "640M"), ("4 KiB", 4 * KiB, "1G")):
+        runs = []
+        for _ in range(args.repeats):
+            out = tempfile.mkdtemp(prefix="a0py-bench-rec-")
+            env["A0PY_TOPIC_SIZES"] = f"bench/rec={arena}"
+            topic = "bench/rec"
+            rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert "recording to" in rec.stderr.readline()
+            pub = subprocess.run([sys.executable, "-c", PUBLISHER, topic, str(size), str(args.seconds)], env=env,
+                                 capture_output=True, text=True, check=True)
+            published = int(pub.stdout.strip())
+            time.sleep(1.5)
+            rec.send_signal(2)
+            stdout, _ = rec.communicate(timeout=300)
+            line = next(ln for ln in stdout.splitlines() if ln.startswith(topic + ":"))
+            frames = int(line.split(": ")[1].split()[0])
+            gaps = int(line.split(", ")[2].split()[0])
+            lost = int(line.split("(")[1].split()[0])
+            disk = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
+            runs.append({"published": published, "recorded": frames, "gaps": gaps, "lost": lost,
+                         "publish_rate": published / args.seconds, "mcap_bytes": disk})
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic('{topic}').unlink()"], env=env)
+        rate = statistics.median(r["publish_rate"] for r in runs)
+        lost = max(r["lost"] for r in runs)
+        results[f"record {name}"] = {"runs": runs, "sustained_frames_per_s": rate, "max_lost": lost}
+        print(f"record {name:>5}: publisher {rate / 1e6:5.2f} M frames/s for {args.seconds:.0f} s; recorder kept "
+              f"{min(r['recorded'] / r['published'] for r in runs) * 100:.1f} % (lost {lost} frames, "
+              f"{max(r['gaps'] for r in runs)} gaps); "
+              f"{statistics.median(r['mcap_bytes'] / r['recorded'] for r in runs):.0f} B/frame on disk", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", nargs="*", default=["read", "record"], choices=["read", "record", "decode", []])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--json", help="write the figures here")
+    args = ap.parse_args()
+    args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
+    if args.quick:
+        args.repeats, args.seconds = 1, 2.0
+    results = {"args": vars(args), "cpus": os.cpu_count()}
+    for what in args.what or ["read", "record"]:
+        {"read": bench_read, "record": bench_record, "decode": bench_decode}[what](args, results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
