@@ -1,0 +1,468 @@
+"""The recorder: live topics drained into MCAP segments (``a0py record``).
+
+Invariants:
+
+* **No frame is lost silently.** The recorder reads each topic's pubsub
+  arena through a cursor of its own; the transport seqs it reads are
+  consecutive unless frames were evicted before it got to them (or the arena
+  was cleared), and every such jump is written as a gap (topic, first and
+  last missing seq, time) in the same segment.
+* **Frames are kept whole**: the packet bytes of each frame become one MCAP
+  message, byte for byte; nothing is decoded on the hot path except, in
+  bulk when a chunk closes, the ``a0_time_wall`` header (publish time).
+* **Bulk, not per message**: frames are copied out of an arena many at a
+  time under one lock (``Transport.read_many``) and turned into message
+  records in batches (see :mod:`a0py.spark._writer`); one thread sleeps on
+  every topic's notify word at once (``MultiWait``).
+* **Segments always readable**: closed chunks reach the OS at once; a
+  segment is finished (summary, footer) at rotation, at ``stop()``, on Ctrl-C
+  or SIGTERM; a SIGKILLed recorder leaves a segment readable up to its last
+  closed chunk (at most ``chunk_seconds`` of data lost).
+* ``resume`` continues after the last seq recorded for each topic in the
+  output directory: frames evicted in between become a gap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _core
+from ..proto.topic import PUBSUB, Topic, check_topic_name, current_root, list_topics, topic_arena
+from ._writer import COMPRESSIONS, SegmentWriter
+from .errors import RecordingOptionError
+
+SEGMENT_RE = re.compile(r"^(?P<prefix>.+)_(?P<index>\d{5,})\.mcap$")
+_READ_BATCH = 65536
+_DISCOVERY_PERIOD = 1.0
+
+
+@dataclass
+class TopicStats:
+    """What the recorder has done for one topic."""
+
+    frames: int = 0
+    bytes: int = 0
+    gaps: int = 0
+    lost: int = 0
+    last_seq: int = 0
+    rate: float = 0.0  # frames/s over the last progress period
+
+
+class _TopicState:
+    __slots__ = ("arena", "json", "last", "name", "stats", "transport", "window_frames")
+
+    def __init__(self, name, arena, json_copy):
+        self.name = name
+        self.arena = arena
+        self.transport = _core.Transport(arena)
+        self.last = None  # last seq read (or resumed from)
+        self.stats = TopicStats()
+        self.json = json_copy
+        self.window_frames = 0
+
+
+def _parse_duration(value, what):
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise RecordingOptionError(f"{what} must be a number of seconds, not {value!r}") from None
+    if v <= 0:
+        raise RecordingOptionError(f"{what} must be positive, not {v}")
+    return v
+
+
+def existing_segments(out_dir, prefix=None):
+    """The segments in ``out_dir`` named ``PREFIX_NNNNN.mcap``, by index."""
+    found = []
+    try:
+        names = os.listdir(out_dir)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        m = SEGMENT_RE.match(name)
+        if m and (prefix is None or m.group("prefix") == prefix):
+            found.append((int(m.group("index")), os.path.join(out_dir, name)))
+    return [p for _, p in sorted(found)]
+
+
+def last_recorded_seqs(paths):
+    """topic -> the last seq recorded for it (frames and gaps) in ``paths``."""
+    from ._read import Predicate, ReadOptions, plan, read_part
+
+    last = {}
+    opts = ReadOptions(gaps=True, validate_crc=False)
+    for path in paths:
+        for part in plan([path], Predicate(), opts):
+            for batch in read_part(part, Predicate(), opts):
+                topics = batch.column("topic").to_pylist()
+                seqs = batch.column("seq").to_numpy(zero_copy_only=False)
+                ends = batch.column("gap_last").to_numpy(zero_copy_only=False)
+                for t, s, e in zip(topics, seqs, ends):
+                    v = int(e) if e == e and e is not None else int(s)  # gap rows end at gap_last
+                    if v > last.get(t, 0):
+                        last[t] = v
+    return last
+
+
+class Recorder:
+    """Records live topics into MCAP segments in ``out`` (a directory).
+
+    ``topics``: names to record; ``all=True`` records every topic of the root,
+    ``regex`` those whose name matches (``re.search``), both picking up new
+    topics as they appear. Segments are ``out/PREFIX_NNNNN.mcap``, rotated
+    after ``max_bytes`` or ``max_duration`` seconds; ``compression`` is
+    ``zstd`` (default), ``lz4`` or ``none``; ``json`` (True, or a list of
+    topics) also writes a JSON copy of payloads that are JSON objects, for
+    Foxglove. ``init="new"`` records frames published from now on,
+    ``"oldest"`` also those already in the arenas; ``resume=True`` continues
+    after the last seq recorded in ``out``.
+
+    Use ``start()``/``stop()`` (a background thread), ``run(duration)`` (the
+    calling thread), or ``with Recorder(...) as rec:``.
+
+    Raises :class:`RecordingOptionError` for bad options (no topic, a
+    non-empty ``out`` without ``resume``, an unknown compression) and
+    ``ArgumentError`` for a bad topic name."""
+
+    def __init__(self, topics=(), *, out, all=False, regex=None, prefix="a0py", max_bytes=None,
+                 max_duration=None, compression="zstd", level=None, chunk_bytes=4 << 20,
+                 chunk_seconds=1.0, message_index=True, json=False, resume=False, init="new",
+                 root=None, on_progress=None, progress_period=1.0):
+        if isinstance(topics, str):
+            topics = [topics]
+        self.topics = [check_topic_name(t) for t in topics]
+        self.all = bool(all)
+        self.regex = re.compile(regex) if isinstance(regex, str) else regex
+        if not self.topics and not self.all and self.regex is None:
+            raise RecordingOptionError("nothing to record: name topics, or use all=True (--all) or a regex (-e)")
+        if compression not in COMPRESSIONS:
+            raise RecordingOptionError(f"compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
+        if init not in ("new", "oldest"):
+            raise RecordingOptionError(f"init {init!r}: use 'new' or 'oldest'")
+        if not re.fullmatch(r"[A-Za-z0-9_.\-]+", prefix or ""):
+            raise RecordingOptionError(f"prefix {prefix!r}: use letters, digits, '_', '-' and '.'")
+        self.out = os.path.abspath(os.fspath(out))
+        self.prefix = prefix
+        self.max_bytes = None if max_bytes is None else int(max_bytes)
+        if self.max_bytes is not None and self.max_bytes < 4096:
+            raise RecordingOptionError(f"max_bytes {max_bytes}: use at least 4096")
+        self.max_duration = _parse_duration(max_duration, "max_duration")
+        self.compression = compression
+        self.level = level
+        self.chunk_bytes = int(chunk_bytes)
+        self.chunk_seconds = _parse_duration(chunk_seconds, "chunk_seconds")
+        self.message_index = message_index
+        self.json = json
+        self.resume = bool(resume)
+        self.init = init
+        self.root = current_root() if root is None else root
+        self.on_progress = on_progress
+        self.progress_period = float(progress_period)
+        self.segments = []
+        self._states = {}
+        self._writer = None
+        self._segment_opened = 0.0
+        self._next_index = 0
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = None
+        self._error = None
+        self._mw = None
+        self._resume_from = {}
+        self._last_discovery = 0.0
+        self._last_progress = time.monotonic()
+        self._prepare_out()
+
+    # -- setup ------------------------------------------------------------
+
+    def _prepare_out(self):
+        os.makedirs(self.out, exist_ok=True)
+        existing = existing_segments(self.out)
+        if existing and not self.resume:
+            raise RecordingOptionError(
+                f"{self.out} already holds recordings ({os.path.basename(existing[-1])}...): use resume=True "
+                "(--resume) to continue them, or another output directory")
+        mine = existing_segments(self.out, self.prefix)
+        if mine:
+            self._next_index = int(SEGMENT_RE.match(os.path.basename(mine[-1])).group("index")) + 1
+        if self.resume:
+            self._resume_from = last_recorded_seqs(existing)
+
+    def _wants(self, topic):
+        return topic in self.topics or self.all or (self.regex is not None and self.regex.search(topic))
+
+    def _json_for(self, topic):
+        if self.json is True:
+            return True
+        if not self.json:
+            return False
+        return topic in set(self.json)
+
+    def _add_topic(self, name):
+        arena = topic_arena(Topic(name, root=self.root), PUBSUB)
+        st = _TopicState(name, arena, self._json_for(name))
+        with st.transport.lock() as t:
+            resumed = self._resume_from.get(name)
+            if resumed is not None:
+                if not t.empty and t.seq_low <= resumed <= t.seq_high:
+                    t.jump(resumed)  # the next frame read is resumed + 1
+                    st.last = resumed
+                elif t.empty or t.seq_high > resumed:
+                    # From the oldest frame; those between resumed and it are a gap.
+                    st.last = resumed
+                # else: the arena holds only seqs up to below the resumed one, so it is not
+                # the arena that was recorded (it was recreated): record it from its oldest.
+            elif self.init == "new" and not t.empty:
+                t.jump_tail()
+                st.last = t.seq_high
+            else:
+                # From the oldest frame held (none held: from the next one written);
+                # any frame missing after that point is a gap.
+                st.last = t.seq_low - 1 if not t.empty else t.seq_high
+        self._states[name] = st
+        self._mw_update()
+        return st
+
+    def _mw_update(self):
+        if self._mw is None:
+            self._mw = _core.MultiWait()
+        arenas = [st.arena for st in self._states.values()]
+        self._mw.set_arenas(arenas[: self._mw.capacity])
+
+    def _discover(self, now):
+        if not (self.all or self.regex is not None):
+            return
+        if now - self._last_discovery < _DISCOVERY_PERIOD and self._last_discovery:
+            return
+        self._last_discovery = now
+        for name, protocols in list_topics(self.root).items():
+            if PUBSUB in protocols and name not in self._states and self._wants(name):
+                self._add_topic(name)
+
+    # -- segments ------------------------------------------------------------
+
+    def _open_segment(self):
+        path = os.path.join(self.out, f"{self.prefix}_{self._next_index:05d}.mcap")
+        self._next_index += 1
+        meta = {"recorder.topics": json.dumps(self.topics), "recorder.all": str(self.all).lower(),
+                "recorder.regex": self.regex.pattern if self.regex is not None else "",
+                "segment.index": str(self._next_index - 1)}
+        self._writer = SegmentWriter(path, compression=self.compression, level=self.level,
+                                     chunk_bytes=self.chunk_bytes, chunk_seconds=self.chunk_seconds,
+                                     message_index=self.message_index, metadata=meta)
+        for name in self._states:
+            self._writer.add_topic(name)
+        self._segment_opened = time.monotonic()
+        self.segments.append(path)
+
+    def _close_segment(self):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def _maybe_rotate(self, now):
+        w = self._writer
+        if w is None:
+            return
+        if (self.max_bytes is not None and w.size + w.pending_bytes >= self.max_bytes) or (
+                self.max_duration is not None and now - self._segment_opened >= self.max_duration):
+            self._close_segment()
+            self._open_segment()
+
+    # -- the loop ------------------------------------------------------------
+
+    def _drain(self, st):
+        """Copies out everything the topic holds past the cursor; True if any."""
+        got = False
+        while True:
+            batch = self._batch_size(st)
+            frames = st.transport.read_many(batch)
+            if not frames:
+                return got
+            got = True
+            now = time.time_ns()
+            seqs, data = zip(*frames)
+            seqs = np.array(seqs, np.int64)
+            expected = (st.last + 1) if st.last is not None else int(seqs[0])
+            if seqs[0] < expected:
+                expected = int(seqs[0])  # seqs restarted: the topic's arena was made anew
+            if seqs[0] > expected:
+                self._gap(st, expected, int(seqs[0]) - 1, now)
+            jumps = np.nonzero(seqs[1:] != seqs[:-1] + 1)[0]
+            if len(jumps):
+                # One lock gives consecutive seqs; this guards the invariant anyway.
+                start = 0
+                for j in jumps.tolist():
+                    self._write(st, seqs[start:j + 1], data[start:j + 1], now)
+                    self._gap(st, int(seqs[j]) + 1, int(seqs[j + 1]) - 1, now)
+                    start = j + 1
+                self._write(st, seqs[start:], data[start:], now)
+            else:
+                self._write(st, seqs, data, now)
+            st.last = int(seqs[-1])
+            self._maybe_rotate(time.monotonic())
+            if len(frames) < batch:
+                return got
+
+    def _batch_size(self, st):
+        """Frames to copy out at once: many (the copy is per lock, the
+        decode per batch), but few enough that a segment overshoots
+        ``max_bytes`` by a small part of it."""
+        if self.max_bytes is None or not st.stats.frames:
+            return _READ_BATCH
+        mean = max(1, st.stats.bytes // st.stats.frames)
+        room = max(self.max_bytes // 8, self.max_bytes - self._writer.size - self._writer.pending_bytes)
+        return int(min(_READ_BATCH, max(16, room // mean)))
+
+    def _write(self, st, seqs, data, now):
+        if not len(seqs):
+            return
+        self._writer.write_packets(st.name, seqs, data, now)
+        n = len(seqs)
+        st.stats.frames += n
+        st.stats.bytes += sum(map(len, data))
+        st.stats.last_seq = int(seqs[-1])
+        st.window_frames += n
+        if st.json:
+            self._write_json(st, seqs, data, now)
+
+    def _write_json(self, st, seqs, data, now):
+        keep_seqs, payloads, pubs = [], [], []
+        for s, frame in zip(seqs.tolist(), data):
+            try:
+                pkt = _core.Packet.from_bytes(frame)
+                obj = json.loads(pkt.payload)
+            except (ValueError, _core.PacketCorruptError):
+                continue
+            if isinstance(obj, dict):
+                keep_seqs.append(s)
+                payloads.append(bytes(pkt.payload))
+                try:
+                    pubs.append(int(pkt.headers.get("a0_time_wall", now)))
+                except ValueError:
+                    pubs.append(now)
+        if payloads:
+            self._writer.write_json(st.name, keep_seqs, payloads, now, pubs)
+
+    def _gap(self, st, first, last, now):
+        if last < first:
+            return
+        self._writer.write_gap(st.name, first, last, now)
+        st.stats.gaps += 1
+        st.stats.lost += last - first + 1
+
+    def _progress(self, now):
+        dt = now - self._last_progress
+        if dt < self.progress_period:
+            return
+        for st in self._states.values():
+            st.stats.rate = st.window_frames / dt
+            st.window_frames = 0
+        self._last_progress = now
+        if self.on_progress is not None:
+            self.on_progress(self.stats())
+
+    def stats(self):
+        """topic -> :class:`TopicStats` (a copy)."""
+        return {name: TopicStats(**vars(st.stats)) for name, st in self._states.items()}
+
+    def _loop(self, deadline=None):
+        try:
+            for name in self.topics:
+                if name not in self._states:
+                    self._add_topic(name)
+            self._discover(time.monotonic())
+            self._open_segment()
+            self._ready.set()
+            wait = min(0.1, self.chunk_seconds / 2)
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    break
+                self._discover(now)
+                # changed() before draining: whatever is committed after it ends the wait.
+                moved = {id(a) for a in self._mw.changed()}
+                watched = len(self._states) <= self._mw.capacity
+                for st in list(self._states.values()):
+                    if not watched or id(st.arena) in moved:
+                        self._drain(st)
+                self._writer.flush_due(now)
+                self._maybe_rotate(now)
+                self._progress(now)
+                self._mw.wait(wait if deadline is None else max(0.0, min(wait, deadline - now)))
+            for st in list(self._states.values()):
+                self._drain(st)
+        except BaseException as e:
+            self._error = e
+            raise
+        finally:
+            self._close_segment()
+            self._ready.set()  # nobody waits for a recorder that failed to start
+
+    def run(self, duration=None):
+        """Records in the calling thread until :meth:`stop` (from another
+        thread or a signal handler) or ``duration`` seconds; returns
+        :meth:`stats`. Ctrl-C closes the segment cleanly and propagates."""
+        deadline = None if duration is None else time.monotonic() + float(duration)
+        self._loop(deadline)
+        return self.stats()
+
+    def start(self):
+        """Records in a background thread; returns self."""
+        if self._thread is not None:
+            raise RecordingOptionError("this recorder was already started")
+        self._thread = threading.Thread(target=self._quiet_loop, name="a0py-recorder", daemon=True)
+        self._thread.start()
+        return self
+
+    def _quiet_loop(self):
+        try:
+            self._loop()
+        except BaseException:  # kept in self._error, raised by stop()
+            pass
+
+    def wait_ready(self, timeout=None):
+        """Waits until the named topics are open and the first segment exists
+        (frames published from then on are recorded); True if so. Raises the
+        error that stopped the recorder, if any."""
+        ok = self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return ok
+
+    @property
+    def running(self):
+        return self._thread is not None and self._thread.is_alive()
+
+    def request_stop(self):
+        """Asks the recording loop to finish (drain, close the segment) and
+        returns at once; safe from a signal handler or another thread."""
+        self._stop.set()
+        if self._mw is not None:
+            self._mw.wake()
+
+    def stop(self, timeout=None):
+        """Stops recording: drains what the topics hold, closes the segment;
+        returns :meth:`stats`. Re-raises an error the background thread hit."""
+        self.request_stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._error is not None and not isinstance(self._error, KeyboardInterrupt):
+            raise self._error
+        return self.stats()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False

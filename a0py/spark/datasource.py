@@ -1,0 +1,298 @@
+"""The ``a0`` PySpark data source (Python Data Source API, PySpark 4.x).
+
+    spark.read.format("a0").load("recordings/")            # MCAP files, dirs, globs
+    spark.read.format("a0").load("shm://robot/pose")        # a live topic's arena, now
+    spark.readStream.format("a0").option("topics", "robot/pose").load()
+
+It is registered automatically where the ``pyspark_a0`` module is importable
+(PySpark looks for ``pyspark_*`` modules exposing ``DefaultSource``), and by
+:func:`a0py.spark.register`.
+
+Options (all strings, case-insensitive names):
+
+==================  =====================================================
+``gaps``            ``true``: add gap rows and the columns ``is_gap``,
+                    ``gap_first``, ``gap_last``.
+``payload``         ``binary`` (default) or ``json``: parse payloads as
+                    JSON objects into ``payloadSchema``.
+``payloadSchema``   the struct of JSON payloads, as DDL (``x double, y
+                    double``); or give ``.schema(...)`` with ``payload`` a
+                    struct.
+``maxPartitionBytes``  uncompressed chunk bytes per partition (32 MiB).
+``validateCrc``     ``false`` skips the chunk CRC check (on by default).
+``root``            where ``shm://TOPIC`` and streamed topics live
+                    (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
+==================  =====================================================
+
+Filters on ``topic`` (=, IN), ``seq`` (=, <, <=, >, >=, IN) and
+``time_wall`` (<, <=, >, >=, =) are pushed down: whole chunks are skipped
+when the index proves no row in them passes, and the rest is filtered in the
+reader, so the rows are the same as without pushdown. The streaming options
+are described in :mod:`a0py.spark.stream`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+
+from ._read import (
+    DEFAULT_PARTITION_BYTES,
+    Part,
+    Predicate,
+    ReadOptions,
+    _bool_option,
+    _int_option,
+    frame_schema,
+    plan,
+    read_part,
+)
+from .errors import RecordingOptionError
+
+FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
+             "headers map<string,string>, payload {payload}")
+GAP_DDL = ", is_gap boolean, gap_first bigint, gap_last bigint"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+_KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
+                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root"}
+
+
+def _opt(options, name, default=None):
+    """Options reach the source as a case-insensitive dict; be safe with a plain one."""
+    if name in options:
+        return options[name]
+    low = name.lower()
+    for k, v in options.items():
+        if k.lower() == low:
+            return v
+    return default
+
+
+def _check_options(options):
+    for k in options:
+        if k.lower() not in _KNOWN_OPTIONS:
+            raise RecordingOptionError(
+                f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
+                "validateCrc, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
+
+
+def _payload_ddl(options):
+    mode = str(_opt(options, "payload", "binary")).lower()
+    if mode == "binary":
+        return "binary"
+    if mode != "json":
+        raise RecordingOptionError(f"option payload={mode!r}: use binary or json")
+    ddl = _opt(options, "payloadSchema")
+    if not ddl:
+        raise RecordingOptionError("option payload=json needs payloadSchema (DDL of the JSON object, e.g. "
+                                   "'x double, y double') or a user schema whose payload is a struct")
+    return f"struct<{ddl}>"
+
+
+def _paths(options):
+    paths = _opt(options, "paths")
+    if paths:
+        try:
+            got = json.loads(paths)
+        except ValueError:
+            got = [p for p in str(paths).split(",") if p]
+        if isinstance(got, str):
+            got = [got]
+        return got
+    path = _opt(options, "path")
+    if not path:
+        raise RecordingOptionError("the a0 source needs a path: spark.read.format('a0').load(PATH) "
+                                   "(a recording, a directory, a glob, a file arena or shm://TOPIC)")
+    return [path]
+
+
+def read_options(options, schema=None):
+    """The :class:`ReadOptions` of the source's options (and of a user
+    schema, whose payload column may be a struct)."""
+    gaps = _bool_option(_lower(options), "gaps", False)
+    payload_type = None
+    if schema is not None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import BinaryType, StructType
+
+        names = [f.name for f in schema.fields]
+        expected = list(frame_schema(gaps).names)
+        if names != expected:
+            raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
+                                       f"{', '.join(names)}")
+        ptype = schema["payload"].dataType
+        if isinstance(ptype, StructType):
+            payload_type = to_arrow_schema(schema, timezone="UTC").field("payload").type
+        elif not isinstance(ptype, BinaryType):
+            raise RecordingOptionError(f"the payload column is binary, or a struct to parse JSON into, not {ptype}")
+    return ReadOptions(
+        gaps=gaps,
+        validate_crc=_bool_option(_lower(options), "validatecrc", True),
+        payload_type=payload_type,
+        partition_bytes=_int_option(_lower(options), "maxpartitionbytes", DEFAULT_PARTITION_BYTES),
+        root=_lower(options).get("root") or None,
+    )
+
+
+def _lower(options):
+    return {k.lower(): v for k, v in options.items()}
+
+
+def _micros(value):
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.UTC)
+        return (value - _EPOCH) // _dt.timedelta(microseconds=1)
+    if isinstance(value, _dt.date):
+        return _micros(_dt.datetime(value.year, value.month, value.day, tzinfo=_dt.UTC))
+    return None
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def push_filter(predicate, f):
+    """``predicate`` narrowed by Spark filter ``f``, or None when ``f`` is not
+    one the reader applies."""
+    attr = getattr(f, "attribute", None)
+    if attr is None or len(attr) != 1:
+        return None
+    col = attr[0]
+    value = getattr(f, "value", None)
+    if col == "topic":
+        if isinstance(f, (EqualTo, EqualNullSafe)) and isinstance(value, str):
+            return predicate.and_topics([value])
+        if isinstance(f, In) and all(isinstance(v, str) for v in value):
+            return predicate.and_topics(value)
+        return None
+    if col == "seq":
+        if isinstance(f, In) and all(_is_int(v) for v in value):
+            return predicate.and_seq(values=value)
+        if not _is_int(value):
+            return None
+        if isinstance(f, (EqualTo, EqualNullSafe)):
+            return predicate.and_seq(lo=value, hi=value)
+        if isinstance(f, GreaterThan):
+            return predicate.and_seq(lo=value + 1)
+        if isinstance(f, GreaterThanOrEqual):
+            return predicate.and_seq(lo=value)
+        if isinstance(f, LessThan):
+            return predicate.and_seq(hi=value - 1)
+        if isinstance(f, LessThanOrEqual):
+            return predicate.and_seq(hi=value)
+        return None
+    if col == "time_wall":
+        us = _micros(value)
+        if us is None:
+            return None
+        if isinstance(f, (EqualTo, EqualNullSafe)):
+            return predicate.and_wall(lo=us, hi=us)
+        if isinstance(f, GreaterThan):
+            return predicate.and_wall(lo=us + 1)
+        if isinstance(f, GreaterThanOrEqual):
+            return predicate.and_wall(lo=us)
+        if isinstance(f, LessThan):
+            return predicate.and_wall(hi=us - 1)
+        if isinstance(f, LessThanOrEqual):
+            return predicate.and_wall(hi=us)
+    return None
+
+
+class A0Partition(InputPartition):
+    """One :class:`a0py.spark._read.Part` (a range of chunks, or an arena)."""
+
+    def __init__(self, index, part):
+        super().__init__(index)
+        self.part = part
+
+
+class A0DataSource(DataSource):
+    """The ``a0`` format: a0py recordings (MCAP) and arenas as Spark rows."""
+
+    @classmethod
+    def name(cls):
+        return "a0"
+
+    def schema(self):
+        _check_options(self.options)
+        ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
+        if _bool_option(_lower(self.options), "gaps", False):
+            ddl += GAP_DDL
+        return ddl
+
+    def reader(self, schema):
+        _check_options(self.options)
+        if _called_for_pushdown():
+            return A0PushdownReader(dict(self.options), schema)
+        return A0BatchReader(dict(self.options), schema)
+
+    def streamReader(self, schema):
+        from .stream import A0StreamReader
+
+        _check_options(self.options)
+        return A0StreamReader(dict(self.options), schema)
+
+
+def _called_for_pushdown():
+    """Is ``reader()`` being called by PySpark's filter-pushdown planner?
+
+    PySpark refuses a reader that implements ``pushFilters`` when
+    ``spark.sql.python.filterPushdown.enabled`` is false (the default), and
+    the source cannot read that setting. But only the pushdown planner
+    (``pyspark/sql/worker/data_source_pushdown_filters.py``) ever calls
+    ``pushFilters``, and only when the setting is true: so the reader that
+    can push filters is handed to that caller alone, and every other caller
+    gets the plain reader, whose rows Spark filters itself."""
+    import sys
+
+    try:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename.endswith("data_source_pushdown_filters.py"):
+                return True
+            frame = frame.f_back
+    except (AttributeError, ValueError):
+        pass
+    return False
+
+
+class A0BatchReader(DataSourceReader):
+    def __init__(self, options, schema):
+        self.paths = _paths(options)
+        self.options = read_options(options, schema)
+        self.predicate = Predicate()
+
+    def partitions(self):
+        parts = plan(self.paths, self.predicate, self.options)
+        if not parts:
+            return [A0Partition(0, Part())]
+        return [A0Partition(i, p) for i, p in enumerate(parts)]
+
+    def read(self, partition):
+        yield from read_part(partition.part, self.predicate, self.options)
+
+
+class A0PushdownReader(A0BatchReader):
+    """The batch reader with filter pushdown (see :func:`_called_for_pushdown`)."""
+
+    def pushFilters(self, filters):
+        for f in filters:
+            narrowed = push_filter(self.predicate, f)
+            if narrowed is None:
+                yield f
+            else:
+                self.predicate = narrowed

@@ -1,0 +1,29 @@
+"""The exceptions of a0py.spark; every one is a subclass of :class:`a0py.A0Error`."""
+
+from ..errors import A0Error
+
+
+class RecordingError(A0Error):
+    """Base class of the errors about recordings, replay and the Spark source."""
+
+
+class RecordingFormatError(RecordingError, ValueError):
+    """A file is not a readable MCAP recording: not MCAP at all, empty, or
+    damaged (a length or offset outside the file, a CRC mismatch, a chunk that
+    does not decompress, a corrupt a0py packet). The message names the file,
+    the byte offset and the field. A file merely cut short (no summary, as a
+    SIGKILLed recorder leaves it) is not an error: it is read up to its last
+    whole chunk."""
+
+
+class RecordingOptionError(RecordingError, ValueError):
+    """An option of the recorder, the player or the ``a0`` source is unknown or
+    out of range (the message names it and the accepted values)."""
+
+
+class DataLossError(RecordingError):
+    """A streaming read found frames evicted before it could read them
+    (``failOnDataLoss=true``): the message names the topic and the missing seqs."""
+
+
+__all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError"]
