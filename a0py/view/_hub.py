@@ -90,6 +90,7 @@ class Client:
         self.name = name
         self.subs = {}  # subscription id -> Channel
         self.control = collections.deque()
+        self.latest = {}  # key -> frame: only the newest of each is worth sending (time)
         self.data = collections.deque()
         self.data_bytes = 0
         self.max_messages = hub.queue_messages
@@ -114,6 +115,12 @@ class Client:
             self.control.clear()
             self.hub.loop.create_task(self.connection.close(1008, "client too slow"))
         self.wake.set()
+
+    def put_latest(self, key, frame):
+        """A frame that replaces any unsent one of the same ``key``."""
+        if not self.closed:
+            self.latest[key] = frame
+            self.wake.set()
 
     def put_data(self, frame):
         data = self.data

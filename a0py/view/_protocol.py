@@ -231,11 +231,11 @@ def parse_client_text(text):
     if op == "unsubscribe":
         return Unsubscribe([_uint(i, "unsubscribe: each of 'subscriptionIds'")
                             for i in _list(msg, "subscriptionIds", op)])
+    if not isinstance(op, str):
+        raise ProtocolError(f"text messages need a string field 'op', got {_short(op)}")
     if op in _UNSUPPORTED:
         raise ProtocolError(f"operation {op!r} is not supported by this server (it does not offer the "
                             f"{_UNSUPPORTED[op]!r} capability)")
-    if not isinstance(op, str):
-        raise ProtocolError(f"text messages need a string field 'op', got {_short(op)}")
     raise ProtocolError(f"unknown operation {_short(op)}")
 
 

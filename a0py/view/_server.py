@@ -180,9 +180,10 @@ class ViewServer:
     # -- HTTP --
 
     def _check_host(self, request):
-        if not self.loopback:
-            return True
-        return is_loopback(_host_name(request.headers.get("Host", "")))
+        hosts = request.headers.get_all("Host")
+        if len(hosts) != 1:
+            return False
+        return not self.loopback or is_loopback(_host_name(hosts[0]))
 
     def _response(self, connection, status, body, content_type="text/plain; charset=utf-8", extra=()):
         from websockets.datastructures import Headers
@@ -204,8 +205,8 @@ class ViewServer:
 
     def _process_request(self, connection, request):
         if not self._check_host(request):
-            return self._response(connection, 403, "a0py view: this server answers only requests to a "
-                                  "loopback name (localhost, 127.0.0.1, [::1])\n")
+            return self._response(connection, 403, "a0py view: this server answers only requests with one "
+                                  "Host header naming a loopback address (localhost, 127.0.0.1, [::1])\n")
         parsed = urllib.parse.urlsplit(request.path)
         upgrade = request.headers.get("Upgrade", "").lower() == "websocket"
         if not upgrade:
@@ -215,8 +216,9 @@ class ViewServer:
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 return self._response(connection, 401, "a0py view: this view needs its access token: open "
                                       "the URL that `a0py view` printed (it ends in ?token=...)\n")
-        origin = request.headers.get("Origin")
-        if origin is not None and not self._origin_ok(origin, request.headers.get("Host", "")):
+        origins = request.headers.get_all("Origin")
+        origin = origins[0] if len(origins) == 1 else (None if not origins else "(several)")
+        if origin is not None and not self._origin_ok(origin, request.headers["Host"]):
             return self._response(connection, 403, f"a0py view: WebSocket connections from origin {origin!r} "
                                   "are not allowed (start the view with --allow-origin "
                                   f"{origin} to allow them)\n")
@@ -282,11 +284,15 @@ async def _send_loop(client):
         while not client.closed:
             await client.wake.wait()
             client.wake.clear()
-            while (control or data) and not client.closed:
+            while (control or data or client.latest) and not client.closed:
                 client.before_batch()
                 async with conn.send_context():
                     size = 0
                     n = 0
+                    if client.latest:
+                        latest, client.latest = client.latest, {}
+                        for frame in latest.values():
+                            protocol.send_binary(frame)
                     while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
                         if control:
                             frame = control.popleft()
