@@ -177,8 +177,8 @@ class PublisherProcess:
         except OSError:
             pass
         try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:  # still publishing at a rate: stop it
             self.proc.kill()
             self.proc.wait()
 

@@ -676,7 +676,8 @@
   function frame() {
     if (state.dirty.topics) { state.dirty.topics = false; renderTopics(); }
     if (!state.paused) {
-      if (state.dirty.messages) { state.dirty.messages = false; renderMessages(); }
+      // Held while the pointer is over the messages, so they can be read and clicked.
+      if (state.dirty.messages && !state.hoverMessages) { state.dirty.messages = false; renderMessages(); }
       const list = state.selected && state.messages.get(state.selected);
       if (state.dirty.fields || (state.fieldsCount === 0 && list && list.length) || state.fieldsFor !== state.selected) {
         state.dirty.fields = false; renderFields();
@@ -697,6 +698,8 @@
     $("render-mode").onchange = $("keep").onchange = () => { state.dirty.messages = true; };
     $("window").onchange = () => { state.dirty.plot = true; };
     $("add-field").onclick = () => { const f = $("field").value; if (f && state.selected) addSeries(state.selected, f); };
+    $("messages").onmouseenter = () => { state.hoverMessages = true; };
+    $("messages").onmouseleave = () => { state.hoverMessages = false; };
     $("messages").onclick = (e) => {
       const t = e.target.closest(".num");
       if (t && state.selected) addSeries(state.selected, t.dataset.path || "");
