@@ -573,3 +573,35 @@ def test_any_text_from_a_client_is_a_request_or_a_protocol_error(text):
         P.parse_client_text(text)
     except P.ProtocolError:
         pass
+
+
+def test_max_hz_sends_at_most_that_rate_and_always_the_newest(view, publisher):
+    publisher.call(op="json", topic="t/fast", objs=[{"k": -1}])
+    v = view()
+
+    async def main():
+        c = await Client.open(v.ws_url + "?max_hz=10")
+        ch = await c.channel("t/fast")
+        await c.subscribe([(1, ch["id"])])
+        await c.data(1)
+        publisher.start(op="rate", topic="t/fast", hz=500, seconds=1.0)
+        got = []
+        while not got or got[-1][1]["i"] < 490:
+            _, log, payload = await c.data(1, timeout=MSG_S)
+            got.append((log, json.loads(payload)))
+        assert publisher.answer() == "ok"
+        # the last one published always arrives (held, then sent when its interval ends)
+        while True:
+            try:
+                _, log, payload = await c.data(1, timeout=1.0)
+            except BaseException:
+                break
+            got.append((log, json.loads(payload)))
+        span = (got[-1][0] - got[0][0]) / 1e9
+        assert len(got) <= 10 * span + 3, (len(got), span)
+        assert [m["i"] for _, m in got] == sorted(m["i"] for _, m in got)
+        await c.close()
+        return got[-1][1]["i"]
+
+    last = run(main())
+    assert last >= 495  # the final message of the burst (500 Hz x 1 s, give or take the pacing)

@@ -83,8 +83,14 @@ class Channel:
 class Client:
     """One connection: its subscriptions and its bounded outbox."""
 
-    def __init__(self, hub, connection, packets, name):
+    def __init__(self, hub, connection, packets, name, max_hz=None):
         self.hub = hub
+        # Conflation (asked for by the page with ?max_hz=N): at most N messages a
+        # second per channel, the newest kept while waiting; 0 sends everything.
+        self.min_interval = 1.0 / max_hz if max_hz else 0.0
+        self.last_sent = {}  # channel id -> loop time
+        self.pending = {}  # channel id -> (subscription id, log time, message)
+        self.conflated = 0
         self.connection = connection
         self.packets = packets
         self.name = name
@@ -141,6 +147,29 @@ class Client:
 
     def queued(self):
         return len(self.control) + len(self.data)
+
+    def may_send(self, ch, sub_id, log_time, msg, now):
+        """Whether a message of ``ch`` goes out now; if not, it is kept as the
+        one to send when the channel's interval ends (replacing any older)."""
+        last = self.last_sent.get(ch.id)
+        if last is None or now - last >= self.min_interval:
+            if self.pending.pop(ch.id, None) is not None:
+                self.conflated += 1  # older than this one: never sent, never after it
+            self.last_sent[ch.id] = now
+            return True
+        if ch.id in self.pending:
+            self.conflated += 1
+        else:
+            self.hub.loop.call_at(last + self.min_interval, self._flush, ch)
+        self.pending[ch.id] = (sub_id, log_time, msg)
+        return False
+
+    def _flush(self, ch):
+        item = self.pending.pop(ch.id, None)
+        if item is None or self.closed or self.subs.get(item[0]) is not ch:
+            return
+        self.last_sent[ch.id] = self.hub.loop.time()
+        self.put_data(self.hub._frame(self, ch, *item))
 
     # -- drop reports (the sender, in _server, calls these) --
 
@@ -234,7 +263,13 @@ class Hub:
         if ch.subs:
             payload = packet = None
             head = P.message_head
+            now = None
             for client, sub_id in ch.subs.items():
+                if client.min_interval:
+                    if now is None:
+                        now = self.loop.time()
+                    if not client.may_send(ch, sub_id, log_time, msg, now):
+                        continue
                 if client.packets and ch.packets:
                     if packet is None:
                         packet = msg.to_bytes()
@@ -244,14 +279,18 @@ class Hub:
                         payload = msg.payload
                     client.put_data(head(sub_id, log_time) + payload)
 
+    def _frame(self, client, ch, sub_id, log_time, msg):
+        data = msg.to_bytes() if client.packets and ch.packets else msg.payload
+        return P.message_data(sub_id, log_time, data)
+
     def broadcast_control(self, frame):
         for client in self.clients:
             client.put_control(frame)
 
     # -- clients --
 
-    def attach(self, connection, packets, name):
-        client = Client(self, connection, packets, name)
+    def attach(self, connection, packets, name, max_hz=None):
+        client = Client(self, connection, packets, name, max_hz)
         client.put_control(P.server_info(
             self.name, self.capabilities, session_id=self.session_id, metadata=self.metadata,
             data_range=self.data_range))
@@ -308,9 +347,7 @@ class Hub:
                     client.put_data(P.message_data(sub_id, time.time_ns(), self._stats_payload(client)))
                 elif ch.latest is not None:
                     # The newest message at once, so a slow topic shows something.
-                    log_time, msg = ch.latest
-                    data = msg.to_bytes() if client.packets and ch.packets else msg.payload
-                    client.put_data(P.message_data(sub_id, log_time, data))
+                    client.put_data(self._frame(client, ch, sub_id, *ch.latest))
         if errors:
             raise P.ProtocolError("subscribe: " + "; ".join(errors))
 
@@ -349,7 +386,8 @@ class Hub:
     def _stats_payload(self, client, topics=None):
         if topics is None:
             topics = self.topic_stats()
-        return json.dumps({"time": time.time_ns(), "dropped": client.dropped, "queued": client.queued(),
+        return json.dumps({"time": time.time_ns(), "dropped": client.dropped, "conflated": client.conflated,
+                           "queued": client.queued(),
                            "topics": topics}, separators=(",", ":")).encode()
 
     async def run_stats(self):

@@ -345,6 +345,7 @@ class RecordingSource:
         for client in self.hub.clients:
             if did_seek:
                 client.data.clear()
+                client.pending.clear()
                 client.data_bytes = 0
             client.put_control(frame)
         self._send_time(force=True)

@@ -256,8 +256,13 @@ class ViewServer:
 
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(connection.request.path).query)
         packets = query.get("packets", ["0"])[0] in ("1", "true", "yes")
+        try:
+            max_hz = float(query.get("max_hz", ["0"])[0])
+        except ValueError:
+            max_hz = 0.0
+        max_hz = max_hz if 0 < max_hz < 1e6 else None
         name = "%s:%s" % (connection.remote_address[:2] if connection.remote_address else ("?", "?"))
-        client = self.hub.attach(connection, packets, name)
+        client = self.hub.attach(connection, packets, name, max_hz)
         sender = asyncio.get_running_loop().create_task(_send_loop(client))
         try:
             async for message in connection:

@@ -67,7 +67,10 @@
 
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const q = new URLSearchParams({ packets: "1" });
+    // At most max_hz messages a second per topic (the newest kept): a page
+    // draws at 60 frames a second; ?max_hz=0 in the page's URL sends all.
+    const page = new URLSearchParams(location.search);
+    const q = new URLSearchParams({ packets: "1", max_hz: page.get("max_hz") || "100" });
     const t = token();
     if (t) q.set("token", t);
     const ws = new WebSocket(`${scheme}//${location.host}/?${q}`, SUBPROTOCOLS);
@@ -322,10 +325,22 @@
 
   function payloadEncoding(ch) { return ch.encoding === "a0py/packet" ? ch.payloadEncoding : ch.encoding; }
 
+  // The payload bytes, without decoding the headers (packetOf decodes them).
+  function payloadOf(msg) {
+    if (msg.pkt !== null) return msg.pkt.payload;
+    if (msg.ch.encoding !== "a0py/packet") return new Uint8Array(msg.buf, msg.offset);
+    const size = msg.buf.byteLength - msg.offset;
+    if (size < 96) return packetOf(msg).payload;
+    const dv = new DataView(msg.buf, msg.offset, 48);
+    const off = Number(dv.getBigUint64(32, true)), n = Number(dv.getBigUint64(40, true));
+    if (dv.getUint32(0, true) !== PACKET_MAGIC || off < 96 || off + n !== size) return packetOf(msg).payload;
+    return new Uint8Array(msg.buf, msg.offset + off, n);
+  }
+
   // The payload as a JS value when it is JSON (undefined otherwise); parsed once.
   function valueOf(msg) {
     if (msg.value === undefined) {
-      const p = packetOf(msg).payload;
+      const p = payloadOf(msg);
       msg.value = null;
       const enc = payloadEncoding(msg.ch);
       if (enc === "json" || (p.length && (p[0] === 0x7b || p[0] === 0x5b))) {
@@ -362,7 +377,7 @@
   function addSeries(topic, path) {
     if (state.series.some((s) => s.topic === topic && s.path.join() === parsePath(path).join())) return;
     const s = { topic, name: path, path: parsePath(path), color: COLORS[state.series.length % COLORS.length],
-                t: new Float64Array(SERIES_POINTS), v: new Float64Array(SERIES_POINTS), n: 0, head: 0 };
+                t: new Float64Array(SERIES_POINTS), v: new Float64Array(SERIES_POINTS), n: 0, head: 0, total: 0 };
     state.series.push(s);
     for (const msg of state.messages.get(topic) || []) {
       const v = numberAt(valueOf(msg), s.path);
@@ -382,7 +397,7 @@
 
   function pushPoint(s, t, v) {
     const i = (s.head + s.n) % SERIES_POINTS;
-    s.t[i] = t; s.v[i] = v;
+    s.t[i] = t; s.v[i] = v; s.total++;
     if (s.n < SERIES_POINTS) s.n++; else s.head = (s.head + 1) % SERIES_POINTS;
   }
 
@@ -570,8 +585,12 @@
     const w = Math.max(200, Math.floor(c.clientWidth * dpr)), h = Math.max(100, Math.floor(c.clientHeight * dpr));
     if (c.width !== w || c.height !== h) { c.width = w; c.height = h; }
     const g = c.getContext("2d");
-    const css = getComputedStyle(document.documentElement);
-    const fg = css.getPropertyValue("--muted").trim() || "#666", line = css.getPropertyValue("--line").trim() || "#ddd";
+    if (!state.colors || state.colorsAt < nowMs() - 2000) {
+      const css = getComputedStyle(document.documentElement);
+      state.colors = [css.getPropertyValue("--muted").trim() || "#666", css.getPropertyValue("--line").trim() || "#ddd"];
+      state.colorsAt = nowMs();
+    }
+    const [fg, line] = state.colors;
     g.clearRect(0, 0, w, h);
     const padL = 60 * dpr, padR = 10 * dpr, padT = 10 * dpr, padB = 22 * dpr;
     const pw = w - padL - padR, ph = h - padT - padB;
@@ -606,16 +625,26 @@
     g.save();
     g.beginPath(); g.rect(padL, padT, pw, ph); g.clip();
     g.lineWidth = 1.5 * dpr;
+    // One column of pixels gets at most its first, lowest, highest and last
+    // point: the drawing costs the canvas's width, not the message rate.
     for (const s of state.series) {
       g.strokeStyle = s.color; g.beginPath();
-      let started = false;
+      let started = false, col = -1, cmin = 0, cmax = 0, clast = 0;
+      const flush = () => {
+        if (col < 0) return;
+        g.lineTo(col, Y(cmin)); g.lineTo(col, Y(cmax)); g.lineTo(col, Y(clast));
+      };
       for (let k = 0; k < s.n; k++) {
         const i = (s.head + k) % SERIES_POINTS;
         if (s.t[i] < t0 - span * 0.01) continue;
         if (s.t[i] > t1 + span * 0.01) break;
-        const x = X(s.t[i]), y = Y(s.v[i]);
-        if (!started) { g.moveTo(x, y); started = true; } else g.lineTo(x, y);
+        const x = Math.round(X(s.t[i])), v = s.v[i];
+        if (!started) { g.moveTo(x, Y(v)); started = true; col = x; cmin = cmax = clast = v; continue; }
+        if (x !== col) { flush(); col = x; cmin = cmax = v; }
+        if (v < cmin) cmin = v; if (v > cmax) cmax = v;
+        clast = v;
       }
+      flush();
       g.stroke();
     }
     g.restore();
