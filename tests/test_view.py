@@ -605,3 +605,23 @@ def test_max_hz_sends_at_most_that_rate_and_always_the_newest(view, publisher):
 
     last = run(main())
     assert last >= 495  # the final message of the burst (500 Hz x 1 s, give or take the pacing)
+
+
+def test_foxglove_sdk_option_needs_the_extra_or_serves(root, publisher):
+    """--foxglove-sdk: without the `foxglove` extra, a clear error naming it;
+    with it, the SDK's server is started beside the view."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("foxglove") is None:
+        r = subprocess.run([sys.executable, "-m", "a0py.view.cli", "--foxglove-sdk", "--port", "0"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and "pip install 'a0py[foxglove]'" in r.stderr, r.stderr
+    else:
+        publisher.call(op="json", topic="t/sdk", objs=[{"a": 1}])
+        v = ViewProcess("--foxglove-sdk", "--foxglove-port", "0")
+        try:
+            assert any("Foxglove SDK server on ws://" in line for line in v.lines)
+        finally:
+            v.close()
