@@ -23,8 +23,9 @@ def write_recording(path, topic_root, n=1000, chunk_size=4096):
     PERIOD_NS``), plus a foreign JSON channel ``/foreign/pose`` (value
     ``{"k": k}`` every 10th step). The packets are published to a topic under
     ``topic_root`` and read back, so they carry real standard headers."""
-    import a0py
     from mcap.writer import CompressionType, Writer
+
+    import a0py
 
     topic = a0py.Topic("robot/odom", root=topic_root, size=1 << 22)
     pub = a0py.Publisher(topic)

@@ -13,7 +13,7 @@ import urllib.request
 import uuid
 
 import pytest
-from _view_helpers import T0_NS, PERIOD_NS, PublisherProcess, ViewProcess, odom, write_recording
+from _view_helpers import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect

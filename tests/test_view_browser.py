@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from _view_helpers import T0_NS, PERIOD_NS, PublisherProcess, ViewProcess, odom, write_recording
+from _view_helpers import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
 
 from a0py.proto import topic as tp
 

@@ -247,7 +247,7 @@ class RecordingSource:
         s = self._slots[slot]
         if s[3] is not None:
             return s[3]
-        topic, encoding, _kind, _, (ch, schema) = s
+        topic, encoding, _kind, _, (_ch, schema) = s
         if encoding == PACKET_ENCODING:
             if msg is None:
                 msg = self._first_message(slot)

@@ -33,7 +33,6 @@ import urllib.parse
 
 from ..errors import A0Error, ArgumentError
 from . import _protocol as P
-from ._hub import Hub
 
 __all__ = ["DEFAULT_ORIGINS", "ViewError", "ViewServer"]
 
