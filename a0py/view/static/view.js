@@ -55,6 +55,7 @@
     latency: new Float64Array(LATENCY_SAMPLES), latencyN: 0,
     shown: new Float64Array(LATENCY_SAMPLES), shownN: 0,
     reconnectDelay: 250,
+    frames: 0, frameJsMs: 0,  // frames drawn, and the JavaScript time they took
   };
 
   // ---- connection ----
@@ -703,6 +704,7 @@
 
   // ---- frame loop ----
   function frame() {
+    const began = performance.now();
     if (state.dirty.topics) { state.dirty.topics = false; renderTopics(); }
     if (!state.paused) {
       // Held while the pointer is over the messages, so they can be read and clicked.
@@ -713,6 +715,8 @@
       }
       if (state.series.length || state.dirty.plot) { state.dirty.plot = false; drawPlot(); }
     }
+    state.frameJsMs += performance.now() - began;
+    state.frames++;
     requestAnimationFrame(frame);
   }
 
