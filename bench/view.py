@@ -122,10 +122,13 @@ def bench_latency(browser, env, seconds):
     try:
         page = open_page(browser, url, ["bench/fast"], select="bench/fast")
         time.sleep(2.0)
-        page.evaluate("() => { a0pyView.state.latencyN = 0; a0pyView.state.shownN = 0; }")
+        page.evaluate("() => { const s = a0pyView.state; s.latencyN = s.shownN = s.frames = s.frameJsMs = 0; }")
+        t0 = time.monotonic()
         time.sleep(seconds)
         received = page.evaluate("() => a0pyView.latencies()")
         shown = page.evaluate("() => a0pyView.shownLatencies()")
+        frames, js_ms = page.evaluate("() => [a0pyView.state.frames, a0pyView.state.frameJsMs]")
+        fps = frames / (time.monotonic() - t0)
         page.close()
     finally:
         view.terminate()
@@ -135,7 +138,7 @@ def bench_latency(browser, env, seconds):
         cleanup(prefix)
     return {"received_p50_ms": percentile(received, 0.5), "received_p99_ms": percentile(received, 0.99),
             "shown_p50_ms": percentile(shown, 0.5), "shown_p99_ms": percentile(shown, 0.99),
-            "samples": len(received), "frames": len(shown)}
+            "samples": len(received), "frames": len(shown), "fps": fps, "js_ms_per_frame": js_ms / max(frames, 1)}
 
 
 def bench_load(browser, env, seconds, pages_n, topics_n, hz):
@@ -198,7 +201,8 @@ def main():
         results["latency"] = lat = bench_latency(browser, env, seconds)
         print(f"latency, 1 kHz topic, 1 page: received p50 {lat['received_p50_ms']:.1f} ms, "
               f"p99 {lat['received_p99_ms']:.1f} ms; shown p50 {lat['shown_p50_ms']:.1f} ms, "
-              f"p99 {lat['shown_p99_ms']:.1f} ms ({lat['samples']} messages, {lat['frames']} frames)")
+              f"p99 {lat['shown_p99_ms']:.1f} ms ({lat['samples']} messages; {lat['fps']:.0f} frames/s, "
+              f"{lat['js_ms_per_frame']:.1f} ms of JavaScript a frame)")
         results["load"] = ld = bench_load(browser, env, seconds, args.pages, args.topics, args.hz)
         a, w = ld["alone"], ld["watched"]
         print(f"load, {args.topics} topics x {args.hz:g} Hz, {args.pages} pages: pub() p50 {a['p50_us']:.1f} -> "
