@@ -611,7 +611,7 @@
     g.textAlign = "right"; g.textBaseline = "middle";
     for (let k = 0; k <= 4; k++) {
       let v = lo + ((hi - lo) * k) / 4;
-      if (Math.abs(v) < (hi - lo) * 1e-9) v = 0;
+      if (Math.abs(v) < (hi - lo) * 1e-3) v = 0;
       const y = Y(v);
       g.beginPath(); g.moveTo(padL, y); g.lineTo(padL + pw, y); g.stroke();
       g.fillText(Math.abs(v) >= 1e4 || (Math.abs(v) < 1e-2 && v !== 0) ? v.toExponential(2) : v.toFixed(2), padL - 4 * dpr, y);
