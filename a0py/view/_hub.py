@@ -26,6 +26,7 @@ import logging
 import time
 
 from . import _protocol as P
+from ._schema import PayloadKind
 
 __all__ = ["Channel", "Client", "Hub", "STATS_TOPIC"]
 
@@ -218,8 +219,6 @@ class Hub:
         self.topics = {}  # name -> stats dict of topics without a channel yet
         self._next_id = 1
         self.loop = None
-        from ._schema import PayloadKind
-
         stats_kind = PayloadKind("json", "a0py.view.Stats", json.dumps({
             "title": "a0py.view.Stats", "type": "object",
             "properties": {"time": {"type": "integer"}, "dropped": {"type": "integer"},

@@ -125,7 +125,8 @@ class ViewServer:
     # -- lifecycle --
 
     async def start(self):
-        import websockets
+        """Binds the port and starts the source and the stats. Raises
+        :class:`ViewError` when the port cannot be bound."""
         from websockets.asyncio.server import serve
 
         loop = asyncio.get_running_loop()
@@ -146,7 +147,6 @@ class ViewServer:
                             "view already running? pick another --port)") from None
         if self.port == 0:
             self.port = self._server.sockets[0].getsockname()[1]
-        del websockets
         self._tasks.append(loop.create_task(self.hub.run_stats()))
         self._tasks.append(loop.create_task(self._run_source()))
 
