@@ -282,8 +282,10 @@ async def _send_loop(client):
     from websockets.exceptions import ConnectionClosed
 
     conn = client.connection
-    protocol = conn.protocol
+    protocol = getattr(conn, "protocol", None)
     control, data = client.control, client.data
+    if protocol is None or not hasattr(conn, "send_context"):
+        return await _send_loop_plain(client)  # a websockets without the sans-I/O layer
     try:
         while not client.closed:
             await client.wake.wait()
@@ -317,6 +319,33 @@ async def _send_loop(client):
                         for c in chunks:
                             if c:
                                 conn.transport.write(c)
+            client.after_drain()
+    except ConnectionClosed:
+        pass
+
+
+async def _send_loop_plain(client):
+    """The same as :func:`_send_loop`, one ``send`` a frame."""
+    from websockets.exceptions import ConnectionClosed
+
+    conn = client.connection
+    try:
+        while not client.closed:
+            await client.wake.wait()
+            client.wake.clear()
+            while (client.control or client.data or client.latest) and not client.closed:
+                client.before_batch()
+                if client.latest:
+                    latest, client.latest = client.latest, {}
+                    for frame in latest.values():
+                        await conn.send(frame)
+                elif client.control:
+                    await conn.send(client.control.popleft())
+                else:
+                    frame = client.data.popleft()
+                    client.data_bytes -= len(frame)
+                    client.sent += 1
+                    await conn.send(frame)
             client.after_drain()
     except ConnectionClosed:
         pass
