@@ -1,0 +1,101 @@
+"""The live web view (``a0py view``): a page listing the topics with their
+rates, their latest messages and plots of their numeric fields, served with
+the Foxglove WebSocket protocol on the same port (so the Foxglove app can
+connect too). See docs/view.md.
+
+* :func:`serve` runs a view until interrupted (live topics, or a recording);
+* :func:`start` runs one in a background thread and returns it (``.url``,
+  ``.close()``), for programs and tests.
+"""
+
+import os
+
+from ._protocol import SUBPROTOCOL
+from ._server import DEFAULT_ORIGINS, ViewError
+
+__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ViewError", "make_server", "serve", "start"]
+
+
+def _is_recording(spec):
+    if spec is None or isinstance(spec, (list, tuple)):
+        return False
+    spec = os.fspath(spec)
+    return spec.endswith(".mcap") or os.path.isdir(spec)
+
+
+def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
+                token=None, allowed_origins=DEFAULT_ORIGINS, queue_messages=1000, queue_bytes=8 << 20,
+                name="a0py view"):
+    """The :class:`a0py.view._server.ViewServer` for live ``topics`` (globs;
+    None: every topic under ``root``) or for ``recording`` (an MCAP file or a
+    directory of them). Not started. Errors as for :func:`serve`."""
+    from ._hub import Hub
+    from ._server import ViewServer
+
+    if isinstance(topics, (str, os.PathLike)):
+        if recording is None and _is_recording(topics):
+            recording, topics = topics, None
+        else:
+            topics = [os.fspath(topics)]
+    if recording is not None:
+        from ._recording import RecordingSource
+
+        source = RecordingSource.open(recording)
+        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes,
+                  capabilities=source.capabilities, data_range=source.data_range,
+                  metadata={"source": "recording", "files": str(len(source.files))}, controller=source)
+        source.hub = hub
+    else:
+        from ._live import LiveSource
+
+        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes,
+                  metadata={"source": "live"})
+        source = LiveSource(hub, topics, root)
+    return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
+                      allowed_origins=allowed_origins)
+
+
+def serve(topics=None, host="127.0.0.1", port=8765, *, ready=None, **options):
+    """Serves the view until interrupted (Ctrl-C): the page at ``GET /`` and
+    the Foxglove WebSocket protocol (subprotocol ``foxglove.sdk.v1``) on the
+    same port.
+
+    ``topics``: globs of live topics to show (None: all), or the path of a
+    recording (an ``.mcap`` file or a directory of them). ``host``: loopback
+    by default; another address needs ``allow_remote=True`` and then every
+    connection needs the access token printed in the URL. ``ready(url)`` is
+    called once listening. Options: ``recording``, ``root`` (``A0PY_ROOT``
+    syntax), ``allow_remote``, ``token``, ``allowed_origins`` (besides the
+    page itself; default the Foxglove app), ``queue_messages`` and
+    ``queue_bytes`` (each client's outbox).
+
+    Raises :class:`ViewError` (an address it may not or cannot bind, a
+    recording it cannot read), :class:`a0py.ArgumentError` (bad options)."""
+    import asyncio
+
+    server = make_server(topics, host, port, **options)
+
+    async def main():
+        await server.start()
+        if ready is not None:
+            ready(server.url)
+        try:
+            await server.serve_forever()
+        finally:
+            await server.aclose()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+
+
+def start(topics=None, host="127.0.0.1", port=0, **options):
+    """Starts a view in a background thread (port 0: any free port) and
+    returns it: ``.url`` (the page), ``.ws_url``, ``.server``, ``.close()``;
+    also a context manager. Errors as for :func:`serve`."""
+    from ._server import BackgroundServer
+
+    bg = BackgroundServer(lambda: make_server(topics, host, port, **options))
+    bg.start()
+    return bg

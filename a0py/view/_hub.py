@@ -1,0 +1,403 @@
+"""The hub: channels, clients, subscriptions, and the fan-out of messages from
+a source (live topics or a recording) to the clients that asked for them.
+
+Everything here runs on the server's event loop; nothing blocks it.
+
+Invariants:
+
+* **A slow client costs only itself.** Each client has its own bounded
+  outbox (a count and a byte budget); the hub appends and never waits. When a
+  client reads more slowly than messages arrive, its outbox drops its own
+  oldest messages, counts them, and the client is told (a warning status
+  ``a0py.dropped``, and the ``dropped`` field of the stats channel). Other
+  clients and the sources never wait for it, and its memory is bounded by the
+  outbox budget plus the transport's write limit.
+* **Control is never dropped.** serverInfo, advertise, unadvertise, status
+  and playback state go through a separate queue that is never trimmed; a
+  client that lets it grow past :data:`MAX_CONTROL` frames is disconnected.
+* **Channel ids are never reused** within a server's life, so a client can
+  never mistake a new topic for an old one.
+"""
+
+import asyncio
+import collections
+import json
+import logging
+import time
+
+from . import _protocol as P
+from ._schema import PayloadKind
+
+__all__ = ["Channel", "Client", "Hub", "STATS_TOPIC"]
+
+_log = logging.getLogger("a0py.view")
+
+#: The channel on which the server publishes, twice a second, the rate,
+#: bandwidth and missed count of every topic (JSON).
+STATS_TOPIC = "/a0py/view/stats"
+PACKET_ENCODING = "a0py/packet"
+MAX_CONTROL = 10_000
+STATS_PERIOD = 0.5
+RATE_WINDOW = 2.0
+DROP_REPORT_PERIOD = 1.0
+
+
+class Channel:
+    """One advertised channel: a topic and how its messages are encoded.
+
+    ``kind``: a :class:`a0py.view._schema.PayloadKind` (the payload's
+    encoding and schema). ``packets``: whether the source has whole a0py
+    packets (clients that asked for packets get them, with their headers);
+    False for foreign channels of a recording, which send what they hold."""
+
+    __slots__ = ("bytes", "count", "history", "id", "kind", "last_time", "latest", "missed", "packets",
+                 "subs", "topic")
+
+    def __init__(self, id, topic, kind, packets=True):
+        self.id = id
+        self.topic = topic
+        self.kind = kind
+        self.packets = packets
+        self.subs = {}  # Client -> subscription id
+        self.latest = None  # (log time ns, message)
+        self.count = 0
+        self.bytes = 0
+        self.missed = 0
+        self.last_time = None
+        self.history = collections.deque(maxlen=int(RATE_WINDOW / STATS_PERIOD) + 1)
+
+    def advert(self, packets):
+        """The channel as advertised to a client (``packets``: it asked for
+        whole packets)."""
+        k = self.kind
+        if packets and self.packets:
+            out = {"id": self.id, "topic": self.topic, "encoding": PACKET_ENCODING,
+                   "schemaName": k.schema_name, "schema": k.schema, "payloadEncoding": k.encoding}
+        else:
+            out = {"id": self.id, "topic": self.topic, "encoding": k.encoding, "schemaName": k.schema_name,
+                   "schema": k.schema}
+        if k.schema_encoding:
+            out["schemaEncoding"] = k.schema_encoding
+        return out
+
+
+class Client:
+    """One connection: its subscriptions and its bounded outbox."""
+
+    def __init__(self, hub, connection, packets, name, max_hz=None):
+        self.hub = hub
+        # Conflation (asked for by the page with ?max_hz=N): at most N messages a
+        # second per channel, the newest kept while waiting; 0 sends everything.
+        self.min_interval = 1.0 / max_hz if max_hz else 0.0
+        self.last_sent = {}  # channel id -> loop time
+        self.pending = {}  # channel id -> (subscription id, log time, message)
+        self.conflated = 0
+        self.connection = connection
+        self.packets = packets
+        self.name = name
+        self.subs = {}  # subscription id -> Channel
+        self.control = collections.deque()
+        self.latest = {}  # key -> frame: only the newest of each is worth sending (time)
+        self.data = collections.deque()
+        self.data_bytes = 0
+        self.max_messages = hub.queue_messages
+        self.max_bytes = hub.queue_bytes
+        self.dropped = 0
+        self.unreported = 0
+        self.sent = 0
+        self._last_report = 0.0
+        self.wake = asyncio.Event()
+        self.closed = False
+
+    # -- the outbox (called by the hub, never waits) --
+
+    def put_control(self, frame):
+        if self.closed:
+            return
+        self.control.append(frame)
+        if len(self.control) > MAX_CONTROL:
+            _log.warning("view client %s: %d control messages unsent: disconnecting it", self.name,
+                         len(self.control))
+            self.closed = True
+            self.control.clear()
+            self.hub.loop.create_task(self.connection.close(1008, "client too slow"))
+        self.wake.set()
+
+    def put_latest(self, key, frame):
+        """A frame that replaces any unsent one of the same ``key``."""
+        if not self.closed:
+            self.latest[key] = frame
+            self.wake.set()
+
+    def put_data(self, frame):
+        data = self.data
+        data.append(frame)
+        self.data_bytes += len(frame)
+        if len(data) > self.max_messages or self.data_bytes > self.max_bytes:
+            self._trim()
+        self.wake.set()
+
+    def _trim(self):
+        data = self.data
+        n = 0
+        while len(data) > 1 and (len(data) > self.max_messages or self.data_bytes > self.max_bytes):
+            self.data_bytes -= len(data.popleft())
+            n += 1
+        self.dropped += n
+        self.unreported += n
+
+    def queued(self):
+        return len(self.control) + len(self.data)
+
+    def may_send(self, ch, sub_id, log_time, msg, now):
+        """Whether a message of ``ch`` goes out now; if not, it is kept as the
+        one to send when the channel's interval ends (replacing any older)."""
+        last = self.last_sent.get(ch.id)
+        if last is None or now - last >= self.min_interval:
+            if self.pending.pop(ch.id, None) is not None:
+                self.conflated += 1  # older than this one: never sent, never after it
+            self.last_sent[ch.id] = now
+            return True
+        if ch.id in self.pending:
+            self.conflated += 1
+        else:
+            self.hub.loop.call_at(last + self.min_interval, self._flush, ch)
+        self.pending[ch.id] = (sub_id, log_time, msg)
+        return False
+
+    def _flush(self, ch):
+        item = self.pending.pop(ch.id, None)
+        if item is None or self.closed or self.subs.get(item[0]) is not ch:
+            return
+        self.last_sent[ch.id] = self.hub.loop.time()
+        self.put_data(self.hub._frame(self, ch, *item))
+
+    # -- drop reports (the sender, in _server, calls these) --
+
+    def before_batch(self):
+        """Queues the drop report when one is due (at most once a period)."""
+        if self.unreported and time.monotonic() - self._last_report >= DROP_REPORT_PERIOD:
+            self._report_drops()
+
+    def after_drain(self):
+        """The outbox is empty: report the drops now, or when a period has passed."""
+        if self.unreported and not self.closed:
+            delay = DROP_REPORT_PERIOD - (time.monotonic() - self._last_report)
+            if delay <= 0:
+                self._report_drops()
+                self.wake.set()
+            else:
+                self.hub.loop.call_later(delay, self.wake.set)
+
+    def _report_drops(self):
+        n, self.unreported = self.unreported, 0
+        self._last_report = time.monotonic()
+        self.control.append(P.status(
+            P.STATUS_WARNING,
+            f"dropped {n} messages ({self.dropped} in all): this client reads more slowly than its "
+            f"subscriptions publish (its queue holds {self.max_messages} messages, "
+            f"{self.max_bytes >> 10} KiB)", id="a0py.dropped"))
+
+
+class Hub:
+    """Channels and clients of one server. ``capabilities``, ``data_range``
+    go into serverInfo; ``controller`` (a recording's player) gets playback
+    control requests."""
+
+    def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, capabilities=(),
+                 data_range=None, metadata=None, controller=None):
+        self.name = name
+        self.queue_messages = queue_messages
+        self.queue_bytes = queue_bytes
+        self.capabilities = list(capabilities)
+        self.data_range = data_range
+        self.metadata = dict(metadata or {})
+        self.controller = controller
+        self.session_id = f"{time.time_ns()}"
+        self.channels = {}  # id -> Channel
+        self.clients = set()
+        self.topics = {}  # name -> stats dict of topics without a channel yet
+        self._next_id = 1
+        self.loop = None
+        stats_kind = PayloadKind("json", "a0py.view.Stats", json.dumps({
+            "title": "a0py.view.Stats", "type": "object",
+            "properties": {"time": {"type": "integer"}, "dropped": {"type": "integer"},
+                           "topics": {"type": "object"}}}), "jsonschema")
+        self.stats_channel = self._new_channel(STATS_TOPIC, stats_kind, packets=False)
+
+    # -- channels --
+
+    def _new_channel(self, topic, kind, packets=True):
+        ch = Channel(self._next_id, topic, kind, packets)
+        self._next_id += 1
+        self.channels[ch.id] = ch
+        return ch
+
+    def add_channel(self, topic, kind, packets=True):
+        """Advertises a new channel to every client; returns it."""
+        ch = self._new_channel(topic, kind, packets)
+        for client in self.clients:
+            client.put_control(P.advertise([ch.advert(client.packets)]))
+        return ch
+
+    def remove_channel(self, ch):
+        """Unadvertises ``ch``; its subscriptions end."""
+        if self.channels.pop(ch.id, None) is None:
+            return
+        frame = P.unadvertise([ch.id])
+        for client, sub_id in list(ch.subs.items()):
+            client.subs.pop(sub_id, None)
+        ch.subs.clear()
+        for client in self.clients:
+            client.put_control(frame)
+
+    def publish(self, ch, log_time, msg, size=None):
+        """One message of ``ch``: ``msg`` has ``.payload`` and ``.to_bytes()``
+        (the whole a0py packet). Counted, kept as the channel's latest, and
+        queued for each subscriber; never waits."""
+        ch.count += 1
+        ch.bytes += len(msg.payload) if size is None else size
+        ch.last_time = log_time
+        ch.latest = (log_time, msg)
+        if ch.subs:
+            payload = packet = None
+            head = P.message_head
+            now = None
+            for client, sub_id in ch.subs.items():
+                if client.min_interval:
+                    if now is None:
+                        now = self.loop.time()
+                    if not client.may_send(ch, sub_id, log_time, msg, now):
+                        continue
+                if client.packets and ch.packets:
+                    if packet is None:
+                        packet = msg.to_bytes()
+                    client.put_data(head(sub_id, log_time) + packet)
+                else:
+                    if payload is None:
+                        payload = msg.payload
+                    client.put_data(head(sub_id, log_time) + payload)
+
+    def _frame(self, client, ch, sub_id, log_time, msg):
+        data = msg.to_bytes() if client.packets and ch.packets else msg.payload
+        return P.message_data(sub_id, log_time, data)
+
+    def broadcast_control(self, frame):
+        for client in self.clients:
+            client.put_control(frame)
+
+    # -- clients --
+
+    def attach(self, connection, packets, name, max_hz=None):
+        client = Client(self, connection, packets, name, max_hz)
+        client.put_control(P.server_info(
+            self.name, self.capabilities, session_id=self.session_id, metadata=self.metadata,
+            data_range=self.data_range))
+        client.put_control(P.advertise([ch.advert(packets) for ch in self.channels.values()]))
+        if self.controller is not None:
+            client.put_control(self.controller.state_frame())
+        self.clients.add(client)
+        return client
+
+    def detach(self, client):
+        client.closed = True
+        client.wake.set()
+        self.clients.discard(client)
+        for ch in client.subs.values():
+            ch.subs.pop(client, None)
+        client.subs.clear()
+        client.control.clear()
+        client.data.clear()
+
+    def handle(self, client, message):
+        """Applies one client message; a bad one gets an error status back."""
+        try:
+            if isinstance(message, str):
+                req = P.parse_client_text(message)
+            else:
+                req = P.parse_client_binary(message)
+            if isinstance(req, P.Subscribe):
+                self._subscribe(client, req.pairs)
+            elif isinstance(req, P.Unsubscribe):
+                self._unsubscribe(client, req.ids)
+            elif isinstance(req, P.PlaybackControl):
+                if self.controller is None:
+                    raise P.ProtocolError("playback control: this server shows live topics, not a "
+                                          "recording (it does not offer 'rangedPlayback')")
+                self.controller.control(req)
+        except P.ProtocolError as e:
+            client.put_control(P.status(P.STATUS_ERROR, str(e)))
+
+    def _subscribe(self, client, pairs):
+        errors = []
+        for sub_id, channel_id in pairs:
+            ch = self.channels.get(channel_id)
+            if sub_id in client.subs:
+                errors.append(f"subscription id {sub_id} is already in use (unsubscribe it first)")
+            elif ch is None:
+                errors.append(f"unknown channel id {channel_id} (not advertised, or unadvertised since)")
+            elif client in ch.subs:
+                errors.append(f"channel {channel_id} ({ch.topic}) is already subscribed by subscription "
+                              f"{ch.subs[client]}")
+            else:
+                client.subs[sub_id] = ch
+                ch.subs[client] = sub_id
+                if ch is self.stats_channel:
+                    client.put_data(P.message_data(sub_id, time.time_ns(), self._stats_payload(client)))
+                elif ch.latest is not None:
+                    # The newest message at once, so a slow topic shows something.
+                    client.put_data(self._frame(client, ch, sub_id, *ch.latest))
+        if errors:
+            raise P.ProtocolError("subscribe: " + "; ".join(errors))
+
+    def _unsubscribe(self, client, ids):
+        unknown = []
+        for sub_id in ids:
+            ch = client.subs.pop(sub_id, None)
+            if ch is None:
+                unknown.append(sub_id)
+            else:
+                ch.subs.pop(client, None)
+        if unknown:
+            raise P.ProtocolError(f"unsubscribe: unknown subscription ids {unknown}")
+
+    # -- stats --
+
+    def topic_stats(self):
+        """{topic: {rate, bandwidth, count, missed, last, channel}} over the
+        last :data:`RATE_WINDOW` seconds."""
+        now = time.monotonic()
+        out = {}
+        for ch in self.channels.values():
+            if ch is self.stats_channel:
+                continue
+            t0, c0, b0 = ch.history[0] if ch.history else (now, ch.count + ch.missed, ch.bytes)
+            dt = now - t0
+            rate = (ch.count + ch.missed - c0) / dt if dt > 0 else 0.0
+            bw = (ch.bytes - b0) / dt if dt > 0 else 0.0
+            out[ch.topic] = {"channel": ch.id, "rate": round(rate, 2), "bandwidth": round(bw, 1),
+                             "count": ch.count, "missed": ch.missed, "last": ch.last_time,
+                             "encoding": ch.kind.encoding}
+        for name, st in self.topics.items():
+            out.setdefault(name, st)
+        return out
+
+    def _stats_payload(self, client, topics=None):
+        if topics is None:
+            topics = self.topic_stats()
+        return json.dumps({"time": time.time_ns(), "dropped": client.dropped, "conflated": client.conflated,
+                           "queued": client.queued(),
+                           "topics": topics}, separators=(",", ":")).encode()
+
+    async def run_stats(self):
+        """Publishes the stats channel every :data:`STATS_PERIOD` seconds."""
+        ch = self.stats_channel
+        while True:
+            now = time.monotonic()
+            for c in self.channels.values():
+                c.history.append((now, c.count + c.missed, c.bytes))
+            topics = self.topic_stats()
+            now = time.time_ns()
+            for client, sub_id in list(ch.subs.items()):
+                client.put_data(P.message_data(sub_id, now, self._stats_payload(client, topics)))
+            await asyncio.sleep(STATS_PERIOD)

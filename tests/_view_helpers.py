@@ -1,0 +1,190 @@
+"""Helpers of the view tests (tests/test_view*.py): recordings to view, a
+subprocess running ``a0py view``, a Foxglove-protocol client."""
+
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+T0_NS = 1_700_000_000_000_000_000
+PERIOD_NS = 10_000_000  # 100 Hz
+
+
+def odom(k):
+    return {"i": k, "x": math.sin(k / 20.0), "pose": {"theta": k * 0.01}}
+
+
+def write_recording(path, topic_root, n=1000, chunk_size=4096):
+    """An MCAP file like `a0py record` writes: topic ``robot/odom`` as whole
+    a0py packets (JSON payloads ``odom(k)``, log time ``T0_NS + k *
+    PERIOD_NS``), plus a foreign JSON channel ``/foreign/pose`` (value
+    ``{"k": k}`` every 10th step). The packets are published to a topic under
+    ``topic_root`` and read back, so they carry real standard headers."""
+    from mcap.writer import CompressionType, Writer
+
+    import a0py
+
+    topic = a0py.Topic("robot/odom", root=topic_root, size=1 << 22)
+    pub = a0py.Publisher(topic)
+    sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
+    with open(path, "wb") as f:
+        w = Writer(f, chunk_size=chunk_size, compression=CompressionType.ZSTD)
+        w.start(profile="", library="a0py-test")
+        sid = w.register_schema("a0py.Packet", "a0py/packet-layout", b"a0py packet")
+        odom_ch = w.register_channel("robot/odom", "a0py/packet", sid)
+        jsid = w.register_schema("Pose", "jsonschema", json.dumps(
+            {"type": "object", "properties": {"k": {"type": "integer"}}}).encode())
+        pose_ch = w.register_channel("/foreign/pose", "json", jsid)
+        for k in range(n):
+            pub.pub_json(odom(k))
+            pkt = sub.read_blocking(timeout=5)
+            t = T0_NS + k * PERIOD_NS
+            w.add_message(odom_ch, log_time=t, data=pkt.to_bytes(), publish_time=t, sequence=k)
+            if k % 10 == 0:
+                w.add_message(pose_ch, log_time=t, data=json.dumps({"k": k}).encode(), publish_time=t)
+        w.finish()
+    sub.close()
+    pub.close()
+    topic.unlink()
+
+
+class ViewProcess:
+    """``python -m a0py.view.cli ARGS --port 0`` in a subprocess; ``url`` is
+    read from what it prints."""
+
+    def __init__(self, *args, env=None, timeout=30):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, "-m", "a0py.view.cli", *args, "--port", "0"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+        self.lines = []
+        deadline = time.monotonic() + timeout
+        self.url = None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.lines.append(line)
+            m = re.search(r"open (http://\S+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if self.url is None:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            raise RuntimeError(f"a0py view did not start: {''.join(self.lines)}{out}{err}")
+        self.ws_url = "ws" + self.url[4:]
+
+    def rss(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_PUBLISHER = r'''
+import json, sys, time, math
+import a0py
+pubs = {}
+def pub(t):
+    if t not in pubs:
+        pubs[t] = a0py.Publisher(t)
+    return pubs[t]
+for line in sys.stdin:
+    cmd = json.loads(line)
+    op = cmd["op"]
+    if op == "json":
+        for obj in cmd["objs"]:
+            pub(cmd["topic"]).pub_json(obj)
+    elif op == "bytes":
+        pub(cmd["topic"]).pub(bytes.fromhex(cmd["hex"]))
+    elif op == "flood":
+        p = pub(cmd["topic"])
+        start = time.monotonic()
+        for k in range(cmd["n"]):
+            p.pub(k.to_bytes(8, "little") * (cmd["size"] // 8))
+            if cmd.get("period"):
+                time.sleep(cmd["period"])
+        print(json.dumps({"seconds": time.monotonic() - start}), flush=True)
+        continue
+    elif op == "rate":
+        p = pub(cmd["topic"])
+        period = 1.0 / cmd["hz"]
+        start = time.monotonic()
+        k = 0
+        while time.monotonic() - start < cmd["seconds"]:
+            p.pub_json({"i": k, "x": math.sin(k / 10.0), "pose": {"theta": k * 0.01}})
+            k += 1
+            delay = start + k * period - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+    elif op == "unlink":
+        pubs.pop(cmd["topic"], None)
+        a0py.Topic(cmd["topic"]).unlink()
+    print("ok", flush=True)
+'''
+
+
+class PublisherProcess:
+    """Another process that publishes when told (one JSON command a line on
+    its stdin; it answers each with a line)."""
+
+    def __init__(self, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, "-c", _PUBLISHER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=e)
+
+    def call(self, timeout=60, **cmd):
+        self.start(**cmd)
+        return self.answer(timeout)
+
+    def start(self, **cmd):
+        """Sends a command without waiting for its answer (see :meth:`answer`)."""
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout=60):
+        """The next line the publisher prints (RuntimeError after ``timeout`` s)."""
+        import select
+
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            raise RuntimeError(f"no answer from the publisher process in {timeout} s (exit {self.proc.poll()})")
+        return line.strip()
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:  # still publishing at a rate: stop it
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
