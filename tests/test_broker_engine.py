@@ -107,7 +107,7 @@ def test_malformed_batch_is_rejected_whole_naming_the_item():
     with pytest.raises(BatchRejectedError, match=r"item 1 \(unsubscribe 7\)") as info:
         e.apply("a", bad)
     assert info.value.item == 1
-    with pytest.raises(BatchRejectedError, match="item 0 .*pattern"):
+    with pytest.raises(BatchRejectedError, match=r"item 0 .*pattern"):
         e.apply("a", [(CLAIM, b"\x07", Record("x", capture()))])
     with pytest.raises(BatchRejectedError, match="already in use"):
         e.apply("a", [sub(1, 'y($v)')])

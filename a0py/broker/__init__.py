@@ -3,6 +3,7 @@
 See docs/broker.md.
 """
 
+from .client import BrokerClient, Subscription
 from .engine import Change, Engine
 from .errors import (
     BatchRejectedError,
@@ -14,8 +15,12 @@ from .errors import (
     BrokerTypeError,
     UnknownSubscriptionError,
 )
+from .server import Broker
 
 __all__ = [
+    "Broker",
+    "BrokerClient",
+    "Subscription",
     "BatchRejectedError",
     "BrokerClosedError",
     "BrokerError",
