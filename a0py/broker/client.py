@@ -61,7 +61,9 @@ class Subscription:
     """A live subscription: ``patterns`` joined on their shared variables.
 
     ``variables`` (sorted names), ``result`` (the last result delivered: a list of dicts
-    variable → value, in the deterministic order; do not mutate them), ``id``.
+    variable → value, in the deterministic order; do not mutate them), ``id``, ``error``
+    (a :class:`BrokerError` when the broker could not deliver a result: one larger than
+    half the client's arena).
     The callback gets the full current result each time it changes; the first call
     carries the result at subscription time (possibly empty).
     """
@@ -80,6 +82,7 @@ class Subscription:
         self._awaiting_full = True
         self._delivered = threading.Event()
         self.active = True
+        self.error = None        # a BrokerError when the broker cannot deliver the result
 
     def unsubscribe(self):
         """End the subscription (no callback after this returns, except one already
@@ -93,6 +96,8 @@ class Subscription:
             raise BrokerTimeoutError(
                 f"subscription {self.id} of broker {self.client.broker!r} got no result within "
                 f"{timeout}s (is a broker running?)")
+        if self.error is not None:
+            raise self.error
         return self.result
 
     def __repr__(self):
@@ -103,7 +108,8 @@ class Subscription:
 
     def _apply(self, flags, items):
         if flags & wire.FLAG_FULL:
-            self._staged = ({}, True)
+            if self._staged is None or not self._staged[1]:
+                self._staged = ({}, True)     # every frame of a full result carries the flag
             self._awaiting_full = False
         elif self._awaiting_full:
             return None                 # a delta against a base we no longer trust
@@ -660,6 +666,13 @@ class BrokerClient:
                     log.exception("client %s: on_revoked raised", self.name)
         elif kind == wire.REP_RESYNC:
             self._resync()
+        elif kind == wire.REP_SUB_ERROR:
+            sub = self._subs.get(ident)
+            text = b"".join(p for op, p in items if op == wire.IT_TEXT).decode("utf-8", "replace")
+            if sub is not None:
+                sub.error = BrokerError(f"subscription {ident}: {text}")
+                sub._delivered.set()
+            log.warning("client %s: subscription %d: %s", self.name, ident, text)
 
 
 def _subscribe_payload(sub):

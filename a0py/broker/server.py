@@ -51,8 +51,8 @@ class _Conn:
     """What the broker holds for one client: its arena (replies go there), its deadman
     and the frames queued for it in this round."""
 
-    __slots__ = ("acked", "arena", "deadman", "last_req", "name", "outbox", "pending",
-                 "transport", "watcher")
+    __slots__ = ("acked", "arena", "deadman", "frame_limit", "last_req", "name", "outbox",
+                 "pending", "result_limit", "transport", "watcher")
 
     def __init__(self, name, arena):
         core = _core()
@@ -60,6 +60,10 @@ class _Conn:
         self.arena = arena
         self.transport = core.Transport(arena)
         self.deadman = core.Deadman(arena)
+        # Replies are cut into frames of a quarter of the arena at most, and a whole result
+        # must fit in half of it: a bigger one could never be read before being overrun.
+        self.frame_limit = min(wire.MAX_FRAME, self.transport.max_frame_size // 4)
+        self.result_limit = self.transport.max_frame_size // 2
         self.outbox = []
         self.last_req = 0
         self.acked = 0
@@ -387,7 +391,7 @@ class Broker:
             if flags & wire.FLAG_OWNERS:
                 out.extend(wire.item(wire.IT_OWNER, o.encode("utf-8"))
                            for o in self.engine.owners(fact))
-        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out))
+        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
 
     def _revoke(self, conn, req_id, items):
         patterns = []
@@ -407,12 +411,13 @@ class Broker:
             target = self._conns.get(name)
             encoded = [wire.item(wire.IT_FACT, encode(v)) for v in values]
             if target is not None:
-                target.outbox.extend(wire.reply_frames(wire.REP_REVOKED, target.last_req, encoded))
+                target.outbox.extend(wire.reply_frames(wire.REP_REVOKED, target.last_req, encoded,
+                                                             limit=target.frame_limit))
             for it in encoded:
                 out.append(it)
                 out.append(wire.item(wire.IT_OWNER, name.encode("utf-8")))
         self._collect_changes()
-        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out))
+        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
 
     # ---------------------------------------------------------------- answers
 
@@ -428,7 +433,17 @@ class Broker:
             items = [wire.item(wire.IT_ADD, encode(row)) for row in change.added]
             items += [wire.item(wire.IT_DEL, encode(row)) for row in change.removed]
             flags = wire.FLAG_FULL if change.full else 0
-            conn.outbox.extend(wire.reply_frames(wire.REP_NOTIFY, change.sub_id, items, flags))
+            size = sum(map(len, items))
+            if size > conn.result_limit:
+                message = (f"a notification of {size} bytes cannot reach client {conn.name!r}, "
+                           f"whose arena takes {conn.result_limit} at once: give it a bigger "
+                           "arena_size")
+                log.warning("broker %r: %s", self.name, message)
+                conn.outbox.extend(wire.reply_frames(
+                    wire.REP_SUB_ERROR, change.sub_id, [wire.item(wire.IT_TEXT, message.encode())]))
+                continue
+            conn.outbox.extend(wire.reply_frames(wire.REP_NOTIFY, change.sub_id, items, flags,
+                                                 conn.frame_limit))
             self.stats["notifications"] += 1
 
     def _flush(self):

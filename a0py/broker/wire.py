@@ -70,6 +70,7 @@ REP_FACTS = 4      # id: the request; IT_FACT..., each optionally followed by IT
 REP_NOTIFY = 5     # id: the subscription; IT_ADD / IT_DEL rows; FLAG_FULL
 REP_REVOKED = 6    # id: the last request of the client processed before; IT_FACT...
 REP_RESYNC = 7     # id: the request refused because the broker does not know the client
+REP_SUB_ERROR = 8  # id: the subscription; IT_TEXT (its result cannot reach the client)
 
 # item ops
 IT_CLAIM = 1            # encoded value
