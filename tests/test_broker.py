@@ -18,8 +18,8 @@ import a0py
 from a0py.broker import (
     BatchRejectedError,
     Broker,
-    BrokerError,
     BrokerClient,
+    BrokerError,
     BrokerNameError,
     BrokerRunningError,
     BrokerTimeoutError,
