@@ -27,7 +27,16 @@ from a0py.broker import (
     UnknownSubscriptionError,
     wire,
 )
-from a0py.dataspace import DISCARD, InvalidValueError, Record, capture, encode, format_term, parse
+from a0py.dataspace import (
+    DISCARD,
+    InvalidValueError,
+    ParseError,
+    Record,
+    capture,
+    encode,
+    format_term,
+    parse,
+)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WAIT = 20.0   # liveness bound for cross-process waits (not a speed assertion)
@@ -336,14 +345,18 @@ def test_malformed_batches_are_rejected_whole(broker, clients):
     me = clients("local")
     me.claim(parse('x(0)'))
     # Refused before sending, naming the argument: nothing of the call is sent.
-    with pytest.raises(BrokerTypeError, match=r"claim argument 1 .*parse\("):
-        me.claim(parse('x(1)'), 'x(2)')
+    with pytest.raises(ParseError) as parse_error:
+        me.claim(parse('x(1)'), 'x(2')
+    assert "claim argument 1: BrokerClient.claim reads a str as the text syntax" in \
+        "".join(parse_error.value.__notes__)
+    with pytest.raises(ParseError, match="bare word"):
+        me.claim("hello")           # never the string "hello" silently
     with pytest.raises(BrokerTypeError, match="claim argument 0 is a pattern"):
         me.claim(Record("x", capture()))
     with pytest.raises(InvalidValueError, match="claim argument 1"):
         me.claim(parse('x(1)'), {"a": 1})
-    with pytest.raises(BrokerTypeError, match="subscribe pattern 0 is a str"):
-        me.subscribe('x($a)', callback=print)
+    with pytest.raises(BrokerTypeError, match="claim argument 0 is a pattern"):
+        me.claim('x($a)')
     with pytest.raises(RuntimeError), me.batch():   # an exception in the block: nothing sent
         me.claim(parse('x(3)'))
         raise RuntimeError
@@ -371,6 +384,18 @@ def test_names_are_checked(name, broker, clients):
     me = clients("local")
     with pytest.raises(BrokerNameError, match="in use"):
         BrokerClient(name, client=me.name)
+
+
+def test_text_is_parsed_and_python_values_work_in_every_argument(broker, clients):
+    me = clients("local")
+    results = Results()
+    me.subscribe('temp($room, $t)', parse('setpoint($room, $s)'), callback=results)
+    me.claim('temp("kitchen", 21.5)', Record("setpoint", "kitchen", 20), '"a string fact"')
+    results.wait_for(lambda r: r == [{"room": "kitchen", "s": 20, "t": 21.5}])
+    assert "a string fact" in me.facts(DISCARD)
+    me.retract('temp(_, _)', '"a string fact"')
+    results.wait_for(lambda r: r == [])
+    assert me.facts('setpoint($r, _)') == [Record("setpoint", "kitchen", 20)]
 
 
 def test_retract_with_patterns_and_values_in_python(broker, clients):

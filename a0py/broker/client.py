@@ -41,7 +41,15 @@ from .errors import (
     BrokerTypeError,
     UnknownSubscriptionError,
 )
-from .terms import has_pattern, match, pattern_text, pattern_vars, to_pattern, to_value
+from .terms import (
+    encode_value,
+    has_pattern,
+    match,
+    pattern_text,
+    pattern_vars,
+    to_pattern,
+    to_value,
+)
 
 log = logging.getLogger("a0py.broker")
 
@@ -178,9 +186,9 @@ class BrokerClient:
     retracted some of this client's claims (``a0py retract``).
 
     Values and patterns are dataspace terms (``Record``, tuples, atoms, ``capture``,
-    ``_``). A ``str`` argument is refused (:class:`BrokerTypeError`): the text syntax is
-    taken through an explicit :func:`a0py.dataspace.parse`, so a string is never claimed
-    by accident.
+    ``_``) or their text: a ``str`` argument is read with :func:`a0py.dataspace.parse`
+    (``claim('temp("kitchen", 21.5)')``), never claimed as a string by accident; the
+    string itself is written quoted (``claim('"hello"')``).
 
     The broker need not be running: the client's claims and subscriptions are sent when
     one starts, and again after any restart.
@@ -256,12 +264,13 @@ class BrokerClient:
         nothing). Returns at once; the claims hold until retracted, or until this client
         closes or dies.
 
-        Raises (nothing sent) :class:`BrokerTypeError` for a ``str`` or a pattern,
+        Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
+        parse, :class:`BrokerTypeError` for a pattern,
         :class:`a0py.dataspace.InvalidValueError` for a non-value, naming the argument;
         :class:`BrokerError` for a value too large for a frame."""
         ops = []
         for i, v in enumerate(values):
-            key, value = to_value(v, f"claim argument {i}")
+            key, value = to_value(v, f"claim argument {i}", "BrokerClient.claim")
             ops.append(("claim", key, value))
         self._submit(ops)
 
@@ -270,16 +279,15 @@ class BrokerClient:
         client that matches it. Retracting what this client does not hold changes
         nothing. Returns at once.
 
-        Raises (nothing sent) :class:`BrokerTypeError` for a ``str``,
-        :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
+        Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
+        parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         ops = []
         for i, p in enumerate(values_or_patterns):
-            pattern = to_pattern(p, f"retract argument {i}")
+            pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
             if has_pattern(pattern):
                 ops.append(("retract_pattern", pattern_text(pattern), pattern))
             else:
-                key, value = to_value(pattern, f"retract argument {i}")
-                ops.append(("retract", key, value))
+                ops.append(("retract", encode_value(pattern), pattern))
         self._submit(ops)
 
     def subscribe(self, *patterns, callback):
@@ -288,14 +296,15 @@ class BrokerClient:
         variable → value, first at once (the current result, possibly empty), then each
         time the result set changes. Returns a :class:`Subscription`.
 
-        Raises :class:`BrokerTypeError` for no pattern, a ``str`` pattern or a callback
-        that is not callable; :class:`a0py.dataspace.InvalidValueError` for a
-        non-pattern."""
+        Raises :class:`BrokerTypeError` for no pattern or a callback that is not callable;
+        :class:`a0py.dataspace.ParseError` for a str that does not parse,
+        :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         if not patterns:
             raise BrokerTypeError("subscribe needs at least one pattern")
         if not callable(callback):
             raise BrokerTypeError(f"callback must be callable, got {type(callback).__name__}")
-        checked = tuple(to_pattern(p, f"subscribe pattern {i}") for i, p in enumerate(patterns))
+        checked = tuple(to_pattern(p, f"subscribe pattern {i}", "BrokerClient.subscribe")
+                        for i, p in enumerate(patterns))
         with self._lock:
             sub = Subscription(self, self._next_sub, checked, callback)
             self._next_sub += 1
@@ -351,10 +360,10 @@ class BrokerClient:
     def facts(self, pattern=None, timeout=DEFAULT_TIMEOUT, *, owners=False):
         """The facts in the broker matching ``pattern`` (all when None), sorted by their
         canonical encoding. With ``owners=True``, a list of ``(fact, [client names])``.
-        Raises :class:`BrokerTimeoutError`, :class:`BrokerTypeError` for a ``str``."""
+        Raises :class:`BrokerTimeoutError`, :class:`a0py.dataspace.ParseError`."""
         items = []
         if pattern is not None:
-            items.append(wire.item(wire.IT_PATTERN, pattern_text(to_pattern(pattern)).encode()))
+            items.append(wire.item(wire.IT_PATTERN, pattern_text(to_pattern(pattern, "pattern", "BrokerClient.facts")).encode()))
         reply = self._call(wire.REQ_FACTS, items, timeout,
                            flags=wire.FLAG_OWNERS if owners else 0)
         return _facts_reply(reply, owners)
@@ -367,7 +376,7 @@ class BrokerClient:
         :class:`BrokerTypeError`."""
         if not patterns:
             raise BrokerTypeError("revoke needs at least one pattern")
-        items = [wire.item(wire.IT_PATTERN, pattern_text(to_pattern(p)).encode()) for p in patterns]
+        items = [wire.item(wire.IT_PATTERN, pattern_text(to_pattern(p, "pattern", "BrokerClient.revoke")).encode()) for p in patterns]
         if owner is not None:
             items.append(wire.item(wire.IT_OWNER, wire.check_name(owner, "owner").encode()))
         return _facts_reply(self._call(wire.REQ_REVOKE, items, timeout), True)

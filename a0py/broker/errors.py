@@ -8,9 +8,8 @@ class BrokerError(A0Error):
 
 
 class BrokerTypeError(BrokerError, TypeError):
-    """An argument is not what the call takes: a ``str`` where a value or pattern was
-    meant (use :func:`a0py.dataspace.parse`), a pattern where a value was meant, a bad
-    callback. The message names the argument."""
+    """An argument is not what the call takes: a pattern where a value was meant, no
+    pattern, a callback that is not callable. The message names the argument."""
 
 
 class BrokerNameError(BrokerError, ValueError):

@@ -7,10 +7,12 @@ claims) and the client (which keeps its own claims to re-assert them).
 
 Invariants:
 
-* **A top-level ``str`` is never a fact or a pattern by accident.** The text syntax is
-  taken only through an explicit :func:`a0py.dataspace.parse`; a bare ``str`` argument is
-  refused with a hint (``claim("temp(1)")`` would otherwise silently claim the string
-  ``"temp(1)"``). A str *inside* a record or tuple is an ordinary atom.
+* **A ``str`` argument is text.** Where the broker takes a value or a pattern, a ``str``
+  is read with :func:`a0py.dataspace.parse` (as the dataspace's facets do), never taken
+  silently as a string fact: ``claim('temp("kitchen", 21.5)')`` claims the record, and a
+  typo is a :class:`~a0py.dataspace.ParseError` with a note saying how to write the
+  string itself (quoted: ``claim('"hello"')``). A str *inside* a record or tuple is an
+  ordinary string.
 * **Matching is canonical**: atoms compare by :func:`a0py.dataspace.canonical_equal`
   (``1``, ``1.0`` and ``True`` differ), and a variable named twice must bind equal values
   everywhere it appears (``pair($x, $x)`` matches ``pair(1, 1)``, not ``pair(1, 2)``).
@@ -21,11 +23,13 @@ from a0py.dataspace import (
     Capture,
     Discard,
     InvalidValueError,
+    ParseError,
     Record,
     analyse,
     canonical_equal,
     encode,
     format_term,
+    parse,
 )
 
 from .errors import BrokerTypeError
@@ -53,21 +57,25 @@ def has_pattern(term):
     return False
 
 
-def _refuse_str(term, what):
-    raise BrokerTypeError(
-        f"{what} is a str ({term!r}); the text syntax is taken only through an explicit "
-        f"parse: write parse({term!r}) (from a0py.dataspace) for a record or pattern, or "
-        f"parse({format_term(term)!r}) for the string itself as a fact")
+def _parse_text(text, what, call):
+    try:
+        return parse(text)
+    except ParseError as exc:
+        exc.add_note(f"{what}: {call} reads a str as the text syntax of parse(); to give "
+                     f"the string itself, write it quoted: {format_term(text)!r}")
+        raise
 
 
-def to_value(term, what="argument"):
-    """``term`` checked as a value to claim: returns ``(encoding, value)``.
+def to_value(term, what="argument", call="claim"):
+    """``term`` checked as a value to claim (a ``str`` is parsed as text): returns
+    ``(encoding, value)``.
 
-    Raises :class:`BrokerTypeError` for a top-level ``str`` (use ``parse``) or a pattern
-    (``_``/captures inside), :class:`a0py.dataspace.InvalidValueError` for anything that is
-    not a dataspace value (the message is prefixed with ``what``)."""
+    Raises :class:`a0py.dataspace.ParseError` (with a note) for a str that does not parse,
+    :class:`BrokerTypeError` for a pattern (``_``/captures inside),
+    :class:`a0py.dataspace.InvalidValueError` for anything that is not a dataspace value
+    (the message is prefixed with ``what``)."""
     if type(term) is str:
-        _refuse_str(term, what)
+        term = _parse_text(term, what, call)
     if has_pattern(term):
         raise BrokerTypeError(f"{what} is a pattern ({format_term(term)}); only values can be "
                               "claimed (retract and subscribe take patterns)")
@@ -84,12 +92,13 @@ def encode_value(term):
     return encode(term)
 
 
-def to_pattern(term, what="pattern"):
-    """``term`` checked as a pattern (a value is a pattern too): returns it, with lists
-    taken as tuples. Raises :class:`BrokerTypeError` for a top-level ``str`` (use
-    ``parse``) and :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
+def to_pattern(term, what="pattern", call="subscribe"):
+    """``term`` checked as a pattern (a value is a pattern too; a ``str`` is parsed as
+    text): returns it, with lists taken as tuples. Raises
+    :class:`a0py.dataspace.ParseError` (with a note) for a str that does not parse and
+    :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
     if type(term) is str:
-        _refuse_str(term, what)
+        term = _parse_text(term, what, call)
     if type(term) is list:
         term = tuple(term)
     try:
