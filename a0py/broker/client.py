@@ -29,8 +29,6 @@ import threading
 import time
 from contextlib import contextmanager
 
-from a0py.dataspace import decode
-
 from . import wire
 from .errors import (
     BatchRejectedError,
@@ -154,7 +152,7 @@ class Subscription:
         return self.result
 
     def _row(self, payload):
-        return dict(zip(self.variables, decode(payload)))
+        return dict(zip(self.variables, wire.decode_value(payload)))
 
 
 class _Pending:
@@ -692,7 +690,7 @@ def _facts_reply(items, owners):
     out = []
     for op, payload in items:
         if op == wire.IT_FACT:
-            out.append((decode(payload), []))
+            out.append((wire.decode_value(payload), []))
         elif op == wire.IT_OWNER and out:
             out[-1][1].append(payload.decode("utf-8"))
     return out if owners else [f for f, _o in out]

@@ -87,9 +87,10 @@ class Change:
 class _Part:
     """One pattern of a subscription: its index handler and its table of bindings."""
 
-    __slots__ = ("equal", "gidx", "handle", "indexes", "number", "positions", "rows", "sub")
+    __slots__ = ("equal", "gidx", "handle", "identity", "indexes", "number", "positions",
+                 "rows", "single", "sub")
 
-    def __init__(self, sub, number, pattern, variables):
+    def __init__(self, sub, number, pattern, variables, single):
         self.sub = sub
         self.number = number
         names = analyse(pattern).names
@@ -104,8 +105,12 @@ class _Part:
                 first[name] = i
         own = sorted(first)
         self.positions = tuple(first[n] for n in own)        # capture index of each own var
+        # The captures tuple is already the binding when every capture is named once and
+        # they come in name order (`temp($room, $t)`): no tuple to build per event.
+        self.identity = self.positions == tuple(range(len(names)))
         self.gidx = tuple(variables.index(n) for n in own)   # its index among the sub's vars
         self.equal = tuple(equal)
+        self.single = single   # the subscription's only part: its table is the result
         self.rows = {}      # binding key (tuple of value keys) -> [values, count]
         self.indexes = {}   # tuple of local var positions -> {subkey: {row key: values}}
         self.handle = None
@@ -121,11 +126,12 @@ class _Part:
         return index
 
     def on_event(self, event, caps):
-        for i, j in self.equal:
-            if not canonical_equal(caps[i], caps[j]):
-                return
-        values = tuple([caps[i] for i in self.positions])
-        key = tuple([value_key(v) for v in values])
+        if self.equal:
+            for i, j in self.equal:
+                if not canonical_equal(caps[i], caps[j]):
+                    return
+        values = caps if self.identity else tuple([caps[i] for i in self.positions])
+        key = tuple(map(value_key, values))
         rows = self.rows
         if event == "+":
             entry = rows.get(key)
@@ -133,6 +139,9 @@ class _Part:
                 entry[1] += 1
                 return
             rows[key] = [values, 1]
+            if self.single:
+                self.sub.row_added(key, values)
+                return
             for local, index in self.indexes.items():
                 index.setdefault(tuple([key[i] for i in local]), {})[key] = values
             self.sub.part_changed(self, key, values, True)
@@ -142,6 +151,9 @@ class _Part:
             if entry[1]:
                 return
             del rows[key]
+            if self.single:
+                self.sub.row_removed(key, values)
+                return
             for local, index in self.indexes.items():
                 subkey = tuple([key[i] for i in local])
                 bucket = index[subkey]
@@ -154,8 +166,8 @@ class _Part:
 class _Subscription:
     """A subscription's parts, join plans, result and pending delta."""
 
-    __slots__ = ("added", "client", "engine", "fact", "full", "parts", "patterns", "plans",
-                 "removed", "result", "sub_id", "variables")
+    __slots__ = ("added", "alive", "client", "dirty", "engine", "fact", "full", "parts",
+                 "patterns", "plans", "removed", "result", "sub_id", "variables")
 
     def __init__(self, engine, client, sub_id, patterns):
         self.engine = engine
@@ -166,12 +178,15 @@ class _Subscription:
         for p in patterns:
             names.update(n for n in analyse(p).names if n is not None)
         self.variables = tuple(sorted(names))
-        self.parts = [_Part(self, i, p, self.variables) for i, p in enumerate(patterns)]
+        single = len(patterns) == 1
+        self.parts = [_Part(self, i, p, self.variables, single) for i, p in enumerate(patterns)]
         self.plans = [self._plan(part) for part in self.parts]
         self.result = {}    # full key -> values (one per variable, in self.variables order)
         self.added = {}
         self.removed = {}
         self.full = True
+        self.dirty = False
+        self.alive = True
         self.fact = Record(SUBSCRIPTION_LABEL, client, sub_id,
                            tuple(pattern_text(p) for p in patterns))
 
@@ -209,12 +224,29 @@ class _Subscription:
                 index.remove_handler(part.handle)
                 part.handle = None
 
+    def mark(self):
+        if not self.dirty:
+            self.dirty = True
+            self.engine._dirty.append(self)
+
+    def row_added(self, k, v):
+        self.result[k] = v
+        if self.removed.pop(k, None) is None:
+            self.added[k] = v
+        if not self.dirty:
+            self.dirty = True
+            self.engine._dirty.append(self)
+
+    def row_removed(self, k, v):
+        del self.result[k]
+        if self.added.pop(k, None) is None:
+            self.removed[k] = v
+        if not self.dirty:
+            self.dirty = True
+            self.engine._dirty.append(self)
+
     def part_changed(self, part, key, values, added):
-        if len(self.parts) == 1:
-            rows = ((key, values),)
-        else:
-            rows = self._join(part, key, values)
-        engine_dirty = self.engine._dirty
+        rows = self._join(part, key, values)
         if added:
             for k, v in rows:
                 self.result[k] = v
@@ -225,7 +257,8 @@ class _Subscription:
                 del self.result[k]
                 if self.added.pop(k, None) is None:
                     self.removed[k] = v
-        engine_dirty[self] = None
+        if rows:
+            self.mark()
 
     def _join(self, part, key, values):
         n = len(self.variables)
@@ -307,7 +340,7 @@ class Engine:
     def __init__(self):
         self.index = Index()
         self.clients = {}
-        self._dirty = {}   # _Subscription -> None, in the order they changed
+        self._dirty = []   # the subscriptions changed since take_changes, in that order
 
     # ------------------------------------------------------------------ clients
 
@@ -412,7 +445,7 @@ class Engine:
     def _subscribe(self, c, sub_id, patterns):
         sub = _Subscription(self, c.name, sub_id, tuple(patterns))
         c.subs[sub_id] = sub
-        self._dirty[sub] = None
+        sub.mark()
         sub.attach(self.index)
         self.index.add_assertion(sub.fact)
 
@@ -421,7 +454,7 @@ class Engine:
         if sub is None:
             raise UnknownSubscriptionError(f"client {c.name!r} has no subscription {sub_id}")
         sub.detach(self.index)
-        self._dirty.pop(sub, None)
+        sub.alive = False
         self.index.remove_assertion(sub.fact)
 
     # ------------------------------------------------------------------ whole-client changes
@@ -451,7 +484,7 @@ class Engine:
         for i in keep:
             sub = c.subs[i]
             sub.full = True
-            self._dirty[sub] = None
+            sub.mark()
         for it in items:
             if it[1] not in keep:
                 self._subscribe(c, it[1], it[2])
@@ -464,7 +497,7 @@ class Engine:
             return
         for sub in c.subs.values():
             sub.detach(self.index)
-            self._dirty.pop(sub, None)
+            sub.alive = False
         removals = list(c.claims.values()) + [s.fact for s in c.subs.values()]
         c.subs.clear()
         c.claims.clear()
@@ -477,7 +510,7 @@ class Engine:
         if c is not None:
             for sub in c.subs.values():
                 sub.full = True
-                self._dirty[sub] = None
+                sub.mark()
 
     def revoke(self, patterns, owner=None):
         """Retract, on behalf of their owners, the claims matching any of ``patterns``
@@ -519,12 +552,14 @@ class Engine:
     def take_changes(self):
         """The pending notifications (:class:`Change`), in the order the subscriptions
         changed; each subscription at most once."""
-        dirty, self._dirty = self._dirty, {}
+        dirty, self._dirty = self._dirty, []
         out = []
         for sub in dirty:
-            change = sub.take()
-            if change is not None:
-                out.append(change)
+            sub.dirty = False
+            if sub.alive:
+                change = sub.take()
+                if change is not None:
+                    out.append(change)
         return out
 
     def has_changes(self):

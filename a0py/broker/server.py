@@ -26,7 +26,7 @@ Invariants:
 import logging
 import threading
 
-from a0py.dataspace import DecodeError, InvalidValueError, ParseError, decode, encode, parse
+from a0py.dataspace import DecodeError, InvalidValueError, ParseError, encode, parse
 
 from . import wire
 from .engine import CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE, Engine
@@ -333,9 +333,9 @@ class Broker:
         for n, (op, payload) in enumerate(items):
             try:
                 if op == wire.IT_CLAIM:
-                    ops.append((CLAIM, payload, decode(payload)))
+                    ops.append((CLAIM, payload, wire.decode_value(payload)))
                 elif op == wire.IT_RETRACT:
-                    ops.append((RETRACT, decode(payload)))
+                    ops.append((RETRACT, wire.decode_value(payload)))
                 elif op == wire.IT_RETRACT_PATTERN:
                     ops.append((RETRACT, parse(payload.decode("utf-8"))))
                 elif op == wire.IT_SUBSCRIBE:
@@ -360,7 +360,7 @@ class Broker:
         for n, (op, payload) in enumerate(items):
             try:
                 if op == wire.IT_CLAIM:
-                    claims[payload] = decode(payload)
+                    claims[payload] = wire.decode_value(payload)
                 elif op == wire.IT_SUBSCRIBE:
                     sub_id, texts = wire.parse_subscribe(payload)
                     subs[sub_id] = tuple(parse(t) for t in texts)
