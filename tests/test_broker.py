@@ -167,6 +167,8 @@ def clients(name):
     for c in made:
         if isinstance(c, Proc):
             c.kill()
+            # The broker removes a dead client's arena, unless it stops first.
+            a0py.Arena.unlink_shm(wire.client_arena_name(name, c.name))
         else:
             c.close()
 
