@@ -150,7 +150,7 @@ class Broker:
         if arena is not None and not arena.closed:
             try:
                 frames = wire.request_frames(wire.REQ_WAKE, 0, _BROKER_SOURCE, [])
-                _core().Transport(arena).write_many(frames)
+                wire.write_frames(_core().Transport(arena), frames, timeout=1.0)
             except Exception:  # the loop also wakes on its own within a second
                 pass
         if self._thread is not None and self._thread is not threading.current_thread():
