@@ -86,6 +86,7 @@ class Subscription:
         self._keys = []          # sorted encoded rows
         self._staged = None      # rows of a notification cut into frames
         self._awaiting_full = True
+        self._reset = False
         self._delivered = threading.Event()
         self.active = True
         self.error = None        # a BrokerError when the broker cannot deliver the result
@@ -113,9 +114,13 @@ class Subscription:
     # -- called on the reader thread
 
     def _apply(self, flags, items):
+        if self._reset:
+            # Set by a resync (maybe on another thread); acted on here, on the reader's.
+            self._reset = False
+            self._staged = None
+            self._awaiting_full = True
         if flags & wire.FLAG_FULL:
-            if self._staged is None or not self._staged[1]:
-                self._staged = ({}, True)     # every frame of a full result carries the flag
+            self._staged = ({}, True)     # only the first frame of a full result has the flag
             self._awaiting_full = False
         elif self._awaiting_full:
             return None                 # a delta against a base we no longer trust
@@ -527,8 +532,7 @@ class BrokerClient:
             items = [wire.item(wire.IT_CLAIM, k) for k in self._claims]
             items += [wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(s)) for s in self._subs.values()]
             for sub in self._subs.values():
-                sub._awaiting_full = True
-                sub._staged = None
+                sub._reset = True      # drop deltas until the full result comes
             req_id = self._next_req
             self._next_req += 1
             frames = wire.request_frames(wire.REQ_STATE, req_id, self.name, items)

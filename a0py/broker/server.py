@@ -442,8 +442,11 @@ class Broker:
                 conn.outbox.extend(wire.reply_frames(
                     wire.REP_SUB_ERROR, change.sub_id, [wire.item(wire.IT_TEXT, message.encode())]))
                 continue
-            conn.outbox.extend(wire.reply_frames(wire.REP_NOTIFY, change.sub_id, items, flags,
-                                                 conn.frame_limit))
+            frames = wire.reply_frames(wire.REP_NOTIFY, change.sub_id, items, flags,
+                                       conn.frame_limit)
+            for i in range(1, len(frames)):     # FULL marks the first frame of a full result
+                frames[i] = frames[i][:2] + bytes((frames[i][2] & ~wire.FLAG_FULL,)) + frames[i][3:]
+            conn.outbox.extend(frames)
             self.stats["notifications"] += 1
 
     def _flush(self):

@@ -51,7 +51,7 @@ from .errors import BrokerError, BrokerNameError
 
 MAGIC = 0xB7           # version 1 of this layout
 FLAG_MORE = 0x01       # the request or reply continues in the next frame
-FLAG_FULL = 0x02       # a notification that replaces the subscriber's result (first, resync)
+FLAG_FULL = 0x02       # the first frame of a whole result (the first notification, a resync)
 FLAG_OWNERS = 0x04     # a facts request that wants the owners too
 
 # request kinds
