@@ -1,6 +1,6 @@
 """A room of processes sharing facts through the a0py fact broker.
 
-    python examples/room.py                 # about 4 seconds
+    python examples/room.py                 # a few seconds
     python examples/room.py --seconds 10
 
 What happens:
@@ -55,7 +55,7 @@ def sensor(room, start, slope, setpoint, seconds):
     # leaving the with block (or dying) retracts the claims
 
 
-def rule(ready, seconds):
+def rule(ready, stop):
     with BrokerClient(BROKER, client="rule") as c:
         alerts = {}
 
@@ -75,20 +75,28 @@ def rule(ready, seconds):
 
         c.subscribe('temp($room, $t)', 'setpoint($room, $s)', callback=on_rooms).wait()
         ready.set()
-        time.sleep(seconds)
+        stop.wait(60)
 
 
-def display(ready, seconds):
+def display(ready, timeout):
+    """Prints each change of the alerts; ends once alerts came and all went again."""
+    import threading
+
+    seen_alert, finished = threading.Event(), threading.Event()
     with BrokerClient(BROKER, client="display") as c:
         def show(rows):
             text = ", ".join(f"{r['room']} {r['t']}" for r in rows) or "none"
             print(f"  display: alerts now: {text}", flush=True)
+            if rows:
+                seen_alert.set()
+            elif seen_alert.is_set():
+                finished.set()
 
         c.subscribe('alert($room, $what, $t)', callback=show).wait()
         for fact in c.facts('subscription(_, _, _)'):
             print(f"  display: {format_term(fact)}", flush=True)
         ready.set()
-        time.sleep(seconds)
+        finished.wait(timeout)
 
 
 def main():
@@ -98,20 +106,23 @@ def main():
     ctx = mp.get_context("spawn")
     with Broker(BROKER):
         print(f"broker {BROKER!r} running in pid {os.getpid()}", flush=True)
-        rule_ready, display_ready = ctx.Event(), ctx.Event()
-        procs = [ctx.Process(target=rule, args=(rule_ready, args.seconds + 1.5)),
-                 ctx.Process(target=display, args=(display_ready, args.seconds + 2.0))]
-        procs[0].start()
-        rule_ready.wait(30)
-        procs[1].start()
-        display_ready.wait(30)
-        sensors = [ctx.Process(target=sensor, args=("kitchen", 20.0, 2.0, 21.0, args.seconds)),
+        rule_ready, display_ready, stop = ctx.Event(), ctx.Event(), ctx.Event()
+        rule_proc = ctx.Process(target=rule, args=(rule_ready, stop))
+        rule_proc.start()
+        rule_ready.wait(60)
+        display_proc = ctx.Process(target=display, args=(display_ready, args.seconds + 30))
+        display_proc.start()
+        display_ready.wait(60)
+        sensors = [ctx.Process(target=sensor, args=("kitchen", 22.0, 2.0, 21.0, args.seconds)),
                    ctx.Process(target=sensor, args=("hall", 19.0, 0.0, 20.0, args.seconds))]
         for p in sensors:
             p.start()
         print("sensors started: the kitchen warms 2 degrees a second, the hall stays", flush=True)
-        for p in sensors + procs:
-            p.join(args.seconds + 30)
+        for p in sensors:
+            p.join(args.seconds + 60)
+        display_proc.join(60)    # it ends once the kitchen's alert has come and gone
+        stop.set()
+        rule_proc.join(60)
     Arena.unlink_shm(request_arena_name(BROKER))   # the broker's request arena
     print("done", flush=True)
 
