@@ -60,12 +60,23 @@ sanitize:
 	  echo "== $$out (asan+ubsan)"; ASAN_OPTIONS=detect_leaks=1 $$out; \
 	done
 
-bench: build
-	$(VPY) bench/transport.py
+# The bench extra: the peers measured beside a0py. alephzero 0.3.17 builds
+# from its sdist, whose setup.py imports pybind11; installing without build
+# isolation (as every target here does) lets it see only this venv, so
+# pybind11 goes in first.
+$(VENV)/.installed-test+bench: $(VENV)/.created pyproject.toml setup.py
+	$(VPY) -m pip install -q "pybind11>=2.7"
+	$(VPY) -m pip install -q --no-build-isolation -e ".[test,bench]"
+	touch $@
+
+BENCH_ARGS ?=
+
+bench: build $(VENV)/.installed-test+bench
+	$(VPY) bench/transport.py $(BENCH_ARGS)
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd)
 
 clean:
-	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/_index.c .pytest_cache .hypothesis
+	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c .pytest_cache .hypothesis

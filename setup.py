@@ -5,8 +5,9 @@ core (``a0py._core``) get the core's objects linked in; those objects are
 compiled first, on their own, with ``-Wall -Wextra -Werror`` so a warning in
 the core fails the build, while Cython's generated C keeps milder flags.
 
-``A0PY_ONLY=a0py._index,a0py._core`` builds only the named modules (handy while
-one of them is being edited); ``A0PY_DEBUG=1`` builds without optimisation.
+``A0PY_ONLY=a0py.dataspace._compiled,a0py._core`` builds only the named
+modules (handy while one of them is being edited); ``A0PY_DEBUG=1`` builds
+without optimisation.
 """
 
 import glob
@@ -19,6 +20,8 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
 CORE_USERS = {"a0py._core"}
+CORE_DEPENDS = sorted(glob.glob("csrc/*.[ch]") + glob.glob("a0py/_core.pxd")
+                      + glob.glob("a0py/includes/*.pxd") + glob.glob("a0py/binding/*.pxi"))
 DEBUG = os.environ.get("A0PY_DEBUG") == "1"
 OPT = ["-O0", "-g"] if DEBUG else ["-O2"]
 CORE_CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wshadow",
@@ -58,8 +61,9 @@ def extensions():
             name, [pyx],
             include_dirs=["csrc"],
             extra_compile_args=CYTHON_CFLAGS,
-            # Every core source and header: editing any of them must relink.
-            depends=glob.glob("csrc/*.[ch]") if name in CORE_USERS else [],
+            # Every core source and header, and the binding's included parts
+            # and declarations: editing any of them must rebuild and relink.
+            depends=CORE_DEPENDS if name in CORE_USERS else [],
         ))
     return exts
 

@@ -1,7 +1,8 @@
 # The binding's classes, for other Cython modules that cimport them.
 from libc.stdint cimport uint8_t, uint64_t
 
-from ._a0 cimport a0_locked_t, a0_transport_t
+from .includes.a0_err cimport a0_err_t
+from .includes.a0_transport cimport a0_locked_t, a0_transport_t
 
 
 cdef class Arena:
@@ -26,7 +27,7 @@ cdef class Transport:
     cdef readonly Arena arena
     cdef LockedTransport _locked
     cdef int _acquire(self, a0_locked_t* lk) except -1
-    cdef int _release(self, a0_locked_t lk) except -1
+    cdef a0_err_t _release(self, a0_locked_t lk, bint commit=*) except *
 
 
 cdef class LockedTransport:

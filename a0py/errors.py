@@ -32,7 +32,10 @@ class ArenaNotFoundError(A0Error, FileNotFoundError):
 
 
 class ArenaExistsError(A0Error, FileExistsError):
-    """Asked to create an arena exclusively, and it already exists."""
+    """Asked to create an arena of one size, and it already exists with
+    another (``Arena.shm(name, size=...)``, ``Arena.file(path, size=...)``).
+    The message gives both sizes; pass ``size=None`` to attach to it as it
+    is, or unlink it to create it anew."""
 
 
 class FrameTooLargeError(A0Error, ValueError):

@@ -1,6 +1,6 @@
 """Actor benchmarks: ordered-channel throughput, reordering overhead, scatter-gather latency.
 
-    .venv/bin/python bench/actors.py [--quick] [--repeats 5]
+    .venv/bin/python bench/actors.py [--quick] [--repeats 5] [--only send ...]
 
 Every figure is the median (and where it says so, p99) of ``--repeats`` runs; the machines
 are noisy (see ../shared/NOTES.md), so compare figures from one run of this script only.
@@ -14,10 +14,15 @@ are noisy (see ../shared/NOTES.md), so compare figures from one run of this scri
    places apart swapped), the cases interleaved run by run.
 3. Scatter-gather completion time for 100 recipients, in-process and spread over 4
    processes (median and p99 over many gathers).
+4. The arena mailbox's send path: ns per ``ArenaRef.send`` of a small message into a
+   mailbox with room (thread CPU time), against ``Transport.write`` of the same pickled
+   bytes (the floor: one locked copy) and ``pickle.dumps`` alone, the cases interleaved
+   run by run.
 """
 
 import argparse
 import os
+import pickle
 import random
 import statistics
 import sys
@@ -26,8 +31,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import a0py
 from a0py.actor import (
     ActorSystem,
+    ArenaMailbox,
     ArenaRef,
     Labeller,
     OrderedProxy,
@@ -174,19 +181,37 @@ def gather_times(system, refs, rounds):
     return times
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="a0py actor benchmarks")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    args = parser.parse_args(argv)
-    n = 20_000 if args.quick else 100_000
-    n_cross = 10_000 if args.quick else 50_000
-    rounds = 20 if args.quick else 100
-    tag = f"bench{os.getpid()}"
-    reps = args.repeats
+# -- 4. the send path -------------------------------------------------------------------
 
-    print(f"# a0py actor benchmarks (pid {os.getpid()}, {os.cpu_count()} CPUs, "
-          f"median of {reps} runs)")
+def send_costs(name, n):
+    """ns per message for (pickle.dumps, Transport.write of those bytes, ArenaRef.send)
+    into the mailbox ``name`` (no reader; emptied before each case, so nothing waits)."""
+    message = ("reading", 12345, 2.5)
+    data = pickle.dumps(message, protocol=5)
+    mailbox_arena = a0py.Arena.shm(f"a0py.actor.{name}")
+    transport = a0py.Transport(mailbox_arena)
+    ref = ArenaRef(name)
+
+    def empty():
+        with transport.lock() as t:
+            t.clear()
+
+    def run(fn, arg):
+        empty()
+        t = time.thread_time()    # CPU time of this thread: nothing here waits
+        for _ in range(n):
+            fn(arg)
+        return (time.thread_time() - t) / n * 1e9
+
+    dumps = run(lambda m: pickle.dumps(m, protocol=5), message)
+    write = run(transport.write, data)
+    send = run(ref.send, message)
+    empty()
+    mailbox_arena.close()
+    return dumps, write, send
+
+
+def bench_ordered(n, n_cross, reps, tag):
     print("\n## ordered channel: messages/s")
     rows = [
         ("labeller+proxy objects, direct calls", lambda: direct_ordered(n)),
@@ -201,6 +226,8 @@ def main(argv=None):
         runs = [fn() for _ in range(reps)]
         print(f"  {name:<48} {median(runs):>12,.0f}  (min {min(runs):,.0f}, max {max(runs):,.0f})")
 
+
+def bench_reorder(n, reps):
     print("\n## reordering overhead: ns per message in OrderedProxy.handle")
     rng = random.Random(1)
     orders = {f: displaced(n, f, rng) for f in (0.0, 0.01, 0.10, 0.50)}
@@ -214,6 +241,25 @@ def main(argv=None):
         ns = median(c[0] for c in runs)
         print(f"  {runs[0][1]:4.0%} out of order: {ns:7.0f} ns/msg  ({ns / base:4.2f}x in order)")
 
+
+def bench_send(n, reps, tag):
+    print("\n## arena mailbox send path: ns per message (a 3-tuple, pickled to "
+          f"{len(pickle.dumps(('reading', 12345, 2.5), protocol=5))} bytes)")
+    mailbox = ArenaMailbox(f"{tag}-send", size=1 << 24)
+    try:
+        send_costs(f"{tag}-send", 2000)  # warm-up
+        runs = [send_costs(f"{tag}-send", n) for _ in range(reps)]
+    finally:
+        mailbox.release()
+    dumps, write, send = (median(r[k] for r in runs) for k in range(3))
+    print(f"  pickle.dumps alone:                 {dumps:7.0f}")
+    print(f"  Transport.write of the bytes:       {write:7.0f}  (1.00x)")
+    print(f"  ArenaRef.send (pickle + send path): {send:7.0f}  ({send / write:4.2f}x write)")
+    print(f"  ArenaRef.send less pickling:        {send - dumps:7.0f}  "
+          f"({(send - dumps) / write:4.2f}x write)")
+
+
+def bench_gather(rounds, reps, tag):
     print("\n## scatter-gather, 100 recipients: completion time (ms)")
     with ActorSystem() as system:
         local = [system.spawn(Responder(), name=f"{tag}-l{i}") for i in range(100)]
@@ -232,6 +278,35 @@ def main(argv=None):
         finally:
             for node in nodes:
                 node.close()
+
+
+SECTIONS = ("ordered", "reorder", "send", "gather")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="a0py actor benchmarks")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", choices=SECTIONS, action="append",
+                        help="run only this section (repeatable; default: all)")
+    args = parser.parse_args(argv)
+    n = 20_000 if args.quick else 100_000
+    n_cross = 10_000 if args.quick else 50_000
+    rounds = 20 if args.quick else 100
+    tag = f"bench{os.getpid()}"
+    reps = args.repeats
+    only = set(args.only or SECTIONS)
+
+    print(f"# a0py actor benchmarks (pid {os.getpid()}, {os.cpu_count()} CPUs, "
+          f"median of {reps} runs)")
+    if "ordered" in only:
+        bench_ordered(n, n_cross, reps, tag)
+    if "reorder" in only:
+        bench_reorder(n, reps)
+    if "send" in only:
+        bench_send(n, reps, tag)
+    if "gather" in only:
+        bench_gather(rounds, reps, tag)
 
 
 if __name__ == "__main__":

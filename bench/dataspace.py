@@ -10,8 +10,9 @@ kinds. Phases, each timed separately on a fresh process state:
 * observe  : add the 100 observers to an index already holding the 100k values
 
 Both builds run the same algorithm from the same source
-(a0py/dataspace/_skeleton.py): ``compiled`` is a0py._index, ``interpreted``
-is that module run by CPython. Each build gets the workload built from its
+(a0py/dataspace/_canonical.py, _skeleton.py, _trie.py, _index.py): ``compiled``
+is a0py.dataspace._compiled, ``interpreted`` (a0py.dataspace._interpreted) is
+those files run by CPython. Each build gets the workload built from its
 own Record class; the events of the two builds are checked equal (per
 observer and event kind, counts for the full run; the full multiset of
 events, as text, on a 5k-value slice).
@@ -32,12 +33,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from a0py.dataspace import DISCARD, capture, format_term
-from a0py.dataspace import _skeleton as interpreted
+from a0py.dataspace import _interpreted as interpreted
 
 try:
-    from a0py import _index as compiled
+    from a0py.dataspace import _compiled as compiled
 except ImportError:  # pragma: no cover
-    sys.exit("a0py._index is not built: A0PY_ONLY=a0py._index python setup.py build_ext --inplace")
+    sys.exit("a0py.dataspace._compiled is not built:"
+             " A0PY_ONLY=a0py.dataspace._compiled python setup.py build_ext --inplace")
 
 BUILDS = {"compiled": compiled, "interpreted": interpreted}
 KINDS = 5

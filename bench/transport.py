@@ -6,7 +6,8 @@
 
 Measures, each repeated --repeats times (medians reported):
 
-  throughput  frames/s and ns/frame written (Transport.write; `with lock()`
+  throughput  frames/s and ns/frame written (Transport.write; the
+              non-evicting write(evict=False); `with lock()`
               + alloc + copy + commit) and read (read_next; read_many;
               zero-copy next/frame under one lock) for 64 B, 4 KiB, 1 MiB
               frames, and GB/s for 1 MiB;
@@ -93,7 +94,7 @@ def frame_span(size):
 
 
 def time_write(size, n, arena_size, path):
-    """ns per frame written by `path` ('write' or 'alloc'), n frames."""
+    """ns per frame written by `path` ('write', 'alloc' or 'noevict'), n frames."""
     data = os.urandom(size)
     with ShmArena(arena_size) as arena:
         tr = a0py.Transport(arena)
@@ -101,6 +102,21 @@ def time_write(size, n, arena_size, path):
         for _ in range(arena_size // frame_span(size) + 1):
             tr.write(data)
         rep = itertools.repeat(None, n)
+        if path == "noevict":
+            # The mailbox's send: never evict. A consumer frees the room
+            # between rounds (untimed), as a reader keeping up would.
+            per_round = (arena_size - 512) // frame_span(size)
+            write, lock, done, elapsed = tr.write, tr.lock(), 0, 0
+            while done < n:
+                with lock as t:
+                    t.clear()
+                k = min(per_round, n - done)
+                t0 = time.perf_counter_ns()
+                for _ in itertools.repeat(None, k):
+                    write(data, False)
+                elapsed += time.perf_counter_ns() - t0
+                done += k
+            return elapsed / n
         if path == "write":
             write = tr.write
             t0 = time.perf_counter_ns()
@@ -182,6 +198,7 @@ def throughput(args):
     for size in SIZES:
         p = plan[size]
         cases = [("write", "Transport.write", time_write),
+                 ("noevict", "write(evict=False)", time_write),
                  ("alloc", "lock+alloc+copy+commit", time_write),
                  ("read_next", "read_next (copy)", time_read),
                  ("read_many", f"read_many({BATCH}) (copy)", time_read),

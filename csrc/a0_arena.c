@@ -131,10 +131,14 @@ a0_err_t a0_arena_reset_locks(void* base) {
 
 a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info) {
   if (info) *info = (a0_check_info_t){0};
-  if (size < sizeof(a0_arena_hdr_t)) A0_FAIL(A0_ERR_TOO_SMALL, "arena_size", A0_MIN_ARENA_SIZE, size);
   const a0_arena_hdr_t* hdr = (const a0_arena_hdr_t*)base;
-  uint64_t magic = atomic_load_explicit((_Atomic uint64_t*)&hdr->magic, memory_order_acquire);
-  if (magic != A0_ARENA_MAGIC) A0_FAIL(A0_ERR_BAD_MAGIC, "magic", A0_ARENA_MAGIC, magic);
+  /* The magic first, whenever there are bytes for it: a short file that is
+   * not an arena is "not an arena", not "too small". */
+  if (size >= sizeof hdr->magic) {
+    uint64_t magic = atomic_load_explicit((_Atomic uint64_t*)&hdr->magic, memory_order_acquire);
+    if (magic != A0_ARENA_MAGIC) A0_FAIL(A0_ERR_BAD_MAGIC, "magic", A0_ARENA_MAGIC, magic);
+  }
+  if (size < sizeof(a0_arena_hdr_t)) A0_FAIL(A0_ERR_TOO_SMALL, "arena_size", A0_MIN_ARENA_SIZE, size);
   if (hdr->version != A0_FORMAT_VERSION)
     A0_FAIL(A0_ERR_BAD_VERSION, "version", A0_FORMAT_VERSION, hdr->version);
   if (hdr->header_size != A0_HEADER_SIZE)

@@ -50,13 +50,7 @@ a0_err_t a0_deadman_try_take(void* base) {
   a0_err_t err = a0_robust_trylock(&h->deadman.mutex, &recovered);
   if (err == A0_ERR_BUSY && atomic_load(A0_ATOMIC_U32(&h->deadman_pid)) == 0) {
     /* Held without a pid: a transient holder (see above). Wait it out. */
-    struct timespec soon;
-    clock_gettime(CLOCK_MONOTONIC, &soon);
-    soon.tv_nsec += 2000000;
-    if (soon.tv_nsec >= 1000000000) {
-      soon.tv_sec++;
-      soon.tv_nsec -= 1000000000;
-    }
+    struct timespec soon = a0_deadline_after_ns(2000000);
     err = a0_robust_lock(&h->deadman.mutex, &soon, &recovered);
     if (err == A0_ERR_TIMEOUT) err = A0_ERR_BUSY;
   }

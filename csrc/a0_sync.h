@@ -1,4 +1,7 @@
-/* a0_sync.h — internal: futex calls and robust-mutex helpers (not public). */
+/* a0_sync.h — futex calls, robust-mutex helpers and deadline arithmetic.
+ *
+ * Internal to the core, except the deadline helpers, which the C tests and
+ * the binding share so that a deadline is computed one way everywhere. */
 #ifndef A0_SYNC_H
 #define A0_SYNC_H
 
@@ -7,6 +10,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -32,12 +36,33 @@ static inline void a0_futex_wake_all(uint32_t* word) {
   syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-static inline int a0_deadline_passed(const struct timespec* deadline) {
-  if (!deadline) return 0;
+/* Deadlines: absolute CLOCK_MONOTONIC times, computed only here (the core,
+ * its tests and the binding all use these, so there is one carry rule). */
+#define A0_NS_PER_S 1000000000L
+
+static inline bool a0_timespec_before(const struct timespec* a, const struct timespec* b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* now + ns. ns up to ~292 years: callers cap "forever" before calling. */
+static inline struct timespec a0_deadline_after_ns(uint64_t ns) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += (time_t)(ns / A0_NS_PER_S);
+  t.tv_nsec += (long)(ns % A0_NS_PER_S);
+  if (t.tv_nsec >= A0_NS_PER_S) {
+    t.tv_sec++;
+    t.tv_nsec -= A0_NS_PER_S;
+  }
+  return t;
+}
+
+/* Whether the deadline (NULL: none) is reached. */
+static inline bool a0_deadline_passed(const struct timespec* deadline) {
+  if (!deadline) return false;
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  return now.tv_sec > deadline->tv_sec ||
-         (now.tv_sec == deadline->tv_sec && now.tv_nsec >= deadline->tv_nsec);
+  return !a0_timespec_before(&now, deadline);
 }
 
 static inline void a0_cpu_relax(void) {

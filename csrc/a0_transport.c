@@ -310,6 +310,36 @@ a0_err_t a0_transport_clear(a0_locked_t lk) {
   return A0_OK;
 }
 
+a0_err_t a0_transport_drop_through(a0_locked_t lk, uint64_t seq) {
+  a0_transport_t* t = lk.t;
+  if (!t->locked) return A0_ERR_NOT_LOCKED;
+  if (t->pending) return A0_ERR_PENDING;
+  a0_state_t w = t->work; /* walked on a copy: a corrupt link changes nothing */
+  if (state_empty(&w) || seq < w.seq_low) return A0_OK;
+  if (seq >= w.seq_high) {
+    w.seq_low = w.seq_high + 1;
+    w.off_head = w.off_tail = 0;
+  } else {
+    while (w.seq_low <= seq) { /* at most seq_high - seq_low steps, each checked */
+      a0_err_t err = evict_head(t, &w);
+      if (err) return err;
+    }
+  }
+  t->work = w;
+  publish(t, &t->work);
+  return A0_OK;
+}
+
+a0_err_t a0_transport_alloc_noevict(a0_locked_t lk, uint64_t n, const struct timespec* deadline,
+                                    uint8_t** data) {
+  a0_transport_t* t = lk.t;
+  if (!t->locked) return A0_ERR_NOT_LOCKED;
+  if (n > a0_transport_max_frame_data(t)) return A0_ERR_FRAME_TOO_LARGE;
+  a0_err_t err = a0_transport_wait(lk, a0_pred_fits, &n, deadline);
+  if (err) return err;
+  return a0_transport_alloc(lk, n, data);
+}
+
 uint64_t a0_transport_seq_low(a0_locked_t lk) { return lk.t->work.seq_low; }
 uint64_t a0_transport_seq_high(a0_locked_t lk) { return lk.t->work.seq_high; }
 bool a0_transport_empty(a0_locked_t lk) { return state_empty(&lk.t->work); }
@@ -472,6 +502,12 @@ bool a0_pred_has_next(a0_locked_t lk, void* ctx) {
 
 bool a0_pred_seq_above(a0_locked_t lk, void* ctx) {
   return lk.t->work.seq_high > *(const uint64_t*)ctx;
+}
+
+bool a0_pred_fits(a0_locked_t lk, void* ctx) {
+  bool evicts;
+  if (a0_transport_alloc_evicts(lk, *(const uint64_t*)ctx, &evicts) != A0_OK) return true;
+  return !evicts;
 }
 
 uint32_t a0_transport_notify_count(const a0_transport_t* t) {

@@ -90,6 +90,22 @@ a0_err_t a0_transport_commit(a0_locked_t lk);
 a0_err_t a0_transport_commit_unlock(a0_locked_t lk);
 /* Removes every frame (seqs are never reused) and publishes at once. */
 a0_err_t a0_transport_clear(a0_locked_t lk);
+/* Removes the frames from the oldest through `seq` (all of them if seq is
+ * the newest or above; nothing if seq is below the oldest) and publishes at
+ * once: how a consumer that has read through `seq` gives their room back to
+ * non-evicting writers. A0_ERR_PENDING if this lock has uncommitted frames
+ * (publishing would commit them). */
+a0_err_t a0_transport_drop_through(a0_locked_t lk, uint64_t seq);
+
+/* The non-evicting write. "Room" for n bytes means that alloc(n) would
+ * evict no frame; it appears only when frames are removed, by clear() or
+ * drop_through() (eviction is what this write refuses to do). Waits (lock
+ * released while asleep, as a0_transport_wait) until there is room, then
+ * allocates. A0_ERR_FRAME_TOO_LARGE at once if n can never fit;
+ * A0_ERR_TIMEOUT / A0_ERR_INTERRUPTED as a0_transport_wait (the lock is
+ * held, nothing allocated: call again to keep waiting). */
+a0_err_t a0_transport_alloc_noevict(a0_locked_t lk, uint64_t n, const struct timespec* deadline,
+                                    uint8_t** data);
 
 uint64_t a0_transport_seq_low(a0_locked_t lk);
 uint64_t a0_transport_seq_high(a0_locked_t lk);
@@ -127,6 +143,9 @@ a0_err_t a0_transport_wait_step(a0_locked_t lk, const struct timespec* deadline)
 /* Built-in predicates. */
 bool a0_pred_has_next(a0_locked_t lk, void* ctx);
 bool a0_pred_seq_above(a0_locked_t lk, void* ctx); /* ctx: const uint64_t* */
+/* alloc(n) would evict nothing; ctx: const uint64_t* n. Also true when the
+ * answer is an error, so the waiter stops and the alloc reports it. */
+bool a0_pred_fits(a0_locked_t lk, void* ctx);
 
 /* The notify word (for tests and tools). */
 uint32_t a0_transport_notify_count(const a0_transport_t* t);

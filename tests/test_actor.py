@@ -292,6 +292,69 @@ def test_asyncio_actors_handle_sync_and_async_behaviours_in_order():
     assert not overlap
 
 
+def _scripted(log, use_async):
+    """A behaviour that logs, raises on "bad", becomes a second behaviour on "become" and
+    stops itself on "stop"; async (awaiting between steps) or not."""
+
+    def second(m):
+        log.append(("second", m))
+        if m == "stop":
+            current().stop()
+
+    def first(m):
+        if m == "bad":
+            raise ValueError("bad message")
+        log.append(m)
+        if m == "become":
+            become(second)
+
+    if not use_async:
+        return first
+
+    async def first_async(m):
+        await asyncio.sleep(0)
+        first(m)
+    return first_async
+
+
+def test_thread_and_asyncio_actors_handle_messages_through_the_same_path():
+    script = ["a", "bad", "become", "b", "stop", "never"]
+    expected = ["a", "become", ("second", "b"), ("second", "stop")]
+
+    async def main():
+        failures = []
+        system = ActorSystem(supervisor=failures.append)
+        cases = {"thread": (system.spawn, False), "asyncio": (system.spawn_async, False),
+                 "asyncio, async def": (system.spawn_async, True)}
+        logs, refs = {}, {}
+        for kind, (spawn, use_async) in cases.items():
+            logs[kind] = []
+            refs[kind] = spawn(_scripted(logs[kind], use_async), name=kind)
+            for m in script:
+                refs[kind].send(m)
+        for _ in range(1000):
+            if not any(ref.is_alive() for ref in refs.values()):
+                break
+            await asyncio.sleep(0.005)
+        stopping = system.spawn_async(_scripted([], True), name="stops", on_failure="stop")
+        stopping.send("bad")
+        stopping.send("a")
+        for _ in range(1000):
+            if not stopping.is_alive():
+                break
+            await asyncio.sleep(0.005)
+        system.shutdown()
+        return failures, logs, refs, stopping
+
+    failures, logs, refs, stopping = asyncio.run(main())
+    for kind, log in logs.items():
+        assert log == expected, kind
+        assert not refs[kind].is_alive() and refs[kind]._actor.handled == 5
+    assert sorted(f.actor for f in failures) == ["asyncio", "asyncio, async def", "stops", "thread"]
+    assert all(isinstance(f.error, ValueError) and "bad message" in f.traceback for f in failures)
+    assert not stopping.is_alive() and stopping._actor.handled == 0
+
+
 def test_spawn_async_without_a_loop_is_a_config_error(system):
     with pytest.raises(ActorConfigError, match="loop"):
         system.spawn_async(print)
@@ -372,6 +435,122 @@ def test_a_message_larger_than_the_mailbox_is_refused(system):
         ArenaRef(name).send(b"x" * 100_000)
 
 
+def test_mailbox_put_and_arena_ref_send_share_one_send_path(system):
+    from a0py.actor import ArenaMailbox, ArenaRef
+
+    name = unique()
+    mailbox = ArenaMailbox(name, size=8192)
+    try:
+        assert mailbox.put("via put") is True
+        assert ArenaRef(name).send("via send") is True
+        for send in (mailbox.put, ArenaRef(name).send):
+            with pytest.raises(MessageTooLargeError, match="arena_size"):
+                send(b"x" * 100_000)
+        mailbox.open_reader()
+        assert mailbox.take(1) == ["via put", "via send"]
+        mailbox.close_reader()
+    finally:
+        mailbox.release()
+
+
+def test_take_drains_a_batch_and_gives_the_room_back_once_everything_is_read():
+    from a0py.actor import ArenaMailbox, ArenaRef
+
+    name = unique()
+    mailbox = ArenaMailbox(name, size=16384, batch=50)
+    ref = ArenaRef(name, send_timeout=0)
+    sent = 0
+    while ref.send(sent):      # no reader yet: fill it (full and no reader: dropped, False)
+        sent += 1
+    try:
+        assert sent > 100
+        mailbox.open_reader()
+        got = mailbox.take(1)
+        assert got == list(range(50))               # one batch, in order
+        with pytest.raises(MailboxFullError):       # frames left unread: no room yet
+            ref.send("no room")
+        while len(got) < sent:
+            got += mailbox.take(1)
+        assert got == list(range(sent))
+        ref.send("room again")                      # everything read: the room is back
+        assert mailbox.take(1) == ["room again"]
+        mailbox.close_reader()
+    finally:
+        mailbox.release()
+
+
+def _send_before_and_after_closing_the_cached_arenas(name, result):
+    from a0py.actor import ArenaRef
+    from a0py.actor.arena import close_cached_arenas
+
+    ref = ArenaRef(name)
+    sends = []
+    sent_once, closed = threading.Event(), threading.Event()
+
+    def sender():   # one thread, so one cached transport, used before and after
+        sends.append(ref.send("before"))
+        sent_once.set()
+        closed.wait(10)
+        sends.append(ref.send("after"))
+
+    thread = threading.Thread(target=sender)
+    thread.start()
+    sent_once.wait(10)
+    close_cached_arenas()    # the sender's cached transport now maps a closed arena
+    closed.set()
+    thread.join(10)
+    result.put(sends)
+
+
+@pytest.mark.slow
+def test_a_sender_whose_cached_mapping_was_closed_maps_the_mailbox_again(system):
+    import multiprocessing
+
+    name = unique()
+    got = []
+    system.spawn(got.append, name=name, arena=True)
+    context = multiprocessing.get_context("fork")
+    result = context.Queue()
+    child = context.Process(target=_send_before_and_after_closing_the_cached_arenas,
+                            args=(name, result))
+    child.start()
+    assert result.get(timeout=30) == [True, True]
+    child.join(10)
+    assert wait_for(lambda: got == ["before", "after"])
+
+
+def _write_raw_frame(name, data):
+    import a0py
+
+    arena = a0py.Arena.shm(f"a0py.actor.{name}")
+    try:
+        a0py.Transport(arena).write(data)
+    finally:
+        arena.close()
+
+
+def test_an_undecodable_frame_is_reported_to_the_log_and_counted(system, caplog):
+    from a0py.actor import ArenaMailbox
+    from a0py.actor.mailbox import Undecodable
+
+    name = unique()
+    got = []
+    mailbox = ArenaMailbox(name)
+    ref = system.spawn(got.append, name=name, mailbox=mailbox)
+    with caplog.at_level("ERROR", logger="a0py.actor"):
+        _write_raw_frame(name, b"not a pickle")
+        ref.send("after")
+        assert wait_for(lambda: got == ["after"])
+        assert wait_for(lambda: len(system.failures) == 1)
+    failure = system.failures[0]
+    assert isinstance(failure.message, Undecodable) and failure.message.size == 12
+    assert failure.message.head == b"not a pickle" and failure.actor == name
+    assert isinstance(failure.error, pickle.UnpicklingError) and "Traceback" in failure.traceback
+    assert mailbox.undecodable == 1
+    assert any("undecodable frame of 12 bytes" in r.getMessage() for r in caplog.records)
+    assert ref.is_alive()
+
+
 def test_two_live_actors_cannot_share_a_name(system):
     name = unique()
     system.spawn(print, name=name, arena=True)
@@ -445,6 +624,49 @@ def test_process_actor_is_addressable_by_name_survives_a_failure_and_is_seen_dea
     assert ("counted", 2, 0) in replies
 
 
+def test_wait_alive_on_a_mailbox_never_created_returns_false_at_the_timeout():
+    from a0py.actor import ArenaRef
+
+    ref = ArenaRef(unique("never"))
+    assert ref.wait_alive(0.1) is False      # no ActorNotFoundError: it waited
+    assert ref.wait_alive(0) is False
+
+
+@pytest.mark.slow
+def test_wait_alive_waits_for_a_mailbox_that_another_process_creates_later():
+    from a0py.actor import ArenaRef, spawn_process
+
+    name = unique("later")
+    outcome = []
+    waiter = threading.Thread(target=lambda: outcome.append(ArenaRef(name).wait_alive(30)))
+    waiter.start()
+    time.sleep(0.2)                           # the waiter finds no mailbox yet
+    assert outcome == []
+    with spawn_process({name: Echo}, start_method="fork") as node:
+        waiter.join(30)
+        assert outcome == [True]
+        assert ArenaRef(name).owner_pid == node.pid
+
+
+@pytest.mark.slow
+def test_an_undecodable_frame_in_a_process_actor_reaches_its_supervisor(system):
+    from a0py.actor import spawn_process
+
+    tag = unique()
+    replies, failures = [], []
+    inbox = system.spawn(replies.append, name=f"{tag}-inbox", arena=True)
+    system.spawn(failures.append, name=f"{tag}-supervisor", arena=True)
+    with spawn_process({f"{tag}-echo": Echo}, supervisor=f"{tag}-supervisor") as node:
+        _write_raw_frame(f"{tag}-echo", b"\x80\x05garbage")
+        node[f"{tag}-echo"].send((inbox, "still here"))
+        assert wait_for(lambda: replies == [(node.pid, "still here")])
+        assert wait_for(lambda: len(failures) == 1)
+    failure = failures[0]
+    assert failure.actor == f"{tag}-echo" and failure.pid == node.pid
+    assert "undecodable frame of 9 bytes" in failure.message     # its repr, across processes
+    assert "UnpicklingError" in str(failure.error) and "Traceback" in failure.traceback
+
+
 @pytest.mark.slow
 def test_messages_sent_before_a_fork_started_node_is_up_are_delivered(system):
     from a0py.actor import ArenaRef, spawn_process
@@ -462,3 +684,76 @@ def test_messages_sent_before_a_fork_started_node_is_up_are_delivered(system):
             assert [body for _pid, body in replies] == ["early", "late"]
     finally:
         early.release()
+
+
+# -- spawn_process and the main module ---------------------------------------------------
+
+_NODE_SCRIPT = """\
+import operator
+from a0py.actor import spawn_process
+
+{indent_if}node = spawn_process({{{name!r}: (operator.itemgetter, (0,))}}, start_method={method!r})
+{indent}node[{name!r}].send(("x",))
+{indent}node.close()
+{indent}print("started")
+"""
+
+
+def _run_node_script(path, name, method="spawn", guarded=False):
+    import subprocess
+    import sys
+
+    body = _NODE_SCRIPT.format(name=name, method=method,
+                               indent_if='if __name__ == "__main__":\n    ' if guarded else "",
+                               indent="    " if guarded else "")
+    path.write_text(body)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120, cwd=path.parent)
+
+
+def _no_mailbox_left(name):
+    return not os.path.exists(f"/dev/shm/a0py.actor.{name}")
+
+
+@pytest.mark.slow
+def test_spawn_process_from_unguarded_main_code_says_to_add_the_guard(tmp_path):
+    name = unique("guard")
+    script = tmp_path / "unguarded.py"
+    run = _run_node_script(script, name)
+    assert run.returncode != 0 and "started" not in run.stdout
+    assert "ActorConfigError" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr and f"{script}, line 4" in run.stderr
+    assert "bootstrapping phase" not in run.stderr     # not multiprocessing's error
+    assert _no_mailbox_left(name)
+
+
+@pytest.mark.slow
+def test_spawn_process_under_the_guard_or_with_fork_starts(tmp_path):
+    guarded = _run_node_script(tmp_path / "guarded.py", unique("guard"), guarded=True)
+    assert guarded.returncode == 0, guarded.stderr
+    assert guarded.stdout.strip() == "started"
+    forked = _run_node_script(tmp_path / "forked.py", unique("guard"), method="fork")
+    assert forked.returncode == 0, forked.stderr
+    assert forked.stdout.strip() == "started"
+
+
+@pytest.mark.slow
+def test_a_child_that_reaches_spawn_process_while_starting_says_to_add_the_guard(tmp_path):
+    import py_compile
+    import subprocess
+    import sys
+
+    name = unique("guard")
+    source = tmp_path / "gone.py"
+    source.write_text(_NODE_SCRIPT.format(name=name, method="spawn", indent_if="", indent=""))
+    compiled = tmp_path / "nosource.pyc"
+    py_compile.compile(str(source), cfile=str(compiled))
+    source.unlink()     # no source: the parent cannot tell, the child finds out
+    run = subprocess.run([sys.executable, str(compiled)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode != 0 and "started" not in run.stdout
+    assert "while this process was starting as a child" in run.stderr
+    assert 'if __name__ == "__main__":' in run.stderr
+    assert "exited with code 1 before its actors started" in run.stderr
+    assert "bootstrapping phase" not in run.stderr
+    assert _no_mailbox_left(name)

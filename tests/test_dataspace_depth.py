@@ -22,11 +22,11 @@ from a0py.dataspace import (
     decode,
     encode,
 )
-from a0py.dataspace import _skeleton as interpreted
+from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
 
 try:
-    from a0py import _index as compiled
+    from a0py.dataspace import _compiled as compiled
 except ImportError:  # pragma: no cover - the build is part of `make test`
     compiled = None
 
@@ -174,8 +174,8 @@ _DEEP_SCRIPT = textwrap.dedent("""
     import sys
     import a0py.dataspace as ds
     from a0py.dataspace import InvalidValueError, capture, encode
-    from a0py.dataspace import _skeleton as interpreted
-    from a0py import _index as compiled
+    from a0py.dataspace import _interpreted as interpreted
+    from a0py.dataspace import _compiled as compiled
 
     mod = compiled if sys.argv[1] == "compiled" else interpreted
     N = 100_000

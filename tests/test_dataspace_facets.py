@@ -9,7 +9,9 @@ from a0py.dataspace import (
     Dataspace,
     DataspaceTypeError,
     FacetStoppedError,
+    Index,
     InvalidValueError,
+    ParseError,
     Record,
     UnknownHandlerError,
     parse,
@@ -142,6 +144,48 @@ def test_facet_argument_errors():
     h = other.assert_(1)
     with pytest.raises(UnknownHandlerError):
         f.retract(h)
+
+
+def test_a_str_is_read_as_text_by_assert_send_and_observe_alike():
+    """A str given to a facet is the text syntax, never a string fact: what
+    observe('present($who)') matches, assert_('present("x")') asserts."""
+    ds = Dataspace()
+    f = ds.actor("f")
+    seen = []
+    f.observe("present($who)", added=lambda who: seen.append(("present", who)))
+    f.observe('speak($who, "hi")', message=lambda who: seen.append(("speak", who)))
+    f.observe('"hi"', added=lambda: seen.append(("str", "hi")))
+    h = f.assert_('present("Alice")')
+    assert h.value == R("present", "Alice") and ds.index.count(R("present", "Alice")) == 1
+    f.send('speak("Bob", "hi")')
+    assert "present(\"Alice\")" not in ds.index  # not stored as a string
+    # The string value itself is written as its text, quoted.
+    f.assert_('"hi"')
+    assert ds.index.count("hi") == 1
+    assert seen == [("present", "Alice"), ("speak", "Bob"), ("str", "hi")]
+    # Index takes Python values only: there a str is a string.
+    idx = Index()
+    idx.add_assertion('present("Alice")')
+    assert idx.assertions() == ['present("Alice")']
+
+
+def test_a_str_that_is_not_text_is_refused_with_a_hint():
+    ds = Dataspace()
+    f = ds.actor()
+    for call, hint in [
+        (lambda: f.assert_("hello"), """assert_('"hello"')"""),
+        (lambda: f.send("two words"), """send('"two words"')"""),
+        (lambda: f.observe("x(", print), """observe('"x("')"""),
+    ]:
+        with pytest.raises(ParseError) as info:
+            call()
+        assert any("reads a str as the text syntax of parse()" in n and hint in n
+                   for n in info.value.__notes__), info.value.__notes__
+    with pytest.raises(InvalidValueError, match="is a pattern"):
+        f.assert_("present($who)")
+    with pytest.raises(InvalidValueError, match="is a pattern"):
+        f.send("[_]")
+    assert len(ds.index) == 0 and f.assertions == []
 
 
 def test_callbacks_may_act_on_the_dataspace():

@@ -248,6 +248,17 @@ def test_repr_of_patterns():
         'speak("Alice", $what, _, $:[$x, 1])'
 
 
+def test_repr_of_pattern_terms_alone_is_the_text_syntax():
+    assert repr(DISCARD) == format_term(_) == "_"
+    assert repr(capture()) == "$"
+    assert repr(capture(name="who")) == "$who"
+    assert repr(capture(Record("a", "x", b"\x00", (1, 2.5)), name="y")) == \
+        '$y:a("x", b"\\x00", [1, 2.5])'
+    assert repr(capture(capture("s"))) == format_term(capture(capture("s"))) == '$:$:"s"'
+    for text in ("$", "$who", '$y:a("x", b"\\x00", [1, 2.5])', '$:$:"s"'):
+        assert repr(parse(text)) == text
+
+
 @pytest.mark.parametrize(
     "text, message, position",
     [

@@ -1,10 +1,16 @@
 """The skeleton index: pattern analysis, event traces, pruning, errors.
 
-Every test runs on both builds of the one source (compiled ``a0py._index``
-and interpreted ``a0py.dataspace._skeleton``), each with its own Record.
+Every test runs on both builds of the one source (compiled
+``a0py.dataspace._compiled`` and interpreted ``a0py.dataspace._interpreted``),
+each with its own Record.
 """
 
+import ast
 import math
+import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,20 +25,44 @@ from a0py.dataspace import (
     capture,
     parse,
 )
+from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
 
 try:
-    from a0py import _index as compiled
+    from a0py.dataspace import _compiled as compiled
 except ImportError:  # pragma: no cover - the build is part of `make test`
     compiled = None
 
 
 def test_package_uses_the_compiled_build():
-    assert compiled is not None, "a0py._index is not built"
+    assert compiled is not None, "a0py.dataspace._compiled is not built"
     assert ds.COMPILED
     assert ds.Index is compiled.Index and ds.Record is compiled.Record
     assert compiled.__file__.endswith(".so")
+    # The compiled index lives in the dataspace layer, beside its source.
+    assert compiled.__name__ == "a0py.dataspace._compiled"
+    assert Path(compiled.__file__).parent == Path(ds.__file__).parent
 
+
+@pytest.mark.parametrize("first", ["a0py.dataspace._compiled", "a0py.dataspace._interpreted"])
+def test_either_build_imports_first_in_a_fresh_interpreter(first):
+    """A build imported before anything else of the package loads whole: it
+    imports only modules below it. (When the compiled index sat above the
+    package and imported from it, importing it first failed half-built.)"""
+    script = textwrap.dedent(f"""
+        import importlib
+        m = importlib.import_module({first!r})
+        from a0py.dataspace import parse
+        seen = []
+        idx = m.Index()
+        idx.add_handler(parse("present($x)", record=m.Record), lambda ev, c: seen.append((ev, c)))
+        r = m.Record("present", "Alice")
+        idx.add_assertion(r)
+        print(repr(r), seen)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == """present("Alice") [('+', ('Alice',))]"""
 
 
 class Trace:
@@ -542,6 +572,14 @@ def test_exact_and_bagged_handlers_agree(mod):
                                ("erasing", "-", ())], key=repr)
 
 
+def test_record_is_pattern_when_it_holds_discard_or_capture(mod):
+    R = mod.Record
+    assert not R("a", 1, (2, R("b", "x"))).is_pattern
+    assert R("a", DISCARD).is_pattern
+    assert R("a", 1, (2, R("b", capture()))).is_pattern
+    assert R("a", [capture(1)]).is_pattern
+
+
 def test_records_pickle_and_copy(mod):
     import copy
     import pickle
@@ -553,8 +591,23 @@ def test_records_pickle_and_copy(mod):
 
 
 def test_both_builds_compile_the_same_source():
-    text = (Path(__file__).resolve().parent.parent / "a0py" / "_index.pyx").read_text()
-    assert 'include "dataspace/_skeleton.py"' in text
+    """The compiled module includes exactly the files the interpreted build
+    imports as modules, and both expose the names of the type stub."""
+    here = Path(ds.__file__).parent
+    included = re.findall(r'^include "(\w+)\.py"$', (here / "_compiled.pyx").read_text(), re.M)
+    assert included == ["_canonical", "_skeleton", "_trie", "_index"]
+    imported = {
+        node.module.rpartition(".")[2]
+        for node in ast.walk(ast.parse((here / "_interpreted.py").read_text()))
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert imported == {*included, "_values"}
+    stub = ast.parse((here / "_compiled.pyi").read_text())
+    public = {n.name for n in stub.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
+    public |= {n.target.id for n in stub.body
+               if isinstance(n, ast.AnnAssign) and n.target.id.isupper() and n.value is None}
+    assert public == set(interpreted.__all__)
+    assert all(hasattr(compiled, name) for name in public)
 
 
 def test_lists_are_tuples(mod):

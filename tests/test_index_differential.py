@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a0py.dataspace import DISCARD, Capture, NotAssertedError, encode
-from a0py.dataspace import _skeleton as interpreted
+from a0py.dataspace import _interpreted as interpreted
 
 try:
-    from a0py import _index as compiled
+    from a0py.dataspace import _compiled as compiled
 except ImportError:  # pragma: no cover
     compiled = None
 
@@ -259,7 +259,7 @@ def test_index_matches_brute_force_oracle(mod, ops):
 def test_both_builds_give_the_same_events(ops):
     """The compiled and interpreted builds of the one source agree event for event."""
     if compiled is None:
-        pytest.fail("a0py._index is not built")
+        pytest.fail("a0py.dataspace._compiled is not built")
     traces = []
     for mod in (compiled, interpreted):
         R = mod.Record

@@ -145,6 +145,8 @@ def test_gap_never_filling_raises_past_the_window_and_changes_nothing():
     with pytest.raises(OrderingWindowError) as info:
         proxy.handle((8, 8))           # 8 labels ahead of the gap: outside the window
     assert info.value.label == 8 and info.value.expected == 0 and info.value.held == 7
+    assert "window=" in str(info.value) and "on_overflow='drop'" in str(info.value)
+    assert "on_overflow='reset'" in str(info.value)
     assert proxy.held == 7 and out == []
     # The caller may give up on the gap explicitly.
     assert proxy.skip_gap() == 1

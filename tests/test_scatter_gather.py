@@ -353,7 +353,8 @@ def test_concurrent_gathers_share_the_death_watch_and_stay_independent(system):
 @pytest.mark.slow
 def test_many_gathers_leave_no_watcher_threads_behind(system):
     from a0py.actor import spawn_process
-    from a0py.actor.gather import _WATCH_SLICE, _service
+    from a0py.actor.gather import _service
+    from a0py.actor.watch import WATCH_SLICE
 
     tag = unique()
     with spawn_process({f"{tag}-v{i}": (Vehicle, (i,)) for i in range(6)},
@@ -361,7 +362,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
         refs = list(node.refs.values())
         service = _service(system)
         assert scatter_gather(system, "warm-up", refs, timeout=10).complete  # starts the inbox
-        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * WATCH_SLICE + 2)
         baseline = threading.active_count()
         peak = 0
         for k in range(40):
@@ -369,7 +370,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
             peak = max(peak, service.death_watch.threads)
             assert all(g.result(10).complete for g in gathers)
         assert peak <= len(refs)                         # bounded: one per remote actor
-        assert wait_until(lambda: service.death_watch.threads == 0, 5 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: service.death_watch.threads == 0, 5 * WATCH_SLICE + 2)
         assert wait_until(lambda: threading.active_count() <= baseline, 2)
         assert service.death_watch._watches == {}
 
@@ -382,7 +383,7 @@ def test_many_gathers_leave_no_watcher_threads_behind(system):
         other.shutdown()
         with pytest.raises(GatherError, match="shut down"):
             pending.result(5)
-        assert wait_until(lambda: other_service.death_watch.threads == 0, 3 * _WATCH_SLICE + 2)
+        assert wait_until(lambda: other_service.death_watch.threads == 0, 3 * WATCH_SLICE + 2)
         busy.kill()
     assert wait_until(lambda: threading.active_count() <= baseline, 2)
 
@@ -427,6 +428,49 @@ def test_registrar_drops_a_killed_process_at_once(system):
         assert [r.name for r in registrar.lookup("fleet")] == [f"{tag}-local"]
         assert sorted(dropped) == [("fleet", f"{tag}-a"), ("fleet", f"{tag}-b")]
         assert not registrar.register("fleet", node[f"{tag}-a"])   # dead: refused
+    registrar.close()
+
+
+def test_registrar_watches_local_actors_without_threads_and_drops_a_stopped_one_at_once(system):
+    dropped = []
+    registrar = Registrar(on_drop=lambda topic, ref: dropped.append((topic, ref.name)))
+    refs = [system.spawn(silent(), name=f"w{i}") for i in range(50)]
+    for ref in refs:
+        assert registrar.register("fleet", ref)
+    baseline = threading.active_count()
+    registrar.watch()
+    assert threading.active_count() == baseline        # a callback per actor, no thread
+    system.stop(refs[3])
+    assert wait_until(lambda: dropped == [("fleet", "w3")])   # found without a lookup
+    assert registrar.dropped == 1
+    assert len(registrar.lookup("fleet")) == 49
+    registrar.close()
+    assert all(ref._actor._end_callbacks == {} for ref in refs)   # the watch was taken down
+    system.stop(refs[4])
+    assert [r.name for r in registrar.lookup("fleet")][:4] == ["w0", "w1", "w2", "w5"]
+    assert dropped == [("fleet", "w3"), ("fleet", "w4")]
+
+
+@pytest.mark.slow
+def test_registrar_watcher_threads_are_capped_and_lookup_drops_the_rest(system):
+    from a0py.actor import spawn_process
+
+    tag = unique()
+    dropped = []
+    registrar = Registrar(on_drop=lambda topic, ref: dropped.append(ref.name))
+    registrar._death_watch._limit = 2
+    with spawn_process({f"{tag}-v{i}": (Vehicle, (i,)) for i in range(4)},
+                       start_method="fork") as node:
+        for ref in node.refs.values():
+            assert registrar.register("fleet", ref)
+        registrar.watch()
+        assert registrar._death_watch.threads == 2      # capped: not one per actor
+        os.kill(node.pid, signal.SIGKILL)
+        node.join(5)
+        assert wait_until(lambda: len(dropped) == 2)    # the watched two, without a lookup
+        assert registrar.lookup("fleet") == []          # the two past the cap: by the lookup
+        assert sorted(dropped) == sorted(node.refs)
+        assert wait_until(lambda: registrar._death_watch.threads == 0)
     registrar.close()
 
 

@@ -14,8 +14,11 @@ import pytest
 from a0py import (
     A0TimeoutError,
     Arena,
+    ArenaExistsError,
+    ArgumentError,
     Deadman,
     EmptyError,
+    FrameTooLargeError,
     LockError,
     NoFrameError,
     SeqNotFoundError,
@@ -310,6 +313,96 @@ def test_eviction_is_published_even_if_the_alloc_is_not_committed():
     a.close()
 
 
+# ---- writing without evicting --------------------------------------------------
+
+
+def fill_without_evicting(tr, size):
+    """Writes frames of `size` bytes until the next one would evict; their seqs."""
+    seqs = []
+    while True:
+        with tr.lock() as t:
+            if t.alloc_evicts(size):
+                return seqs
+        seqs.append(tr.write(bytes([len(seqs) % 256]) * size))
+
+
+def live_seqs(tr):
+    with tr.lock() as t:
+        return (t.seq_low, t.seq_high)
+
+
+def test_write_without_evicting_times_out_when_full_and_evicts_nothing(tr):
+    seqs = fill_without_evicting(tr, 300)
+    assert len(seqs) > 3
+    for timeout in (0, 0.05):
+        t0 = time.monotonic()
+        with pytest.raises(A0TimeoutError, match=r"heap arena.*without evicting.*drop_through"):
+            tr.write(b"x" * 300, evict=False, timeout=timeout)
+        assert time.monotonic() - t0 >= timeout
+        assert live_seqs(tr) == (1, seqs[-1])  # nothing evicted, nothing written
+    # A frame that still fits in the free tail goes in without waiting.
+    assert tr.write(b"", evict=False, timeout=0) == seqs[-1] + 1
+    assert live_seqs(tr) == (1, seqs[-1] + 1)
+
+
+def test_write_without_evicting_takes_the_room_a_consumer_drops(tr):
+    seqs = fill_without_evicting(tr, 300)
+    with tr.lock() as t:
+        t.drop_through(1)  # the consumer has read frame 1
+        assert t.seq_low == 2
+    seq = tr.write(b"y" * 300, evict=False, timeout=0)
+    assert live_seqs(tr) == (2, seq)
+    with tr.lock() as t:
+        t.jump(seq)
+        assert t.frame().tobytes() == b"y" * 300
+    assert seq == seqs[-1] + 1
+
+
+def test_write_without_evicting_refuses_what_can_never_fit(tr):
+    with pytest.raises(FrameTooLargeError):
+        tr.write(b"z" * (tr.max_frame_size + 1), evict=False, timeout=None)
+    with pytest.raises(ArgumentError, match="evict=False"):
+        tr.write(b"z", timeout=1)  # an evicting write never waits: a timeout is a mistake
+    with pytest.raises(ArgumentError, match="timeout"):
+        tr.write(b"z", evict=False, timeout=-1)
+
+
+def test_write_without_evicting_sleeps_until_another_thread_clears(tr):
+    fill_without_evicting(tr, 500)
+    high = live_seqs(tr)[1]
+    writer = Transport(tr.arena)
+    got = []
+    th = start(lambda: got.append(writer.write(b"w" * 500, evict=False, timeout=10)))
+    wait_for_sleeper(tr)
+    assert not got and live_seqs(tr) == (1, high)  # asleep: it evicted nothing
+    with tr.lock() as t:
+        t.clear()
+    th.join(10)
+    assert not th.is_alive()
+    assert got == [high + 1]
+    assert live_seqs(tr) == (high + 1, high + 1)
+
+
+def test_drop_through_bounds_and_pending_frames(tr):
+    fill(tr, 5, 10)
+    with tr.lock() as t:
+        t.drop_through(0)
+        assert (t.seq_low, t.seq_high) == (1, 5)
+        view = t.alloc(4)
+        with pytest.raises(LockError, match="commit"):
+            t.drop_through(2)
+        t.commit()
+        t.drop_through(3)
+        assert (t.seq_low, t.seq_high) == (4, 6)
+        t.drop_through(10**6)
+        assert t.empty and t.seq_low == 7
+        with pytest.raises(ValueError):
+            view[0] = 1  # the view of a dropped frame is revoked
+    with pytest.raises(ArgumentError):
+        with tr.lock() as t:
+            t.drop_through(-1)
+
+
 def test_max_frame_size_fills_the_workspace(tr):
     m = tr.max_frame_size
     assert m == 4096 - 512 - 32
@@ -537,8 +630,10 @@ def test_attach_with_size_none_and_open(shm, tmp_path):
         with Arena.shm(name) as b:  # attach: must exist
             assert b.size == 2048
             assert Transport(b).read_next() == (1, b"hi")
-        with Arena.shm(name, 8192) as c:  # exists: attaches at its own size
+        with Arena.shm(name, 2048) as c:  # exists with the size asked for: attaches
             assert c.size == 2048
+        with pytest.raises(ArenaExistsError, match=r"size of 2048 bytes, not the 8192.*size=None"):
+            Arena.shm(name, 8192)  # exists with another size: says so (it used to attach silently)
         with Arena.open(shm=name) as d:
             assert Transport(d).read_many() == [(1, b"hi")]
         with Arena.open(shm="/" + name) as e:
@@ -546,6 +641,8 @@ def test_attach_with_size_none_and_open(shm, tmp_path):
     path = str(tmp_path / "x.a0")
     with Arena.file(path, 1024) as a:
         Transport(a).write(b"file")
+    with pytest.raises(ArenaExistsError, match=r"size of 1024 bytes, not the 4096"):
+        Arena.file(path, 4096)
     with Arena.open(path=path) as b:
         assert b.size == 1024
         assert Transport(b).read_many() == [(1, b"file")]
@@ -605,6 +702,41 @@ def test_reopening_keeps_frames_and_seqs(tmp_path):
 
 
 # ---- the creation race -----------------------------------------------------------------
+
+
+def _race_sizes_child(name, size, barrier, results):
+    barrier.wait(30)
+    try:
+        with Arena.shm(name, size) as a:
+            results.put(("attached", size, a.size))
+    except ArenaExistsError as e:
+        results.put(("exists", size, str(e)))
+
+
+def test_processes_racing_to_create_with_different_sizes_get_one_arena_or_a_clear_error(shm):
+    """Eight processes create one name with four sizes: one size wins, those
+    that asked for it attach, every other one gets ArenaExistsError naming
+    both sizes (it used to attach silently at the winner's size)."""
+    name = shm("racesz")
+    ctx = multiprocessing.get_context("fork")
+    sizes = [4096, 8192, 16384, 32768] * 2
+    barrier, results = ctx.Barrier(len(sizes)), ctx.Queue()
+    procs = [ctx.Process(target=_race_sizes_child, args=(name, z, barrier, results)) for z in sizes]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0] * len(sizes)
+    with Arena.shm(name) as a:
+        winner = a.size
+    assert winner in sizes
+    for outcome, asked, detail in got:
+        if asked == winner:
+            assert (outcome, detail) == ("attached", winner)
+        else:
+            assert outcome == "exists"
+            assert f"size of {winner} bytes, not the {asked} bytes" in detail
 
 
 def _race_child(name, size, barrier, pid_box):

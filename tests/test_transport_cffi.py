@@ -12,6 +12,7 @@ import faulthandler
 import glob
 import importlib.util
 import os
+import re
 import struct
 
 import pytest
@@ -23,81 +24,65 @@ cffi = pytest.importorskip("cffi")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
 
-CDEF = r"""
-typedef enum {
-  A0_OK = 0, A0_ERR_SYS, A0_ERR_BAD_MAGIC, A0_ERR_BAD_VERSION, A0_ERR_BAD_HEADER_SIZE,
-  A0_ERR_SIZE_MISMATCH, A0_ERR_TOO_SMALL, A0_ERR_CORRUPT, A0_ERR_FRAME_TOO_LARGE,
-  A0_ERR_EMPTY, A0_ERR_NO_FRAME, A0_ERR_SEQ_NOT_FOUND, A0_ERR_TIMEOUT, A0_ERR_BUSY,
-  A0_ERR_DEADLOCK, A0_ERR_NOT_RECOVERABLE, A0_ERR_NOT_LOCKED, A0_ERR_PENDING,
-  A0_ERR_NOT_OWNER, ...
-} a0_err_t;
-const char* a0_strerror(a0_err_t err);
+# The public headers whose declarations the tests use, read as they are.
+HEADERS = ("a0_err.h", "a0_arena.h", "a0_transport.h", "a0_deadman.h")
 
-#define A0_HEADER_SIZE ...
-#define A0_FRAME_HDR_SIZE ...
-#define A0_FRAME_ALIGN ...
-#define A0_FORMAT_VERSION ...
-#define A0_MIN_ARENA_SIZE ...
-
-typedef struct {
-  uint64_t seq_low; uint64_t seq_high; uint64_t off_head; uint64_t off_tail;
-  uint64_t high_water_mark; ...;
-} a0_state_t;
-
-typedef struct {
-  uint64_t seq; uint64_t off_prev; uint64_t off_next; uint64_t data_size;
-} a0_frame_hdr_t;
-
-typedef union { uint8_t _raw[64]; ...; } a0_mutex_slot_t;
-
-typedef struct {
-  uint64_t magic; uint32_t version; uint32_t header_size; uint64_t arena_size; uint64_t flags;
-  a0_mutex_slot_t lock;
-  uint32_t notify; uint32_t waiters; uint32_t committed_page; uint32_t recoveries;
-  a0_mutex_slot_t deadman;
-  uint32_t deadman_notify; uint32_t deadman_pid;
-  a0_state_t pages[2];
-  ...;
-} a0_arena_hdr_t;
-
-typedef struct { const char* field; uint64_t expected; uint64_t found; } a0_check_info_t;
-
-a0_err_t a0_arena_init(void* base, uint64_t size);
-a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info);
-
-typedef struct {
-  uint8_t* base; uint64_t size; a0_state_t work; a0_state_t published;
-  uint64_t cur_seq; uint64_t cur_off; uint32_t spin; uint32_t locked; uint32_t pending;
-  ...;
-} a0_transport_t;
-typedef struct { a0_transport_t* t; } a0_locked_t;
-typedef struct { uint64_t seq; uint8_t* data; uint64_t size; } a0_frame_t;
-
-a0_err_t a0_transport_init(a0_transport_t* t, void* base, uint64_t size);
-a0_err_t a0_transport_lock(a0_transport_t* t, a0_locked_t* out);
-a0_err_t a0_transport_unlock(a0_locked_t lk);
-a0_err_t a0_transport_alloc(a0_locked_t lk, uint64_t n, uint8_t** data);
-a0_err_t a0_transport_alloc_evicts(a0_locked_t lk, uint64_t n, bool* evicts);
-a0_err_t a0_transport_commit(a0_locked_t lk);
-a0_err_t a0_transport_clear(a0_locked_t lk);
-uint64_t a0_transport_seq_low(a0_locked_t lk);
-uint64_t a0_transport_seq_high(a0_locked_t lk);
-bool a0_transport_empty(a0_locked_t lk);
-a0_err_t a0_transport_used_space(a0_locked_t lk, uint64_t* used);
-uint64_t a0_transport_max_frame_data(const a0_transport_t* t);
-a0_err_t a0_transport_jump_head(a0_locked_t lk);
-a0_err_t a0_transport_jump_tail(a0_locked_t lk);
-a0_err_t a0_transport_jump(a0_locked_t lk, uint64_t seq);
-bool a0_transport_has_next(a0_locked_t lk);
-bool a0_transport_has_prev(a0_locked_t lk);
-a0_err_t a0_transport_next(a0_locked_t lk);
-a0_err_t a0_transport_prev(a0_locked_t lk);
-bool a0_transport_iter_valid(a0_locked_t lk);
-a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
-
+# What the headers take from system headers, for cffi's parser: `...` lets
+# the C compiler fill in sizes and layouts (checked when the module builds).
+CDEF_PRELUDE = """
+typedef struct { ...; } pthread_mutex_t;
+typedef int... time_t;
+struct timespec { time_t tv_sec; long tv_nsec; ...; };
 void* aligned_alloc(size_t alignment, size_t size);
 void free(void* p);
 """
+
+
+def _strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def _inline_bodies_to_prototypes(text):
+    """`static inline T f(args) { body }` -> `T f(args);` (cffi calls the
+    header's own inline definition through the generated C)."""
+    out, i = [], 0
+    for m in re.finditer(r"static\s+inline\s+([^{;]*?\))\s*\{", text):
+        if m.start() < i:
+            continue
+        out.append(text[i:m.start()])
+        out.append(m.group(1) + ";")
+        depth, j = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        i = j
+    out.append(text[i:])
+    return "".join(out)
+
+
+def cdef_from_headers(names=HEADERS):
+    """The declarations of csrc/<names>, made digestible for cffi.cdef: no
+    comments, no includes or guards, every valued #define as `...` (cffi
+    asks the compiler for the value), inline bodies as prototypes."""
+    parts = [CDEF_PRELUDE]
+    for name in names:
+        with open(os.path.join(CSRC, name)) as f:
+            text = _strip_comments(f.read()).replace("\\\n", " ")
+        lines = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("#"):
+                m = re.match(r"#\s*define\s+([A-Za-z_]\w*)\s+\S", stripped)
+                if m:  # object-like macro with a value (function-like ones have "(")
+                    lines.append(f"#define {m.group(1)} ...")
+                continue
+            if stripped.startswith("_Static_assert"):
+                continue
+            lines.append(line)
+        parts.append(_inline_bodies_to_prototypes("\n".join(lines)))
+    return "\n".join(parts)
+
 
 # Offsets documented in a0_arena.h / docs/format.md.
 HEADER_LAYOUT = {
@@ -124,10 +109,10 @@ def core(tmp_path_factory):
     """(ffi, lib) of csrc/*.c compiled as a cffi extension in a temp dir."""
     out = tmp_path_factory.mktemp("a0cffi")
     ffibuilder = cffi.FFI()
-    ffibuilder.cdef(CDEF)
+    ffibuilder.cdef(cdef_from_headers())
     ffibuilder.set_source(
         "_a0_core_cffi",
-        '#include <stdlib.h>\n#include "a0_arena.h"\n#include "a0_transport.h"\n',
+        "#include <stdlib.h>\n" + "".join(f'#include "{h}"\n' for h in HEADERS),
         sources=sorted(glob.glob(os.path.join(CSRC, "*.c"))),
         include_dirs=[CSRC],
         extra_compile_args=["-std=gnu11", "-D_GNU_SOURCE", "-O1"],

@@ -103,6 +103,71 @@ def test_bad_magic_message_shows_the_magic_in_hex(arena_path):
         Arena.file(arena_path)
 
 
+@pytest.mark.parametrize("content", [b"", b"hi\n", b"#!/bin/sh\necho hello\n", b"x" * 300])
+def test_small_foreign_file_is_not_an_arena_rather_than_too_small(tmp_path, content):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    if not content:
+        with pytest.raises(ArenaFormatError, match="empty"):
+            Arena.file(str(path))
+        return
+    with pytest.raises(ArenaFormatError, match=r"notes\.txt' is not an a0py arena") as info:
+        Arena.file(str(path))
+    assert "too small" not in str(info.value)
+    assert path.read_bytes() == content  # looked at, never written
+
+
+def test_argument_errors_name_the_arena(tr, tmp_path):
+    with pytest.raises(ArgumentError, match="heap arena: frame size must be >= 0"):
+        with tr.lock() as t:
+            t.alloc(-1)
+    with pytest.raises(ArgumentError, match="heap arena: timeout"):
+        tr.read_next(timeout=-1)
+    with pytest.raises(ArgumentError, match="heap arena: max_frames"):
+        tr.read_many("all")
+    with pytest.raises(ArgumentError, match="heap arena: spin"):
+        tr.spin = -1
+    with pytest.raises(ArgumentError, match="heap arena: timeout"):
+        Deadman(tr.arena).wait_taken(timeout="soon")
+    path = str(tmp_path / "m.a0")
+    with pytest.raises(ArgumentError, match=f"file arena '{path}': mode"):
+        Arena.file(path, 4096, mode="rw")
+    with pytest.raises(ArgumentError, match=f"file arena '{path}': arena size must be at least"):
+        Arena.file(path, 100)
+    with pytest.raises(ArgumentError, match="shared memory arena '/x': arena size must be an integer"):
+        Arena.shm("x", "big")
+
+
+def test_str_frame_data_suggests_encode(tr):
+    for call in (lambda: tr.write("text"), lambda: tr.write_many(["text"])):
+        with pytest.raises(ArgumentError, match=r"heap arena: frame data must be bytes-like, not str.*\.encode\(\)"):
+            call()
+
+
+def test_frame_too_large_says_the_limit_and_what_to_do(tr):
+    m = tr.max_frame_size
+    msgs = []
+    for call in (lambda: tr.write(bytes(m + 1)), lambda: tr.write(bytes(m + 1), evict=False),
+                 lambda: tr.write_many([bytes(m + 1)])):
+        with pytest.raises(FrameTooLargeError) as info:
+            call()
+        msgs.append(str(info.value))
+    with tr.lock() as t:
+        for call in (lambda: t.alloc(m + 1), lambda: t.alloc_evicts(m + 1)):
+            with pytest.raises(FrameTooLargeError) as info:
+                call()
+            msgs.append(str(info.value))
+    needed = 512 + (32 + m + 1 + 15) // 16 * 16
+    for msg in msgs:
+        assert f"a frame of {m + 1} bytes does not fit heap arena" in msg
+        assert f"at most {m} bytes per frame (its max_frame_size)" in msg
+        assert f"Create a larger arena (size >= {needed} bytes" in msg
+    # ... and that size is indeed enough.
+    big = Transport(Arena.heap(needed))
+    assert big.max_frame_size >= m + 1
+    big.write(bytes(m + 1))
+
+
 def test_foreign_file_is_not_an_arena(tmp_path):
     path = tmp_path / "foreign"
     path.write_bytes(b"#!/bin/sh\necho hello\n" * 100)
@@ -431,15 +496,22 @@ def test_wait_with_uncommitted_frames_is_a_lock_error(tr):
             t.wait(timeout=0.01)
 
 
-def test_close_while_locked_is_a_lock_error(tr):
+def test_close_while_locked_lets_the_block_finish_then_refuses(tr):
+    # close() inside a lock block used to raise LockError; now the block is
+    # an operation in flight: it finishes, and only later calls are refused.
     a = tr.arena
+    reader = Transport(a)
     with tr.lock() as t:
-        with pytest.raises(LockError, match="holds its lock"):
-            a.close()
-        t.alloc(1)
+        a.close()
+        assert a.closed
+        t.alloc(1)[:] = b"k"
         t.commit()
-    a.close()
-    assert a.closed
+        t.jump_tail()
+        assert t.frame().tobytes() == b"k"
+    with pytest.raises(ClosedError):
+        tr.lock().__enter__()
+    with pytest.raises(ClosedError):
+        reader.read_next()
 
 
 def test_operations_after_close_are_closed_errors(tmp_path):

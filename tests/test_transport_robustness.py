@@ -142,6 +142,7 @@ def test_created_arena_storage_is_reserved_not_sparse(tmp_path):
     "tr.lock().__enter__().wait()",
     "tr.lock().__enter__().wait_seq_above(10**6)",
     "a0py.Deadman(arena).wait_taken()",
+    "tr.write(bytes(40000)); tr.write(bytes(40000), evict=False)",
 ])
 def test_ctrl_c_interrupts_blocking_calls(blocking_call):
     name = unique("sig")
@@ -279,6 +280,69 @@ def test_close_while_another_thread_waits_defers_the_unmap_until_it_returns():
         dm.is_taken()
     t.join(5)
     assert result == {"timeout": True}
+
+
+def mapped(name):
+    """Whether this process still maps the shm object `name`."""
+    with open("/proc/self/maps") as f:
+        return any(line.rstrip().endswith("/dev/shm/" + name) for line in f)
+
+
+def test_close_while_eight_threads_hammer_the_arena_lets_them_finish_then_refuses():
+    """close() in a busy process succeeds at once (it used to raise LockError
+    while any thread held the lock, forever in a busy process); calls in
+    flight finish, every later call raises ClosedError, and the mapping goes
+    when the last thread is out."""
+    name = unique("close")
+    arena = a0py.Arena.shm(name, 1 << 16)
+    try:
+        ops, errors, ends = [0] * 8, [], [None] * 8
+        give_up = time.monotonic() + 30  # a broken close() fails the test, not hangs it
+        go = threading.Barrier(9)
+
+        def hammer(i):
+            tr = a0py.Transport(arena)
+            go.wait()
+            try:
+                while time.monotonic() < give_up:
+                    if i % 4 == 0:
+                        tr.write(b"w" * (i + 1) * 50)
+                    elif i % 4 == 1:
+                        tr.read_next(timeout=0.001)
+                    elif i % 4 == 2:
+                        tr.read_many(10)
+                    else:
+                        with tr.lock() as t:
+                            t.alloc(64)[:8] = b"lockheld"
+                            time.sleep(0)  # hand the GIL over while holding the arena lock
+                            t.commit()
+                    ops[i] += 1
+            except ClosedError as e:
+                ends[i] = e
+            except BaseException as e:
+                errors.append(e)
+
+        threads = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(8)]
+        for t in threads:
+            t.start()
+        go.wait()
+        while min(ops) < 20:  # every thread is busy in the arena
+            time.sleep(0.001)
+        assert mapped(name)
+        arena.close()  # must not raise, and takes effect at once
+        assert arena.closed
+        with pytest.raises(ClosedError):
+            a0py.Transport(arena)
+        with pytest.raises(ClosedError):
+            arena.header()
+        for t in threads:
+            t.join(10)
+            assert not t.is_alive()
+        assert errors == []
+        assert all(isinstance(e, ClosedError) for e in ends)
+        assert not mapped(name)  # unmapped once the last operation was done
+    finally:
+        a0py.Arena.unlink_shm(name)
 
 
 def test_close_releases_the_deadman_held_by_this_thread():

@@ -11,8 +11,18 @@
 
 The cross-process parts import the compiled core on first use only, so everything
 in-process works without it. See ``docs/actors.md``.
+
+Modules, bottom up (each imports only those above it in this list): ``errors``; ``ref``
+(:class:`ActorRef`, :class:`LocalRef`, :data:`STOP`); ``mailbox``; ``watch`` (the death
+watch); ``arena`` (arena mailboxes and :class:`ArenaRef`); ``context``; ``kinds`` (thread
+and asyncio actors); ``scheduler``; ``system``; ``ordered``; ``gather``; ``registry``;
+``router``; ``process`` (:func:`spawn_process`).
 """
 
+import importlib
+
+from .arena import ArenaMailbox, ArenaRef, unlink_mailbox
+from .context import ActorContext, become, current
 from .errors import (
     ActorConfigError,
     ActorError,
@@ -27,32 +37,21 @@ from .errors import (
     OrderingWindowError,
 )
 from .gather import (
-    ContentRouter,
     Gather,
     GatherResult,
-    Register,
-    Registrar,
     Reply,
     Request,
-    Unregister,
     new_correlation_id,
     scatter_gather,
     start_gather,
 )
 from .mailbox import Mailbox, QueueMailbox
 from .ordered import Labeller, OrderedProxy, cyclic
-from .system import (
-    STOP,
-    ActorContext,
-    ActorRef,
-    ActorSystem,
-    Failure,
-    LocalRef,
-    Stop,
-    Timer,
-    become,
-    current,
-)
+from .ref import STOP, ActorRef, LocalRef, Stop
+from .registry import Register, Registrar, Unregister
+from .router import ContentRouter
+from .scheduler import Timer
+from .system import ActorSystem, Failure
 
 __all__ = [
     "STOP", "ActorConfigError", "ActorContext", "ActorError", "ActorNameTakenError",
@@ -65,18 +64,14 @@ __all__ = [
     "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
 ]
 
-_LAZY = {
-    "ArenaMailbox": ".arena", "ArenaRef": ".arena", "unlink_mailbox": ".arena",
-    "ProcessActors": ".process", "spawn_process": ".process",
-}
+# Loaded on first use: it imports multiprocessing, which in-process users do not need.
+_LAZY = {"ProcessActors": ".process", "spawn_process": ".process"}
 
 
 def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'a0py.actor' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value

@@ -6,13 +6,15 @@ The actor's own thread is the only reader.
 
 Invariants:
 
-* **No message is evicted unread.** A writer allocates only when ``alloc_evicts`` says
-  nothing would be evicted, else it sleeps on the arena (lock released) until the reader
-  makes room. The reader makes room by clearing the arena once it has read every frame
-  in it (the clear and the check are under one lock, so nothing unread is cleared). The
+* **No message is evicted unread.** Every message goes through one send path,
+  :func:`_send`, which appends its frame only where nothing would be evicted, else sleeps
+  on the arena (lock released) until the reader makes room. The reader makes room by
+  clearing the arena once it has read every frame in it: :meth:`ArenaMailbox.take`
+  copies a batch out and clears under one lock, so nothing unread is cleared. The
   mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
   up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
-  actor is dead drops the message (like any send to a dead actor).
+  actor is dead drops the message (like any send to a dead actor). Only the close marker
+  is written with an evicting write: closing drops what was not taken anyway.
 * **Liveness.** The actor's thread takes the arena's :class:`a0py.Deadman` before its
   first message and releases it after its last. While it holds it the actor is alive;
   if its process exits or is killed, the kernel releases the robust lock at once, so
@@ -30,7 +32,9 @@ import pickle
 import threading
 import time
 
-from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, FrameTooLargeError
+import a0py  # its core names (Arena, Transport, Deadman) load on first use
+
+from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, ClosedError, FrameTooLargeError
 from .errors import (
     ActorConfigError,
     ActorNameTakenError,
@@ -38,8 +42,9 @@ from .errors import (
     MailboxFullError,
     MessageTooLargeError,
 )
-from .mailbox import Mailbox
-from .system import ActorRef
+from .mailbox import Mailbox, Undecodable
+from .ref import ActorRef
+from .watch import close_death_watches
 
 __all__ = ["ARENA_PREFIX", "DEFAULT_ARENA_SIZE", "ArenaMailbox", "ArenaRef", "arena_name",
            "unlink_mailbox"]
@@ -84,12 +89,6 @@ def _reset_after_fork():
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _core():
-    import a0py
-
-    return a0py
-
-
 def _arena(name, size=None):
     """The mapped arena of actor ``name`` (created with ``size`` if given and missing)."""
     arena = _arenas.get(name)
@@ -99,7 +98,7 @@ def _arena(name, size=None):
         arena = _arenas.get(name)
         if arena is None or arena.closed:
             try:
-                arena = _core().Arena.shm(arena_name(name), size)
+                arena = a0py.Arena.shm(arena_name(name), size)
             except ArenaNotFoundError:
                 raise ActorNotFoundError(f"no mailbox for actor {name!r} "
                                          f"(shared memory {arena_name(name)!r} does not exist)") from None
@@ -110,16 +109,15 @@ def _arena(name, size=None):
 
 def _forget(name):
     with _arenas_lock:
-        arena = _arenas.pop(name, None)
+        _arenas.pop(name, None)
         _deadmen.pop(name, None)
     _local.transports.pop(name, None)
-    return arena
 
 
 def _transport(name):
     transport = _local.transports.get(name)
     if transport is None or transport.arena.closed:
-        transport = _core().Transport(_arena(name))
+        transport = a0py.Transport(_arena(name))
         _local.transports[name] = transport
     return transport
 
@@ -127,7 +125,7 @@ def _transport(name):
 def _deadman(name):
     deadman = _deadmen.get(name)
     if deadman is None:
-        deadman = _core().Deadman(_arena(name))
+        deadman = a0py.Deadman(_arena(name))
         _deadmen[name] = deadman
     return deadman
 
@@ -142,38 +140,68 @@ class _CloseMarker:
         return (_CloseMarker, (self.token,))
 
 
-def _write(name, data, timeout):
-    """Append one frame without evicting; False if dropped because the reader is dead."""
-    transport = _transport(name)
+def _append_without_evicting(transport, data, timeout):
+    """Append ``data`` as one frame, waiting up to ``timeout`` seconds for room instead of
+    evicting: ``transport.write(data, evict=False, timeout=timeout)`` of the core, written
+    with the binding's locked calls until that call exists. Raises
+    :class:`a0py.A0TimeoutError` if there was no room by the deadline,
+    :class:`a0py.FrameTooLargeError` if the frame can never fit."""
     n = len(data)
-    if n > transport.max_frame_size:
-        raise MessageTooLargeError(
-            f"a message of {n} bytes (pickled) does not fit the mailbox of actor {name!r}: "
-            f"at most {transport.max_frame_size} bytes per message")
     with transport.lock() as t:
         if t.alloc_evicts(n):
-            deadline = None if timeout is None else time.monotonic() + timeout
-
-            def has_room(t):
-                return not t.alloc_evicts(n)
-
-            while True:
-                step = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - time.monotonic())
-                try:
-                    t.wait(has_room, timeout=max(step, 0.0))
-                    break
-                except A0TimeoutError:
-                    if not _deadman(name).is_taken():
-                        return False
-                    if deadline is not None and time.monotonic() >= deadline:
-                        raise MailboxFullError(
-                            f"the mailbox of actor {name!r} stayed full for {timeout}s") from None
-        try:
-            t.alloc(n)[:] = data
-        except FrameTooLargeError as exc:
-            raise MessageTooLargeError(str(exc)) from None
+            if n > transport.max_frame_size:
+                raise FrameTooLargeError(f"frame of {n} bytes: at most {transport.max_frame_size}")
+            t.wait(lambda t: not t.alloc_evicts(n), timeout=timeout)
+        t.alloc(n)[:] = data
         t.commit()
-    return True
+
+
+def _send(name, message, timeout):
+    """The one send path of arena mailboxes (:meth:`ArenaRef.send`,
+    :meth:`ArenaMailbox.put`): pickle ``message`` into one frame of actor ``name``'s arena
+    without evicting anything. While it is full, wait in slices of ``_WAIT_SLICE`` seconds,
+    checking between two that its reader is alive. Returns True once written, False if the
+    mailbox is full and its reader dead (the message is dropped). Raises
+    :class:`MailboxFullError` after ``timeout`` seconds (None: never),
+    :class:`MessageTooLargeError`, :class:`ActorNotFoundError` (no such mailbox), and
+    pickling errors."""
+    data = pickle.dumps(message, protocol=5)
+    transport = _local.transports.get(name)
+    if transport is None:
+        transport = _transport(name)
+    if timeout is None or timeout >= _WAIT_SLICE:
+        step = _WAIT_SLICE
+    else:
+        step = timeout if timeout > 0 else 0.0
+    deadline = None
+    remapped = False
+    while True:
+        try:
+            _append_without_evicting(transport, data, step)
+            return True
+        except A0TimeoutError:
+            pass
+        except ClosedError:
+            if remapped:
+                raise
+            # This process closed that mapping (close_cached_arenas): map it again, once.
+            transport = _transport(name)
+            remapped = True
+            continue
+        except FrameTooLargeError:
+            raise MessageTooLargeError(
+                f"a message of {len(data)} bytes (pickled) does not fit the mailbox of actor "
+                f"{name!r}: at most {transport.max_frame_size} bytes per message; spawn it "
+                f"with a larger arena_size") from None
+        if not _deadman(name).is_taken():
+            return False
+        if timeout is not None:
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + timeout - step   # the first slice is already spent
+            if now >= deadline:
+                raise MailboxFullError(f"the mailbox of actor {name!r} stayed full for {timeout}s")
+            step = min(_WAIT_SLICE, deadline - now)
 
 
 class ArenaRef(ActorRef):
@@ -203,6 +231,10 @@ class ArenaRef(ActorRef):
         """The actor's name, which is also its address."""
         return self._name
 
+    @property
+    def _watch_key(self):
+        return ("blocking", self._name)
+
     def send(self, message, timeout=...):
         """Pickle ``message`` into the actor's mailbox. Returns True if written, False if
         the mailbox was full and its actor is dead (the message is dropped). ``timeout``
@@ -211,11 +243,7 @@ class ArenaRef(ActorRef):
         Raises :class:`ActorNotFoundError` (no mailbox of that name),
         :class:`MailboxFullError` (still full at the timeout), :class:`MessageTooLargeError`,
         :class:`pickle.PicklingError` or :class:`TypeError` for an unpicklable message."""
-        data = pickle.dumps(message, protocol=5)
-        return _write(self._name, data, self.send_timeout if timeout is ... else timeout)
-
-    def __call__(self, message):
-        self.send(message)
+        return _send(self._name, message, self.send_timeout if timeout is ... else timeout)
 
     def is_alive(self):
         """Whether a live thread holds the actor's liveness lock (False if its mailbox does
@@ -234,10 +262,27 @@ class ArenaRef(ActorRef):
             return None
 
     def wait_alive(self, timeout=None):
-        """Block until the actor is alive; True if it is, False at the timeout. Raises
-        :class:`ActorNotFoundError` if its mailbox does not exist."""
+        """Block until the actor is alive: until its mailbox exists (it may not have been
+        created yet; checked every few milliseconds, at most every ``_WAIT_SLICE``
+        seconds) and a live thread reads it (a blocking wait on its liveness lock). True
+        if it is, False after ``timeout`` seconds (None: wait for ever)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        pause = 0.001
+        while True:
+            try:
+                deadman = _deadman(self._name)
+                break
+            except ActorNotFoundError:
+                if deadline is None:
+                    time.sleep(pause)
+                else:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    time.sleep(min(pause, left))
+                pause = min(2 * pause, _WAIT_SLICE)
         try:
-            _deadman(self._name).wait_taken(timeout)
+            deadman.wait_taken(None if deadline is None else max(0.0, deadline - time.monotonic()))
             return True
         except A0TimeoutError:
             return False
@@ -272,6 +317,10 @@ class ArenaMailbox(Mailbox):
     one; ``create=False`` attaches only. ``batch`` bounds the messages one :meth:`take`
     returns. The creator calls :meth:`release` to unlink it.
 
+    :attr:`undecodable` counts the frames that did not unpickle (each was also returned by
+    :meth:`take` as an :class:`~a0py.actor.mailbox.Undecodable`, which its actor reports
+    to the supervisor).
+
     Raises :class:`ActorConfigError` (bad name, size or batch), :class:`ActorNotFoundError`
     (``create=False`` and it does not exist), and :class:`a0py.A0Error` from the arena.
     """
@@ -305,21 +354,21 @@ class ArenaMailbox(Mailbox):
         return self._closed
 
     def put(self, message):
-        """Send ``message`` to this mailbox (as :meth:`ArenaRef.send`, with its default
-        send timeout)."""
+        """Send ``message`` to this mailbox: :meth:`ArenaRef.send` with the default send
+        timeout (the same errors); nothing once the mailbox is closed."""
         if not self._closed:
-            _write(self._name, pickle.dumps(message, protocol=5), DEFAULT_SEND_TIMEOUT)
+            return _send(self._name, message, DEFAULT_SEND_TIMEOUT)
+        return False
 
     def open_reader(self):
         """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
         if a live actor already reads this mailbox."""
-        core = _core()
-        self._deadman = core.Deadman(self._arena)
+        self._deadman = a0py.Deadman(self._arena)
         if not self._deadman.try_take():
             pid = self._deadman.owner_pid
             self._deadman = None
             raise ActorNameTakenError(f"actor {self._name!r} is already alive (pid {pid})")
-        self._reader = core.Transport(self._arena)
+        self._reader = a0py.Transport(self._arena)
         self._reader_thread = threading.get_ident()
 
     def close_reader(self):
@@ -331,39 +380,49 @@ class ArenaMailbox(Mailbox):
                 self._deadman = None
 
     def take(self, timeout=None):
+        """Block until at least one frame is there (or ``timeout`` seconds passed, or the
+        mailbox was closed) and return the messages waiting, at most ``batch`` of them.
+        The frames are copied out under one lock per call, which also gives their room back
+        to the senders once everything is read; they are unpickled after it. A frame that
+        does not unpickle is returned as an :class:`Undecodable` in its place and counted
+        in :attr:`undecodable`."""
         if self._closed or self._reader is None:
             return []
         reader = self._reader
-        frames = reader.read_many(self._batch)
-        if not frames:
-            deadline = None if timeout is None else time.monotonic() + timeout
-            while not frames:
-                with reader.lock() as t:
-                    if not t.empty and t.seq_high == reader.cursor_seq:
-                        t.clear()  # everything was read: give the room back to the senders
-                    step = _READER_SLICE
-                    if deadline is not None:
-                        step = min(step, deadline - time.monotonic())
-                    try:
-                        t.wait(t.has_next, timeout=max(step, 0.0))
-                    except A0TimeoutError:
-                        pass
-                if self._closed:
-                    return []
-                frames = reader.read_many(self._batch)
-                if not frames and deadline is not None and time.monotonic() >= deadline:
-                    return []
-        if len(frames) < self._batch:
-            with reader.lock() as t:
-                if t.seq_high == reader.cursor_seq:
-                    t.clear()
+        frames = []
+        with reader.lock() as t:
+            deadline = None
+            while True:
+                room = self._batch
+                while room and t.has_next():
+                    t.next()
+                    frames.append(t.frame().tobytes())
+                    room -= 1
+                if room and not t.empty and not t.has_next():
+                    t.clear()  # everything was read: give the room back to the senders
+                if frames:
+                    break
+                step = _READER_SLICE
+                if timeout is not None:
+                    if deadline is None:
+                        deadline = time.monotonic() + timeout
+                    step = min(step, deadline - time.monotonic())
+                try:
+                    t.wait(t.has_next, timeout=max(step, 0.0))
+                except A0TimeoutError:
+                    if self._closed or (deadline is not None and time.monotonic() >= deadline):
+                        return []
+        return self._decode(frames)
+
+    def _decode(self, frames):
         messages = []
         loads = pickle.loads
-        for _seq, data in frames:
+        for data in frames:
             try:
                 message = loads(data)
-            except Exception:
+            except Exception as exc:
                 self.undecodable += 1
+                messages.append(Undecodable(self._name, data, exc))
                 continue
             if type(message) is _CloseMarker:
                 if message.token == self._token:
@@ -382,8 +441,9 @@ class ArenaMailbox(Mailbox):
             self._closed = True
             return
         try:
-            # A transport of its own: close() may run on any thread, at any time.
-            _core().Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
+            # A transport of its own: close() may run on any thread, at any time. An
+            # evicting write: a full mailbox must not block its close.
+            a0py.Transport(self._arena).write(pickle.dumps(_CloseMarker(self._token), protocol=5))
         except A0Error:
             pass
         self._closed = True
@@ -394,7 +454,7 @@ class ArenaMailbox(Mailbox):
         unlink the winner's mailbox)."""
         if self._deadman is None:
             try:
-                if _core().Deadman(self._arena).is_taken():
+                if a0py.Deadman(self._arena).is_taken():
                     return
             except A0Error:
                 pass
@@ -403,6 +463,10 @@ class ArenaMailbox(Mailbox):
             self._arena.unlink()
         except (A0Error, OSError):
             pass
+
+    def remote_ref(self):
+        """An :class:`ArenaRef` to this mailbox."""
+        return ArenaRef(self._name)
 
     def __repr__(self):
         return f"<ArenaMailbox {self._name!r}>"
@@ -413,9 +477,7 @@ def close_cached_arenas():
     once no thread of this process uses them (a node process does, on its way out, so
     the arenas are not left to interpreter finalization). The gathers' death-watch
     threads, which block on these arenas, are ended first."""
-    from .gather import _close_death_watches
-
-    _close_death_watches()
+    close_death_watches()
     with _arenas_lock:
         arenas = list(_arenas.values())
         _arenas.clear()
@@ -431,4 +493,4 @@ def close_cached_arenas():
 def unlink_mailbox(name):
     """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
     _forget(name)
-    return bool(_core().Arena.unlink_shm(arena_name(name)))
+    return bool(a0py.Arena.unlink_shm(arena_name(name)))

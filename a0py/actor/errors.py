@@ -22,7 +22,9 @@ class OrderingWindowError(ActorError):
     ahead, or a stale duplicate older than the window arrived: with only a successor
     function the two cannot be told apart. Raised under ``on_overflow="error"``; the
     proxy's state is unchanged, so the caller may call :meth:`OrderedProxy.skip_gap` and
-    resend. Attributes: ``label``, ``expected``, ``held``.
+    resend. The message says what to change: a larger ``window=`` if more messages can be
+    in flight, or ``on_overflow="drop"`` / ``"reset"`` to go on past such labels.
+    Attributes: ``label``, ``expected``, ``held``.
     """
 
     def __init__(self, message, *, label=None, expected=None, held=0):

@@ -6,12 +6,9 @@ replies into one :class:`GatherResult`. The pieces carry the seed's names:
 * **correlation id**: every gather has a fresh ``uuid4`` hex id; requests carry it and
   replies must echo it (:meth:`Request.reply` does), so concurrent gathers never mix.
 * **recipient list**: a static list of refs, or a callable computed at scatter time from
-  the request (content-based routing: :meth:`Registrar.recipients`,
-  :meth:`ContentRouter.recipients_for`).
-* **registrar**: a registry of actors by topic that drops actors found dead. Liveness is
-  the actor's own (:meth:`ActorRef.is_alive`): for an actor in another process it is the
-  robust lock (:class:`a0py.Deadman`) its process holds on its mailbox for its life, which
-  the kernel releases the instant the process exits or is killed.
+  the request (:meth:`Registrar.recipients <a0py.actor.registry.Registrar.recipients>`
+  in :mod:`a0py.actor.registry`, content-based routing with
+  :meth:`ContentRouter.recipients_for <a0py.actor.router.ContentRouter.recipients_for>`).
 * **aggregator**: the per-gather state kept by the gather service (one actor per
   :class:`~a0py.actor.ActorSystem`). It completes when every recipient answered, or when
   its scheduled timeout fires with recipients still missing after ``retries`` rounds that
@@ -19,14 +16,10 @@ replies into one :class:`GatherResult`. The pieces carry the seed's names:
   once and never retried; when every recipient has answered or is dead the gather
   completes without waiting for the timeout.
 * **death watch**: a running gather learns of a recipient's death at once, not at the
-  next poll. An actor in another process is watched by a daemon thread blocked on its
-  robust lock (:meth:`ArenaRef.wait_dead`, i.e. ``Deadman.wait_released``), which returns
-  the moment the process exits or is killed; an actor of this process by a callback run
-  when its thread ends. One watch per actor, shared by every running gather of the
-  service that waits for it; it ends once no gather waits for that actor (a watcher thread
-  within 1.5 x ``_WATCH_SLICE`` seconds) or when the actor dies, and the number of watcher
-  threads is capped (``_MAX_WATCHERS``; past it, and for other kinds of refs, the
-  ``liveness_interval`` poll is what finds the dead).
+  next poll, through the service's :class:`~a0py.actor.watch.DeathWatch` (one watch per
+  actor, shared by every running gather that waits for it; see that module). Refs it
+  cannot follow, and arena actors past its cap on threads, are left to the
+  ``liveness_interval`` poll.
 
 Replies that arrive after completion (*late*) and second replies from one recipient
 (*duplicates*) are ignored: each recipient counts once. A gather over an empty recipient
@@ -39,22 +32,21 @@ by that one actor: no locks.
 
 import asyncio
 import concurrent.futures
-import logging
-import random
 import threading
 import time
 import uuid
-import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from .arena import ArenaRef
 from .errors import ActorConfigError, ActorNotFoundError, GatherError
-from .ordered import _as_callable
-from .system import ActorRef, _check_delay
+from .ref import ActorRef
+from .scheduler import _check_delay
+from .watch import DeathWatch
 
 __all__ = [
-    "ContentRouter", "Gather", "GatherResult", "Register", "Registrar", "Reply", "Request",
-    "Unregister", "new_correlation_id", "scatter_gather", "start_gather",
+    "Gather", "GatherResult", "Reply", "Request", "new_correlation_id", "scatter_gather",
+    "start_gather",
 ]
 
 
@@ -231,9 +223,6 @@ class _ReplyRef(ActorRef):
     def send(self, message):
         self._service.self_ref.send(message)
 
-    def __call__(self, message):
-        self._service.self_ref.send(message)
-
     def is_alive(self):
         return self._service.self_ref.is_alive()
 
@@ -245,196 +234,7 @@ class _ReplyRef(ActorRef):
 
 
 def _is_remote(ref):
-    from .arena import ArenaRef
-
     return isinstance(ref, ArenaRef)
-
-
-log = logging.getLogger("a0py.actor")
-
-_WATCH_SLICE = 0.5     # how long a watcher thread blocks before checking it is still needed
-_MAX_WATCHERS = 256    # watcher threads per gather service; past it: the liveness poll
-
-
-class _Watch:
-    __slots__ = ("cancel", "cids", "key", "name", "ref", "thread")
-
-    def __init__(self, key, name, ref):
-        self.key = key
-        self.name = name
-        self.ref = ref
-        self.cids = set()
-        self.thread = None
-        self.cancel = None
-
-
-_death_watches = weakref.WeakSet()
-
-
-class _DeathWatch:
-    """Tells the gather service at once when a recipient it waits for dies.
-
-    One watch per actor, shared by the gathers that wait for it (a set of correlation ids):
-
-    * an arena actor (:class:`ArenaRef`, typically in another process): a daemon thread
-      blocked on the actor's robust lock (``ref.wait_dead``, i.e.
-      ``Deadman.wait_released``), which returns the moment its holder releases it or its
-      process dies. The wait is cut in slices of ``_WATCH_SLICE`` seconds (each thread's
-      stretched by a random factor up to 1.5, so watchers started together do not wake
-      together): between two, the thread ends if no gather waits for the actor any more or
-      the watch was closed. So a watcher outlives the last gather that needed it by less
-      than 1.5 slices, and a gather started meanwhile reuses it;
-    * an actor of this process (a :class:`LocalRef`): a callback its thread runs when it
-      ends (no thread);
-    * anything else, or an arena actor past ``limit`` watcher threads: not watched (the
-      caller relies on its liveness poll).
-
-    ``notify(key, name, cids)`` runs on the watcher's thread (or the dying actor's) and must
-    not block. Thread-safe.
-    """
-
-    def __init__(self, notify, slice_s=_WATCH_SLICE, limit=_MAX_WATCHERS):
-        self._notify = notify
-        self._slice = slice_s
-        self._limit = limit
-        self._lock = threading.Lock()
-        self._watches = {}       # key -> _Watch
-        self._threads = 0        # watcher threads running
-        self._closed = False
-        _death_watches.add(self)
-
-    @property
-    def threads(self):
-        """How many watcher threads are running."""
-        with self._lock:
-            return self._threads
-
-    def watch(self, ref, cid):
-        """Watch ``ref`` for gather ``cid``; returns the key to :meth:`unwatch` with, or None
-        if ``ref`` cannot be watched (left to the caller's poll)."""
-        from .arena import ArenaRef
-
-        actor = getattr(ref, "_actor", None)
-        if actor is not None and hasattr(actor, "_on_end"):
-            key = ("local", actor)
-        elif isinstance(ref, ArenaRef):
-            key = ("arena", ref.name)
-        else:
-            return None
-        start_thread = run_now = False
-        with self._lock:
-            if self._closed:
-                return None
-            watch = self._watches.get(key)
-            if watch is None:
-                if key[0] == "arena":
-                    if self._threads >= self._limit:
-                        return None
-                    self._threads += 1
-                    start_thread = True
-                watch = _Watch(key, ref.name, ref)
-                self._watches[key] = watch
-                run_now = True
-            watch.cids.add(cid)
-        if start_thread:
-            watch.thread = threading.Thread(target=self._run, args=(watch,), daemon=True,
-                                             name=f"a0py-gather-watch-{ref.name}")
-            try:
-                watch.thread.start()
-            except BaseException:
-                with self._lock:
-                    self._threads -= 1
-                    self._watches.pop(key, None)
-                raise
-        elif run_now:
-            # May call back at once, on this thread, if the actor already ended.
-            cancel = actor._on_end(lambda: self._died(watch))
-            with self._lock:
-                watch.cancel = cancel if self._watches.get(key) is watch else None
-        return key
-
-    def unwatch(self, key, cid):
-        """Gather ``cid`` no longer waits for the actor watched under ``key``."""
-        cancel = None
-        with self._lock:
-            watch = self._watches.get(key)
-            if watch is None:
-                return
-            watch.cids.discard(cid)
-            if not watch.cids and watch.thread is None:
-                del self._watches[key]
-                cancel, watch.cancel = watch.cancel, None
-        if cancel is not None:
-            cancel()
-
-    def _died(self, watch):
-        with self._lock:
-            if self._watches.get(watch.key) is not watch:
-                return
-            del self._watches[watch.key]
-            watch.cancel = None
-            cids = tuple(watch.cids)
-        if cids:
-            self._notify(watch.key, watch.name, cids)
-
-    def _run(self, watch):
-        # Watchers started together by one gather would otherwise wake together, a burst
-        # of threads taking the GIL at once: spread them over half a slice.
-        slice_s = self._slice * (1.0 + 0.5 * random.random())
-        try:
-            while True:
-                try:
-                    dead = watch.ref.wait_dead(slice_s)
-                except Exception:
-                    # Not a verdict (e.g. this process closed its mapping): leave the actor
-                    # to the poll.
-                    log.debug("death watch of %s failed", watch.name, exc_info=True)
-                    with self._lock:
-                        if self._watches.get(watch.key) is watch:
-                            del self._watches[watch.key]
-                        return
-                if dead:
-                    self._died(watch)
-                    return
-                with self._lock:
-                    if self._closed or not watch.cids:
-                        if self._watches.get(watch.key) is watch:
-                            del self._watches[watch.key]
-                        return
-        finally:
-            with self._lock:
-                self._threads -= 1
-
-    def close(self, join=False, timeout=None):
-        """Stop watching: callbacks are cancelled and watcher threads end within one slice
-        (and a half: the jitter). With ``join``, wait for them, at most ``timeout`` seconds
-        (default two slices): needed only before this process unmaps the arenas they block
-        on (:func:`~a0py.actor.arena.close_cached_arenas` does it). A blocked watcher keeps
-        its arena referenced, so it is never unmapped by garbage collection or interpreter
-        finalization under it."""
-        with self._lock:
-            self._closed = True
-            watches = list(self._watches.values())
-            self._watches.clear()
-        threads = []
-        for watch in watches:
-            if watch.cancel is not None:
-                watch.cancel()
-            if watch.thread is not None:
-                threads.append(watch.thread)
-        if not join:
-            return
-        deadline = time.monotonic() + (2 * self._slice if timeout is None else timeout)
-        for thread in threads:
-            if thread is not threading.current_thread():
-                thread.join(max(0.0, deadline - time.monotonic()))
-
-
-def _close_death_watches():
-    """Close every death watch of this process and wait for its watcher threads: before
-    the arena mappings they block on are unmapped."""
-    for death_watch in list(_death_watches):
-        death_watch.close(join=True)
 
 
 class _GatherService:
@@ -454,7 +254,7 @@ class _GatherService:
         self.send_errors = 0
         self.duplicates = 0
         self.deaths_seen = 0      # recipients the death watch reported dead mid-gather
-        self.death_watch = _DeathWatch(self._notify_death)
+        self.death_watch = DeathWatch(self._notify_death)
 
     def _notify_death(self, key, name, cids):
         self.self_ref.send(_RecipientDied(key, name, cids))
@@ -765,245 +565,3 @@ def scatter_gather(system, request, recipients, *, timeout=1.0, retries=0, aggre
         system, request, recipients, timeout=timeout, retries=retries, aggregate=aggregate,
         on_progress=on_progress, on_complete=on_complete, liveness_interval=liveness_interval,
         send_timeout=send_timeout, correlation_id=correlation_id).result()
-
-
-# -- registration and content-based routing ----------------------------------------------
-
-@dataclass(frozen=True)
-class Register:
-    """Message to a :class:`Registrar` actor: register ``ref`` under ``topic``."""
-
-    topic: object
-    ref: ActorRef
-
-
-@dataclass(frozen=True)
-class Unregister:
-    """Message to a :class:`Registrar` actor: remove ``ref`` from ``topic`` (all topics if
-    ``topic`` is None)."""
-
-    topic: object
-    ref: ActorRef
-
-
-class Registrar:
-    """A registry of actors by topic that drops the actors it finds dead.
-
-    Every :meth:`lookup` checks the liveness of what it returns, so an actor whose process
-    exited or was killed is never handed out (for cross-process actors the check is the
-    robust lock held by the actor's process: the kernel releases it at once).
-    :meth:`watch` also starts one thread per registered actor that blocks until the actor
-    dies and then drops it and calls ``on_drop(topic, ref)`` for each of its topics.
-    Thread-safe; also usable as an actor behaviour taking :class:`Register` and
-    :class:`Unregister` messages.
-
-    Raises :class:`ActorConfigError` for a bad ``on_drop``.
-    """
-
-    def __init__(self, *, on_drop=None):
-        if on_drop is not None and not callable(on_drop):
-            raise ActorConfigError(f"on_drop must be callable, got {on_drop!r}")
-        self.on_drop = on_drop
-        self._topics = {}        # topic -> OrderedDict name -> ref
-        self._lock = threading.RLock()
-        self._watching = False
-        self._watchers = {}      # name -> thread
-        self._closed = threading.Event()
-        self.dropped = 0
-
-    def register(self, topic, ref):
-        """Register ``ref`` under ``topic``. Returns False (and registers nothing) if the
-        actor is already dead. Raises :class:`ActorConfigError` if ``ref`` is not an
-        :class:`ActorRef` or ``topic`` is not hashable."""
-        if not isinstance(ref, ActorRef):
-            raise ActorConfigError(f"Registrar.register needs an ActorRef, got {ref!r}")
-        try:
-            hash(topic)
-        except TypeError:
-            raise ActorConfigError(f"a topic must be hashable, got {topic!r}") from None
-        if not ref.is_alive():
-            return False
-        with self._lock:
-            self._topics.setdefault(topic, OrderedDict())[ref.name] = ref
-            if self._watching:
-                self._watch_one(ref)
-        return True
-
-    def unregister(self, topic, ref):
-        """Remove ``ref`` from ``topic`` (from every topic if ``topic`` is None). Returns
-        True if it was registered."""
-        found = False
-        with self._lock:
-            topics = list(self._topics) if topic is None else [topic]
-            for t in topics:
-                members = self._topics.get(t)
-                if members and members.pop(ref.name, None) is not None:
-                    found = True
-                    if not members:
-                        del self._topics[t]
-        return found
-
-    def handle(self, message):
-        """Actor behaviour: apply a :class:`Register` or :class:`Unregister` message.
-        Raises :class:`ActorConfigError` for any other message."""
-        if isinstance(message, Register):
-            self.register(message.topic, message.ref)
-        elif isinstance(message, Unregister):
-            self.unregister(message.topic, message.ref)
-        else:
-            raise ActorConfigError(f"a Registrar takes Register/Unregister messages, got {message!r}")
-
-    def _drop(self, name, only_topic=None):
-        dropped = []
-        with self._lock:
-            for topic in list(self._topics):
-                if only_topic is not None and topic != only_topic:
-                    continue
-                members = self._topics[topic]
-                ref = members.pop(name, None)
-                if ref is not None:
-                    dropped.append((topic, ref))
-                    if not members:
-                        del self._topics[topic]
-            self.dropped += len(dropped)
-            # Under the (reentrant) lock: once a lookup has returned, on_drop has been told
-            # of every drop, whichever thread found the actor dead.
-            if self.on_drop is not None:
-                for topic, ref in dropped:
-                    self.on_drop(topic, ref)
-        return dropped
-
-    def lookup(self, topic):
-        """The live actors registered under ``topic``, in registration order; the dead ones
-        found are dropped (and reported to ``on_drop``)."""
-        with self._lock:
-            members = list(self._topics.get(topic, {}).values())
-        live = []
-        for ref in members:
-            if ref.is_alive():
-                live.append(ref)
-            else:
-                self._drop(ref.name)
-        return live
-
-    def topics(self):
-        """The topics with at least one registered actor (dead ones not yet dropped
-        included; :meth:`sweep` first for an exact answer)."""
-        with self._lock:
-            return list(self._topics)
-
-    def sweep(self):
-        """Drop every registered actor found dead; return the (topic, ref) pairs dropped."""
-        with self._lock:
-            refs = {ref.name: ref for members in self._topics.values() for ref in members.values()}
-        dropped = []
-        for name, ref in refs.items():
-            if not ref.is_alive():
-                dropped.extend(self._drop(name))
-        return dropped
-
-    def recipients(self, topic_of):
-        """A recipient-list function for :func:`start_gather`: ``request -> lookup(topic_of(
-        request))``. ``topic_of`` may also be a plain topic (used for every request)."""
-        if callable(topic_of):
-            return lambda request: self.lookup(topic_of(request))
-        return lambda request: self.lookup(topic_of)
-
-    def watch(self):
-        """Start watching: each registered actor gets a thread that waits for its death
-        (for cross-process actors, on its robust lock) and then drops it at once.
-        Idempotent; :meth:`close` stops the threads."""
-        with self._lock:
-            self._watching = True
-            for members in self._topics.values():
-                for ref in members.values():
-                    self._watch_one(ref)
-
-    def _watch_one(self, ref):
-        if ref.name in self._watchers:
-            return
-
-        def watcher():
-            try:
-                while not self._closed.is_set():
-                    if ref.wait_dead(0.25):
-                        self._drop(ref.name)
-                        return
-            finally:
-                with self._lock:
-                    self._watchers.pop(ref.name, None)
-
-        thread = threading.Thread(target=watcher, name=f"a0py-registrar-{ref.name}", daemon=True)
-        self._watchers[ref.name] = thread
-        thread.start()
-
-    def close(self):
-        """Stop the watcher threads (registrations are kept)."""
-        self._closed.set()
-        with self._lock:
-            self._watching = False
-            threads = list(self._watchers.values())
-        for thread in threads:
-            thread.join(1)
-
-
-class ContentRouter:
-    """Content-based routing: send each message to the actors its content selects.
-
-    ``routes``: ``(predicate, target)`` pairs; every target whose predicate accepts the
-    message gets it. ``key`` with ``registrar``: the message also goes to the live actors
-    registered under ``key(message)``. Messages no route accepts go to ``default`` (a ref or
-    callable) or are counted in :attr:`unrouted`. Usable directly or as an actor behaviour;
-    :meth:`recipients_for` gives the same selection as a recipient list for a gather.
-
-    Raises :class:`ActorConfigError` for a bad route, or ``key`` without ``registrar``.
-    """
-
-    def __init__(self, routes=(), *, key=None, registrar=None, default=None):
-        self.routes = []
-        for route in routes:
-            try:
-                predicate, target = route
-            except (TypeError, ValueError):
-                raise ActorConfigError(f"a route is a (predicate, target) pair, got {route!r}") from None
-            if not callable(predicate):
-                raise ActorConfigError(f"a route predicate must be callable, got {predicate!r}")
-            self.routes.append((predicate, _as_callable(target, "route target"), target))
-        if (key is None) != (registrar is None):
-            raise ActorConfigError("ContentRouter: give key and registrar together")
-        if key is not None and not callable(key):
-            raise ActorConfigError(f"key must be callable, got {key!r}")
-        self.key = key
-        self.registrar = registrar
-        self.default = default
-        self.unrouted = 0
-
-    def recipients_for(self, message):
-        """The targets ``message`` would be routed to (route targets, then registered
-        actors), without duplicates."""
-        targets = []
-        seen = set()
-        for predicate, _send, target in self.routes:
-            if predicate(message) and id(target) not in seen:
-                seen.add(id(target))
-                targets.append(target)
-        if self.key is not None:
-            names = {getattr(t, "name", None) for t in targets}
-            for ref in self.registrar.lookup(self.key(message)):
-                if ref.name not in names:
-                    targets.append(ref)
-        return targets
-
-    def handle(self, message):
-        """Route ``message``. Errors raised by a target's send propagate."""
-        targets = self.recipients_for(message)
-        if not targets:
-            if self.default is None:
-                self.unrouted += 1
-            else:
-                self.default(message)
-            return
-        for target in targets:
-            _as_callable(target, "route target")(message)
-
-    __call__ = handle

@@ -13,10 +13,11 @@ exactly the actor's life.
 """
 
 import queue
+import traceback as _traceback
 
 from .errors import ActorConfigError
 
-__all__ = ["Mailbox", "QueueMailbox"]
+__all__ = ["Mailbox", "QueueMailbox", "Undecodable"]
 
 
 class Mailbox:
@@ -34,7 +35,8 @@ class Mailbox:
 
     def take(self, timeout=None):
         """Block until at least one message is there and return the messages waiting, in
-        order, as a list; return ``[]`` once closed, or when ``timeout`` seconds passed."""
+        order, as a list; return ``[]`` once closed, or when ``timeout`` seconds passed. A
+        message that could not be decoded is an :class:`Undecodable` in its place."""
         raise NotImplementedError
 
     def close(self):
@@ -49,6 +51,39 @@ class Mailbox:
 
     def release(self):
         """Free what the mailbox owns (an arena, a name) once no actor uses it."""
+
+    def remote_ref(self):
+        """A ref that reaches this mailbox from other processes (it pickles), or None if
+        the mailbox is in-process only (the default)."""
+        return None
+
+
+class Undecodable:
+    """What :meth:`Mailbox.take` returns in place of a message it could not decode: a
+    frame of a cross-process mailbox that does not unpickle here (a class this process
+    cannot import, a frame written by something else). An actor does not pass it to its
+    behaviour: it reports it to its system's supervisor (or the log) as a
+    :class:`~a0py.actor.Failure` whose ``message`` is this object and ``error`` the
+    decoding error, and goes on.
+
+    ``mailbox``: the mailbox's name; ``size``: the frame's size in bytes; ``head``: its
+    first 64 bytes; ``error``: the exception; ``traceback``: the error's traceback, as text
+    (the exception keeps none, so the batch it was read in is not kept alive).
+    """
+
+    __slots__ = ("error", "head", "mailbox", "size", "traceback")
+
+    def __init__(self, mailbox, data, error):
+        self.mailbox = mailbox
+        self.size = len(data)
+        self.head = bytes(data[:64])
+        self.traceback = "".join(_traceback.format_exception(type(error), error, error.__traceback__))
+        error.__traceback__ = None
+        self.error = error
+
+    def __repr__(self):
+        return (f"<undecodable frame of {self.size} bytes in mailbox {self.mailbox!r}: "
+                f"{type(self.error).__name__}: {self.error}>")
 
 
 _CLOSED = object()

@@ -284,8 +284,10 @@ class OrderedProxy:
         if self.on_overflow == "error":
             raise OrderingWindowError(
                 f"OrderedProxy: label {label!r} is outside the window (expected {self.expected!r}, "
-                f"window {self.window}, {len(self._held)} held): a gap that never filled or a "
-                f"stale duplicate",
+                f"window={self.window}, {len(self._held)} held): a gap that never filled or a "
+                f"stale duplicate. If more than {self.window} messages can be in flight, pass a "
+                f"larger window=; to go on past such labels, pass on_overflow='drop' (drop them) "
+                f"or on_overflow='reset' (give up on the gap); or call skip_gap() and resend",
                 label=label, expected=self.expected, held=len(self._held))
         self.resets += 1
         error = None

@@ -1,32 +1,24 @@
-"""Actors, actor refs, the scheduler and the supervisor.
+"""The actor system: spawning, lookup, scheduled sends, supervision and shutdown.
 
-An actor is a behaviour and a mailbox. The behaviour is any callable taking one message,
-or an object with a ``handle(message)`` method; the actor calls it with one message at a
-time, so behaviours keep plain state and take no locks. Inside a handler,
-:func:`current` gives the actor's :class:`ActorContext` (its own ref, ``become``,
-``stop``, scheduled sends) and :func:`become` swaps the behaviour for the next message.
+:class:`ActorSystem` runs actors (:mod:`a0py.actor.kinds`) with in-process or arena
+mailboxes, owns their scheduler (:mod:`a0py.actor.scheduler`) and reports their failures.
 
 Invariants kept here:
 
-* one message at a time per actor: a thread actor runs only on its own thread; an asyncio
-  actor is one task that awaits its handler before taking the next message;
 * FIFO per sender: mailboxes are FIFO, so messages from one sender arrive in send order
   (the ordered channel is for transports that do not promise this);
-* an exception in a handler never escapes the actor: it is reported to the supervisor as a
-  :class:`Failure` and the actor goes on with its next message (or stops, if spawned with
-  ``on_failure="stop"``);
+* a handler's exception is reported as a :class:`Failure` to the supervisor (or the log)
+  and kept in :attr:`ActorSystem.failures`; a supervisor that raises is logged;
 * scheduled messages (:meth:`ActorSystem.send_after`, :meth:`ActorSystem.send_at`) are the
-  only timers; one scheduler thread per system sends them.
+  only timers; one scheduler thread per system sends them;
+* after :meth:`ActorSystem.shutdown` nothing new runs: spawning and scheduling raise
+  :class:`ActorStoppedError`.
 """
 
 import asyncio
-import contextvars
 import datetime as _dt
-import heapq
-import inspect
 import itertools
 import logging
-import math
 import os
 import threading
 import time
@@ -34,56 +26,25 @@ import traceback as _traceback
 from collections import deque
 from dataclasses import dataclass, field
 
-from .errors import (
-    ActorConfigError,
-    ActorStoppedError,
-    NotInActorError,
-    NotPicklableRefError,
-)
+from .arena import ArenaMailbox, ArenaRef
+from .errors import ActorConfigError, ActorStoppedError
+from .kinds import _as_handler, _AsyncActor, _ThreadActor
 from .mailbox import Mailbox, QueueMailbox
+from .ref import STOP
+from .scheduler import _check_delay, _Scheduler
 
-__all__ = [
-    "STOP",
-    "ActorContext",
-    "ActorRef",
-    "ActorSystem",
-    "Failure",
-    "LocalRef",
-    "Stop",
-    "Timer",
-    "become",
-    "current",
-]
+__all__ = ["ActorSystem", "Failure"]
 
 log = logging.getLogger("a0py.actor")
-
-_current = contextvars.ContextVar("a0py_actor_current", default=None)
-
-
-class Stop:
-    """The stop request: an actor that takes it stops after the messages before it. Compare
-    by type (``isinstance(m, Stop)``): it crosses processes by pickling."""
-
-    __slots__ = ()
-
-    def __repr__(self):
-        return "STOP"
-
-    def __reduce__(self):
-        return (_stop_singleton, ())
-
-
-def _stop_singleton():
-    return STOP
-
-
-STOP = Stop()
 
 
 @dataclass
 class Failure:
     """What the supervisor is told when a handler raised: the actor's ``name``, the
-    ``message`` it was handling, the ``error`` and its formatted ``traceback``."""
+    ``message`` it was handling, the ``error`` and its formatted ``traceback``, and the
+    ``pid`` of the actor's process. Also when the actor's mailbox could not decode a
+    message: ``message`` is then an :class:`~a0py.actor.mailbox.Undecodable` and
+    ``error`` the decoding error."""
 
     actor: str
     message: object
@@ -117,456 +78,8 @@ def _safe_repr(value, limit=200):
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _as_handler(behaviour):
-    if callable(behaviour) and not isinstance(behaviour, type):
-        return behaviour
-    handle = getattr(behaviour, "handle", None)
-    if callable(handle) and not isinstance(behaviour, type):
-        return handle
-    raise ActorConfigError(
-        f"a behaviour must be a callable taking one message or an object with a handle() "
-        f"method, got {behaviour!r}")
-
-
-class ActorRef:
-    """The address of an actor: ``ref.send(message)`` (or ``ref(message)``) puts a message
-    in its mailbox and returns at once. Refs compare and hash by the actor they name."""
-
-    __slots__ = ()
-
-    @property
-    def name(self):
-        """The actor's name (unique in its system; for arena actors, across processes)."""
-        raise NotImplementedError
-
-    def send(self, message):
-        """Put ``message`` in the actor's mailbox. Messages to a stopped actor are dropped."""
-        raise NotImplementedError
-
-    def __call__(self, message):
-        self.send(message)
-
-    def is_alive(self):
-        """Whether the actor still takes messages."""
-        raise NotImplementedError
-
-    def wait_dead(self, timeout=None):
-        """Block until the actor is dead or ``timeout`` seconds passed; True if dead."""
-        raise NotImplementedError
-
-    def __repr__(self):
-        return f"<{type(self).__name__} {self.name!r}>"
-
-
-class LocalRef(ActorRef):
-    """A ref to an actor of this process. It pickles only if the actor has an arena mailbox
-    (it then becomes an :class:`~a0py.actor.arena.ArenaRef` to the same actor); otherwise
-    pickling raises :class:`NotPicklableRefError`."""
-
-    __slots__ = ("_actor", "send")
-
-    def __init__(self, actor):
-        self._actor = actor
-        self.send = actor.enqueue  # the hot path: one attribute call, no indirection
-
-    @property
-    def name(self):
-        return self._actor.name
-
-    def is_alive(self):
-        return self._actor.alive
-
-    def wait_dead(self, timeout=None):
-        return self._actor.done.wait(timeout)
-
-    @property
-    def address(self):
-        """The arena name other processes reach this actor by, or None."""
-        return self._actor.mailbox.address
-
-    def __call__(self, message):
-        self._actor.enqueue(message)
-
-    def __eq__(self, other):
-        if isinstance(other, LocalRef):
-            return other._actor is self._actor
-        address = self._actor.mailbox.address
-        return address is not None and getattr(other, "address", None) == address
-
-    def __hash__(self):
-        return hash(self._actor.name)
-
-    def __reduce__(self):
-        address = self._actor.mailbox.address
-        if address is None:
-            raise NotPicklableRefError(
-                f"actor {self._actor.name!r} has an in-process mailbox and cannot be addressed "
-                f"from another process; spawn it with arena=True")
-        from .arena import ArenaRef
-
-        return (ArenaRef, (self._actor.name,))
-
-
-class ActorContext:
-    """What a handler can reach through :func:`current`: ``self`` (its own ref), ``name``,
-    ``system``, :meth:`become`, :meth:`stop` and scheduled sends to itself or others."""
-
-    __slots__ = ("_actor",)
-
-    def __init__(self, actor):
-        self._actor = actor
-
-    @property
-    def self(self):
-        """This actor's ref."""
-        return self._actor.ref
-
-    @property
-    def name(self):
-        """This actor's name."""
-        return self._actor.name
-
-    @property
-    def system(self):
-        """The :class:`ActorSystem` running this actor."""
-        return self._actor.system
-
-    def become(self, behaviour):
-        """Handle the next message (and the ones after) with ``behaviour``.
-
-        Raises :class:`ActorConfigError` if ``behaviour`` is not callable and has no
-        ``handle``."""
-        self._actor.handler = _as_handler(behaviour)
-
-    def stop(self):
-        """Stop this actor once the current message is handled; later messages are dropped."""
-        self._actor.alive = False
-
-    def send_after(self, delay, target, message):
-        """Shorthand for ``system.send_after(delay, target, message)``."""
-        return self._actor.system.send_after(delay, target, message)
-
-    def send_at(self, when, target, message):
-        """Shorthand for ``system.send_at(when, target, message)``."""
-        return self._actor.system.send_at(when, target, message)
-
-
-def current():
-    """The :class:`ActorContext` of the actor whose handler is running.
-
-    Raises :class:`NotInActorError` outside a handler."""
-    context = _current.get()
-    if context is None:
-        raise NotInActorError("current() called outside an actor's handler")
-    return context
-
-
-def become(behaviour):
-    """Make the running actor handle its next message with ``behaviour``.
-
-    Raises :class:`NotInActorError` outside a handler, :class:`ActorConfigError` for a bad
-    behaviour."""
-    current().become(behaviour)
-
-
-def _nothing():
-    pass
-
-
-class _Actor:
-    """State shared by thread and asyncio actors."""
-
-    def __init__(self, system, behaviour, name, mailbox, on_failure):
-        self.system = system
-        self.handler = _as_handler(behaviour)
-        self.name = name
-        self.mailbox = mailbox
-        self.on_failure = on_failure
-        self.alive = True
-        self.context = ActorContext(self)
-        self.done = threading.Event()
-        self.handled = 0
-        self.ref = None  # set by the subclass once enqueue exists
-        self._end_lock = threading.Lock()
-        self._end_callbacks = {}    # token -> fn, run once when the actor has ended
-        self._end_tokens = itertools.count()
-
-    def _on_end(self, fn):
-        """Call ``fn()`` when the actor has ended (on its thread; at once, on this one, if
-        it already has). Returns a function that cancels the call. Used by the gather
-        service to see a local recipient's death at once."""
-        with self._end_lock:
-            if not self.done.is_set():
-                token = next(self._end_tokens)
-                self._end_callbacks[token] = fn
-                return lambda: self._cancel_end(token)
-        fn()
-        return _nothing
-
-    def _cancel_end(self, token):
-        with self._end_lock:
-            self._end_callbacks.pop(token, None)
-
-    def _set_done(self):
-        with self._end_lock:
-            self.done.set()
-            callbacks, self._end_callbacks = self._end_callbacks, {}
-        for fn in callbacks.values():
-            try:
-                fn()
-            except Exception:
-                log.exception("an end callback of actor %s failed", self.name)
-
-    def _handle_one(self, message):
-        """Handle one message; False once the actor should stop."""
-        if isinstance(message, Stop):
-            return False
-        try:
-            self.handler(message)
-        except Exception as exc:
-            self.system._report(self, message, exc)
-            if self.on_failure == "stop":
-                return False
-        self.handled += 1
-        return self.alive
-
-
-class _ThreadActor(_Actor):
-    def __init__(self, system, behaviour, name, mailbox, on_failure):
-        super().__init__(system, behaviour, name, mailbox, on_failure)
-        self.enqueue = mailbox.put
-        self.ref = LocalRef(self)
-        self.thread = threading.Thread(target=self._run, name=f"a0py-actor-{name}", daemon=True)
-        self._ready = threading.Event()
-        self._start_error = None
-
-    def start(self):
-        self.thread.start()
-        self._ready.wait()
-        if self._start_error is not None:
-            raise self._start_error
-
-    def _run(self):
-        mailbox = self.mailbox
-        _current.set(self.context)
-        try:
-            mailbox.open_reader()
-        except BaseException as exc:
-            self._start_error = exc
-            self.alive = False
-            self._ready.set()
-            self._set_done()
-            return
-        self._ready.set()
-        try:
-            handle_one = self._handle_one
-            while self.alive:
-                batch = mailbox.take()
-                if not batch:
-                    if getattr(mailbox, "closed", False):
-                        break
-                    continue
-                for message in batch:
-                    if not handle_one(message):
-                        self.alive = False
-                        break
-        finally:
-            self.alive = False
-            mailbox.close()
-            try:
-                mailbox.close_reader()
-            finally:
-                self.system._ended(self)
-                self._set_done()
-
-    def request_stop(self):
-        self.mailbox.put(STOP)
-
-    def halt(self):
-        self.alive = False
-        self.mailbox.close()
-
-    def join(self, timeout):
-        if threading.current_thread() is self.thread:
-            return True
-        return self.done.wait(timeout)
-
-
-class _AsyncActor(_Actor):
-    """An actor that is one asyncio task on ``loop``; its behaviour may be ``async``."""
-
-    def __init__(self, system, behaviour, name, loop, on_failure):
-        super().__init__(system, behaviour, name, _AsyncMailbox(self), on_failure)
-        self.loop = loop
-        self.queue = asyncio.Queue()
-        self.loop_thread = None
-        self.future = None
-        self.ref = LocalRef(self)
-
-    def start(self):
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is self.loop:
-            self.loop_thread = threading.get_ident()
-            self.future = self.loop.create_task(self._run())
-        else:
-            self.future = asyncio.run_coroutine_threadsafe(self._run(), self.loop)
-
-    def enqueue(self, message):
-        if not self.alive:
-            return
-        if threading.get_ident() == self.loop_thread:
-            self.queue.put_nowait(message)
-        else:
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, message)
-
-    async def _run(self):
-        self.loop_thread = threading.get_ident()
-        _current.set(self.context)
-        try:
-            while self.alive:
-                message = await self.queue.get()
-                if message is _HALT or isinstance(message, Stop):
-                    break
-                try:
-                    result = self.handler(message)
-                    if inspect.isawaitable(result):
-                        await result
-                except Exception as exc:
-                    self.system._report(self, message, exc)
-                    if self.on_failure == "stop":
-                        break
-                self.handled += 1
-        finally:
-            self.alive = False
-            self.system._ended(self)
-            self._set_done()
-
-    def request_stop(self):
-        self.enqueue(STOP)
-
-    def halt(self):
-        if self.alive:
-            self.enqueue(_HALT)
-            self.alive = False
-
-    def join(self, timeout):
-        if threading.get_ident() == self.loop_thread:
-            return self.done.is_set()  # cannot block the loop the actor runs on
-        return self.done.wait(timeout)
-
-
-_HALT = object()
-
-
-class _AsyncMailbox(Mailbox):
-    """The sending side of an asyncio actor (its queue lives in the actor)."""
-
-    def __init__(self, actor):
-        self._actor = actor
-
-    def put(self, message):
-        self._actor.enqueue(message)
-
-    def close(self):
-        pass
-
-
-class Timer:
-    """A scheduled send. :meth:`cancel` prevents it if it has not fired yet."""
-
-    __slots__ = ("cancelled", "deadline", "fired", "message", "target")
-
-    def __init__(self, deadline, target, message):
-        self.deadline = deadline
-        self.target = target
-        self.message = message
-        self.cancelled = False
-        self.fired = False
-
-    def cancel(self):
-        """Cancel the send; True if it had not fired yet."""
-        if self.fired:
-            return False
-        self.cancelled = True
-        return True
-
-    def __repr__(self):
-        state = "fired" if self.fired else "cancelled" if self.cancelled else "pending"
-        return f"<Timer {state} in {self.deadline - time.monotonic():.3f}s to {self.target!r}>"
-
-
-class _Scheduler:
-    """One thread, one heap of (deadline, seq, timer) on the monotonic clock."""
-
-    def __init__(self, system):
-        self._system = system
-        self._heap = []
-        self._seq = itertools.count()
-        self._cond = threading.Condition(threading.Lock())
-        self._stopped = False
-        self._thread = None
-
-    def schedule(self, deadline, target, message):
-        timer = Timer(deadline, target, message)
-        with self._cond:
-            if self._stopped:
-                raise ActorStoppedError("the actor system is shut down; nothing can be scheduled")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="a0py-actor-scheduler",
-                                                daemon=True)
-                self._thread.start()
-            heapq.heappush(self._heap, (deadline, next(self._seq), timer))
-            if self._heap[0][2] is timer:
-                self._cond.notify()
-        return timer
-
-    def _run(self):
-        heap = self._heap
-        cond = self._cond
-        while True:
-            with cond:
-                while True:
-                    if self._stopped:
-                        return
-                    if heap:
-                        delay = heap[0][0] - time.monotonic()
-                        if delay <= 0:
-                            break
-                        cond.wait(delay)
-                    else:
-                        cond.wait()
-                due = []
-                now = time.monotonic()
-                while heap and heap[0][0] <= now:
-                    due.append(heapq.heappop(heap)[2])
-            for timer in due:
-                if timer.cancelled:
-                    continue
-                timer.fired = True
-                try:
-                    timer.target(timer.message)
-                except Exception as exc:
-                    self._system._report_scheduler(timer, exc)
-
-    def stop(self):
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5)
-
-    def pending(self):
-        with self._cond:
-            return sum(1 for _, _, t in self._heap if not t.cancelled)
-
-
-def _check_delay(value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ActorConfigError(f"{what} must be a number of seconds, got {value!r}")
-    return float(value)
+def _format_error(exc):
+    return "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
 
 
 class ActorSystem:
@@ -590,7 +103,7 @@ class ActorSystem:
         self._actors = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._scheduler = _Scheduler(self)
+        self._scheduler = _Scheduler(self._report_scheduler)
         self._shut = False
         self._owned = []        # mailboxes to release at shutdown
         self._services = {}     # lazily started helpers (the gather service), by key
@@ -630,8 +143,7 @@ class ActorSystem:
         alive in another process), :class:`ActorStoppedError` after shutdown, and the
         arena's errors (:class:`a0py.A0Error`) when creating the mailbox fails.
         """
-        handler_check = _as_handler(behaviour)  # fail before reserving anything
-        del handler_check
+        _as_handler(behaviour)  # fail before reserving anything
         if on_failure not in ("resume", "stop"):
             raise ActorConfigError(f"on_failure must be 'resume' or 'stop', got {on_failure!r}")
         if mailbox is not None and not isinstance(mailbox, Mailbox):
@@ -644,8 +156,6 @@ class ActorSystem:
         owned = False
         try:
             if arena:
-                from .arena import ArenaMailbox
-
                 mailbox = ArenaMailbox(name, size=arena_size, create=True)
                 owned = True
             elif mailbox is None:
@@ -707,8 +217,6 @@ class ActorSystem:
             actor = self._actors.get(name)
         if actor is not None:
             return actor.ref
-        from .arena import ArenaRef
-
         return ArenaRef(name)
 
     def actors(self):
@@ -748,8 +256,9 @@ class ActorSystem:
 
     # -- supervision ----------------------------------------------------------------------
 
-    def _report(self, actor, message, exc):
-        failure = Failure(actor.name, message, exc, _traceback.format_exc())
+    def _report(self, actor, message, exc, traceback=None):
+        failure = Failure(actor.name, message, exc,
+                          _format_error(exc) if traceback is None else traceback)
         self.failures.append(failure)
         supervisor = self.supervisor
         if supervisor is None:
@@ -762,7 +271,7 @@ class ActorSystem:
             log.exception("the supervisor of %s failed while handling a failure", actor.name)
 
     def _report_scheduler(self, timer, exc):
-        failure = Failure("<scheduler>", timer.message, exc, _traceback.format_exc())
+        failure = Failure("<scheduler>", timer.message, exc, _format_error(exc))
         self.failures.append(failure)
         log.error("scheduled send to %r failed: %r", timer.target, exc)
 

@@ -5,7 +5,7 @@ space and *retract* them; observers register *patterns* and hear ``+`` when a
 matching capture tuple appears, ``-`` when it disappears, and ``!`` for each
 matching message. The :class:`Index` is the skeleton index of Garnock-Jones'
 "Efficient, Imperative Dataspaces for Conversational Concurrency", compiled
-with Cython (``a0py._index``).
+with Cython (``a0py.dataspace._compiled``).
 
 >>> from a0py.dataspace import Index, Record, capture, parse
 >>> idx = Index()
@@ -14,7 +14,7 @@ with Cython (``a0py._index``).
 + ('Alice',)
 """
 
-from a0py.dataspace._codec import MAX_DEPTH, decode, encode
+from a0py.dataspace._codec import decode, encode
 from a0py.dataspace._dataspace import AssertionHandle, Dataspace, Facet, Observer
 from a0py.dataspace._errors import (
     DataspaceError,
@@ -26,9 +26,11 @@ from a0py.dataspace._errors import (
     ParseError,
     UnknownHandlerError,
 )
+from a0py.dataspace._format import format_term
 from a0py.dataspace._impl import COMPILED, impl
 from a0py.dataspace._patterns import DISCARD, Capture, Discard, capture
-from a0py.dataspace._syntax import format_term, parse
+from a0py.dataspace._syntax import parse
+from a0py.dataspace._values import MAX_DEPTH
 
 Record = impl.Record
 Index = impl.Index

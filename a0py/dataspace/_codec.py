@@ -31,13 +31,10 @@ high bit set on all but the last byte), in the fewest bytes, at most 9.
 import struct
 
 from a0py.dataspace._errors import DataspaceTypeError, DecodeError, InvalidValueError
+from a0py.dataspace._impl import impl
 from a0py.dataspace._patterns import Capture, Discard
+from a0py.dataspace._values import MAX_DEPTH, is_record
 
-# How deep a value may nest: each record or tuple (a list too, and in a
-# pattern a capture) is one level, an atom none; ``(1,)`` is 1 deep. The
-# skeleton index and Record enforce the same limit (docs/dataspace.md,
-# "Nesting limit").
-MAX_DEPTH = 256
 _MAX_VARINT_BYTES = 9
 
 TAG_NONE = 0x00
@@ -106,7 +103,7 @@ def _encode(out, v, depth):
             _encode(out, f, depth + 1)
     elif t is Capture or t is Discard:
         raise InvalidValueError(f"{v!r} is a pattern; only values have an encoding")
-    elif t.__name__ == "Record" and hasattr(v, "label") and hasattr(v, "fields"):
+    elif is_record(v):
         if depth >= MAX_DEPTH:
             raise _too_deep()
         b = _utf8(v.label, "record label")
@@ -117,8 +114,6 @@ def _encode(out, v, depth):
         for f in v.fields:
             _encode(out, f, depth + 1)
     else:
-        from a0py.dataspace._impl import impl
-
         impl.value_key(v)  # raises the precise InvalidValueError
         raise InvalidValueError(f"{t.__name__} is not a dataspace value")
 
@@ -235,8 +230,6 @@ def decode(data, *, record=None):
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise DataspaceTypeError(f"decode takes bytes, got {type(data).__name__}")
     if record is None:
-        from a0py.dataspace._impl import impl
-
         record = impl.Record
     d = _Decoder(bytes(data), record)
     v = d.value(0)

@@ -14,10 +14,42 @@ Outside a turn each action is its own turn.
 
 Everything runs on the caller's thread; callbacks run after the index has
 settled (see :class:`Index`), so they may act on the dataspace themselves.
+
+Text: wherever a facet takes a value or a pattern (``assert_``, ``send``,
+``observe``), a ``str`` is read as the text syntax of :func:`parse`, never
+taken as a string fact: ``assert_('present("Alice")')`` asserts the record.
+The string value itself is written as its text, quoted: ``assert_('"hi"')``
+(``format_term(s)`` gives the text of any ``s``). A ``str`` inside a record
+or tuple is a string as always; :class:`Index` itself takes Python values
+only, so there a ``str`` is a string.
 """
 
-from a0py.dataspace._errors import FacetStoppedError, UnknownHandlerError
+from a0py.dataspace._errors import (
+    DataspaceTypeError,
+    FacetStoppedError,
+    ParseError,
+    UnknownHandlerError,
+)
+from a0py.dataspace._format import format_term
 from a0py.dataspace._impl import impl
+from a0py.dataspace._syntax import parse
+
+
+def _read(term, method):
+    """``term`` as a value or pattern: a ``str`` is text, parsed; anything
+    else is taken as it is. A ParseError gets a note that says how to write
+    the string itself, in case that was meant."""
+    if type(term) is not str:
+        return term
+    try:
+        return parse(term)
+    except ParseError as e:
+        verb = {"assert_": "assert", "observe": "match"}.get(method, method)
+        e.add_note(
+            f"Facet.{method} reads a str as the text syntax of parse(); to {verb}"
+            f" the string itself, write it quoted: {method}({format_term(term)!r})"
+        )
+        raise
 
 
 class AssertionHandle:
@@ -154,9 +186,13 @@ class Facet:
 
     def assert_(self, value):
         """Assert ``value`` for as long as this facet runs (or until
-        :meth:`retract`). Returns an :class:`AssertionHandle`. Raises
-        :class:`InvalidValueError` unless ``value`` is a value."""
+        :meth:`retract`). Returns an :class:`AssertionHandle`. A ``str`` is
+        text, parsed (``'present("Alice")'``; the string ``hi`` itself is
+        ``'"hi"'``). Raises :class:`ParseError` for bad text,
+        :class:`InvalidValueError` unless ``value`` is a value (a pattern is
+        not)."""
         self._check()
+        value = _read(value, "assert_")
         impl.value_key(value)  # reject non-values now, not at the end of a turn
         h = AssertionHandle(self, value)
         self._assertions[h] = None
@@ -178,8 +214,8 @@ class Facet:
         """Observe ``pattern``. ``callback(event, captures)`` gets every
         event; ``added(*captures)``, ``removed(*captures)`` and
         ``message(*captures)`` get ``+``, ``-`` and ``!`` events with the
-        captures spread out. A pattern may be text (parsed with
-        :func:`parse`). Returns an :class:`Observer`.
+        captures spread out. A ``str`` is text, parsed (``'present($who)'``).
+        Returns an :class:`Observer`.
 
         Observers are registered at once, even inside a turn, and are told
         of matching assertions already present.
@@ -188,15 +224,10 @@ class Facet:
         is not callable, :class:`ParseError` for bad text.
         """
         self._check()
-        if type(pattern) is str:
-            from a0py.dataspace._syntax import parse
-
-            pattern = parse(pattern)
+        pattern = _read(pattern, "observe")
         cb = callback
         if cb is None:
             if added is None and removed is None and message is None:
-                from a0py.dataspace._errors import DataspaceTypeError
-
                 raise DataspaceTypeError("observe needs a callback or added/removed/message")
             table = {"+": added, "-": removed, "!": message}
 
@@ -206,8 +237,6 @@ class Facet:
                     f(*captures)
 
         elif added is not None or removed is not None or message is not None:
-            from a0py.dataspace._errors import DataspaceTypeError
-
             raise DataspaceTypeError("give either callback or added/removed/message, not both")
         handle = self.dataspace.index.add_handler(pattern, cb)
         obs = Observer(self, pattern, handle)
@@ -225,8 +254,11 @@ class Facet:
 
     def send(self, message):
         """Send ``message`` to every matching observer (``!``); nothing is
-        kept. Raises :class:`InvalidValueError` unless it is a value."""
+        kept. A ``str`` is text, parsed, as for :meth:`assert_`. Raises
+        :class:`ParseError` for bad text, :class:`InvalidValueError` unless
+        ``message`` is a value."""
         self._check()
+        message = _read(message, "send")
         impl.value_key(message)
         self.dataspace._apply(messages=(message,))
 

@@ -1,17 +1,17 @@
 """Which build of the skeleton code the package uses.
 
-The compiled ``a0py._index`` when it is built; otherwise the interpreted
-``a0py.dataspace._skeleton`` (same algorithm, about an order of magnitude
+The compiled ``a0py.dataspace._compiled`` when it is built; otherwise the interpreted
+``a0py.dataspace._interpreted`` (same algorithm, about an order of magnitude
 slower), so a source checkout that has not run the build still works.
 ``COMPILED`` says which one was loaded; the tests require the compiled one.
 """
 
 try:
-    from a0py import _index as impl
+    import a0py.dataspace._compiled as impl
 
     COMPILED = True
 except ImportError:  # pragma: no cover - only in an unbuilt checkout
-    from a0py.dataspace import _skeleton as impl
+    from a0py.dataspace import _interpreted as impl
 
     COMPILED = False
 

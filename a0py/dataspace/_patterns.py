@@ -1,11 +1,14 @@
 """Pattern-only building blocks: the discard ``_`` and captures ``$``.
 
 They live in a plain Python module of their own so that both builds of the
-skeleton code (compiled ``a0py._index`` and interpreted
-``a0py.dataspace._skeleton``) recognise the same objects.
+skeleton code (compiled ``a0py.dataspace._compiled`` and interpreted
+``a0py.dataspace._interpreted``) recognise the same objects.
 """
 
 import struct
+
+from a0py.dataspace._errors import DataspaceTypeError
+from a0py.dataspace._format import format_term
 
 _DOUBLE = struct.Struct("<d")
 
@@ -37,8 +40,10 @@ class Discard:
             cls._instance = super().__new__(cls)
         return cls._instance
 
-    def __repr__(self):
+    def _format_term(self):
         return "_"
+
+    __repr__ = _format_term
 
     def __reduce__(self):
         return (Discard, ())
@@ -55,8 +60,6 @@ class Capture:
 
     def __init__(self, pattern=DISCARD, name=None):
         if name is not None and type(name) is not str:
-            from a0py.dataspace._errors import DataspaceTypeError
-
             raise DataspaceTypeError(f"a capture's name must be a str or None, got {type(name).__name__}")
         object.__setattr__(self, "pattern", pattern)
         object.__setattr__(self, "name", name)
@@ -72,10 +75,13 @@ class Capture:
     def __hash__(self):
         return hash(("$", self.name, type(self.pattern).__name__))
 
-    def __repr__(self):
-        from a0py.dataspace._syntax import format_term
+    def _format_term(self):
+        text = "$" + (self.name or "")
+        if self.pattern is not DISCARD:
+            text += ":" + format_term(self.pattern)
+        return text
 
-        return format_term(self)
+    __repr__ = _format_term
 
     def __reduce__(self):
         return (Capture, (self.pattern, self.name))

@@ -8,25 +8,30 @@
     $who:present(_)             a capture with a subpattern
     "two words"(1, 2.5, b"\\x00", None, True, -0.0, nan, inf)
 
-``repr`` of a Record prints this syntax, and ``parse(repr(v))`` gives back
-``v`` for every value whose floats are not NaNs with unusual bits (the text
-has one NaN; the byte encoding keeps all bits).
+This module reads it (:func:`parse`); :mod:`a0py.dataspace._format` writes
+it (``format_term``, ``repr`` of records). ``parse(repr(v))`` gives back ``v``
+for every value whose floats are not NaNs with unusual bits (the text has one
+NaN; the byte encoding keeps all bits).
 """
 
 import json
 import re
 
 from a0py.dataspace._errors import DataspaceTypeError, InvalidValueError, ParseError
-from a0py.dataspace._patterns import DISCARD, Capture, Discard
+from a0py.dataspace._format import IDENT
+from a0py.dataspace._impl import impl
+from a0py.dataspace._patterns import DISCARD, Capture
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_\-.]*")
 _NUMBER = re.compile(
     r"[+-]?(?:0[xX][0-9a-fA-F]+|0[oO][0-7]+|0[bB][01]+"
     r"|(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)"
 )
 _STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _WORDS = {"None": None, "True": True, "False": False, "nan": float("nan"), "inf": float("inf")}
-MAX_DEPTH = 200
+# The parser's own nesting limit, below the values' MAX_DEPTH (256): each
+# level costs it three Python frames, and 200 levels stay well inside
+# CPython's default recursion limit (1000).
+MAX_TEXT_DEPTH = 200
 _BYTES_ESCAPES = {"\\": 0x5C, '"': 0x22, "n": 0x0A, "r": 0x0D, "t": 0x09, "0": 0x00}
 
 
@@ -64,8 +69,8 @@ class _Parser:
 
     def items(self, close):
         self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error(f"nesting deeper than {MAX_DEPTH}")
+        if self.depth > MAX_TEXT_DEPTH:
+            raise self.error(f"nesting deeper than {MAX_TEXT_DEPTH}")
         try:
             return self._items(close)
         finally:
@@ -101,7 +106,7 @@ class _Parser:
             return tuple(self.items("]"))
         if c == "$":
             self.pos += 1
-            m = _IDENT.match(text, self.pos)
+            m = IDENT.match(text, self.pos)
             name = None
             if m:
                 name = m.group()
@@ -109,8 +114,8 @@ class _Parser:
             if self.pos < len(text) and text[self.pos] == ":":
                 self.pos += 1
                 self.depth += 1
-                if self.depth > MAX_DEPTH:
-                    raise self.error(f"nesting deeper than {MAX_DEPTH}")
+                if self.depth > MAX_TEXT_DEPTH:
+                    raise self.error(f"nesting deeper than {MAX_TEXT_DEPTH}")
                 try:
                     return Capture(self.term(), name)
                 finally:
@@ -134,7 +139,7 @@ class _Parser:
             return s
         if c == "b" and text.startswith('b"', self.pos):
             return self.bytes_literal()
-        m = _IDENT.match(text, self.pos)
+        m = IDENT.match(text, self.pos)
         if m:
             word = m.group()
             self.pos = m.end()
@@ -220,57 +225,9 @@ def parse(text, *, record=None):
     if type(text) is not str:
         raise DataspaceTypeError(f"parse takes a str, got {type(text).__name__}")
     if record is None:
-        from a0py.dataspace._impl import impl
-
         record = impl.Record
     p = _Parser(text, record)
     result = p.term()
     if p.peek():
         raise p.error(f"unexpected {p.text[p.pos]!r} after the end of the term")
     return result
-
-
-def _format_bytes(b):
-    out = ['b"']
-    for x in b:
-        if x == 0x5C:
-            out.append("\\\\")
-        elif x == 0x22:
-            out.append('\\"')
-        elif 0x20 <= x <= 0x7E:
-            out.append(chr(x))
-        else:
-            out.append(f"\\x{x:02x}")
-    out.append('"')
-    return "".join(out)
-
-
-def _format_label(label):
-    m = _IDENT.fullmatch(label)
-    return label if m else json.dumps(label, ensure_ascii=False)
-
-
-def format_term(v):
-    """The text syntax of a value or pattern (what ``repr`` of a Record
-    prints). Raises :class:`InvalidValueError` for other objects."""
-    t = type(v)
-    if v is None or t is bool or t is int:
-        return repr(v)
-    if t is float:
-        return repr(v)  # 'nan', 'inf', '-inf', '-0.0', '1e+16' all parse back
-    if t is str:
-        return json.dumps(v, ensure_ascii=False)
-    if t is bytes:
-        return _format_bytes(v)
-    if t is tuple or t is list:
-        return "[" + ", ".join(format_term(x) for x in v) + "]"
-    if t is Discard:
-        return "_"
-    if t is Capture:
-        s = "$" + (v.name or "")
-        if v.pattern is not DISCARD:
-            s += ":" + format_term(v.pattern)
-        return s
-    if t.__name__ == "Record" and hasattr(v, "label") and hasattr(v, "fields"):
-        return _format_label(v.label) + "(" + ", ".join(format_term(f) for f in v.fields) + ")"
-    raise InvalidValueError(f"{t.__name__} is not a dataspace value or pattern")

@@ -5,6 +5,7 @@
  * Plain C, no framework: CHECK() counts, the last line is "N passed, M failed",
  * the exit status is non-zero on any failure. Runs under `make ctest` and
  * `make sanitize` (ASan + UBSan, leak checking). */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "a0_arena.h"
 #include "a0_deadman.h"
 #include "a0_err.h"
+#include "a0_sync.h"
 #include "a0_transport.h"
 
 static int passed, failed;
@@ -457,12 +459,7 @@ static void test_deadman(void) {
   CHECK_ERR(a0_deadman_release(base), A0_ERR_NOT_OWNER);
 
   struct timespec deadline;
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 20 * 1000 * 1000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
+  deadline = a0_deadline_after_ns(20 * 1000 * 1000);
   CHECK_ERR(a0_deadman_wait_taken(base, &deadline), A0_ERR_TIMEOUT);
   CHECK_ERR(a0_deadman_wait_released(base, NULL), A0_OK);
   CHECK_ERR(a0_deadman_take(base, NULL), A0_OK);
@@ -486,12 +483,7 @@ static void test_wait_timeout(void) {
 
   struct timespec deadline;
   double start = now_s();
-  clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_nsec += 30 * 1000 * 1000;
-  if (deadline.tv_nsec >= 1000000000) {
-    deadline.tv_sec++;
-    deadline.tv_nsec -= 1000000000;
-  }
+  deadline = a0_deadline_after_ns(30 * 1000 * 1000);
   CHECK_ERR(a0_transport_wait(lk, a0_pred_has_next, NULL, &deadline), A0_ERR_TIMEOUT);
   CHECK(now_s() - start >= 0.029);
   CHECK(t.locked); /* returns with the lock held, even on timeout */
@@ -512,6 +504,123 @@ static void test_wait_timeout(void) {
   free(base);
 }
 
+/* Fills the ring with frames of n bytes until the next would evict. */
+static uint64_t fill_without_evicting(a0_locked_t lk, uint64_t n) {
+  uint64_t written = 0;
+  bool evicts = false;
+  while (a0_transport_alloc_evicts(lk, n, &evicts) == A0_OK && !evicts) {
+    if (write_frame(lk, n) != A0_OK) break;
+    written++;
+  }
+  a0_transport_commit(lk);
+  return written;
+}
+
+static void test_noevict_alloc_and_drop_through(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = new_arena(size);
+  a0_transport_t t;
+  a0_locked_t lk;
+  a0_transport_init(&t, base, size);
+  a0_transport_lock(&t, &lk);
+  uint8_t* data;
+  struct timespec deadline = a0_deadline_after_ns(20 * 1000 * 1000);
+
+  CHECK_ERR(a0_transport_alloc_noevict(lk, a0_transport_max_frame_data(&t) + 1, NULL, &data),
+            A0_ERR_FRAME_TOO_LARGE);
+  uint64_t n = 100, frames = fill_without_evicting(lk, n);
+  CHECK(frames > 3 && a0_transport_seq_low(lk) == 1 && a0_transport_seq_high(lk) == frames);
+  CHECK(!a0_pred_fits(lk, &n));
+  /* Full: waits for room, times out, evicted nothing and allocated nothing. */
+  CHECK_ERR(a0_transport_alloc_noevict(lk, n, &deadline, &data), A0_ERR_TIMEOUT);
+  CHECK(t.locked && a0_transport_seq_low(lk) == 1 && a0_transport_seq_high(lk) == frames);
+
+  /* Dropping below the head changes nothing; through frame 2 frees two. */
+  CHECK_ERR(a0_transport_drop_through(lk, 0), A0_OK);
+  CHECK(a0_transport_seq_low(lk) == 1);
+  CHECK_ERR(a0_transport_drop_through(lk, 2), A0_OK);
+  CHECK(a0_transport_seq_low(lk) == 3 && committed(base)->seq_low == 3);
+  CHECK(committed(base)->off_head == A0_HEADER_SIZE + 2 * a0_align_up(A0_FRAME_HDR_SIZE + n));
+  CHECK(a0_pred_fits(lk, &n));
+  CHECK_ERR(a0_transport_alloc_noevict(lk, n, NULL, &data), A0_OK);
+  CHECK(a0_transport_seq_low(lk) == 3 && a0_transport_seq_high(lk) == frames + 1);
+  CHECK_ERR(a0_transport_drop_through(lk, 5), A0_ERR_PENDING); /* would commit the alloc */
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+
+  /* Through the newest (or beyond) empties the ring; seqs keep counting. */
+  CHECK_ERR(a0_transport_drop_through(lk, UINT64_MAX), A0_OK);
+  CHECK(a0_transport_empty(lk) && committed(base)->seq_low == frames + 2);
+  CHECK_ERR(write_frame(lk, 8), A0_OK);
+  CHECK(a0_transport_seq_high(lk) == frames + 2);
+  CHECK_ERR(a0_transport_commit(lk), A0_OK);
+
+  /* A corrupt link in the walk is refused and leaves the state untouched. */
+  fill_without_evicting(lk, n);
+  a0_state_t before = *committed(base);
+  a0_frame_hdr_t* head = (a0_frame_hdr_t*)(base + before.off_head);
+  uint64_t good = head->off_next;
+  head->off_next = 3;
+  CHECK_ERR(a0_transport_drop_through(lk, before.seq_low + 2), A0_ERR_CORRUPT);
+  CHECK(memcmp(committed(base), &before, sizeof before) == 0 &&
+        a0_transport_seq_low(lk) == before.seq_low);
+  head->off_next = good;
+  a0_transport_unlock(lk);
+  CHECK_ERR(a0_transport_drop_through(lk, 1), A0_ERR_NOT_LOCKED);
+  free(base);
+}
+
+struct noevict_writer {
+  uint8_t* base;
+  uint64_t size, n;
+  a0_err_t err;
+  uint64_t seq_low_after;
+};
+
+static void* noevict_writer_main(void* arg) {
+  struct noevict_writer* w = arg;
+  a0_transport_t t;
+  a0_locked_t lk;
+  a0_transport_init(&t, w->base, w->size);
+  a0_transport_lock(&t, &lk);
+  struct timespec deadline = a0_deadline_after_ns(10ull * 1000 * 1000 * 1000);
+  uint8_t* data;
+  w->err = a0_transport_alloc_noevict(lk, w->n, &deadline, &data);
+  if (!w->err) {
+    memset(data, 0x5a, w->n);
+    w->seq_low_after = a0_transport_seq_low(lk);
+    w->err = a0_transport_commit(lk);
+  }
+  a0_transport_unlock(lk);
+  return NULL;
+}
+
+static void test_noevict_alloc_waits_for_a_consumer(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = new_arena(size);
+  a0_transport_t t;
+  a0_locked_t lk;
+  a0_transport_init(&t, base, size);
+  a0_transport_lock(&t, &lk);
+  uint64_t frames = fill_without_evicting(lk, 200);
+  a0_transport_unlock(lk);
+
+  struct noevict_writer w = {.base = base, .size = size, .n = 200, .err = A0_ERR__COUNT};
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, noevict_writer_main, &w) == 0);
+  /* The writer goes to sleep (the waiter count rises); nothing was evicted. */
+  for (int i = 0; i < 2000 && a0_transport_waiter_count(&t) == 0; i++) usleep(1000);
+  CHECK(a0_transport_waiter_count(&t) != 0);
+  CHECK(committed(base)->seq_low == 1 && committed(base)->seq_high == frames);
+  a0_transport_lock(&t, &lk);
+  CHECK_ERR(a0_transport_drop_through(lk, 1), A0_OK); /* the consumer read frame 1 */
+  a0_transport_unlock(lk);
+  pthread_join(th, NULL);
+  CHECK_ERR(w.err, A0_OK);
+  CHECK(w.seq_low_after == 2); /* room came from the drop, not from an eviction */
+  CHECK(committed(base)->seq_low == 2 && committed(base)->seq_high == frames + 1);
+  free(base);
+}
+
 int main(void) {
   test_init_and_check();
   test_alloc_commit_iterate();
@@ -519,6 +628,8 @@ int main(void) {
   test_corrupt_state_is_detected();
   test_deadman();
   test_wait_timeout();
+  test_noevict_alloc_and_drop_through();
+  test_noevict_alloc_waits_for_a_consumer();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

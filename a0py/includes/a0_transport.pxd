@@ -1,63 +1,12 @@
-# C declarations of the a0py core (csrc/*.h), for the binding. Nothing else.
+# csrc/a0_transport.h: frames in an arena (lock, alloc/commit, cursor, wait).
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from posix.time cimport timespec
 
-
-cdef extern from "<stdbool.h>" nogil:
-    ctypedef unsigned char c_bool "bool"
-
-
-cdef extern from "a0_err.h" nogil:
-    ctypedef enum a0_err_t:
-        A0_OK
-        A0_ERR_SYS
-        A0_ERR_BAD_MAGIC
-        A0_ERR_BAD_VERSION
-        A0_ERR_BAD_HEADER_SIZE
-        A0_ERR_SIZE_MISMATCH
-        A0_ERR_TOO_SMALL
-        A0_ERR_CORRUPT
-        A0_ERR_FRAME_TOO_LARGE
-        A0_ERR_EMPTY
-        A0_ERR_NO_FRAME
-        A0_ERR_SEQ_NOT_FOUND
-        A0_ERR_TIMEOUT
-        A0_ERR_BUSY
-        A0_ERR_DEADLOCK
-        A0_ERR_NOT_RECOVERABLE
-        A0_ERR_NOT_LOCKED
-        A0_ERR_PENDING
-        A0_ERR_NOT_OWNER
-        A0_ERR_INTERRUPTED
-    const char* a0_strerror(a0_err_t err)
-
-
-cdef extern from "a0_arena.h" nogil:
-    uint64_t A0_ARENA_MAGIC
-    uint32_t A0_FORMAT_VERSION
-    uint32_t A0_HEADER_SIZE
-    uint32_t A0_FRAME_HDR_SIZE
-    uint32_t A0_FRAME_ALIGN
-    uint32_t A0_MIN_ARENA_SIZE
-
-    ctypedef struct a0_check_info_t:
-        const char* field
-        uint64_t expected
-        uint64_t found
-
-    a0_err_t a0_arena_init(void* base, uint64_t size)
-    a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info)
-    a0_err_t a0_arena_reset_locks(void* base)
+from .a0_arena cimport a0_state_t
+from .a0_err cimport a0_err_t, c_bool
 
 
 cdef extern from "a0_transport.h" nogil:
-    ctypedef struct a0_state_t:
-        uint64_t seq_low
-        uint64_t seq_high
-        uint64_t off_head
-        uint64_t off_tail
-        uint64_t high_water_mark
-
     ctypedef struct a0_transport_t:
         uint8_t* base
         uint64_t size
@@ -89,6 +38,9 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_commit(a0_locked_t lk)
     a0_err_t a0_transport_commit_unlock(a0_locked_t lk)
     a0_err_t a0_transport_clear(a0_locked_t lk)
+    a0_err_t a0_transport_drop_through(a0_locked_t lk, uint64_t seq)
+    a0_err_t a0_transport_alloc_noevict(a0_locked_t lk, uint64_t n, const timespec* deadline,
+                                        uint8_t** data)
     uint64_t a0_transport_seq_low(a0_locked_t lk)
     uint64_t a0_transport_seq_high(a0_locked_t lk)
     bint a0_transport_empty(a0_locked_t lk)
@@ -109,14 +61,6 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_wait_step(a0_locked_t lk, const timespec* deadline)
     c_bool a0_pred_has_next(a0_locked_t lk, void* ctx)
     c_bool a0_pred_seq_above(a0_locked_t lk, void* ctx)
+    c_bool a0_pred_fits(a0_locked_t lk, void* ctx)
     uint32_t a0_transport_notify_count(const a0_transport_t* t)
     uint32_t a0_transport_waiter_count(const a0_transport_t* t)
-
-
-cdef extern from "a0_deadman.h" nogil:
-    a0_err_t a0_deadman_take(void* base, const timespec* deadline)
-    a0_err_t a0_deadman_try_take(void* base)
-    a0_err_t a0_deadman_release(void* base)
-    a0_err_t a0_deadman_state(void* base, c_bool* taken, c_bool* mine, uint32_t* pid)
-    a0_err_t a0_deadman_wait_taken(void* base, const timespec* deadline)
-    a0_err_t a0_deadman_wait_released(void* base, const timespec* deadline)

@@ -1,5 +1,5 @@
-# Declarations the compiled build of a0py/dataspace/_skeleton.py uses beyond
-# what Cython declares for it.
+# Declarations the compiled build (_compiled.pyx, which includes the index's
+# four files) uses beyond what Cython declares for it.
 
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.string cimport memcpy

@@ -1,4 +1,5 @@
-"""Type stub for the compiled dataspace index (built from a0py/dataspace/_skeleton.py)."""
+"""Type stub for the compiled dataspace index ``a0py.dataspace._compiled`` (built from
+_canonical.py, _skeleton.py, _trie.py and _index.py; ``_interpreted`` has the same names)."""
 
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, TypeAlias
