@@ -595,7 +595,7 @@ def test_both_builds_compile_the_same_source():
     imports as modules, and both expose the names of the type stub."""
     here = Path(ds.__file__).parent
     included = re.findall(r'^include "(\w+)\.py"$', (here / "_compiled.pyx").read_text(), re.M)
-    assert included == ["_canonical", "_skeleton", "_trie", "_index"]
+    assert included == ["_canonical", "_skeleton", "_trie", "_index", "_codec"]
     imported = {
         node.module.rpartition(".")[2]
         for node in ast.walk(ast.parse((here / "_interpreted.py").read_text()))

@@ -14,7 +14,6 @@ with Cython (``a0py.dataspace._compiled``).
 + ('Alice',)
 """
 
-from a0py.dataspace._codec import decode, encode
 from a0py.dataspace._dataspace import AssertionHandle, Dataspace, Facet, Observer
 from a0py.dataspace._errors import (
     DataspaceError,
@@ -43,6 +42,8 @@ value_key = impl.value_key
 format_shape = impl.format_shape
 float_bits = impl.float_bits
 TUPLE_LABEL = impl.TUPLE_LABEL
+encode = impl.encode
+decode = impl.decode
 
 _ = DISCARD
 

@@ -43,7 +43,7 @@ _INF = cython.declare(cython.double, float("inf"))
 # can exhaust the C stack.
 _MAX_DEPTH = cython.declare(cython.int, MAX_DEPTH)
 
-# (label, arity) -> the class key "label/arity". Interned, so a record's class
+# label -> {arity -> the class key "label/arity"}. Interned, so a record's class
 # is one shared str whose hash is cached and whose comparisons are identity.
 _CLASSES = cython.declare(dict, {})
 
@@ -53,11 +53,18 @@ def class_key(label: str, arity: cython.Py_ssize_t) -> str:
 
     Tuples are records of the reserved label ``""``: a 2-tuple has class ``"/2"``.
     """
-    k = (label, arity)
-    c = _CLASSES.get(k)
+    return _class_key(label, arity)
+
+
+@cython.cfunc
+def _class_key(label: str, arity: cython.Py_ssize_t) -> str:
+    by_arity = _CLASSES.get(label)
+    if by_arity is None:
+        by_arity = _CLASSES[label] = {}
+    c = cython.cast(dict, by_arity).get(arity)
     if c is None:
         c = f"{label}/{arity}"
-        _CLASSES[k] = c
+        by_arity[arity] = c
     return c
 
 
@@ -302,24 +309,7 @@ class Record:
             raise InvalidValueError(
                 "the empty label is reserved for tuples; write a tuple instead of Record('', ...)"
             )
-        flags: cython.int = 0
-        depth: cython.int = 0
-        r: cython.int
-        for f in fields:
-            r = _classify(f, 1)
-            flags |= r & _FLAGS
-            r >>= _DEPTH_SHIFT
-            if r > depth:
-                depth = r
-        if flags & _HAS_LIST:
-            fields = tuple([_normalize(f) for f in fields])
-        pattern: cython.bint = (flags & _IS_PATTERN) != 0
-        self.label = label
-        self.fields = fields
-        self._cls = class_key(label, len(fields))
-        self._pattern = pattern
-        self._depth = depth + 1
-        self._hash = hash(tuple([hash(label)] + [_chash(f, 1) for f in fields]))
+        _fill_record(self, label, fields)
 
     @property
     def is_pattern(self) -> bool:
@@ -344,6 +334,42 @@ class Record:
 
     def __reduce__(self):
         return (Record, (self.label,) + self.fields)
+
+
+@cython.cfunc
+def _fill_record(r: Record, label: str, fields: tuple) -> cython.int:
+    """Set up record ``r`` of a ``label`` already checked (a non-empty str)."""
+    flags: cython.int = 0
+    depth: cython.int = 0
+    d: cython.int
+    for f in fields:
+        d = _classify(f, 1)
+        flags |= d & _FLAGS
+        d >>= _DEPTH_SHIFT
+        if d > depth:
+            depth = d
+    if flags & _HAS_LIST:
+        fields = tuple([_normalize(f) for f in fields])
+    pattern: cython.bint = (flags & _IS_PATTERN) != 0
+    r.label = label
+    r.fields = fields
+    r._cls = _class_key(label, len(fields))
+    r._pattern = pattern
+    r._depth = depth + 1
+    hashes: list = [hash(label)]
+    for f in fields:
+        hashes.append(_chash(f, 1))
+    r._hash = hash(tuple(hashes))
+    return 0
+
+
+@cython.cfunc
+def _new_record(label: str, fields: tuple) -> Record:
+    """``Record(label, *fields)`` for a label already checked, without the call's
+    argument tuple (the decoder builds records this way)."""
+    r: Record = Record.__new__(Record)
+    _fill_record(r, label, fields)
+    return r
 
 
 @cython.no_gc
@@ -478,7 +504,7 @@ def _class_of(v: object) -> object:
         n: cython.Py_ssize_t = len(cython.cast(tuple, v))
         if n < 64:
             return _TUPLE_CLASSES[n]
-        return class_key(TUPLE_LABEL, n)
+        return _class_key(TUPLE_LABEL, n)
     return None
 
 

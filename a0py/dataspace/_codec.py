@@ -26,16 +26,29 @@ tag   value      body
 
 A varint is unsigned LEB128 (7 bits a byte, least significant group first,
 high bit set on all but the last byte), in the fewest bytes, at most 9.
+
+Part of the one source of the dataspace's compiled code, built twice (see
+``_compiled.pyx``): compiled, it is one C function per step; interpreted, the
+same lines run as Python. A few ``if cython.compiled:`` branches do a step the
+C way on the same data (ints that fit 64 bits and floats without ``struct`` or
+``int.to_bytes``); both branches give the same bytes and the same values.
 """
 
 import struct
 
+import cython
+
 from a0py.dataspace._errors import DataspaceTypeError, DecodeError, InvalidValueError
-from a0py.dataspace._impl import impl
 from a0py.dataspace._patterns import Capture, Discard
 from a0py.dataspace._values import MAX_DEPTH, is_record
 
-_MAX_VARINT_BYTES = 9
+if not cython.compiled:
+    # Compiled, this file is included into one module with the index's files
+    # (_compiled.pyx), where these names are already defined.
+    from a0py.dataspace._canonical import Record, _float_bits, _new_record, value_key
+
+_MAX_VARINT_BYTES = cython.declare(cython.int, 9)
+_CODEC_MAX_DEPTH = cython.declare(cython.int, MAX_DEPTH)
 
 TAG_NONE = 0x00
 TAG_FALSE = 0x01
@@ -49,14 +62,93 @@ TAG_RECORD = 0x07
 _DOUBLE_BE = struct.Struct(">d")
 
 
-def _varint(out, n):
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
+# ---------------------------------------------------------------- encoding
 
 
-def _utf8(s, what):
+@cython.final
+@cython.cclass
+class _Buffer:
+    """The bytes of an encoding as it is written: compiled, a C array grown by
+    doubling (a bytearray and its conversion to bytes cost more than the
+    encoding of a small value); interpreted, a bytearray."""
+
+    _p = cython.declare(cython.p_uchar)
+    _n = cython.declare(cython.Py_ssize_t)
+    _cap = cython.declare(cython.Py_ssize_t)
+    _out = cython.declare(bytearray)
+
+    def __dealloc__(self):
+        if cython.compiled:
+            _mem_free(self._p)  # noqa: F821 - declared in _compiled.pxd
+
+    @cython.cfunc
+    def grow(self, extra: cython.Py_ssize_t) -> cython.int:
+        cap: cython.Py_ssize_t = 2 * self._cap
+        if cap < self._n + extra:
+            cap = self._n + extra
+        p = _mem_realloc(self._p, cap)  # noqa: F821 - declared in _compiled.pxd
+        if p == cython.NULL:
+            raise MemoryError()
+        self._p = cython.cast(cython.p_uchar, p)
+        self._cap = cap
+        return 0
+
+    @cython.cfunc
+    @cython.inline
+    def byte(self, b: cython.int) -> cython.int:
+        if cython.compiled:
+            if self._n == self._cap:
+                self.grow(1)
+            self._p[self._n] = b
+            self._n += 1
+        else:
+            self._out.append(b)
+        return 0
+
+    @cython.cfunc
+    def raw(self, b: bytes) -> cython.int:
+        if cython.compiled:
+            n: cython.Py_ssize_t = len(b)
+            if self._n + n > self._cap:
+                self.grow(n)
+            memcpy(self._p + self._n, cython.cast(cython.p_char, b), n)  # noqa: F821
+            self._n += n
+        else:
+            self._out += b
+        return 0
+
+    @cython.cfunc
+    @cython.inline
+    def varint(self, n: cython.Py_ssize_t) -> cython.int:
+        while n >= 0x80:
+            self.byte((n & 0x7F) | 0x80)
+            n >>= 7
+        self.byte(n)
+        return 0
+
+    @cython.cfunc
+    def value(self) -> bytes:
+        if cython.compiled:
+            return _bytes_of(cython.cast(cython.p_char, self._p), self._n)  # noqa: F821
+        return bytes(self._out)
+
+
+@cython.cfunc
+def _new_buffer() -> _Buffer:
+    out: _Buffer = _Buffer.__new__(_Buffer)
+    if cython.compiled:
+        out._p = cython.cast(cython.p_uchar, _mem_alloc(64))  # noqa: F821 - _compiled.pxd
+        if out._p == cython.NULL:
+            raise MemoryError()
+        out._cap = 64
+        out._n = 0
+    else:
+        out._out = bytearray()
+    return out
+
+
+@cython.cfunc
+def _utf8(s: str, what: str) -> bytes:
     try:
         return s.encode("utf-8")
     except UnicodeEncodeError as e:
@@ -65,57 +157,105 @@ def _utf8(s, what):
         ) from None
 
 
-def _too_deep():
+@cython.cfunc
+def _codec_too_deep() -> Exception:
     return InvalidValueError(f"value nested deeper than MAX_DEPTH ({MAX_DEPTH}) levels")
 
 
-def _encode(out, v, depth):
+@cython.cfunc
+def _put_int(out: _Buffer, v: object) -> cython.int:
+    out.byte(TAG_INT)
+    if cython.compiled:
+        overflow: cython.int = 0
+        x: cython.longlong = _as_longlong(v, cython.address(overflow))  # noqa: F821 - _compiled.pxd
+        if not overflow:
+            # The fewest bytes of two's complement: one more than the whole
+            # bytes of the magnitude's bits (of ~x for a negative x).
+            u: cython.ulonglong = cython.cast(cython.ulonglong, ~x if x < 0 else x)
+            n: cython.int = 1
+            while u >= 0x80:
+                u >>= 8
+                n += 1
+            out.byte(n)
+            while n:
+                n -= 1
+                out.byte(cython.cast(cython.int, (x >> (8 * n)) & 0xFF))
+            return 0
+    n_bytes = (v + (v < 0)).bit_length() // 8 + 1
+    out.varint(n_bytes)
+    out.raw(v.to_bytes(n_bytes, "big", signed=True))
+    return 0
+
+
+@cython.cfunc
+def _put_float(out: _Buffer, v: cython.double) -> cython.int:
+    out.byte(TAG_FLOAT)
+    if cython.compiled:
+        bits: cython.longlong = _float_bits(v)
+        i: cython.int
+        for i in range(56, -8, -8):
+            out.byte(cython.cast(cython.int, (bits >> i) & 0xFF))
+    else:
+        out.raw(_DOUBLE_BE.pack(v))
+    return 0
+
+
+@cython.cfunc
+def _encode(out: _Buffer, v: object, depth: cython.int) -> cython.int:
     # depth: the records and tuples around v.
     t = type(v)
-    if v is None:
-        out.append(TAG_NONE)
-    elif t is bool:
-        out.append(TAG_TRUE if v else TAG_FALSE)
-    elif t is int:
-        n = (v + (v < 0)).bit_length() // 8 + 1
-        out.append(TAG_INT)
-        _varint(out, n)
-        out += v.to_bytes(n, "big", signed=True)
+    if t is Record:
+        if depth >= _CODEC_MAX_DEPTH:
+            raise _codec_too_deep()
+        r: Record = cython.cast(Record, v)
+        return _put_record(out, r.label, r.fields, depth)
+    if t is str:
+        b: bytes = _utf8(v, "str")
+        out.byte(TAG_STR)
+        out.varint(len(b))
+        out.raw(b)
     elif t is float:
-        out.append(TAG_FLOAT)
-        out += _DOUBLE_BE.pack(v)
-    elif t is str:
-        b = _utf8(v, "str")
-        out.append(TAG_STR)
-        _varint(out, len(b))
-        out += b
+        _put_float(out, v)
+    elif t is int:
+        _put_int(out, v)
+    elif v is None:
+        out.byte(TAG_NONE)
+    elif t is bool:
+        out.byte(TAG_TRUE if v else TAG_FALSE)
     elif t is bytes:
-        out.append(TAG_BYTES)
-        _varint(out, len(v))
-        out += v
+        out.byte(TAG_BYTES)
+        out.varint(len(v))
+        out.raw(v)
     elif t is tuple or t is list:  # a list is the tuple of its items
-        if depth >= MAX_DEPTH:
-            raise _too_deep()
-        out.append(TAG_RECORD)
-        out.append(0)
-        _varint(out, len(v))
+        if depth >= _CODEC_MAX_DEPTH:
+            raise _codec_too_deep()
+        out.byte(TAG_RECORD)
+        out.byte(0)
+        out.varint(len(v))
         for f in v:
             _encode(out, f, depth + 1)
     elif t is Capture or t is Discard:
         raise InvalidValueError(f"{v!r} is a pattern; only values have an encoding")
-    elif is_record(v):
-        if depth >= MAX_DEPTH:
-            raise _too_deep()
-        b = _utf8(v.label, "record label")
-        out.append(TAG_RECORD)
-        _varint(out, len(b))
-        out += b
-        _varint(out, len(v.fields))
-        for f in v.fields:
-            _encode(out, f, depth + 1)
+    elif is_record(v):  # a Record of the other build
+        if depth >= _CODEC_MAX_DEPTH:
+            raise _codec_too_deep()
+        return _put_record(out, v.label, v.fields, depth)
     else:
-        impl.value_key(v)  # raises the precise InvalidValueError
+        value_key(v)  # raises the precise InvalidValueError
         raise InvalidValueError(f"{t.__name__} is not a dataspace value")
+    return 0
+
+
+@cython.cfunc
+def _put_record(out: _Buffer, label: str, fields: tuple, depth: cython.int) -> cython.int:
+    b: bytes = _utf8(label, "record label")
+    out.byte(TAG_RECORD)
+    out.varint(len(b))
+    out.raw(b)
+    out.varint(len(fields))
+    for f in fields:
+        _encode(out, f, depth + 1)
+    return 0
 
 
 def encode(value) -> bytes:
@@ -126,33 +266,45 @@ def encode(value) -> bytes:
     dict, a foreign type), holds a str with a lone surrogate, or
     nests deeper than ``MAX_DEPTH``.
     """
-    out = bytearray()
+    out = _new_buffer()
     _encode(out, value, 0)
-    return bytes(out)
+    return out.value()
 
 
+# ---------------------------------------------------------------- decoding
+
+
+@cython.final
+@cython.cclass
 class _Decoder:
-    def __init__(self, data, record):
-        self.data = data
-        self.pos = 0
-        self.record = record
+    data = cython.declare(bytes)
+    pos = cython.declare(cython.Py_ssize_t)
+    end = cython.declare(cython.Py_ssize_t)
+    record = cython.declare(object)
 
-    def fail(self, message, pos=None):
-        return DecodeError(f"{message} at offset {self.pos if pos is None else pos}")
+    @cython.cfunc
+    def fail(self, message: str, pos: cython.Py_ssize_t = -1) -> Exception:
+        return DecodeError(f"{message} at offset {self.pos if pos < 0 else pos}")
 
-    def byte(self, what):
-        if self.pos >= len(self.data):
+    @cython.cfunc
+    @cython.inline
+    def byte(self, what: str) -> cython.int:
+        if self.pos >= self.end:
             raise self.fail(f"truncated: expected {what}")
-        b = self.data[self.pos]
+        b: cython.int = self.data[self.pos]
         self.pos += 1
         return b
 
-    def varint(self, what):
-        start = self.pos
-        n = shift = 0
+    @cython.cfunc
+    def varint(self, what: str) -> cython.Py_ssize_t:
+        start: cython.Py_ssize_t = self.pos
+        n: cython.Py_ssize_t = 0
+        shift: cython.int = 0
+        i: cython.int
+        b: cython.int
         for i in range(_MAX_VARINT_BYTES):
             b = self.byte(what)
-            n |= (b & 0x7F) << shift
+            n |= cython.cast(cython.Py_ssize_t, b & 0x7F) << shift
             shift += 7
             if not b & 0x80:
                 if b == 0 and i > 0:
@@ -160,60 +312,93 @@ class _Decoder:
                 return n
         raise self.fail(f"varint for {what} longer than {_MAX_VARINT_BYTES} bytes", start)
 
-    def take(self, n, what):
-        if n > len(self.data) - self.pos:
-            raise self.fail(
-                f"truncated: {what} needs {n} bytes, {len(self.data) - self.pos} left"
-            )
-        b = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return b
+    @cython.cfunc
+    def need(self, n: cython.Py_ssize_t, what: str) -> cython.int:
+        if n > self.end - self.pos:
+            raise self.fail(f"truncated: {what} needs {n} bytes, {self.end - self.pos} left")
+        return 0
 
-    def text(self, n, what):
-        start = self.pos
-        raw = self.take(n, what)
+    @cython.cfunc
+    def text(self, n: cython.Py_ssize_t, what: str) -> str:
+        start: cython.Py_ssize_t = self.pos
+        self.need(n, what)
+        self.pos += n
         try:
-            return raw.decode("utf-8")
+            return self.data[start:start + n].decode("utf-8")
         except UnicodeDecodeError as e:
             raise self.fail(f"invalid UTF-8 in {what} ({e.reason})", start + e.start) from None
 
-    def value(self, depth):
+    @cython.cfunc
+    def integer(self, start: cython.Py_ssize_t) -> object:
+        n: cython.Py_ssize_t = self.varint("an int's length")
+        if n == 0:
+            raise self.fail("int of length 0", start)
+        self.need(n, "an int")
+        p: cython.Py_ssize_t = self.pos
+        self.pos += n
+        b0: cython.int = self.data[p]
+        if n > 1:
+            b1: cython.int = self.data[p + 1]
+            if (b0 == 0x00 and b1 < 0x80) or (b0 == 0xFF and b1 >= 0x80):
+                raise self.fail("non-minimal int", start)
+        if cython.compiled and n <= 8:
+            # Sign-extend the first byte, then shift the rest in.
+            x: cython.longlong = b0 - 0x100 if b0 >= 0x80 else b0
+            i: cython.Py_ssize_t
+            for i in range(p + 1, p + n):
+                x = x * 256 + cython.cast(cython.int, self.data[i])
+            return x
+        return int.from_bytes(self.data[p:p + n], "big", signed=True)
+
+    @cython.cfunc
+    def double(self) -> object:
+        self.need(8, "a float")
+        p: cython.Py_ssize_t = self.pos
+        self.pos += 8
+        if cython.compiled:
+            bits: cython.ulonglong = 0
+            i: cython.Py_ssize_t
+            for i in range(p, p + 8):
+                bits = (bits << 8) | cython.cast(cython.int, self.data[i])
+            return _bits_double(bits)  # noqa: F821 - declared in _compiled.pxd
+        return _DOUBLE_BE.unpack(self.data[p:p + 8])[0]
+
+    @cython.cfunc
+    def value(self, depth: cython.int) -> object:
         # depth: the records and tuples around the value.
-        start = self.pos
-        tag = self.byte("a tag")
+        start: cython.Py_ssize_t = self.pos
+        tag: cython.int = self.byte("a tag")
+        n: cython.Py_ssize_t
+        if tag == TAG_STR:
+            return self.text(self.varint("a str's length"), "a str")
+        if tag == TAG_RECORD:
+            if depth >= _CODEC_MAX_DEPTH:
+                raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", start)
+            label = self.text(self.varint("a label's length"), "a record label")
+            arity: cython.Py_ssize_t = self.varint("a record's arity")
+            if arity > self.end - self.pos:
+                raise self.fail(f"truncated: record of arity {arity} cannot fit")
+            fields = tuple([self.value(depth + 1) for _ in range(arity)])
+            if not label:
+                return fields
+            if self.record is Record:
+                return _new_record(label, fields)
+            return self.record(label, *fields)
+        if tag == TAG_INT:
+            return self.integer(start)
+        if tag == TAG_FLOAT:
+            return self.double()
         if tag == TAG_NONE:
             return None
         if tag == TAG_FALSE:
             return False
         if tag == TAG_TRUE:
             return True
-        if tag == TAG_INT:
-            n = self.varint("an int's length")
-            if n == 0:
-                raise self.fail("int of length 0", start)
-            raw = self.take(n, "an int")
-            if n > 1 and (
-                (raw[0] == 0x00 and raw[1] < 0x80) or (raw[0] == 0xFF and raw[1] >= 0x80)
-            ):
-                raise self.fail("non-minimal int", start)
-            return int.from_bytes(raw, "big", signed=True)
-        if tag == TAG_FLOAT:
-            return _DOUBLE_BE.unpack(self.take(8, "a float"))[0]
-        if tag == TAG_STR:
-            return self.text(self.varint("a str's length"), "a str")
         if tag == TAG_BYTES:
-            return bytes(self.take(self.varint("a bytes' length"), "bytes"))
-        if tag == TAG_RECORD:
-            if depth >= MAX_DEPTH:
-                raise self.fail(f"nesting deeper than {MAX_DEPTH} levels", start)
-            label = self.text(self.varint("a label's length"), "a record label")
-            arity = self.varint("a record's arity")
-            if arity > len(self.data) - self.pos:
-                raise self.fail(f"truncated: record of arity {arity} cannot fit")
-            fields = [self.value(depth + 1) for _ in range(arity)]
-            if not label:
-                return tuple(fields)
-            return self.record(label, *fields)
+            n = self.varint("a bytes' length")
+            self.need(n, "bytes")
+            self.pos += n
+            return self.data[self.pos - n:self.pos]
         raise self.fail(f"unknown tag 0x{tag:02x}", start)
 
 
@@ -227,12 +412,16 @@ def decode(data, *, record=None):
     deeper than ``MAX_DEPTH``, or bytes left over after the value;
     :class:`DataspaceTypeError` when ``data`` is not bytes-like.
     """
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise DataspaceTypeError(f"decode takes bytes, got {type(data).__name__}")
-    if record is None:
-        record = impl.Record
-    d = _Decoder(bytes(data), record)
+    if type(data) is not bytes:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise DataspaceTypeError(f"decode takes bytes, got {type(data).__name__}")
+        data = bytes(data)
+    d: _Decoder = _Decoder.__new__(_Decoder)
+    d.data = data
+    d.pos = 0
+    d.end = len(data)
+    d.record = Record if record is None else record
     v = d.value(0)
-    if d.pos != len(d.data):
-        raise d.fail(f"{len(d.data) - d.pos} trailing bytes after the value")
+    if d.pos != d.end:
+        raise d.fail(f"{d.end - d.pos} trailing bytes after the value")
     return v

@@ -1,5 +1,5 @@
 # Declarations the compiled build (_compiled.pyx, which includes the index's
-# four files) uses beyond what Cython declares for it.
+# four files and the codec) uses beyond what Cython declares for it.
 
 from cpython.ref cimport PyObject, Py_XDECREF
 from libc.string cimport memcpy
@@ -31,3 +31,25 @@ cdef inline long long _double_bits(double x):
     cdef long long bits
     memcpy(&bits, &x, sizeof(bits))
     return bits
+
+
+cdef inline double _bits_double(unsigned long long bits) noexcept:
+    # The double whose IEEE-754 bit pattern is ``bits``: what unpacking the
+    # 8 bytes with struct's ">d" gives.
+    cdef double x
+    memcpy(&x, &bits, sizeof(x))
+    return x
+
+
+cdef extern from "Python.h":
+    # ``v`` (an int) as a C long long; sets ``*overflow`` instead of raising
+    # when it does not fit (the codec then takes the general path).
+    long long _as_longlong "PyLong_AsLongLongAndOverflow" (object v, int* overflow) except? -1
+
+
+cdef extern from "Python.h":
+    # The codec's growable buffer (_codec.py, _Buffer) and its bytes.
+    void* _mem_alloc "PyMem_Malloc" (size_t n)
+    void* _mem_realloc "PyMem_Realloc" (void* p, size_t n)
+    void _mem_free "PyMem_Free" (void* p)
+    bytes _bytes_of "PyBytes_FromStringAndSize" (const char* s, Py_ssize_t n)

@@ -1,6 +1,6 @@
-"""The interpreted build of the dataspace skeleton index.
+"""The interpreted build of the dataspace skeleton index and byte codec.
 
-The same four files that ``_compiled.pyx`` includes into one extension
+The same five files that ``_compiled.pyx`` includes into one extension
 module, imported here as modules and run by CPython (Cython's shadow module
 makes the ``cython.*`` decorators no-ops), and their public names gathered
 as the compiled module has them. There is no second copy of the algorithm
@@ -18,6 +18,7 @@ from a0py.dataspace._canonical import (
     float_bits,
     value_key,
 )
+from a0py.dataspace._codec import decode, encode
 from a0py.dataspace._index import HandlerHandle, Index
 from a0py.dataspace._skeleton import Skeleton, analyse, format_shape
 from a0py.dataspace._trie import ConstantTable, Continuation, Handler, Leaf, Node, Selector
@@ -41,6 +42,8 @@ __all__ = [
     "canonical_equal",
     "canonical_hash",
     "class_key",
+    "decode",
+    "encode",
     "float_bits",
     "format_shape",
     "value_key",

@@ -1,0 +1,701 @@
+"""A client of the fact broker: claims, retracts, subscriptions with joins.
+
+Invariants:
+
+* **The client keeps its own state** (its claims and subscriptions), changed in the order
+  of the requests it sends, under one lock. Whenever the broker may have lost track of
+  it (a new broker took the deadman, the broker answered ``RESYNC``, or replies were
+  overrun in the client's arena) the client sends it whole (``STATE``): the broker
+  replaces what it holds by it, changing only what differs, and sends every result in
+  full; the client calls a subscription's callback only if its result really changed.
+* **Callbacks run on the client's reader thread**, one at a time, in the order of the
+  notifications; never under a lock of the transport or of the client. A callback may
+  claim, retract, subscribe and unsubscribe (they do not wait for the broker); it must
+  not call :meth:`BrokerClient.ping` or :meth:`BrokerClient.facts`, which wait for
+  replies that only the reader thread can deliver (they raise instead of deadlocking).
+* **The reader thread holds the client's deadman** for its whole life, and the client's
+  first request is sent only after it took it: the broker sees the client alive for as
+  long as it can be sent anything, and dead the moment its process dies.
+* **A result is presented in a deterministic order**: rows sorted by the canonical
+  encoding of their tuple of values (variables in name order), so two equal result sets
+  always look the same, and a reordering is never a change.
+"""
+
+import bisect
+import logging
+import os
+import secrets
+import threading
+import time
+from contextlib import contextmanager
+
+from . import wire
+from .errors import (
+    BatchRejectedError,
+    BrokerClosedError,
+    BrokerError,
+    BrokerNameError,
+    BrokerTimeoutError,
+    BrokerTypeError,
+    UnknownSubscriptionError,
+)
+from .terms import (
+    encode_value,
+    has_pattern,
+    match,
+    pattern_text,
+    pattern_vars,
+    to_pattern,
+    to_value,
+)
+
+log = logging.getLogger("a0py.broker")
+
+__all__ = ["BrokerClient", "Subscription"]
+
+_SLICE = 0.25            # how often idle threads re-check the closed flag
+DEFAULT_TIMEOUT = 5.0
+
+
+def _core():
+    import a0py
+
+    return a0py
+
+
+class Subscription:
+    """A live subscription: ``patterns`` joined on their shared variables.
+
+    ``variables`` (sorted names), ``result`` (the last result delivered: a list of dicts
+    variable → value, in the deterministic order; do not mutate them), ``id``, ``error``
+    (a :class:`BrokerError` when the broker could not deliver a result: one larger than
+    half the client's arena).
+    The callback gets the full current result each time it changes; the first call
+    carries the result at subscription time (possibly empty).
+    """
+
+    def __init__(self, client, sub_id, patterns, callback):
+        self.client = client
+        self.id = sub_id
+        self.patterns = patterns
+        self.callback = callback
+        self.variables = tuple(sorted({n for p in patterns for n in pattern_vars(p) if n}))
+        self.result = []
+        self.notifications = 0
+        self._rows = {}          # encoded row -> dict
+        self._keys = []          # sorted encoded rows
+        self._staged = None      # rows of a notification cut into frames
+        self._awaiting_full = True
+        self._reset = False
+        self._delivered = threading.Event()
+        self.active = True
+        self.error = None        # a BrokerError when the broker cannot deliver the result
+
+    def unsubscribe(self):
+        """End the subscription (no callback after this returns, except one already
+        running). Raises :class:`UnknownSubscriptionError` if it already ended."""
+        self.client.unsubscribe(self)
+
+    def wait(self, timeout=DEFAULT_TIMEOUT):
+        """Block until the first result has been delivered; returns :attr:`result`.
+        Raises :class:`BrokerTimeoutError`."""
+        if not self._delivered.wait(timeout):
+            raise BrokerTimeoutError(
+                f"subscription {self.id} of broker {self.client.broker!r} got no result within "
+                f"{timeout}s (is a broker running?)")
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+    def __repr__(self):
+        return (f"Subscription({self.id}, {', '.join(pattern_text(p) for p in self.patterns)}, "
+                f"{len(self._keys)} rows)")
+
+    # -- called on the reader thread
+
+    def _apply(self, flags, items):
+        if self._reset:
+            # Set by a resync (maybe on another thread); acted on here, on the reader's.
+            self._reset = False
+            self._staged = None
+            self._awaiting_full = True
+        if flags & wire.FLAG_FULL:
+            self._staged = ({}, True)     # only the first frame of a full result has the flag
+            self._awaiting_full = False
+        elif self._awaiting_full:
+            return None                 # a delta against a base we no longer trust
+        elif self._staged is None:
+            self._staged = ([], False)
+        staged, full = self._staged
+        for op, payload in items:
+            if full:
+                if op == wire.IT_ADD:
+                    staged[payload] = None
+            else:
+                staged.append((op, payload))
+        if flags & wire.FLAG_MORE:
+            return None
+        self._staged = None
+        if full:
+            first = not self._delivered.is_set()
+            if not first and staged.keys() == self._rows.keys():
+                return None             # a resync that changed nothing
+            rows = {k: self._rows.get(k) or self._row(k) for k in staged}
+            self._rows = rows
+            self._keys = sorted(rows)
+        else:
+            rows, keys = self._rows, self._keys
+            for op, payload in staged:
+                if op == wire.IT_ADD:
+                    if payload not in rows:
+                        rows[payload] = self._row(payload)
+                        bisect.insort(keys, payload)
+                elif op == wire.IT_DEL and rows.pop(payload, None) is not None:
+                    del keys[bisect.bisect_left(keys, payload)]
+        self.result = [self._rows[k] for k in self._keys]
+        self.notifications += 1
+        return self.result
+
+    def _row(self, payload):
+        return dict(zip(self.variables, wire.decode_value(payload)))
+
+
+class _Pending:
+    __slots__ = ("done", "error", "flags", "items", "kind", "reply")
+
+    def __init__(self, kind, items=(), flags=0):
+        self.kind = kind
+        self.flags = flags
+        self.items = list(items)
+        self.done = threading.Event()
+        self.error = None
+        self.reply = []
+
+
+class _Batch:
+    __slots__ = ("depth", "ops")
+
+    def __init__(self):
+        self.ops = []
+        self.depth = 0
+
+
+class BrokerClient:
+    """A client of the broker ``name`` (a name of ``[A-Za-z0-9_.-]``).
+
+    ``client``: this client's name, unique among the broker's live clients (default:
+    ``<pid>-<random>``); it names the client's arena and appears in its subscription
+    facts. ``on_revoked(values)``: called (on the reader thread) when an administrator
+    retracted some of this client's claims (``a0py retract``).
+
+    Values and patterns are dataspace terms (``Record``, tuples, atoms, ``capture``,
+    ``_``) or their text: a ``str`` argument is read with :func:`a0py.dataspace.parse`
+    (``claim('temp("kitchen", 21.5)')``), never claimed as a string by accident; the
+    string itself is written quoted (``claim('"hello"')``).
+
+    The broker need not be running: the client's claims and subscriptions are sent when
+    one starts, and again after any restart.
+
+    Raises :class:`BrokerNameError` (bad or taken names) and :class:`a0py.A0Error` from
+    the shared memory.
+    """
+
+    def __init__(self, name, *, client=None, arena_size=None, on_revoked=None):
+        wire.check_name(name)
+        self.broker = name
+        self.name = wire.check_name(client, "client name") if client is not None else \
+            f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.on_revoked = on_revoked
+        core = _core()
+        self._lock = threading.RLock()
+        self._claims = {}         # encoding -> [value, id of the request that claimed it]
+        self._subs = {}           # sub id -> Subscription
+        self._pending = {}        # req id -> _Pending (ping, facts, revoke)
+        self._errors = []         # rejections of requests nobody waits for
+        self._next_req = 1
+        self._next_sub = 1
+        self._local = threading.local()
+        self._closed = False
+        self.resyncs = 0
+        self.gaps = 0
+        self._requests = core.Arena.shm(wire.request_arena_name(name), wire.REQUEST_ARENA_SIZE)
+        self._broker_deadman = core.Deadman(self._requests)
+        self._arena = self._create_arena(core, arena_size or wire.CLIENT_ARENA_SIZE)
+        self._ready = threading.Event()
+        self._reader_error = None
+        self._reader = threading.Thread(target=self._read_loop, daemon=True,
+                                        name=f"a0py-broker-client-{self.name}")
+        self._reader.start()
+        self._ready.wait()
+        if self._reader_error is not None:
+            self._arena.close()
+            raise self._reader_error
+        self._broker_pid = self._broker_deadman.owner_pid
+        self._resync()            # the hello: an empty state introduces this client
+        self._watcher = threading.Thread(target=self._watch_broker, daemon=True,
+                                         name=f"a0py-broker-watch-{self.name}")
+        self._watcher.start()
+
+    def _create_arena(self, core, size):
+        shm = wire.client_arena_name(self.broker, self.name)
+        try:
+            arena = core.Arena.shm(shm, size)
+        except core.ArenaFormatError:
+            core.Arena.unlink_shm(shm)
+            arena = core.Arena.shm(shm, size)
+        if core.Deadman(arena).is_taken():
+            arena.close()
+            raise BrokerNameError(f"client name {self.name!r} is in use by a live client of "
+                                  f"broker {self.broker!r}")
+        with core.Transport(arena).lock() as t:
+            if not t.empty:
+                t.clear()      # left by a dead client of the same name
+        return arena
+
+    # ---------------------------------------------------------------- public API
+
+    @property
+    def connected(self):
+        """Whether a broker is running (its deadman is held)."""
+        try:
+            return self._broker_deadman.is_taken()
+        except _core().A0Error:
+            return False
+
+    def claim(self, *values):
+        """Claim each value (idempotent: claiming a value this client holds changes
+        nothing). Returns at once; the claims hold until retracted, or until this client
+        closes or dies.
+
+        Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
+        parse, :class:`BrokerTypeError` for a pattern,
+        :class:`a0py.dataspace.InvalidValueError` for a non-value, naming the argument;
+        :class:`BrokerError` for a value too large for a frame."""
+        ops = []
+        for i, v in enumerate(values):
+            key, value = to_value(v, f"claim argument {i}", "BrokerClient.claim")
+            ops.append(("claim", key, value))
+        self._submit(ops)
+
+    def retract(self, *values_or_patterns):
+        """Retract each value, or with a pattern (``_``, ``capture``) every claim of this
+        client that matches it. Retracting what this client does not hold changes
+        nothing. Returns at once.
+
+        Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
+        parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
+        ops = []
+        for i, p in enumerate(values_or_patterns):
+            pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
+            if has_pattern(pattern):
+                ops.append(("retract_pattern", pattern_text(pattern), pattern))
+            else:
+                ops.append(("retract", encode_value(pattern), pattern))
+        self._submit(ops)
+
+    def subscribe(self, *patterns, callback):
+        """Subscribe to the join of ``patterns`` (their shared ``$names`` must bind equal
+        values). ``callback(result)`` gets the full current result, a list of dicts
+        variable → value, first at once (the current result, possibly empty), then each
+        time the result set changes. Returns a :class:`Subscription`.
+
+        Raises :class:`BrokerTypeError` for no pattern or a callback that is not callable;
+        :class:`a0py.dataspace.ParseError` for a str that does not parse,
+        :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
+        if not patterns:
+            raise BrokerTypeError("subscribe needs at least one pattern")
+        if not callable(callback):
+            raise BrokerTypeError(f"callback must be callable, got {type(callback).__name__}")
+        checked = tuple(to_pattern(p, f"subscribe pattern {i}", "BrokerClient.subscribe")
+                        for i, p in enumerate(patterns))
+        with self._lock:
+            sub = Subscription(self, self._next_sub, checked, callback)
+            self._next_sub += 1
+        self._submit([("subscribe", sub)])
+        return sub
+
+    def unsubscribe(self, subscription):
+        """End a subscription (a :class:`Subscription` or its id). Raises
+        :class:`UnknownSubscriptionError` if this client has no such subscription."""
+        sub_id = subscription.id if isinstance(subscription, Subscription) else subscription
+        with self._lock:
+            if sub_id not in self._subs and not self._in_batch_subscribed(sub_id):
+                raise UnknownSubscriptionError(f"no subscription {sub_id!r} of this client")
+        self._submit([("unsubscribe", sub_id)])
+
+    @contextmanager
+    def batch(self):
+        """``with client.batch():`` gathers the claims, retracts, subscribes and
+        unsubscribes made in the block (on this thread) into one atomic request, sent
+        when the block ends; nothing is sent if it ends with an exception. Blocks nest
+        (the outermost sends)."""
+        b = getattr(self._local, "batch", None)
+        if b is None:
+            b = self._local.batch = _Batch()
+        b.depth += 1
+        ok = False
+        try:
+            yield self
+            ok = True
+        finally:
+            b.depth -= 1
+            if b.depth == 0:
+                self._local.batch = None
+                if ok and b.ops:
+                    self._send_ops(b.ops)
+
+    def ping(self, timeout=DEFAULT_TIMEOUT):
+        """Round trip to the broker; returns the seconds it took. When it returns, every
+        request this client sent before was applied and the notifications they caused to
+        this client were delivered (callbacks run). Raises
+        :class:`BrokerTimeoutError` if no broker answers in ``timeout`` seconds, and
+        :class:`BatchRejectedError` for a request the broker rejected since the last
+        ping."""
+        t0 = time.perf_counter()
+        self._call(wire.REQ_PING, [], timeout)
+        elapsed = time.perf_counter() - t0
+        with self._lock:
+            errors, self._errors = self._errors, []
+        if errors:
+            raise errors[0]
+        return elapsed
+
+    def facts(self, pattern=None, timeout=DEFAULT_TIMEOUT, *, owners=False):
+        """The facts in the broker matching ``pattern`` (all when None), sorted by their
+        canonical encoding. With ``owners=True``, a list of ``(fact, [client names])``.
+        Raises :class:`BrokerTimeoutError`, :class:`a0py.dataspace.ParseError`."""
+        items = []
+        if pattern is not None:
+            items.append(wire.item(wire.IT_PATTERN, pattern_text(to_pattern(pattern, "pattern", "BrokerClient.facts")).encode()))
+        reply = self._call(wire.REQ_FACTS, items, timeout,
+                           flags=wire.FLAG_OWNERS if owners else 0)
+        return _facts_reply(reply, owners)
+
+    def revoke(self, *patterns, owner=None, timeout=DEFAULT_TIMEOUT):
+        """Administrator's retract: retract, on behalf of their owners, every claim that
+        matches one of ``patterns``, of every client or only of client ``owner``. The
+        owners are told (their ``on_revoked``) and stop re-asserting them. Returns the
+        ``(fact, [owner])`` pairs retracted. Raises :class:`BrokerTimeoutError`,
+        :class:`BrokerTypeError`."""
+        if not patterns:
+            raise BrokerTypeError("revoke needs at least one pattern")
+        items = [wire.item(wire.IT_PATTERN, pattern_text(to_pattern(p, "pattern", "BrokerClient.revoke")).encode()) for p in patterns]
+        if owner is not None:
+            items.append(wire.item(wire.IT_OWNER, wire.check_name(owner, "owner").encode()))
+        return _facts_reply(self._call(wire.REQ_REVOKE, items, timeout), True)
+
+    def claims(self):
+        """The values this client claims (as it knows them), sorted by encoding."""
+        with self._lock:
+            return [v for _k, (v, _r) in sorted(self._claims.items())]
+
+    def subscriptions(self):
+        """This client's live subscriptions."""
+        with self._lock:
+            return list(self._subs.values())
+
+    def close(self):
+        """Leave: the broker retracts this client's claims and subscriptions; the client's
+        threads end and its arena is removed. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for p in self._pending.values():
+                p.error = BrokerClosedError("the client was closed")
+                p.done.set()
+        try:
+            if self.connected:
+                frames = wire.request_frames(wire.REQ_BYE, self._take_id(), self.name, [])
+                wire.write_frames(self._transport(), frames, alive=lambda: self.connected,
+                                  timeout=1.0)
+        except _core().A0Error:
+            pass
+        for thread in (self._reader, self._watcher):
+            if thread is not threading.current_thread():
+                thread.join(2 * _SLICE + 1)
+        try:
+            self._arena.unlink()
+        finally:
+            self._arena.close()
+            self._requests.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"BrokerClient({self.broker!r}, client={self.name!r})"
+
+    # ---------------------------------------------------------------- sending
+
+    def _transport(self):
+        tr = getattr(self._local, "transport", None)
+        if tr is None:
+            tr = self._local.transport = _core().Transport(self._requests)
+        return tr
+
+    def _take_id(self):
+        with self._lock:
+            n = self._next_req
+            self._next_req += 1
+            return n
+
+    def _in_batch_subscribed(self, sub_id):
+        b = getattr(self._local, "batch", None)
+        return b is not None and any(op[0] == "subscribe" and op[1].id == sub_id for op in b.ops)
+
+    def _submit(self, ops):
+        if self._closed:
+            raise BrokerClosedError(f"the client {self.name!r} was closed")
+        b = getattr(self._local, "batch", None)
+        if b is not None:
+            b.ops.extend(ops)
+        else:
+            self._send_ops(ops)
+
+    def _send_ops(self, ops):
+        """Apply ``ops`` to this client's own state and send them as one batch, both
+        under the lock (so the broker sees requests in the order the state changed)."""
+        with self._lock:
+            if self._closed:
+                raise BrokerClosedError(f"the client {self.name!r} was closed")
+            req_id = self._next_req
+            items = []
+            for op in ops:
+                kind = op[0]
+                if kind == "claim":
+                    self._claims[op[1]] = [op[2], req_id]
+                    items.append(wire.item(wire.IT_CLAIM, op[1]))
+                elif kind == "retract":
+                    self._claims.pop(op[1], None)
+                    items.append(wire.item(wire.IT_RETRACT, op[1]))
+                elif kind == "retract_pattern":
+                    pattern = op[2]
+                    for key in [k for k, (v, _r) in self._claims.items() if match(pattern, v)]:
+                        del self._claims[key]
+                    items.append(wire.item(wire.IT_RETRACT_PATTERN, op[1].encode("utf-8")))
+                elif kind == "subscribe":
+                    sub = op[1]
+                    self._subs[sub.id] = sub
+                    items.append(wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(sub)))
+                else:
+                    sub = self._subs.pop(op[1], None)
+                    if sub is not None:
+                        sub.active = False
+                    items.append(wire.item(wire.IT_UNSUBSCRIBE, wire.varint(op[1])))
+            frames = wire.request_frames(wire.REQ_BATCH, req_id, self.name, items)
+            self._next_req += 1
+            self._write(frames)
+
+    def _write(self, frames):
+        # Dropped when no broker runs: the state goes whole to the next one.
+        wire.write_frames(self._transport(), frames, alive=self._broker_alive)
+
+    def _broker_alive(self):
+        return not self._closed and self.connected
+
+    def _call(self, kind, items, timeout, flags=0):
+        if threading.current_thread() is self._reader:
+            raise BrokerError("ping, facts and revoke cannot be called from a subscription "
+                              "callback (the reply would be delivered by this same thread)")
+        if self._closed:
+            raise BrokerClosedError(f"the client {self.name!r} was closed")
+        pending = _Pending(kind, items, flags)
+        with self._lock:
+            req_id = self._next_req
+            self._next_req += 1
+            self._pending[req_id] = pending
+            self._write(wire.request_frames(kind, req_id, self.name, items, flags))
+        if not pending.done.wait(timeout):
+            with self._lock:
+                for k, p in list(self._pending.items()):
+                    if p is pending:
+                        del self._pending[k]
+            raise BrokerTimeoutError(
+                f"no answer from broker {self.broker!r} within {timeout}s "
+                f"(is `a0py broker {self.broker}` running?)")
+        if pending.error is not None:
+            raise pending.error
+        return pending.reply
+
+    def _resync(self):
+        """Send this client's whole state (replaces what the broker holds for it), then
+        the requests still waiting for an answer, with new ids."""
+        with self._lock:
+            if self._closed:
+                return
+            self.resyncs += 1
+            items = [wire.item(wire.IT_CLAIM, k) for k in self._claims]
+            items += [wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(s)) for s in self._subs.values()]
+            for sub in self._subs.values():
+                sub._reset = True      # drop deltas until the full result comes
+            req_id = self._next_req
+            self._next_req += 1
+            frames = wire.request_frames(wire.REQ_STATE, req_id, self.name, items)
+            waiting = sorted(self._pending.items())
+            self._pending = {}
+            for _old, p in waiting:
+                new_id = self._next_req
+                self._next_req += 1
+                self._pending[new_id] = p
+                p.reply = []
+                frames += wire.request_frames(p.kind, new_id, self.name, p.items, p.flags)
+            self._write(frames)
+
+    # ---------------------------------------------------------------- threads
+
+    def _watch_broker(self):
+        """Resync whenever a broker other than the one last seen holds the deadman."""
+        core = _core()
+        dm = self._broker_deadman
+        while not self._closed:
+            try:
+                dm.wait_taken(_SLICE)
+            except core.A0TimeoutError:
+                continue
+            except core.A0Error:
+                return
+            try:
+                pid = dm.owner_pid
+            except core.A0Error:
+                return
+            if pid is not None and pid != self._broker_pid:
+                self._broker_pid = pid
+                log.info("client %s: broker %r (pid %s) is up; re-asserting", self.name,
+                         self.broker, pid)
+                try:
+                    self._resync()
+                except core.A0Error:
+                    log.warning("client %s: resync failed", self.name, exc_info=True)
+            try:
+                dm.wait_released(_SLICE)
+                self._broker_pid = None
+            except core.A0TimeoutError:
+                continue
+            except core.A0Error:
+                return
+
+    def _read_loop(self):
+        core = _core()
+        deadman = core.Deadman(self._arena)
+        try:
+            if not deadman.try_take():
+                raise BrokerNameError(f"client name {self.name!r} is in use")
+        except BaseException as exc:
+            self._reader_error = exc
+            self._ready.set()
+            return
+        tr = core.Transport(self._arena)
+        self._ready.set()
+        last = None
+        try:
+            while not self._closed:
+                first = tr.read_next(timeout=_SLICE)
+                if first is None:
+                    continue
+                frames = tr.read_many(1024)
+                frames.insert(0, first)
+                for seq, data in frames:
+                    if last is not None and seq != last + 1:
+                        self.gaps += 1
+                        log.info("client %s: notifications overrun; resyncing", self.name)
+                        self._resync()
+                    last = seq
+                    try:
+                        self._on_frame(data)
+                    except Exception:
+                        log.exception("client %s: bad frame from the broker", self.name)
+        except core.A0Error:
+            if not self._closed:
+                log.exception("client %s: reader stopped", self.name)
+        finally:
+            try:
+                deadman.release()
+            except core.A0Error:
+                pass
+
+    def _on_frame(self, data):
+        kind, flags, ident, items = wire.parse_reply(data)
+        if kind == wire.REP_NOTIFY:
+            sub = self._subs.get(ident)
+            if sub is None:
+                return
+            result = sub._apply(flags, items)
+            if result is not None and sub.active:
+                try:
+                    sub.callback(result)
+                except Exception:
+                    log.exception("client %s: subscription %d callback raised", self.name, ident)
+                sub._delivered.set()
+        elif kind == wire.REP_ACK:
+            pass
+        elif kind in (wire.REP_PONG, wire.REP_FACTS):
+            with self._lock:
+                pending = self._pending.get(ident)
+                if pending is None:
+                    return
+                pending.reply.extend(items)
+                if flags & wire.FLAG_MORE:
+                    return
+                del self._pending[ident]
+            pending.done.set()
+        elif kind == wire.REP_ERROR:
+            index = None
+            text = "rejected"
+            for op, payload in items:
+                if op == wire.IT_INDEX:
+                    index = wire.parse_varint(payload)
+                elif op == wire.IT_TEXT:
+                    text = payload.decode("utf-8", "replace")
+            error = BatchRejectedError(f"broker {self.broker!r} rejected request {ident}: {text}",
+                                       index)
+            with self._lock:
+                pending = self._pending.pop(ident, None)
+                if pending is None:
+                    self._errors.append(error)
+            if pending is not None:
+                pending.error = error
+                pending.done.set()
+            else:
+                log.warning("client %s: %s", self.name, error)
+        elif kind == wire.REP_REVOKED:
+            gone = []
+            with self._lock:
+                for op, payload in items:
+                    entry = self._claims.get(payload)
+                    if op == wire.IT_FACT and entry is not None and entry[1] <= ident:
+                        del self._claims[payload]
+                        gone.append(entry[0])
+            if gone and self.on_revoked is not None:
+                try:
+                    self.on_revoked(gone)
+                except Exception:
+                    log.exception("client %s: on_revoked raised", self.name)
+        elif kind == wire.REP_RESYNC:
+            self._resync()
+        elif kind == wire.REP_SUB_ERROR:
+            sub = self._subs.get(ident)
+            text = b"".join(p for op, p in items if op == wire.IT_TEXT).decode("utf-8", "replace")
+            if sub is not None:
+                sub.error = BrokerError(f"subscription {ident}: {text}")
+                sub._delivered.set()
+            log.warning("client %s: subscription %d: %s", self.name, ident, text)
+
+
+def _subscribe_payload(sub):
+    return wire.subscribe_payload(sub.id, [pattern_text(p) for p in sub.patterns])
+
+
+def _facts_reply(items, owners):
+    out = []
+    for op, payload in items:
+        if op == wire.IT_FACT:
+            out.append((wire.decode_value(payload), []))
+        elif op == wire.IT_OWNER and out:
+            out[-1][1].append(payload.decode("utf-8"))
+    return out if owners else [f for f, _o in out]
+

@@ -1,0 +1,55 @@
+"""The exceptions of the fact broker. Every one is a subclass of :class:`a0py.A0Error`."""
+
+from a0py.errors import A0Error, A0TimeoutError
+
+
+class BrokerError(A0Error):
+    """Base class of the broker's errors."""
+
+
+class BrokerTypeError(BrokerError, TypeError):
+    """An argument is not what the call takes: a pattern where a value was meant, no
+    pattern, a callback that is not callable. The message names the argument."""
+
+
+class BrokerNameError(BrokerError, ValueError):
+    """A broker or client name is not a valid name (``[A-Za-z0-9_.-]``, at most 100
+    characters, not starting with a dot)."""
+
+
+class BatchRejectedError(BrokerError, ValueError):
+    """A request was refused and nothing of it was applied. ``item`` is the index of the
+    bad item in its batch (None when the request as a whole was bad); the message names
+    the item and what was wrong."""
+
+    def __init__(self, message, item=None):
+        super().__init__(message)
+        self.item = item
+
+
+class BrokerTimeoutError(BrokerError, A0TimeoutError):
+    """No broker answered in time (none is running, or it is overloaded)."""
+
+
+class BrokerRunningError(BrokerError):
+    """A broker of this name is already running (its pid is in the message)."""
+
+
+class BrokerClosedError(BrokerError):
+    """The client (or broker) was closed."""
+
+
+class UnknownSubscriptionError(BrokerError, KeyError):
+    """Unsubscribing a subscription that is not (or no longer) this client's."""
+
+
+__all__ = [
+    "BatchRejectedError",
+    "BrokerClosedError",
+    "BrokerError",
+    "BrokerNameError",
+    "BrokerRunningError",
+    "BrokerTimeoutError",
+    "BrokerTypeError",
+    "UnknownSubscriptionError",
+]

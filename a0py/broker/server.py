@@ -1,0 +1,467 @@
+"""The broker process: drains the request arena, runs the :class:`Engine`, answers.
+
+Invariants:
+
+* **One broker per name.** The running broker holds the request arena's deadman for its
+  life; a second one finds it taken and raises :class:`BrokerRunningError`. Taking it
+  and clearing the arena happen under the arena's lock, so a client that saw the new
+  broker (the deadman taken) writes after the clear and is never cleared away.
+* **One thread touches the engine** (the one in :meth:`Broker.run`). Everything else
+  (a client's death, a stop) reaches it as a frame in the request arena, so events are
+  ordered with requests.
+* **Every request is answered or rejected.** A batch or state gets an ``ACK`` (one per
+  client per drain, naming its last request processed) or an ``ERROR`` naming the bad
+  item; a ping a ``PONG`` (the empty notification); facts and revokes their list. Before
+  any such direct answer the pending notifications are queued first, so when a client's
+  ping returns, every notification due from the requests it sent before has reached it.
+* **A request from a client the broker does not know** (it restarted, or lost the
+  client's hello) is refused with ``RESYNC``, never applied: the client then sends its
+  whole state. Only a ``STATE`` request introduces a client.
+* **A client's death is seen through its deadman** (a watcher thread blocked on the
+  robust lock, woken by the kernel when the holder dies), confirmed by the main thread,
+  which then retracts all the client's claims and subscriptions in one change and
+  unlinks its arena.
+"""
+
+import logging
+import threading
+
+from a0py.dataspace import DecodeError, InvalidValueError, ParseError, encode, parse
+
+from . import wire
+from .engine import CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE, Engine
+from .errors import BatchRejectedError, BrokerError, BrokerRunningError
+
+log = logging.getLogger("a0py.broker")
+
+__all__ = ["Broker"]
+
+_BROKER_SOURCE = "broker"        # the source name of the broker's own frames
+_WATCH_SLICE = 1.0               # how often an idle watcher re-checks the stop flag
+_DRAIN_MAX = 4096                # frames handled per round before notifying
+
+
+def _core():
+    import a0py
+
+    return a0py
+
+
+class _Conn:
+    """What the broker holds for one client: its arena (replies go there), its deadman
+    and the frames queued for it in this round."""
+
+    __slots__ = ("acked", "arena", "deadman", "frame_limit", "last_req", "name", "outbox",
+                 "pending", "result_limit", "transport", "watcher")
+
+    def __init__(self, name, arena):
+        core = _core()
+        self.name = name
+        self.arena = arena
+        self.transport = core.Transport(arena)
+        self.deadman = core.Deadman(arena)
+        # Replies are cut into frames of a quarter of the arena at most, and a whole result
+        # must fit in half of it: a bigger one could never be read before being overrun.
+        self.frame_limit = min(wire.MAX_FRAME, self.transport.max_frame_size // 4)
+        self.result_limit = self.transport.max_frame_size // 2
+        self.outbox = []
+        self.last_req = 0
+        self.acked = 0
+        self.pending = None      # (kind, req_id, items) of a request cut into frames
+        self.watcher = None
+
+
+class Broker:
+    """The fact broker named ``name`` (``a0py broker NAME`` runs one).
+
+    ``Broker(name).run()`` serves until :meth:`stop` or Ctrl-C; ``with Broker(name):``
+    (or :meth:`start`) serves from a thread of this process. ``arena_size``: bytes of
+    the request arena when this broker creates it.
+
+    Raises :class:`BrokerNameError` for a bad name (at once), and from :meth:`run` /
+    :meth:`start`: :class:`BrokerRunningError` when a broker of this name is alive,
+    :class:`a0py.A0Error` from the shared memory.
+    """
+
+    def __init__(self, name, *, arena_size=None):
+        wire.check_name(name)
+        self.name = name
+        self.arena_size = arena_size or wire.REQUEST_ARENA_SIZE
+        self.engine = Engine()
+        self._conns = {}
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._thread = None
+        self._error = None
+        self._arena = None
+        self._last_seq = None
+        self.stats = {"requests": 0, "notifications": 0, "rounds": 0, "gaps": 0}
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def run(self):
+        """Serve in this thread until :meth:`stop` (or Ctrl-C, which raises
+        KeyboardInterrupt after cleaning up). The deadman is held by this thread."""
+        core = _core()
+        arena = core.Arena.shm(wire.request_arena_name(self.name), self.arena_size)
+        self._arena = arena
+        tr = core.Transport(arena)
+        deadman = core.Deadman(arena)
+        try:
+            with tr.lock() as t:
+                if not deadman.try_take():
+                    raise BrokerRunningError(
+                        f"a broker named {self.name!r} is already running (pid {deadman.owner_pid})")
+                if not t.empty:
+                    t.clear()   # requests to the previous broker: their clients resync
+            self._ready.set()
+            log.info("broker %r serving (request arena %s)", self.name, arena.name)
+            self._serve(tr)
+        finally:
+            self._stop.set()
+            self._ready.set()
+            try:
+                if deadman.is_mine:
+                    deadman.release()
+            finally:
+                self._shutdown()
+
+    def start(self, timeout=10.0):
+        """Serve from a new thread of this process; returns once serving. Raises what
+        :meth:`run` raises at start (e.g. :class:`BrokerRunningError`)."""
+
+        def main():
+            try:
+                self.run()
+            except BaseException as exc:  # reported to start() or kept for stop()
+                self._error = exc
+
+        self._thread = threading.Thread(target=main, name=f"a0py-broker-{self.name}", daemon=True)
+        self._thread.start()
+        self._ready.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self, timeout=10.0):
+        """Stop serving (from any thread); joins the thread :meth:`start` made."""
+        self._stop.set()
+        arena = self._arena
+        if arena is not None and not arena.closed:
+            try:
+                frames = wire.request_frames(wire.REQ_WAKE, 0, _BROKER_SOURCE, [])
+                wire.write_frames(_core().Transport(arena), frames, timeout=1.0)
+            except Exception:  # the loop also wakes on its own within a second
+                pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _shutdown(self):
+        for conn in list(self._conns.values()):
+            self._close_conn(conn, unlink=False)
+        self._conns.clear()
+        if self._arena is not None:
+            self._arena.close()
+
+    # ---------------------------------------------------------------- the loop
+
+    def _serve(self, tr):
+        arena_quarter = self._arena.size // 4
+        while not self._stop.is_set():
+            first = tr.read_next(timeout=_WATCH_SLICE)
+            if first is None:
+                continue
+            frames = tr.read_many(_DRAIN_MAX)
+            frames.insert(0, first)
+            self.stats["rounds"] += 1
+            for seq, data in frames:
+                if self._last_seq is not None and seq != self._last_seq + 1:
+                    self._on_gap(seq)
+                self._last_seq = seq
+                try:
+                    self._handle(data)
+                except BrokerError as exc:
+                    log.warning("broker %r: dropped a malformed frame: %s", self.name, exc)
+            self._flush()
+            # Make room for blocked writers once everything in the arena has been read.
+            if tr.waiter_count or len(frames) > 64:
+                with tr.lock() as t:
+                    if t.seq_high == tr.cursor_seq and (tr.waiter_count or t.used_space > arena_quarter):
+                        t.clear()
+
+    def _on_gap(self, seq):
+        # Requests were evicted unread (a writer that did not wait for room): whose is
+        # unknown, so every client sends its state again.
+        self.stats["gaps"] += 1
+        log.warning("broker %r: requests lost before seq %d; asking every client to resync",
+                    self.name, seq)
+        for conn in self._conns.values():
+            conn.outbox.extend(wire.reply_frames(wire.REP_RESYNC, 0, []))
+
+    def _handle(self, data):
+        kind, flags, req_id, source, items = wire.parse_request(data)
+        self.stats["requests"] += 1
+        if kind == wire.REQ_WAKE:
+            return
+        if kind == wire.REQ_DIED:
+            self._client_died(source)
+            return
+        conn = self._conns.get(source)
+        if conn is None:
+            conn = self._attach(source, kind)
+            if conn is None:
+                return
+        if flags & wire.FLAG_MORE or conn.pending is not None:
+            if conn.pending is not None and conn.pending[1] != req_id:
+                conn.pending = None    # the rest of an older request never came
+            if conn.pending is None:
+                conn.pending = (kind, req_id, [])
+            conn.pending[2].extend(items)
+            if flags & wire.FLAG_MORE:
+                return
+            items = conn.pending[2]
+            conn.pending = None
+        conn.last_req = req_id
+        if kind == wire.REQ_BATCH:
+            self._batch(conn, req_id, items)
+        elif kind == wire.REQ_STATE:
+            self._state(conn, req_id, items)
+        elif kind == wire.REQ_PING:
+            self._collect_changes()
+            conn.outbox.extend(wire.reply_frames(wire.REP_PONG, req_id, []))
+        elif kind == wire.REQ_FACTS:
+            self._facts(conn, req_id, flags, items)
+        elif kind == wire.REQ_REVOKE:
+            self._revoke(conn, req_id, items)
+        elif kind == wire.REQ_BYE:
+            self._collect_changes()
+            self.engine.drop(conn.name)
+            self._send(conn)
+            self._close_conn(conn, unlink=False)
+        else:
+            self._reject(conn, req_id, f"unknown request kind {kind}")
+
+    def _attach(self, source, kind):
+        """Open the arena of a client met for the first time; None if it is dead or gone.
+        A request other than STATE from it is answered RESYNC."""
+        core = _core()
+        try:
+            name = wire.client_arena_name(self.name, source)
+            arena = core.Arena.shm(name)
+        except core.A0Error as exc:
+            log.info("broker %r: request from %r, which has no arena (%s)", self.name, source, exc)
+            return None
+        conn = _Conn(source, arena)
+        if not conn.deadman.is_taken():
+            log.info("broker %r: request from %r, which is not alive", self.name, source)
+            arena.unlink()
+            arena.close()
+            return None
+        if kind != wire.REQ_STATE:
+            # Not introduced by a state: the broker restarted under it or lost its hello.
+            conn.outbox.extend(wire.reply_frames(wire.REP_RESYNC, 0, []))
+            self._send(conn)
+            self._close_conn(conn, unlink=False)
+            return None
+        self._conns[source] = conn
+        self.engine.client(source)
+        conn.watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True,
+                                        name=f"a0py-broker-watch-{source}")
+        conn.watcher.start()
+        return conn
+
+    def _watch(self, conn):
+        """A client's death watch: blocks on its deadman; when it is released (the client
+        ended or was killed) tells the main loop through the request arena."""
+        core = _core()
+        while not self._stop.is_set():
+            try:
+                conn.deadman.wait_released(_WATCH_SLICE)
+            except core.A0TimeoutError:
+                continue
+            except core.A0Error:
+                return     # the arena was closed: the client is being dropped
+            if self._stop.is_set():
+                return
+            try:
+                frames = wire.request_frames(wire.REQ_DIED, 0, conn.name, [])
+                wire.write_frames(core.Transport(self._arena), frames,
+                                  alive=lambda: not self._stop.is_set())
+            except core.A0Error:
+                pass
+            return
+
+    def _client_died(self, name):
+        conn = self._conns.get(name)
+        if conn is None:
+            return
+        try:
+            if conn.deadman.is_taken():
+                return   # not a death (a forged or stale notice)
+        except _core().A0Error:
+            pass
+        log.info("broker %r: client %r died; retracting what it held", self.name, name)
+        self.engine.drop(name)
+        del self._conns[name]
+        self._close_conn(conn, unlink=True)
+
+    def _close_conn(self, conn, unlink):
+        self._conns.pop(conn.name, None)
+        try:
+            if unlink:
+                conn.arena.unlink()
+            conn.arena.close()
+        except _core().A0Error:
+            pass
+
+    # ---------------------------------------------------------------- requests
+
+    def _reject(self, conn, req_id, message, index=None):
+        items = [] if index is None else [wire.item(wire.IT_INDEX, wire.varint(index))]
+        items.append(wire.item(wire.IT_TEXT, message.encode("utf-8")))
+        conn.outbox.extend(wire.reply_frames(wire.REP_ERROR, req_id, items))
+
+    def _batch(self, conn, req_id, items):
+        ops = []
+        for n, (op, payload) in enumerate(items):
+            try:
+                if op == wire.IT_CLAIM:
+                    ops.append((CLAIM, payload, wire.decode_value(payload)))
+                elif op == wire.IT_RETRACT:
+                    ops.append((RETRACT, wire.decode_value(payload)))
+                elif op == wire.IT_RETRACT_PATTERN:
+                    ops.append((RETRACT, parse(payload.decode("utf-8"))))
+                elif op == wire.IT_SUBSCRIBE:
+                    sub_id, texts = wire.parse_subscribe(payload)
+                    ops.append((SUBSCRIBE, sub_id, tuple(parse(t) for t in texts)))
+                elif op == wire.IT_UNSUBSCRIBE:
+                    ops.append((UNSUBSCRIBE, wire.parse_varint(payload)))
+                else:
+                    raise wire.WireError(f"unknown item op {op}")
+            except (DecodeError, ParseError, InvalidValueError, UnicodeDecodeError,
+                    wire.WireError) as exc:
+                self._reject(conn, req_id, f"item {n}: {exc}", n)
+                return
+        try:
+            self.engine.apply(conn.name, ops)
+        except BatchRejectedError as exc:
+            self._reject(conn, req_id, str(exc), exc.item)
+
+    def _state(self, conn, req_id, items):
+        claims = {}
+        subs = {}
+        for n, (op, payload) in enumerate(items):
+            try:
+                if op == wire.IT_CLAIM:
+                    claims[payload] = wire.decode_value(payload)
+                elif op == wire.IT_SUBSCRIBE:
+                    sub_id, texts = wire.parse_subscribe(payload)
+                    subs[sub_id] = tuple(parse(t) for t in texts)
+                else:
+                    raise wire.WireError(f"item op {op} does not belong in a state")
+            except (DecodeError, ParseError, InvalidValueError, UnicodeDecodeError,
+                    wire.WireError) as exc:
+                self._reject(conn, req_id, f"item {n}: {exc}", n)
+                return
+        try:
+            self.engine.replace(conn.name, claims, subs)
+        except BatchRejectedError as exc:
+            self._reject(conn, req_id, str(exc), exc.item)
+
+    def _facts(self, conn, req_id, flags, items):
+        pattern = None
+        for op, payload in items:
+            if op == wire.IT_PATTERN:
+                try:
+                    pattern = parse(payload.decode("utf-8"))
+                except (ParseError, UnicodeDecodeError) as exc:
+                    self._reject(conn, req_id, f"pattern: {exc}", 0)
+                    return
+        self._collect_changes()
+        out = []
+        for fact in self.engine.facts(pattern):
+            out.append(wire.item(wire.IT_FACT, encode(fact)))
+            if flags & wire.FLAG_OWNERS:
+                out.extend(wire.item(wire.IT_OWNER, o.encode("utf-8"))
+                           for o in self.engine.owners(fact))
+        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
+
+    def _revoke(self, conn, req_id, items):
+        patterns = []
+        owner = None
+        for n, (op, payload) in enumerate(items):
+            try:
+                if op == wire.IT_PATTERN:
+                    patterns.append(parse(payload.decode("utf-8")))
+                elif op == wire.IT_OWNER:
+                    owner = payload.decode("utf-8")
+            except (ParseError, UnicodeDecodeError) as exc:
+                self._reject(conn, req_id, f"item {n}: {exc}", n)
+                return
+        revoked = self.engine.revoke(patterns, owner)
+        out = []
+        for name, values in sorted(revoked.items()):
+            target = self._conns.get(name)
+            encoded = [wire.item(wire.IT_FACT, encode(v)) for v in values]
+            if target is not None:
+                target.outbox.extend(wire.reply_frames(wire.REP_REVOKED, target.last_req, encoded,
+                                                             limit=target.frame_limit))
+            for it in encoded:
+                out.append(it)
+                out.append(wire.item(wire.IT_OWNER, name.encode("utf-8")))
+        self._collect_changes()
+        conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
+
+    # ---------------------------------------------------------------- answers
+
+    def _collect_changes(self):
+        """Queue the pending notifications in their clients' outboxes."""
+        if not self.engine.has_changes():
+            return
+        conns = self._conns
+        for change in self.engine.take_changes():
+            conn = conns.get(change.client)
+            if conn is None:
+                continue
+            items = [wire.item(wire.IT_ADD, encode(row)) for row in change.added]
+            items += [wire.item(wire.IT_DEL, encode(row)) for row in change.removed]
+            flags = wire.FLAG_FULL if change.full else 0
+            size = sum(map(len, items))
+            if size > conn.result_limit:
+                message = (f"a notification of {size} bytes cannot reach client {conn.name!r}, "
+                           f"whose arena takes {conn.result_limit} at once: give it a bigger "
+                           "arena_size")
+                log.warning("broker %r: %s", self.name, message)
+                conn.outbox.extend(wire.reply_frames(
+                    wire.REP_SUB_ERROR, change.sub_id, [wire.item(wire.IT_TEXT, message.encode())]))
+                continue
+            frames = wire.reply_frames(wire.REP_NOTIFY, change.sub_id, items, flags,
+                                       conn.frame_limit)
+            for i in range(1, len(frames)):     # FULL marks the first frame of a full result
+                frames[i] = frames[i][:2] + bytes((frames[i][2] & ~wire.FLAG_FULL,)) + frames[i][3:]
+            conn.outbox.extend(frames)
+            self.stats["notifications"] += 1
+
+    def _flush(self):
+        self._collect_changes()
+        for conn in list(self._conns.values()):
+            if conn.last_req != conn.acked:
+                conn.acked = conn.last_req
+                conn.outbox.extend(wire.reply_frames(wire.REP_ACK, conn.last_req, []))
+            self._send(conn)
+
+    def _send(self, conn):
+        if not conn.outbox:
+            return
+        frames, conn.outbox = conn.outbox, []
+        try:
+            conn.transport.write_many(frames)
+        except _core().A0Error as exc:
+            log.warning("broker %r: could not write to client %r: %s", self.name, conn.name, exc)

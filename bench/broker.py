@@ -1,0 +1,260 @@
+"""Benchmark of the fact broker across processes (docs/performance.md, "Broker").
+
+    python bench/broker.py                 # both workloads, medians of 3 runs
+    python bench/broker.py --runs 5 --json out.json
+
+1. **Claim-to-notification latency**: a claimer process claims ``tick(i, t_sent)`` (and
+   retracts the previous tick in the same batch) 1000 times a second (sleeping between); a subscriber process
+   subscribed to ``tick($i, $t)`` takes ``monotonic_ns() - t_sent`` in its callback. The
+   path is claimer → request arena → broker (decode, index, join, encode) → the
+   subscriber's arena → its reader thread → callback: two cross-process wake-ups.
+2. **Claims per second with 100 live subscriptions**: 100 subscriptions in a subscriber
+   process (70 single patterns, 30 two-part joins, one per kind of reading), a claimer
+   that sends N distinct readings (each adds a row to one subscription's result), in
+   batches of B claims per request (B = 1 and 100), then pings; claims/s is N over the
+   time until the ping returns (every claim applied, every notification written). Also
+   the engine alone, in one process (no IPC, no codec), for the bound.
+
+Targets (issue 11): p50 below 50 µs; at least 100 k claims/s.
+"""
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import a0py
+from a0py.broker import Broker, BrokerClient, Engine, wire
+from a0py.broker.engine import CLAIM, SUBSCRIBE
+from a0py.dataspace import Record, encode, parse
+
+
+def _broker_main(name, ready):
+    b = Broker(name)
+    b.start()
+    ready.set()
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+
+
+def _start_broker(name):
+    ctx = mp.get_context("spawn")
+    ready = ctx.Event()
+    proc = ctx.Process(target=_broker_main, args=(name, ready), daemon=True)
+    proc.start()
+    ready.wait(30)
+    return proc
+
+
+def _stop(proc, name):
+    proc.kill()
+    proc.join()
+    a0py.Arena.unlink_shm(wire.request_arena_name(name))
+
+
+# ---------------------------------------------------------------- latency
+
+
+def _latency_subscriber(name, n, out, ready):
+    import threading
+
+    samples = []
+    finished = threading.Event()
+
+    def callback(result):
+        now = time.monotonic_ns()
+        for row in result:
+            samples.append(now - row["t"])
+            if row["i"] == n - 1:
+                finished.set()
+
+    with BrokerClient(name) as c:
+        c.subscribe(parse("tick($i, $t)"), callback=callback).wait(30)
+        samples.clear()
+        ready.set()
+        finished.wait(300)
+    out.put(samples)
+
+
+def latency(name, n=5000, rate=1000.0):
+    """Ticks the subscriber never saw (two in one drain of the broker: the retract of the
+    first undoes its claim, so nobody is notified) are not samples; the count says how
+    many were."""
+    ctx = mp.get_context("spawn")
+    out, ready = ctx.Queue(), ctx.Event()
+    sub = ctx.Process(target=_latency_subscriber, args=(name, n, out, ready))
+    sub.start()
+    ready.wait(60)
+    period = 1.0 / rate
+    with BrokerClient(name) as c:
+        prev = None
+        next_t = time.perf_counter()
+        for i in range(n):
+            tick = Record("tick", i, time.monotonic_ns())
+            with c.batch():
+                if prev is not None:
+                    c.retract(prev)
+                c.claim(tick)
+            prev = tick
+            next_t += period
+            delay = next_t - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)     # not a spin: on 2 cores it would starve the others
+        samples = out.get(timeout=300)
+        c.retract(prev)
+    sub.join(30)
+    samples.sort()
+    return {
+        "p50_us": samples[len(samples) // 2] / 1e3,
+        "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
+        "samples": len(samples),
+        "sent": n,
+    }
+
+
+# ---------------------------------------------------------------- throughput
+
+KINDS = 100
+
+
+def subscription_patterns():
+    """100 subscriptions, one per kind of reading: 70 single patterns
+    ``sensor<k>($room, $v)`` and 30 two-part joins
+    ``sensor<k>($room, $v), setpoint<k>($room, $s)``."""
+    subs = []
+    for k in range(KINDS):
+        if k < 70:
+            subs.append((parse(f'sensor{k}($room, $v)'),))
+        else:
+            subs.append((parse(f'sensor{k}($room, $v)'), parse(f'setpoint{k}($room, $s)')))
+    return subs
+
+
+def facts(n, run):
+    """``n`` distinct readings ``sensor<k>(room, v)`` spread over the 100 kinds and 500
+    rooms; each one adds one row to exactly one subscription's result (a join's, for 30
+    of the kinds, through the room's setpoint: :func:`setpoints`)."""
+    return [Record(f"sensor{i % KINDS}", f"room{i % 500}", float(run * n + i)) for i in range(n)]
+
+
+def setpoints():
+    return [Record(f"setpoint{r % KINDS}", f"room{r}", 20) for r in range(500)]
+
+
+def _throughput_subscriber(name, ready, stop):
+    counts = [0]
+
+    def callback(result):
+        counts[0] += 1
+
+    with BrokerClient(name) as c:
+        subs = [c.subscribe(*ps, callback=callback) for ps in subscription_patterns()]
+        for s in subs:
+            s.wait(60)
+        ready.set()
+        stop.wait(600)
+
+
+def _cpu_seconds(pid):
+    """User + system CPU seconds of process ``pid`` so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def throughput(name, n, batch, run, broker_pid):
+    """(claims/s of wall time, claims per CPU second of the broker process)."""
+    values = facts(n, run)
+    with BrokerClient(name) as c:
+        c.claim(*setpoints())
+        c.ping(30)
+        cpu0 = _cpu_seconds(broker_pid)
+        t0 = time.perf_counter()
+        for i in range(0, n, batch):
+            c.claim(*values[i:i + batch])
+        c.ping(120)
+        elapsed = time.perf_counter() - t0
+        cpu = _cpu_seconds(broker_pid) - cpu0
+        c.retract(parse("_"))
+        c.ping(120)
+    return n / elapsed, n / max(cpu, 1e-3)
+
+
+def engine_throughput(n, batch):
+    """The engine alone (no IPC, no codec): claims/s with the same 100 subscriptions."""
+    e = Engine()
+    for i, ps in enumerate(subscription_patterns()):
+        e.apply("sub", [(SUBSCRIBE, i, ps)])
+    e.apply("c", [(CLAIM, encode(v), v) for v in setpoints()])
+    e.take_changes()
+    values = facts(n, 0)
+    items = [(CLAIM, encode(v), v) for v in values]
+    t0 = time.perf_counter()
+    for i in range(0, n, batch):
+        e.apply("c", items[i:i + batch])
+        e.take_changes()
+    return n / (time.perf_counter() - t0)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
+    ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+
+    name = f"bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs}
+    proc = _start_broker(name)
+    try:
+        lat = [latency(name, args.samples) for _ in range(args.runs)]
+        report["latency"] = {
+            "p50_us": statistics.median(r["p50_us"] for r in lat),
+            "p99_us": statistics.median(r["p99_us"] for r in lat),
+            "runs": lat,
+        }
+        print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
+              f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
+              f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks seen)",
+              flush=True)
+
+        ctx = mp.get_context("spawn")
+        ready, stop = ctx.Event(), ctx.Event()
+        sub = ctx.Process(target=_throughput_subscriber, args=(name, ready, stop))
+        sub.start()
+        ready.wait(120)
+        for batch in (1, 100):
+            both = [throughput(name, args.n, batch, r, proc.pid) for r in range(args.runs)]
+            rates = [w for w, _c in both]
+            per_cpu = statistics.median(c for _w, c in both)
+            report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
+            report[f"claims_per_broker_cpu_s_batch{batch}"] = per_cpu
+            print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
+                  f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
+                  f"per broker CPU second: {per_cpu:,.0f}", flush=True)
+        stop.set()
+        sub.join(30)
+    finally:
+        _stop(proc, name)
+    for batch in (1, 100):
+        rates = [engine_throughput(args.n, batch) for _ in range(args.runs)]
+        report[f"engine_claims_per_s_batch{batch}"] = statistics.median(rates)
+        print(f"engine alone (no IPC, no codec), batch {batch}: {statistics.median(rates):,.0f} claims/s",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
