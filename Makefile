@@ -10,7 +10,7 @@ CORE_HDR := $(wildcard csrc/*.h)
 CTEST_SRC := $(wildcard csrc/tests/*.c)
 PYTEST_ARGS ?=
 
-.PHONY: all venv build demo test pytest ctest sanitize bench lint clean
+.PHONY: all venv build demo browser test pytest ctest sanitize bench lint clean
 
 all: build
 
@@ -26,17 +26,31 @@ $(VENV)/.installed-%: $(VENV)/.created pyproject.toml setup.py
 
 comma := ,
 
-venv: $(VENV)/.installed-test
+# What the suite and the demo need: the test extra (browser driver, MCAP) and
+# the spark extra (PySpark, Arrow; Java 17 comes from the machine).
+FULL := $(VENV)/.installed-test+spark
+
+venv: $(FULL)
 
 # Rebuild the compiled modules in place (editable install picks them up).
-build: $(VENV)/.installed-test
+build: $(FULL)
 	$(VPY) setup.py -q build_ext --inplace
 
-demo: $(VENV)/.installed-test
-	$(VPY) setup.py -q build_ext --inplace
+demo: build
 	$(VPY) examples/demo.py
 
-test: build ctest
+# The page tests drive Debian's chromium (playwright cannot download a browser
+# here): install it when missing, as root through apt, else say what to do.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the page tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "the page tests need chromium: sudo apt-get install chromium" >&2; exit 1; \
+	  fi; }
+
+test: build ctest browser
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 pytest: build

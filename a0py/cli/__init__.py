@@ -36,6 +36,15 @@ COMMANDS = {
     "dump": ("arenas", "dump"),
     "write": ("arenas", "write"),
     "tail": ("arenas", "tail"),
+    "record": ("recordings", "record"),
+    "play": ("recordings", "play"),
+    "bag": ("recordings", "bag"),
+    "broker": ("broker", "broker"),
+    "claim": ("broker", "claim"),
+    "retract": ("broker", "retract"),
+    "subscribe": ("broker", "subscribe"),
+    "facts": ("broker", "facts"),
+    "view": ("view", "view"),
 }
 
 
