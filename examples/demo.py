@@ -15,8 +15,13 @@ Stages (each in its own processes, under a private topic root, removed at the en
      served when it comes up. Round trips are timed.
   3. Config. A watcher process prints every change of ``demo/robot``'s config;
      this process writes it, then two merge-patches.
-  4. Later stages, when their parts are installed: the fact-broker room, a
-     recording summarised with Spark, and the live view's address.
+  4. Live view: ``a0py view`` serves its page for the whole demo; open the
+     printed address in a browser while the demo runs.
+  5. Recording: the pub/sub stage is recorded into MCAP (``a0py.spark.Recorder``),
+     then summarised with Spark (frames, bytes and rate per topic, latency
+     percentiles from the packets' headers) and a chart PNG is saved.
+  6. The fact broker: ``examples/room.py`` (sensors claim readings, a rule
+     joins them and claims alerts, a display prints them).
 """
 
 import argparse
@@ -162,27 +167,71 @@ def stage_cfg():
     say("cfg", f"final: {json.dumps(cfg.read().json(), sort_keys=True)}")
 
 
+# -- 4. the live view -------------------------------------------------------------------
+
+def view_server(port, url_queue):
+    import a0py.view
+
+    a0py.view.serve(None, host="127.0.0.1", port=port, ready=url_queue.put)
+
+
+def start_view(port):
+    urls = CTX.Queue()
+    proc = CTX.Process(target=view_server, args=(port, urls), daemon=True)
+    proc.start()
+    try:
+        say("view", f"live view of the demo's topics: {urls.get(timeout=30)} (open it now)")
+    except Exception as e:  # noqa: BLE001 - the demo goes on without its view
+        say("view", f"the view did not start ({e}); the demo goes on without it")
+    return proc
+
+
+# -- 5. recording and Spark ---------------------------------------------------------------
+
+def summarize_recording(out_dir, chart):
+    from a0py.spark.summary import summarize
+
+    summarize(out_dir, chart=chart)
+    say("spark", f"chart of the rates saved to {chart}")
+
+
+# -- 6. the fact broker --------------------------------------------------------------------
+
+def stage_room(seconds):
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    subprocess.run([sys.executable, os.path.join(here, "room.py"), "--seconds", str(seconds)],
+                   check=True, timeout=120)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="length of the pub/sub stage")
+    ap.add_argument("--port", type=int, default=8765, help="port of the live view")
+    ap.add_argument("--out", default="build/demo",
+                    help="where the recording and the chart go (default build/demo)")
     args = ap.parse_args()
     root = os.environ.get("A0PY_ROOT") or f"shm:a0py-demo-{os.getpid()}"
     os.environ["A0PY_ROOT"] = root  # inherited by every process started below
     say("demo", f"topics under A0PY_ROOT={root}")
+    recording = os.path.join(args.out, f"recording-{os.getpid()}")
+    view = start_view(args.port)
     try:
-        stage_pubsub(args.seconds)
+        from a0py.spark import Recorder
+
+        with Recorder(["demo/imu"], out=recording):
+            stage_pubsub(args.seconds)
+        say("record", f"recorded demo/imu into {recording}")
         stage_rpc()
         stage_cfg()
-        for stage in _later_stages():
-            stage(args)
+        summarize_recording(recording, os.path.join(args.out, "demo-rates.png"))
+        stage_room(max(3.0, args.seconds / 2))
     finally:
+        view.terminate()
+        view.join(10)
         removed = _remove_topics(root)
         say("demo", f"removed {removed} arenas; done")
-
-
-def _later_stages():
-    """The stages whose parts may not be installed (broker, spark, view)."""
-    return []
 
 
 def _remove_topics(root):
