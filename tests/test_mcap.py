@@ -30,7 +30,8 @@ from mcap_data import (
 import a0py
 from a0py.spark import RecordingFormatError, RecordingOptionError, _mcap, bag_info, read_table
 from a0py.spark._packets import decode, wall_times
-from a0py.spark._read import Predicate, ReadOptions, plan, read_part
+from a0py.spark._parts import read_part
+from a0py.spark._read import Predicate, ReadOptions, plan
 from a0py.spark._writer import GAP_TOPIC, PACKET_ENCODING, SegmentWriter
 
 

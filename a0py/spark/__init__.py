@@ -17,7 +17,7 @@ _LAZY = {
     "Recorder": ("._recorder", "Recorder"),
     "Player": ("._player", "Player"),
     "bag_info": ("._baginfo", "bag_info"),
-    "read_table": ("._read", "read_table"),
+    "read_table": ("._parts", "read_table"),
     "SegmentWriter": ("._writer", "SegmentWriter"),
 }
 

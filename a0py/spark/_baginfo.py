@@ -12,6 +12,7 @@ import json
 import os
 
 from . import _mcap
+from ._parts import read_part
 from ._read import (
     KIND_GAP,
     KIND_PACKET,
@@ -20,7 +21,6 @@ from ._read import (
     _channel_kind,
     expand_paths,
     plan,
-    read_part,
 )
 
 

@@ -2,7 +2,7 @@
 (paths, files, chunks, partitions), predicates, and decoding one partition.
 
 The ``a0`` Spark source is a thin layer over this module (its partitions are
-:class:`Part`s, its ``read`` is :func:`read_part`), and so is
+:class:`Part`s, read by ``_parts.read_part``), and so is
 :func:`a0py.spark.read_table`, which gives the same rows as a
 ``pyarrow.Table`` in one process.
 
@@ -381,18 +381,6 @@ def _arena_file_topic(path):
 # -- reading --------------------------------------------------------------------
 
 
-def read_part(part, predicate=Predicate(), options=ReadOptions()):
-    """Yields the record batches of ``part``'s rows that pass ``predicate``."""
-    schema = frame_schema(options.gaps, options.payload_type, options.record_time)
-    for item in part.items:
-        if isinstance(item, ArenaSlice):
-            from ._arena import read_arena
-
-            yield from read_arena(item, predicate, options, schema)
-        else:
-            yield from _read_file_slice(item, predicate, options, schema)
-
-
 def _read_file_slice(fs, predicate, options, schema):
     fd = os.open(fs.path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -589,21 +577,6 @@ def _parse_json_rows(payload, struct_type):
     return pa.array(out, struct_type)
 
 
-def read_table(spec, *, gaps=False, topics=None, validate_crc=True, record_time=False):
-    """Every row of the recordings (or arenas) ``spec`` as one
-    ``pyarrow.Table``, in file and chunk order, read in this process: the
-    Spark source's rows without Spark. ``record_time`` adds the column
-    ``time_record`` (when the recorder read each frame).
-
-    Raises :class:`RecordingFormatError` for a damaged file,
-    :class:`RecordingOptionError` for a path that names nothing."""
-    predicate = Predicate() if topics is None else Predicate().and_topics(topics)
-    options = ReadOptions(gaps=gaps, validate_crc=validate_crc, record_time=record_time)
-    schema = frame_schema(gaps, record_time=record_time)
-    batches = [b for part in plan(spec, predicate, options) for b in read_part(part, predicate, options)]
-    return pa.Table.from_batches(batches, schema=schema)
-
-
 __all__ = ["FRAME_COLUMNS", "GAP_COLUMNS", "ArenaSlice", "FileSlice", "Part", "Predicate", "ReadOptions",
-           "expand_paths", "frame_schema", "plan", "read_part", "read_table"]
+           "expand_paths", "frame_schema", "plan"]
 

@@ -96,7 +96,8 @@ def existing_segments(out_dir, prefix=None):
 
 def last_recorded_seqs(paths):
     """topic -> the last seq recorded for it (frames and gaps) in ``paths``."""
-    from ._read import Predicate, ReadOptions, plan, read_part
+    from ._parts import read_part
+    from ._read import Predicate, ReadOptions, plan
 
     last = {}
     opts = ReadOptions(gaps=True, validate_crc=False)

@@ -57,16 +57,13 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
+from ._options import _lower, read_options
+from ._parts import read_part
 from ._read import (
-    DEFAULT_PARTITION_BYTES,
     Part,
     Predicate,
-    ReadOptions,
     _bool_option,
-    _int_option,
-    frame_schema,
     plan,
-    read_part,
 )
 from .errors import RecordingOptionError
 
@@ -126,40 +123,6 @@ def _paths(options):
         raise RecordingOptionError("the a0 source needs a path: spark.read.format('a0').load(PATH) "
                                    "(a recording, a directory, a glob, a file arena or shm://TOPIC)")
     return [path]
-
-
-def read_options(options, schema=None):
-    """The :class:`ReadOptions` of the source's options (and of a user
-    schema, whose payload column may be a struct)."""
-    gaps = _bool_option(_lower(options), "gaps", False)
-    record_time = _bool_option(_lower(options), "recordtime", False)
-    payload_type = None
-    if schema is not None:
-        from pyspark.sql.pandas.types import to_arrow_schema
-        from pyspark.sql.types import BinaryType, StructType
-
-        names = [f.name for f in schema.fields]
-        expected = list(frame_schema(gaps, record_time=record_time).names)
-        if names != expected:
-            raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
-                                       f"{', '.join(names)}")
-        ptype = schema["payload"].dataType
-        if isinstance(ptype, StructType):
-            payload_type = to_arrow_schema(schema, timezone="UTC").field("payload").type
-        elif not isinstance(ptype, BinaryType):
-            raise RecordingOptionError(f"the payload column is binary, or a struct to parse JSON into, not {ptype}")
-    return ReadOptions(
-        gaps=gaps,
-        validate_crc=_bool_option(_lower(options), "validatecrc", True),
-        payload_type=payload_type,
-        partition_bytes=_int_option(_lower(options), "maxpartitionbytes", DEFAULT_PARTITION_BYTES),
-        root=_lower(options).get("root") or None,
-        record_time=record_time,
-    )
-
-
-def _lower(options):
-    return {k.lower(): v for k, v in options.items()}
 
 
 def _micros(value):

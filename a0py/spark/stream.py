@@ -46,8 +46,8 @@ from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic, check_topic_name
 from ._arena import frames_batch, gap_batch
+from ._options import _lower, read_options
 from ._read import Predicate, _bool_option, _int_option, frame_schema
-from .datasource import _lower, read_options
 from .errors import DataLossError, RecordingOptionError
 
 _log = logging.getLogger("a0py.spark")
