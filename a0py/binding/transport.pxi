@@ -166,6 +166,7 @@ cdef class Transport:
         cdef timespec ts
         cdef int has_deadline = 0
         cdef bint evicting = evict
+        cdef uint64_t n
         if not evicting:
             has_deadline = _make_deadline(timeout, &ts, self.arena)
         elif timeout is not None:
@@ -174,8 +175,9 @@ cdef class Transport:
         _get_buffer(data, &buf, self.arena)
         try:
             self._acquire(&lk)
-            if evicting:
-                err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
+            n = <uint64_t>buf.len
+            if evicting or a0_pred_fits(lk, &n):  # room now: no GIL round trip
+                err = a0_transport_alloc(lk, n, &dst)
             else:
                 while True:
                     with nogil:
