@@ -582,17 +582,21 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* CPUs this process may run on; 1 means a spinning waiter only delays the
- * writer it waits for. Read once per process. */
+/* CPUs this thread may run on; 1 means a spinning waiter only delays the
+ * writer it waits for. Re-read at most once a second (an affinity can be
+ * changed, by taskset -p or the process itself, after the first wait). */
 static unsigned usable_cpus(void) {
   static _Atomic unsigned cached;
+  static _Atomic uint64_t cached_at;
+  uint64_t now = now_ns();
   unsigned n = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (n) return n;
+  if (n && now - atomic_load_explicit(&cached_at, memory_order_relaxed) < 1000000000u) return n;
   cpu_set_t set;
   CPU_ZERO(&set);
   n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 0;
   if (!n) n = 2; /* unknown: assume spinning may pay */
   atomic_store_explicit(&cached, n, memory_order_relaxed);
+  atomic_store_explicit(&cached_at, now, memory_order_relaxed);
   return n;
 }
 
@@ -625,13 +629,13 @@ static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, ui
  * it is 0 and only every A0_SPIN_PROBE_EVERY-th wait spins (the minimum),
  * to notice when spinning starts paying again. */
 static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen) {
-  if (usable_cpus() < 2) return false;
   uint64_t budget = t->spin_ns;
   if (budget == 0) {
     if (++t->spin_probe < A0_SPIN_PROBE_EVERY) return false;
     t->spin_probe = 0;
     budget = A0_SPIN_MIN_NS;
   }
+  if (usable_cpus() < 2) return false;
   uint64_t took = 0;
   if (spin_for(word, seen, budget, &took)) {
     uint64_t want = 2 * took > A0_SPIN_MIN_NS ? 2 * took : A0_SPIN_MIN_NS;
