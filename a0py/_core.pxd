@@ -43,7 +43,7 @@ cdef class ReadView:
     cdef a0_read_t r
     cdef object _view
     cdef timespec deadline
-    cdef int has_deadline
+    cdef int has_deadline  # 1 deadline, 0 none (wait forever), -1 don't wait
     cdef object timeout
     cdef int state  # 0 new, 1 entered, 2 done
 

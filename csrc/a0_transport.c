@@ -582,17 +582,18 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* CPUs this process may run on; 1 means a spinning waiter only delays the
- * writer it waits for. Read once per process. */
-static unsigned usable_cpus(void) {
-  static _Atomic unsigned cached;
-  unsigned n = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (n) return n;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 0;
-  if (!n) n = 2; /* unknown: assume spinning may pay */
-  atomic_store_explicit(&cached, n, memory_order_relaxed);
+/* Online CPUs: with one, a spinning waiter only delays the writer it waits
+ * for. (Not this process's affinity: a process pinned to a core of its own
+ * is where spinning pays most; two processes pinned to one core are handled
+ * by the adaptive budget, whose spins there never hit.) */
+static long online_cpus(void) {
+  static _Atomic long cached;
+  long n = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (!n) {
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 2; /* unknown: assume spinning may pay */
+    atomic_store_explicit(&cached, n, memory_order_relaxed);
+  }
   return n;
 }
 
@@ -620,26 +621,34 @@ static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, ui
   return false;
 }
 
-/* The adaptive spin: a hit (the word moved while spinning) keeps the budget
- * at least twice what the hit took; a miss halves it, and below the minimum
- * it is 0 and only every A0_SPIN_PROBE_EVERY-th wait spins (the minimum),
- * to notice when spinning starts paying again. */
+/* The adaptive spin. A hit (the word moved while spinning) keeps the
+ * budget at least twice what the hit took (START to MAX); a miss takes a
+ * quarter off it, and below MIN it is 0. From then on only every
+ * A0_SPIN_PROBE_EVERY-th wait spins, for MAX: long enough to outlast a
+ * peer's futex wake-up, which is what breaks the equilibrium of two
+ * processes that both sleep because the other one does (each side's probe
+ * then finds the other answering fast, and both stay spinning while it
+ * pays). Probes are under 1 % of waits, so when spinning never pays (both
+ * processes on one core) they stay out of the p99 and cost about
+ * MAX / PROBE_EVERY per wait. Misses decay slowly because on a busy machine
+ * a peer that usually answers within microseconds is sometimes preempted. */
 static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen) {
-  if (usable_cpus() < 2) return false;
+  if (online_cpus() < 2) return false;
   uint64_t budget = t->spin_ns;
   if (budget == 0) {
     if (++t->spin_probe < A0_SPIN_PROBE_EVERY) return false;
     t->spin_probe = 0;
-    budget = A0_SPIN_MIN_NS;
+    budget = A0_SPIN_MAX_NS;
   }
   uint64_t took = 0;
   if (spin_for(word, seen, budget, &took)) {
-    uint64_t want = 2 * took > A0_SPIN_MIN_NS ? 2 * took : A0_SPIN_MIN_NS;
+    uint64_t want = 2 * took > A0_SPIN_START_NS ? 2 * took : A0_SPIN_START_NS;
     if (want > A0_SPIN_MAX_NS) want = A0_SPIN_MAX_NS;
     if (want > t->spin_ns) t->spin_ns = (uint32_t)want;
     return true;
   }
-  t->spin_ns = t->spin_ns / 2 < A0_SPIN_MIN_NS ? 0 : t->spin_ns / 2;
+  uint64_t left = t->spin_ns - t->spin_ns / 4;
+  t->spin_ns = left < A0_SPIN_MIN_NS ? 0 : (uint32_t)left;
   return false;
 }
 

@@ -88,14 +88,14 @@ typedef bool (*a0_pred_fn)(a0_locked_t lk, void* ctx);
 
 /* Spinning before sleeping. Adaptive (the default, spin_adaptive = 1):
  * spin while recent waits were satisfied during the spin, with a budget in
- * time that grows to twice what a hit took and halves on a miss, down to
- * nothing (then a short probe every A0_SPIN_PROBE_EVERY waits); never on a
- * machine, or an affinity mask, of one CPU. Fixed (spin_adaptive = 0):
- * `spin` pause iterations (0: sleep at once). */
-#define A0_SPIN_MAX_NS 20000u
+ * time that grows to twice what a hit took and loses a quarter on a miss,
+ * down to nothing (then a probe of MAX every A0_SPIN_PROBE_EVERY waits);
+ * never on a machine of one CPU. Fixed (spin_adaptive = 0): `spin` pause
+ * iterations (0: sleep at once). */
+#define A0_SPIN_MAX_NS 50000u
 #define A0_SPIN_MIN_NS 1000u
 #define A0_SPIN_START_NS 4000u
-#define A0_SPIN_PROBE_EVERY 64u
+#define A0_SPIN_PROBE_EVERY 128u
 
 /* Lock-free reads give up (A0_ERR_BUSY) after this many attempts that raced
  * a writer; each failed attempt means a writer made progress. */

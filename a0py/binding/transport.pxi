@@ -3,11 +3,12 @@
 # (frame operations under the lock, zero-copy views and their revocation)
 # and Frame. Included by _core.pyx.
 
-# Frames at least this big are copied with the GIL released.
-DEF _NOGIL_COPY = 65536
-# Frames copied per validation by read_many: a longer batch is more likely
-# to be overtaken by a writer, and then it is thrown away as a whole.
-DEF _READ_BATCH = 64
+cdef enum:
+    # Frames at least this big are copied with the GIL released.
+    _NOGIL_COPY = 65536
+    # Frames copied per validation by read_many: a longer batch is more likely
+    # to be overtaken by a writer, and then it is thrown away as a whole.
+    _READ_BATCH = 64
 
 
 cdef inline void _copy_out(void* dst, const void* src, size_t n) noexcept:
@@ -165,6 +166,7 @@ cdef class Transport:
         cdef timespec ts
         cdef int has_deadline = 0
         cdef bint evicting = evict
+        cdef uint64_t n
         if not evicting:
             has_deadline = _make_deadline(timeout, &ts, self.arena)
         elif timeout is not None:
@@ -173,8 +175,9 @@ cdef class Transport:
         _get_buffer(data, &buf, self.arena)
         try:
             self._acquire(&lk)
-            if evicting:
-                err = a0_transport_alloc(lk, <uint64_t>buf.len, &dst)
+            n = <uint64_t>buf.len
+            if evicting or a0_pred_fits(lk, &n):  # room now: no GIL round trip
+                err = a0_transport_alloc(lk, n, &dst)
             else:
                 while True:
                     with nogil:
@@ -388,7 +391,11 @@ cdef class Transport:
         exit), ArgumentError, ClosedError."""
         cdef ReadView view = ReadView.__new__(ReadView)
         view.tr = self
-        view.has_deadline = _make_deadline(timeout, &view.deadline, self.arena)
+        if timeout is not None:
+            if (type(timeout) is int or type(timeout) is float) and timeout == 0:
+                view.has_deadline = -1  # don't wait: no clock needed
+            else:
+                view.has_deadline = _make_deadline(timeout, &view.deadline, self.arena)
         view.timeout = timeout
         return view
 
@@ -408,7 +415,6 @@ cdef class ReadView:
     def __enter__(self):
         cdef Transport tr = self.tr
         cdef a0_err_t err
-        cdef _Buffer buf
         if self.state != 0:
             raise LockError("a read_view() is entered once; call read_view() again for the next frame")
         if tr._view_open:
@@ -421,19 +427,26 @@ cdef class ReadView:
                 break
             if err != A0_ERR_NO_FRAME:
                 tr._raise_read(err)
-            timed_out = self.has_deadline and a0_deadline_passed(&self.deadline)
+            timed_out = self.has_deadline < 0 or (self.has_deadline and a0_deadline_passed(&self.deadline))
             if timed_out or not tr._wait_readable(&self.deadline if self.has_deadline else NULL):
                 raise A0TimeoutError(f"no frame to read in {tr.arena._describe()} "
                                      f"within {self.timeout} s")
-        buf = _Buffer.__new__(_Buffer)
-        buf.arena = tr.arena
-        buf.ptr = <uint8_t*>self.r.data
-        buf.size = <Py_ssize_t>self.r.size
-        buf.writable = False
-        self._view = memoryview(buf)
         self.state = 1
+        self._view = memoryview(self)  # exported by this object: counted by the arena
         tr._view_open = True
         return self
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        if self.state != 1:
+            raise BufferError("a read_view's data is readable only inside its with-block")
+        if flags & PyBUF_WRITABLE:
+            raise BufferError("frame data is read-only")
+        PyBuffer_FillInfo(view, self, <void*>self.r.data, <Py_ssize_t>self.r.size, 1, flags)
+        self.tr.arena.exports += 1
+
+    def __releasebuffer__(self, Py_buffer* view):
+        self.tr.arena.exports -= 1
+        self.tr.arena._maybe_unmap()
 
     def __exit__(self, exc_type, exc, tb):
         cdef Transport tr = self.tr
