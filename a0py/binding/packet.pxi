@@ -22,8 +22,7 @@ _STANDARD_SET = frozenset(STANDARD_HEADERS)
 
 cdef enum:
     _STACK_HEADERS = 32
-    # Payloads at least this large are copied with the GIL released.
-    _NOGIL_COPY = 65536
+# Payloads of at least _NOGIL_COPY bytes (transport.pxi) are copied with the GIL released.
     # a0_time_wall is the monotonic time plus an offset re-read from
     # CLOCK_REALTIME at least this often (ns): one clock read per packet
     # instead of two (a clock read costs as much as the rest of the
