@@ -606,6 +606,12 @@ static bool spin_fixed(const uint32_t* word, uint32_t seen, uint32_t iterations)
   return false;
 }
 
+/* Polls the word for up to budget_ns. After the first microsecond it also
+ * yields the CPU between polls: if the writer it waits for is runnable on
+ * this very core, it gets to run (then a shared-core round trip costs two
+ * context switches instead of two futex wake-ups); if nothing else is, the
+ * yield returns at once. */
+#define A0_SPIN_YIELD_AFTER_NS 1000u
 static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, uint64_t* took_ns) {
   uint64_t start = now_ns(), now = start;
   while (now - start < budget_ns) {
@@ -617,6 +623,7 @@ static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, ui
       a0_cpu_relax();
     }
     now = now_ns();
+    if (now - start >= A0_SPIN_YIELD_AFTER_NS) sched_yield();
   }
   return false;
 }
@@ -632,7 +639,7 @@ static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, ui
  * processes on one core) they stay out of the p99 and cost about
  * MAX / PROBE_EVERY per wait. Misses decay slowly because on a busy machine
  * a peer that usually answers within microseconds is sometimes preempted. */
-static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen) {
+static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen, uint64_t cap_ns) {
   if (online_cpus() < 2) return false;
   uint64_t budget = t->spin_ns;
   if (budget == 0) {
@@ -640,6 +647,7 @@ static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen
     t->spin_probe = 0;
     budget = A0_SPIN_MAX_NS;
   }
+  if (budget > cap_ns) return spin_for(word, seen, cap_ns, &(uint64_t){0}); /* the deadline's, not a lesson */
   uint64_t took = 0;
   if (spin_for(word, seen, budget, &took)) {
     uint64_t want = 2 * took > A0_SPIN_START_NS ? 2 * took : A0_SPIN_START_NS;
@@ -654,7 +662,15 @@ static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen
 
 a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct timespec* deadline) {
   uint32_t* word = notify_word(t);
-  bool moved = t->spin_adaptive ? spin_adaptive(t, word, seen) : spin_fixed(word, seen, t->spin);
+  uint64_t cap_ns = UINT64_MAX; /* a spin never runs past the deadline */
+  if (deadline) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!a0_timespec_before(&now, deadline)) return A0_ERR_TIMEOUT;
+    cap_ns = (uint64_t)(deadline->tv_sec - now.tv_sec) * 1000000000u + (uint64_t)deadline->tv_nsec -
+             (uint64_t)now.tv_nsec;
+  }
+  bool moved = t->spin_adaptive ? spin_adaptive(t, word, seen, cap_ns) : spin_fixed(word, seen, t->spin);
   if (moved) return A0_OK;
   uint32_t armed;
   if (!a0_notify_arm(word, seen, &armed)) return A0_OK; /* moved meanwhile */

@@ -95,7 +95,7 @@ typedef bool (*a0_pred_fn)(a0_locked_t lk, void* ctx);
 #define A0_SPIN_MAX_NS 50000u
 #define A0_SPIN_MIN_NS 1000u
 #define A0_SPIN_START_NS 4000u
-#define A0_SPIN_PROBE_EVERY 128u
+#define A0_SPIN_PROBE_EVERY 256u
 
 /* Lock-free reads give up (A0_ERR_BUSY) after this many attempts that raced
  * a writer; each failed attempt means a writer made progress. */
