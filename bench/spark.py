@@ -40,7 +40,6 @@ REPO = os.path.dirname(HERE)
 if __package__ in (None, ""):
     sys.path.insert(0, REPO)
 
-import numpy as np
 
 from a0py.spark import read_table
 from a0py.spark._writer import SegmentWriter
@@ -68,9 +67,7 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
             n = min(batch, per_topic - done)
             for i in range(n):
                 writer.pub(pool[(done + i) * 7 % len(pool)])
-            got = reader.read_many(n)
-            seqs, data = zip(*got)
-            w.write_packets(f"bench/t{t}", np.array(seqs), list(data), time.time_ns())
+            w.write_frames(f"bench/t{t}", reader.read_many(n), time.time_ns())
             done += n
         writer.close()
         arena.close()
