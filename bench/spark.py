@@ -3,7 +3,7 @@
     python bench/spark.py                 # everything (several minutes on 2 cores)
     python bench/spark.py --quick         # small sizes, one repeat
     python bench/spark.py read            # only the Spark reads
-    python bench/spark.py record          # only the recorder
+    python bench/spark.py record capacity # only the recorder
     python bench/spark.py decode          # only the decoder, in this process
 
 Workloads (medians of --repeats runs):
@@ -18,7 +18,10 @@ Workloads (medians of --repeats runs):
            from a publisher in another process publishing as fast as it can
            for --seconds, the topic's arena holding about a second of
            traffic; and the gaps (frames evicted before the recorder read
-           them).
+           them);
+  capacity the recorder draining a topic that already holds 1 M frames
+           (64 B) or 125 k (4 KiB): what it can write, apart from any
+           publisher, per wall and per CPU second.
 
 Targets (issue 10): >= 1.5 M rows/s on small frames through local[2], within
 2x of the Parquet reader on the same rows; the recorder sustains >= 1 M
@@ -153,14 +156,31 @@ PUBLISHER = """
 import os, sys, time, a0py
 topic, size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 pub = a0py.Publisher(topic)
-data = os.urandom(size)
+pool = [os.urandom(size) for _ in range(64)]
 n = 0
 end = time.monotonic() + seconds
 while time.monotonic() < end:
-    for _ in range(1000):
+    for data in pool * 16:
         pub.pub(data)
-    n += 1000
+    n += 1024
 print(n)
+"""
+
+CAPACITY = """
+import os, sys, time, tempfile, a0py
+from a0py.spark import Recorder
+topic, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pub = a0py.Publisher(topic)
+pool = [os.urandom(size) for _ in range(64)]
+for i in range(frames):
+    pub.pub(pool[i % 64])
+out = tempfile.mkdtemp()
+rec = Recorder([topic], out=out, init="oldest")
+wall, cpu = time.perf_counter(), time.process_time()
+rec.run(duration=0.2)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+s = rec.stats()[topic]
+print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 """
 
 
@@ -200,9 +220,31 @@ def bench_record(args, results):
               f"{statistics.median(r['mcap_bytes'] / r['recorded'] for r in runs):.0f} B/frame on disk", flush=True)
 
 
+def bench_capacity(args, results):
+    """The recorder draining a topic that already holds the frames: what one
+    recorder process can write, apart from any publisher (CPU time too)."""
+    root = f"shm:a0pybench{os.getpid()}"
+    for name, size, frames, arena in (("64 B", 64, args.small, "400M"), ("4 KiB", 4 * KiB, args.small // 8, "1G")):
+        env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO, A0PY_TOPIC_SIZES=f"bench/cap={arena}")
+        runs = []
+        for _ in range(args.repeats):
+            r = subprocess.run([sys.executable, "-c", CAPACITY, "bench/cap", str(size), str(frames)], env=env,
+                               capture_output=True, text=True, check=True)
+            got, wall, cpu, disk = r.stdout.split()
+            runs.append({"frames": int(got), "wall_s": float(wall), "cpu_s": float(cpu), "mcap_bytes": int(disk)})
+            subprocess.run([sys.executable, "-c", "import a0py; a0py.Topic('bench/cap').unlink()"], env=env)
+        wall = statistics.median(r["frames"] / r["wall_s"] for r in runs)
+        cpu = statistics.median(r["frames"] / r["cpu_s"] for r in runs)
+        results[f"record capacity {name}"] = {"runs": runs, "frames_per_s_wall": wall, "frames_per_s_cpu": cpu}
+        print(f"capacity {name:>5}: the recorder drains {wall / 1e6:5.2f} M frames/s ({cpu / 1e6:5.2f} M per CPU "
+              f"second) of {runs[0]['frames']} frames already in the arena; "
+              f"{statistics.median(r['mcap_bytes'] / r['frames'] for r in runs):.0f} B/frame on disk", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", default=["read", "record"], choices=["read", "record", "decode", []])
+    ap.add_argument("what", nargs="*", default=["read", "record", "capacity"],
+                    choices=["read", "record", "capacity", "decode", []])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -212,8 +254,9 @@ def main():
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
-    for what in args.what or ["read", "record"]:
-        {"read": bench_read, "record": bench_record, "decode": bench_decode}[what](args, results)
+    for what in args.what or ["read", "record", "capacity"]:
+        {"read": bench_read, "record": bench_record, "capacity": bench_capacity,
+         "decode": bench_decode}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -554,7 +554,7 @@ def decompress(data, compression, size, path, offset):
         elif compression == "lz4":
             import lz4.frame
 
-            out = lz4.frame.decompress(data)
+            out = lz4.frame.decompress(data)  # takes any buffer
         else:
             _fail(path, offset, f"chunk compression {compression!r} is not supported (zstd, lz4 or none)")
     except RecordingFormatError:
@@ -590,13 +590,13 @@ def read_chunk_records(fd, ref, path, validate_crc=True):
     clen = b.u64("records length")
     b._need(clen, "records")
     data = memoryview(rec)[b.pos:b.pos + clen]
-    records = decompress(bytes(data) if comp else data, comp, usize, path, ref.offset)
+    records = decompress(data, comp, usize, path, ref.offset)
     if validate_crc and crc:
         got = zlib.crc32(records)
         if got != crc:
             _fail(path, ref.offset, f"chunk CRC mismatch (record says {crc:#010x}, the data gives {got:#010x}): "
                   "the chunk is damaged")
-    return records if isinstance(records, bytes) else bytes(records)
+    return records
 
 
 def walk_records(records, path, base):
