@@ -519,13 +519,16 @@ def _scan(fd, lay):
     close_chunk()
     if region_start is not None:
         lay.regions.append(Region(region_start, region_end - region_start))
-    # Channels a chunk refers to but whose records are inside chunks (as the
-    # mcap package's writer puts them): read those chunks' own records.
+    # Channels whose records are inside chunks (as the mcap package's writer
+    # puts them) are found by reading those chunks' own records: when a
+    # message index names a channel not seen yet, or when chunks without one
+    # come with no channel record outside chunks at all.
     for ref in lay.chunks:
         ids = ref.channel_ids
         if ids is not None:
             need_channels |= set(ids) - set(lay.channels)
-    if need_channels or any(r.channel_ids is None for r in lay.chunks):
+    blind = not lay.channels and any(r.channel_ids is None for r in lay.chunks)
+    if need_channels or blind:
         with open(path, "rb", buffering=0) as f:
             for ref in lay.chunks:
                 records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
@@ -536,7 +539,7 @@ def _scan(fd, lay):
                     elif op == OP_SCHEMA:
                         s = parse_schema(body, path, body_at)
                         lay.schemas.setdefault(s.id, s)
-                if not (need_channels - set(lay.channels)) and all(r.channel_ids is not None for r in lay.chunks):
+                if not blind and not (need_channels - set(lay.channels)):
                     break
 
 
