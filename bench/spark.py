@@ -110,26 +110,32 @@ def bench_read(args, results):
             t = time.perf_counter()
             disk = make_recording(rec, frames, size)
             made = time.perf_counter() - t
-            df = spark.read.format("a0").load(rec)
-            df.write.format("noop").mode("overwrite").save()  # warm: workers, imports
-            a0_s, a0_all = timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
-                                 .mode("overwrite").save(), args.repeats)
             pq = os.path.join(work, f"pq-{size}")
             spark.read.format("a0").load(rec).write.parquet(pq)
+            spark.read.format("a0").load(rec).write.format("noop").mode("overwrite").save()  # warm up
             spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
-            pq_s, pq_all = timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite")
-                                 .save(), args.repeats)
+            # Alternate the two readers run by run: the machine's load drifts, and
+            # each pair then sees about the same conditions.
+            a0_all, pq_all = [], []
+            for _ in range(args.repeats):
+                a0_all.append(timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
+                                    .mode("overwrite").save(), 1)[0])
+                pq_all.append(timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop")
+                                    .mode("overwrite").save(), 1)[0])
+            a0_s, pq_s = statistics.median(a0_all), statistics.median(pq_all)
+            pair_ratio = statistics.median(a / p for a, p in zip(a0_all, pq_all))
             row = {
                 "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
                 "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
-                "ratio_parquet_over_a0": a0_s / pq_s,
+                "ratio_parquet_over_a0": a0_s / pq_s, "paired_ratio": pair_ratio,
                 "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
                 "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
             }
             results[f"read {name}"] = row
             print(f"read {name:>7}: a0 {row['a0_rows_per_s'] / 1e6:6.2f} M rows/s   parquet "
-                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {row['ratio_parquet_over_a0']:.2f}x "
-                  f"parquet's time   ({frames} frames, {disk / 1e6:.1f} MB MCAP, {row['partitions']} partitions)",
+                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {pair_ratio:.2f}x "
+                  f"parquet's time (median of paired runs)   ({frames} frames, {disk / 1e6:.1f} MB MCAP, "
+                  f"{row['partitions']} partitions)",
                   flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
@@ -246,7 +252,7 @@ def main():
     ap.add_argument("what", nargs="*", default=["read", "record", "capacity"],
                     choices=["read", "record", "capacity", "decode", []])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
