@@ -11,7 +11,8 @@ Workloads (medians of --repeats runs):
   read     rows/s through ``spark.read.format("a0").load(DIR)`` (local[2],
            consumed by the ``noop`` sink) for 1 M frames of 64 B and 10 k
            frames of 64 KiB, against Spark reading the same rows exported to
-           Parquet, in the same session;
+           Parquet, and against Spark's floor for the same rows (a source
+           yielding prebuilt Arrow batches), runs alternating, same session;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
@@ -92,6 +93,48 @@ def spark_session():
     return spark
 
 
+def floor_source():
+    """A source that yields, already decoded, the batches of one chunk of
+    the recording over and over (as many rows, in as many partitions, as
+    the a0 read): what Spark itself costs for these rows, a0py's work aside."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from a0py.spark.datasource import FRAME_DDL
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, options):
+            self.path = options["path"]
+            self.rows = int(options["rows"])
+            self.parts = int(options["parts"])
+
+        def partitions(self):
+            return [InputPartition(i) for i in range(self.parts)]
+
+        def read(self, partition):
+            from a0py.spark._read import Predicate, ReadOptions, plan, read_part
+
+            part = plan(self.path, Predicate(), ReadOptions(partition_bytes=1))[0]
+            batch = next(iter(read_part(part)))
+            want = self.rows // self.parts
+            while want > 0:
+                b = batch.slice(0, min(want, batch.num_rows))
+                want -= b.num_rows
+                yield b
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "a0floor"
+
+        def schema(self):
+            return FRAME_DDL.format(payload="binary")
+
+        def reader(self, schema):
+            return FloorReader(self.options)
+
+    return FloorSource
+
+
 def timed(fn, repeats):
     times = []
     for _ in range(repeats):
@@ -103,6 +146,7 @@ def timed(fn, repeats):
 
 def bench_read(args, results):
     spark = spark_session()
+    spark.dataSource.register(floor_source())
     work = tempfile.mkdtemp(prefix="a0py-bench-")
     try:
         for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
@@ -116,27 +160,37 @@ def bench_read(args, results):
             spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
             # Alternate the two readers run by run: the machine's load drifts, and
             # each pair then sees about the same conditions.
-            a0_all, pq_all = [], []
+            parts = spark.read.format("a0").load(rec).rdd.getNumPartitions()
+
+            def floor(rec=rec, parts=parts, frames=frames):
+                return (spark.read.format("a0floor").option("rows", frames).option("parts", parts).load(rec)
+                        .write.format("noop").mode("overwrite").save())
+
+            floor()
+            a0_all, pq_all, fl_all = [], [], []
             for _ in range(args.repeats):
                 a0_all.append(timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
                                     .mode("overwrite").save(), 1)[0])
                 pq_all.append(timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop")
                                     .mode("overwrite").save(), 1)[0])
-            a0_s, pq_s = statistics.median(a0_all), statistics.median(pq_all)
+                fl_all.append(timed(floor, 1)[0])
+            a0_s, pq_s, fl_s = statistics.median(a0_all), statistics.median(pq_all), statistics.median(fl_all)
             pair_ratio = statistics.median(a / p for a, p in zip(a0_all, pq_all))
             row = {
                 "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
                 "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
                 "ratio_parquet_over_a0": a0_s / pq_s, "paired_ratio": pair_ratio,
-                "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
+                "floor_rows_per_s": frames / fl_s, "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
+                "floor_runs_s": fl_all,
                 "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
             }
             results[f"read {name}"] = row
             print(f"read {name:>7}: a0 {row['a0_rows_per_s'] / 1e6:6.2f} M rows/s   parquet "
                   f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {pair_ratio:.2f}x "
                   f"parquet's time (median of paired runs)   ({frames} frames, {disk / 1e6:.1f} MB MCAP, "
-                  f"{row['partitions']} partitions)",
-                  flush=True)
+                  f"{row['partitions']} partitions)\n"
+                  f"          Spark's floor for these rows prebuilt (same partitions): "
+                  f"{row['floor_rows_per_s'] / 1e6:.2f} M rows/s", flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
