@@ -3,7 +3,7 @@
     python bench/spark.py                 # everything (several minutes on 2 cores)
     python bench/spark.py --quick         # small sizes, one repeat
     python bench/spark.py read            # only the Spark reads
-    python bench/spark.py record          # only the recorder
+    python bench/spark.py record capacity # only the recorder
     python bench/spark.py decode          # only the decoder, in this process
 
 Workloads (medians of --repeats runs):
@@ -11,14 +11,18 @@ Workloads (medians of --repeats runs):
   read     rows/s through ``spark.read.format("a0").load(DIR)`` (local[2],
            consumed by the ``noop`` sink) for 1 M frames of 64 B and 10 k
            frames of 64 KiB, against Spark reading the same rows exported to
-           Parquet, in the same session;
+           Parquet, and against Spark's floor for the same rows (a source
+           yielding prebuilt Arrow batches), runs alternating, same session;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
            from a publisher in another process publishing as fast as it can
            for --seconds, the topic's arena holding about a second of
            traffic; and the gaps (frames evicted before the recorder read
-           them).
+           them);
+  capacity the recorder draining a topic that already holds 1 M frames
+           (64 B) or 125 k (4 KiB): what it can write, apart from any
+           publisher, per wall and per CPU second.
 
 Targets (issue 10): >= 1.5 M rows/s on small frames through local[2], within
 2x of the Parquet reader on the same rows; the recorder sustains >= 1 M
@@ -40,7 +44,6 @@ REPO = os.path.dirname(HERE)
 if __package__ in (None, ""):
     sys.path.insert(0, REPO)
 
-import numpy as np
 
 from a0py.spark import read_table
 from a0py.spark._writer import SegmentWriter
@@ -68,9 +71,7 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
             n = min(batch, per_topic - done)
             for i in range(n):
                 writer.pub(pool[(done + i) * 7 % len(pool)])
-            got = reader.read_many(n)
-            seqs, data = zip(*got)
-            w.write_packets(f"bench/t{t}", np.array(seqs), list(data), time.time_ns())
+            w.write_frames(f"bench/t{t}", reader.read_many(n), time.time_ns())
             done += n
         writer.close()
         arena.close()
@@ -92,6 +93,48 @@ def spark_session():
     return spark
 
 
+def floor_source():
+    """A source that yields, already decoded, the batches of one chunk of
+    the recording over and over (as many rows, in as many partitions, as
+    the a0 read): what Spark itself costs for these rows, a0py's work aside."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from a0py.spark.datasource import FRAME_DDL
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, options):
+            self.path = options["path"]
+            self.rows = int(options["rows"])
+            self.parts = int(options["parts"])
+
+        def partitions(self):
+            return [InputPartition(i) for i in range(self.parts)]
+
+        def read(self, partition):
+            from a0py.spark._read import Predicate, ReadOptions, plan, read_part
+
+            part = plan(self.path, Predicate(), ReadOptions(partition_bytes=1))[0]
+            batch = next(iter(read_part(part)))
+            want = self.rows // self.parts
+            while want > 0:
+                b = batch.slice(0, min(want, batch.num_rows))
+                want -= b.num_rows
+                yield b
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "a0floor"
+
+        def schema(self):
+            return FRAME_DDL.format(payload="binary")
+
+        def reader(self, schema):
+            return FloorReader(self.options)
+
+    return FloorSource
+
+
 def timed(fn, repeats):
     times = []
     for _ in range(repeats):
@@ -103,6 +146,7 @@ def timed(fn, repeats):
 
 def bench_read(args, results):
     spark = spark_session()
+    spark.dataSource.register(floor_source())
     work = tempfile.mkdtemp(prefix="a0py-bench-")
     try:
         for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
@@ -110,27 +154,43 @@ def bench_read(args, results):
             t = time.perf_counter()
             disk = make_recording(rec, frames, size)
             made = time.perf_counter() - t
-            df = spark.read.format("a0").load(rec)
-            df.write.format("noop").mode("overwrite").save()  # warm: workers, imports
-            a0_s, a0_all = timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
-                                 .mode("overwrite").save(), args.repeats)
             pq = os.path.join(work, f"pq-{size}")
             spark.read.format("a0").load(rec).write.parquet(pq)
+            spark.read.format("a0").load(rec).write.format("noop").mode("overwrite").save()  # warm up
             spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
-            pq_s, pq_all = timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite")
-                                 .save(), args.repeats)
+            # Alternate the two readers run by run: the machine's load drifts, and
+            # each pair then sees about the same conditions.
+            parts = spark.read.format("a0").load(rec).rdd.getNumPartitions()
+
+            def floor(rec=rec, parts=parts, frames=frames):
+                return (spark.read.format("a0floor").option("rows", frames).option("parts", parts).load(rec)
+                        .write.format("noop").mode("overwrite").save())
+
+            floor()
+            a0_all, pq_all, fl_all = [], [], []
+            for _ in range(args.repeats):
+                a0_all.append(timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
+                                    .mode("overwrite").save(), 1)[0])
+                pq_all.append(timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop")
+                                    .mode("overwrite").save(), 1)[0])
+                fl_all.append(timed(floor, 1)[0])
+            a0_s, pq_s, fl_s = statistics.median(a0_all), statistics.median(pq_all), statistics.median(fl_all)
+            pair_ratio = statistics.median(a / p for a, p in zip(a0_all, pq_all))
             row = {
                 "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
                 "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
-                "ratio_parquet_over_a0": a0_s / pq_s,
-                "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
+                "ratio_parquet_over_a0": a0_s / pq_s, "paired_ratio": pair_ratio,
+                "floor_rows_per_s": frames / fl_s, "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
+                "floor_runs_s": fl_all,
                 "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
             }
             results[f"read {name}"] = row
             print(f"read {name:>7}: a0 {row['a0_rows_per_s'] / 1e6:6.2f} M rows/s   parquet "
-                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {row['ratio_parquet_over_a0']:.2f}x "
-                  f"parquet's time   ({frames} frames, {disk / 1e6:.1f} MB MCAP, {row['partitions']} partitions)",
-                  flush=True)
+                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {pair_ratio:.2f}x "
+                  f"parquet's time (median of paired runs)   ({frames} frames, {disk / 1e6:.1f} MB MCAP, "
+                  f"{row['partitions']} partitions)\n"
+                  f"          Spark's floor for these rows prebuilt (same partitions): "
+                  f"{row['floor_rows_per_s'] / 1e6:.2f} M rows/s", flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
@@ -156,14 +216,31 @@ PUBLISHER = """
 import os, sys, time, a0py
 topic, size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 pub = a0py.Publisher(topic)
-data = os.urandom(size)
+pool = [os.urandom(size) for _ in range(64)]
 n = 0
 end = time.monotonic() + seconds
 while time.monotonic() < end:
-    for _ in range(1000):
+    for data in pool * 16:
         pub.pub(data)
-    n += 1000
+    n += 1024
 print(n)
+"""
+
+CAPACITY = """
+import os, sys, time, tempfile, a0py
+from a0py.spark import Recorder
+topic, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pub = a0py.Publisher(topic)
+pool = [os.urandom(size) for _ in range(64)]
+for i in range(frames):
+    pub.pub(pool[i % 64])
+out = tempfile.mkdtemp()
+rec = Recorder([topic], out=out, init="oldest")
+wall, cpu = time.perf_counter(), time.process_time()
+rec.run(duration=0.2)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+s = rec.stats()[topic]
+print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 """
 
 
@@ -203,11 +280,33 @@ def bench_record(args, results):
               f"{statistics.median(r['mcap_bytes'] / r['recorded'] for r in runs):.0f} B/frame on disk", flush=True)
 
 
+def bench_capacity(args, results):
+    """The recorder draining a topic that already holds the frames: what one
+    recorder process can write, apart from any publisher (CPU time too)."""
+    root = f"shm:a0pybench{os.getpid()}"
+    for name, size, frames, arena in (("64 B", 64, args.small, "400M"), ("4 KiB", 4 * KiB, args.small // 8, "1G")):
+        env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO, A0PY_TOPIC_SIZES=f"bench/cap={arena}")
+        runs = []
+        for _ in range(args.repeats):
+            r = subprocess.run([sys.executable, "-c", CAPACITY, "bench/cap", str(size), str(frames)], env=env,
+                               capture_output=True, text=True, check=True)
+            got, wall, cpu, disk = r.stdout.split()
+            runs.append({"frames": int(got), "wall_s": float(wall), "cpu_s": float(cpu), "mcap_bytes": int(disk)})
+            subprocess.run([sys.executable, "-c", "import a0py; a0py.Topic('bench/cap').unlink()"], env=env)
+        wall = statistics.median(r["frames"] / r["wall_s"] for r in runs)
+        cpu = statistics.median(r["frames"] / r["cpu_s"] for r in runs)
+        results[f"record capacity {name}"] = {"runs": runs, "frames_per_s_wall": wall, "frames_per_s_cpu": cpu}
+        print(f"capacity {name:>5}: the recorder drains {wall / 1e6:5.2f} M frames/s ({cpu / 1e6:5.2f} M per CPU "
+              f"second) of {runs[0]['frames']} frames already in the arena; "
+              f"{statistics.median(r['mcap_bytes'] / r['frames'] for r in runs):.0f} B/frame on disk", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", default=["read", "record"], choices=["read", "record", "decode", []])
+    ap.add_argument("what", nargs="*", default=["read", "record", "capacity"],
+                    choices=["read", "record", "capacity", "decode", []])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
@@ -215,8 +314,9 @@ def main():
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
-    for what in args.what or ["read", "record"]:
-        {"read": bench_read, "record": bench_record, "decode": bench_decode}[what](args, results)
+    for what in args.what or ["read", "record", "capacity"]:
+        {"read": bench_read, "record": bench_record, "capacity": bench_capacity,
+         "decode": bench_decode}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -9,7 +9,6 @@ import uuid
 
 import numpy as np
 
-import a0py
 from a0py.spark._writer import SegmentWriter
 
 T0 = 1_790_000_000_000_000_000  # ns since the epoch (2026)

@@ -396,3 +396,16 @@ def test_corrupt_packets_are_errors_naming_the_message_and_the_field(tmp_path):
     w.close()
     with pytest.raises(RecordingFormatError, match=r"message 2: corrupt a0py packet: header 5 value is not UTF-8"):
         read_table(path)
+
+
+def test_segments_without_message_indexes_read_the_same(tmp_path):
+    path = str(tmp_path / "noindex.mcap")
+    exp = write_segment(path, {"a": 150, "b": 80}, chunk_bytes=4096, message_index=False, gaps=[("a", 151, 152)])
+    lay = _mcap.read_layout(path)
+    assert lay.chunks and all(r.channel_ids is None for r in lay.chunks)
+    t = read_table(path, gaps=True)
+    assert table_frames(t) == exp.frames and table_gaps(t) == exp.gaps
+    assert table_frames(read_table(path, topics=["b"])) == {k: v for k, v in exp.frames.items() if k[0] == "b"}
+    short = cut(path, str(tmp_path / "short.mcap"), os.path.getsize(path) // 2)
+    got = table_frames(read_table(short))
+    assert got and all(exp.frames[k] == v for k, v in got.items())

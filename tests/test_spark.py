@@ -297,6 +297,7 @@ def test_evicted_frames_are_data_loss(spark, live_root):
 
 # -- a standalone cluster ------------------------------------------------------------
 
+QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 CLUSTER = textwrap.dedent("""
     import os, sys, time
     from pyspark.sql import SparkSession
@@ -305,6 +306,8 @@ CLUSTER = textwrap.dedent("""
              .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.ui.enabled", "false").config("spark.cores.max", "2")
              .config("spark.executor.cores", "1").config("spark.executor.memory", "512m")
+             .config("spark.executor.extraJavaOptions", os.environ["SPARK_DAEMON_JAVA_OPTS"])
+             .config("spark.driver.extraJavaOptions", os.environ["SPARK_DAEMON_JAVA_OPTS"])
              .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
              .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable).getOrCreate())
     end = time.monotonic() + 120
@@ -337,6 +340,8 @@ def test_the_same_read_runs_on_a_standalone_cluster(recs, tmp_path):
     spark_class = os.path.join(home, "bin", "spark-class")
     env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                SPARK_LOG_DIR=str(tmp_path), SPARK_WORKER_DIR=str(tmp_path / "work"),
+               # Five JVMs on two cores: small heaps, the quick JIT tier only.
+               SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS=QUICK_JVM,
                PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
     port = _free_port()
     master_url = f"spark://127.0.0.1:{port}"

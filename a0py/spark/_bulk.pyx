@@ -28,8 +28,17 @@ Invariants:
 * In strict mode the first packet that fails a check stops the scan and is
   reported (index and reason); otherwise it is marked invalid and skipped.
 * Integers are read with memcpy (packets in a chunk are not aligned).
+* :func:`append_records` (the recorder's hot path) copies each frame whole
+  into an MCAP message record; of the frame it reads only the standard
+  block's wall time, and only after checking the frame is long enough to
+  hold it and says it has one.
 """
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.long cimport PyLong_AsLongLong
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
@@ -351,3 +360,97 @@ def gather(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1]
             ppos += plen
             po[i + 1] = <int32_t>ppos
     return map_a, koff_a, kdata, voff_a, vdata, poff_a, pdata
+
+
+
+cdef uint8_t OP_MESSAGE = 0x05
+cdef int MSG_FIXED = 31  # opcode u8, length u64, channel u16, sequence u32, log u64, publish u64
+
+
+def append_records(bytearray out, list frames, const int64_t[::1] seqs, int channel, int64_t log_time,
+                   int64_t limit):
+    """Appends MCAP message records of ``frames`` to ``out`` (a chunk's
+    records), stopping after the first record that takes ``out`` to
+    ``limit`` bytes or more.
+
+    ``frames`` is a list of bytes (with ``seqs``), or of ``(seq, bytes)``
+    tuples as ``Transport.read_many`` gives them (``seqs`` empty). Each
+    record gets the channel, the seq modulo 2**32, ``log_time``, and the
+    packet's ``a0_time_wall`` from its standard block as publish time (the
+    log time where the frame has none: a frame that is not a packet is
+    recorded all the same).
+
+    Returns ``(taken, seqs, offsets, publish_times, from_std, frame_bytes)``:
+    how many frames were appended, their seqs, record offsets in ``out``,
+    publish times, whether each came from a standard block (uint8), and the
+    sum of their sizes. Raises TypeError for an item of the wrong kind."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(frames), i, taken = 0
+    cdef bint tuples = seqs.shape[0] == 0
+    cdef int64_t total = 0, start = PyByteArray_GET_SIZE(out), pos, frame_bytes = 0
+    cdef object item, data
+    cdef Py_ssize_t size
+    if not tuples and seqs.shape[0] != n:
+        raise ValueError("seqs and frames differ in length")
+    # Sizes first (and kinds checked), so out is resized once.
+    for i in range(n):
+        item = <object>PyList_GET_ITEM(frames, i)
+        if tuples:
+            if type(item) is not tuple or PyTuple_GET_SIZE(item) != 2:
+                raise TypeError(f"frames must be (seq, bytes) pairs, not {type(item).__name__}")
+            data = <object>PyTuple_GET_ITEM(item, 1)
+        else:
+            data = item
+        if type(data) is not bytes:
+            raise TypeError(f"frames must be bytes, not {type(data).__name__}")
+        total += MSG_FIXED + PyBytes_GET_SIZE(data)
+        taken = i + 1
+        if start + total >= limit:
+            break
+    PyByteArray_Resize(out, start + total)
+    seq_a = np.empty(taken, np.int64)
+    off_a = np.empty(taken, np.int64)
+    pub_a = np.empty(taken, np.int64)
+    std_a = np.zeros(taken, np.uint8)
+    cdef int64_t[::1] so = seq_a
+    cdef int64_t[::1] oo = off_a
+    cdef int64_t[::1] po = pub_a
+    cdef uint8_t[::1] sd = std_a
+    cdef uint8_t* base = <uint8_t*>PyByteArray_AS_STRING(out)
+    cdef uint8_t* r
+    cdef const uint8_t* p
+    cdef uint64_t length, u, wall
+    cdef uint16_t ch = <uint16_t>channel
+    cdef uint32_t seq32
+    cdef int64_t seq
+    pos = start
+    for i in range(taken):
+        item = <object>PyList_GET_ITEM(frames, i)
+        if tuples:
+            seq = PyLong_AsLongLong(<object>PyTuple_GET_ITEM(item, 0))
+            data = <object>PyTuple_GET_ITEM(item, 1)
+        else:
+            seq = seqs[i]
+            data = item
+        p = <const uint8_t*>PyBytes_AS_STRING(data)
+        size = PyBytes_GET_SIZE(data)
+        wall = <uint64_t>log_time
+        if size >= INDEX_OFF and rd32(p) == MAGIC and rd16(p + 4) == 1 and (rd16(p + 6) & HAS_STD):
+            wall = rd64(p + 56)
+            sd[i] = 1
+        r = base + pos
+        r[0] = OP_MESSAGE
+        length = <uint64_t>(size + MSG_FIXED - 9)
+        memcpy(r + 1, &length, 8)
+        memcpy(r + 9, &ch, 2)
+        seq32 = <uint32_t>(<uint64_t>seq & 0xFFFFFFFF)
+        memcpy(r + 11, &seq32, 4)
+        u = <uint64_t>log_time
+        memcpy(r + 15, &u, 8)
+        memcpy(r + 23, &wall, 8)
+        memcpy(r + MSG_FIXED, p, size)
+        so[i] = seq
+        oo[i] = pos
+        po[i] = <int64_t>wall if wall < (<uint64_t>1 << 63) else log_time
+        frame_bytes += size
+        pos += MSG_FIXED + size
+    return taken, seq_a, off_a, pub_a, std_a, frame_bytes

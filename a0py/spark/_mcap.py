@@ -519,13 +519,16 @@ def _scan(fd, lay):
     close_chunk()
     if region_start is not None:
         lay.regions.append(Region(region_start, region_end - region_start))
-    # Channels a chunk refers to but whose records are inside chunks (as the
-    # mcap package's writer puts them): read those chunks' own records.
+    # Channels whose records are inside chunks (as the mcap package's writer
+    # puts them) are found by reading those chunks' own records: when a
+    # message index names a channel not seen yet, or when chunks without one
+    # come with no channel record outside chunks at all.
     for ref in lay.chunks:
         ids = ref.channel_ids
         if ids is not None:
             need_channels |= set(ids) - set(lay.channels)
-    if need_channels or any(r.channel_ids is None for r in lay.chunks):
+    blind = not lay.channels and any(r.channel_ids is None for r in lay.chunks)
+    if need_channels or blind:
         with open(path, "rb", buffering=0) as f:
             for ref in lay.chunks:
                 records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
@@ -536,7 +539,7 @@ def _scan(fd, lay):
                     elif op == OP_SCHEMA:
                         s = parse_schema(body, path, body_at)
                         lay.schemas.setdefault(s.id, s)
-                if not (need_channels - set(lay.channels)) and all(r.channel_ids is not None for r in lay.chunks):
+                if not blind and not (need_channels - set(lay.channels)):
                     break
 
 
@@ -554,7 +557,7 @@ def decompress(data, compression, size, path, offset):
         elif compression == "lz4":
             import lz4.frame
 
-            out = lz4.frame.decompress(data)
+            out = lz4.frame.decompress(data)  # takes any buffer
         else:
             _fail(path, offset, f"chunk compression {compression!r} is not supported (zstd, lz4 or none)")
     except RecordingFormatError:
@@ -590,13 +593,13 @@ def read_chunk_records(fd, ref, path, validate_crc=True):
     clen = b.u64("records length")
     b._need(clen, "records")
     data = memoryview(rec)[b.pos:b.pos + clen]
-    records = decompress(bytes(data) if comp else data, comp, usize, path, ref.offset)
+    records = decompress(data, comp, usize, path, ref.offset)
     if validate_crc and crc:
         got = zlib.crc32(records)
         if got != crc:
             _fail(path, ref.offset, f"chunk CRC mismatch (record says {crc:#010x}, the data gives {got:#010x}): "
                   "the chunk is damaged")
-    return records if isinstance(records, bytes) else bytes(records)
+    return records
 
 
 def walk_records(records, path, base):

@@ -11,8 +11,9 @@ Invariants:
 * A row is a frame: ``topic``, ``seq`` (the packet's ``a0_transport_seq``;
   the record's 32-bit sequence when the packet has none), ``time_mono`` (ns,
   the packet's ``a0_time_mono``, null when absent), ``time_wall`` (the
-  record's publish time, to the microsecond), ``headers`` (every header, in
-  packet order), ``payload``. Gap rows (only with ``gaps``) have ``is_gap``
+  record's publish time, to the microsecond), ``headers`` (as a0py's
+  readers show them: the standard ones first, then the packet's own, in
+  order), ``payload``. Gap rows (only with ``gaps``) have ``is_gap``
   true, ``seq`` = ``gap_first``, ``time_wall`` = when the recorder saw the
   gap, null ``time_mono``, ``headers`` and ``payload``.
 * A predicate only ever removes rows that fail it: chunks are skipped only
@@ -433,7 +434,7 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
                 yield batch
     if gap_ids and options.gaps:
         rows = np.nonzero(np.isin(chan, gap_ids))[0]
-        batch = _gap_batch(records, offs[rows], length[rows], pub[rows], predicate, schema, where, options,
+        batch = _gap_batch(records, offs[rows], length[rows], pub[rows], predicate, schema, where,
                            None if log_us is None else log_us[rows])
         if batch is not None:
             yield batch
@@ -504,7 +505,7 @@ def _assemble(schema, options, topics, seq, mono, wall_us, wall_valid, headers, 
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _gap_batch(records, offs, length, pub, predicate, schema, where, options=None, log_us=None):
+def _gap_batch(records, offs, length, pub, predicate, schema, where, log_us=None):
     topics, firsts, lasts, walls, records_us = [], [], [], [], []
     mv = memoryview(records)
     logs = log_us.tolist() if log_us is not None else [None] * len(offs)

@@ -291,25 +291,25 @@ class Recorder:
                 return got
             got = True
             now = time.time_ns()
-            seqs, data = zip(*frames)
-            seqs = np.array(seqs, np.int64)
-            expected = (st.last + 1) if st.last is not None else int(seqs[0])
-            if seqs[0] < expected:
-                expected = int(seqs[0])  # seqs restarted: the topic's arena was made anew
-            if seqs[0] > expected:
-                self._gap(st, expected, int(seqs[0]) - 1, now)
-            jumps = np.nonzero(seqs[1:] != seqs[:-1] + 1)[0]
-            if len(jumps):
-                # One lock gives consecutive seqs; this guards the invariant anyway.
-                start = 0
-                for j in jumps.tolist():
-                    self._write(st, seqs[start:j + 1], data[start:j + 1], now)
-                    self._gap(st, int(seqs[j]) + 1, int(seqs[j + 1]) - 1, now)
-                    start = j + 1
-                self._write(st, seqs[start:], data[start:], now)
+            first, last = frames[0][0], frames[-1][0]
+            expected = (st.last + 1) if st.last is not None else first
+            if first < expected:
+                expected = first  # seqs restarted: the topic's arena was made anew
+            if first > expected:
+                self._gap(st, expected, first - 1, now)
+            if last - first + 1 == len(frames):
+                self._write(st, frames, now)
             else:
-                self._write(st, seqs, data, now)
-            st.last = int(seqs[-1])
+                # One lock gives consecutive seqs; this guards the invariant anyway.
+                seqs = np.fromiter((f[0] for f in frames), np.int64, len(frames))
+                cuts = np.nonzero(seqs[1:] != seqs[:-1] + 1)[0] + 1
+                start = 0
+                for cut in [*cuts.tolist(), len(frames)]:
+                    self._write(st, frames[start:cut], now)
+                    if cut < len(frames):
+                        self._gap(st, int(seqs[cut - 1]) + 1, int(seqs[cut]) - 1, now)
+                    start = cut
+            st.last = last
             self._maybe_rotate(time.monotonic())
             if len(frames) < batch:
                 return got
@@ -324,17 +324,16 @@ class Recorder:
         room = max(self.max_bytes // 8, self.max_bytes - self._writer.size - self._writer.pending_bytes)
         return int(min(_READ_BATCH, max(16, room // mean)))
 
-    def _write(self, st, seqs, data, now):
-        if not len(seqs):
+    def _write(self, st, frames, now):
+        if not frames:
             return
-        self._writer.write_packets(st.name, seqs, data, now)
-        n = len(seqs)
-        st.stats.frames += n
-        st.stats.bytes += sum(map(len, data))
+        seqs, nbytes = self._writer.write_frames(st.name, frames, now)
+        st.stats.frames += len(frames)
+        st.stats.bytes += nbytes
         st.stats.last_seq = int(seqs[-1])
-        st.window_frames += n
+        st.window_frames += len(frames)
         if st.json:
-            self._write_json(st, seqs, data, now)
+            self._write_json(st, seqs, [f[1] for f in frames], now)
 
     def _write_json(self, st, seqs, data, now):
         keep_seqs, payloads, pubs = [], [], []

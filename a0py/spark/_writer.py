@@ -56,7 +56,8 @@ from mcap.records import (
     SummaryOffset,
 )
 
-from ._mcap import MAGIC, OP_MESSAGE, OP_MESSAGE_INDEX
+from . import _bulk
+from ._mcap import MAGIC, OP_MESSAGE_INDEX
 from ._packets import wall_times
 from .errors import RecordingOptionError
 
@@ -87,10 +88,14 @@ JSON_TOPIC_PREFIX = "/a0py/json/"
 COMPRESSIONS = ("zstd", "lz4", "none")
 LIBRARY = "a0py"
 
-_MSG_HEADER = np.dtype([("op", "u1"), ("len", "<u8"), ("channel", "<u2"), ("sequence", "<u4"),
-                        ("log_time", "<u8"), ("publish_time", "<u8")])
-assert _MSG_HEADER.itemsize == 31
+_MSG_FIXED = 31  # opcode, length, channel, sequence, log time, publish time
+_NO_SEQS = np.zeros(0, np.int64)
 _INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])
+
+
+def _u64_field(records):
+    """A writable view of ``records`` (a bytearray) whose element i is the u64 at byte i."""
+    return np.ndarray(shape=(len(records) - 7,), dtype="<u8", buffer=records, strides=(1,))
 
 
 def _compressor(compression, level):
@@ -109,33 +114,28 @@ def _compressor(compression, level):
 
 
 class _OpenChunk:
-    """The message records of one channel waiting to become a chunk: runs of
-    records (bytes), their offsets in the chunk, and, for runs of a0py
-    packets, the packets' lengths (their publish times are read from their
-    ``a0_time_wall`` headers when the chunk closes, in one vectorized pass)."""
+    """The message records of one channel waiting to become a chunk."""
 
-    __slots__ = ("count", "log_hi", "log_lo", "log_times", "offsets", "opened", "packet_lengths", "parts",
-                 "pub_times", "seq_hi", "seq_lo", "size")
+    __slots__ = ("count", "log_hi", "log_lo", "log_times", "offsets", "opened", "pub_times", "records",
+                 "seq_hi", "seq_lo", "unresolved")
 
     def __init__(self):
-        self.parts = []
+        self.records = bytearray()
         self.offsets = []
         self.log_times = []
-        self.pub_times = []  # per run: an array, or None (read from the packets)
-        self.packet_lengths = []
-        self.size = 0
+        self.pub_times = []
+        self.unresolved = []  # per run: offsets of records whose packets have no standard block
         self.count = 0
         self.opened = time.monotonic()
         self.log_lo = self.seq_lo = None
         self.log_hi = self.seq_hi = None
 
-    def note(self, seqs, log_times):
-        lo, hi = int(log_times.min()), int(log_times.max())
+    def note(self, seqs, log_time):
         slo, shi = int(seqs.min()), int(seqs.max())
         if self.count == 0:
-            self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = lo, hi, slo, shi
+            self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = log_time, log_time, slo, shi
         else:
-            self.log_lo, self.log_hi = min(self.log_lo, lo), max(self.log_hi, hi)
+            self.log_lo, self.log_hi = min(self.log_lo, log_time), max(self.log_hi, log_time)
             self.seq_lo, self.seq_hi = min(self.seq_lo, slo), max(self.seq_hi, shi)
 
 
@@ -238,43 +238,44 @@ class SegmentWriter:
 
     # -- messages --------------------------------------------------------
 
-    def write_packets(self, topic, seqs, frames, log_times, publish_times=None):
-        """Appends the frames ``frames`` (a list of bytes-like, each an a0py
-        packet) of ``topic`` with their transport ``seqs`` and receive times
-        (ns; an array, or one int for the whole batch). Publish times are
-        the packets' ``a0_time_wall`` (read in bulk when the chunk closes;
-        the receive time for a frame that has none) unless given."""
-        n = len(frames)
-        if n == 0:
-            return
+    def write_frames(self, topic, frames, log_time, seqs=None):
+        """Appends ``frames`` of ``topic`` received at ``log_time`` (ns): a
+        list of ``(seq, bytes)`` as ``Transport.read_many`` gives them, or a
+        list of bytes with their transport ``seqs``. Each frame becomes one
+        message, byte for byte; its publish time is the packet's
+        ``a0_time_wall`` (the receive time for a frame without one). Returns
+        (seqs as an int64 array, total frame bytes)."""
+        if not frames:
+            return np.zeros(0, np.int64), 0
         cid = self.add_topic(topic)
-        seqs = np.asarray(seqs, np.int64)
-        log_times = np.broadcast_to(np.asarray(log_times, np.int64), (n,))
-        if publish_times is not None:
-            publish_times = np.asarray(publish_times, np.int64)
-        self._append(cid, frames, seqs, log_times, publish_times)
+        if not isinstance(frames, list):
+            frames = list(frames)
+        given = _NO_SEQS if seqs is None else np.ascontiguousarray(seqs, np.int64)
+        out_seqs, total = self._append(cid, frames, given, int(log_time), None)
+        lo, hi = int(out_seqs.min()), int(out_seqs.max())
         span = self._topic_seq.get(topic)
-        lo, hi = int(seqs.min()), int(seqs.max())
         if span is None:
             self._topic_seq[topic] = [lo, hi]
         else:
             span[0], span[1] = min(span[0], lo), max(span[1], hi)
         tspan = self._topic_time.get(topic)
-        tlo, thi = int(log_times.min()), int(log_times.max())
         if tspan is None:
-            self._topic_time[topic] = [tlo, thi]
+            self._topic_time[topic] = [int(log_time), int(log_time)]
         else:
-            tspan[0], tspan[1] = min(tspan[0], tlo), max(tspan[1], thi)
+            tspan[0], tspan[1] = min(tspan[0], int(log_time)), max(tspan[1], int(log_time))
+        return out_seqs, total
 
-    def write_json(self, topic, seqs, payloads, log_times, publish_times):
-        """Appends JSON payloads to ``topic``'s JSON channel."""
+    def write_packets(self, topic, seqs, frames, log_time):
+        """:meth:`write_frames` with the seqs first (frames a list of bytes)."""
+        return self.write_frames(topic, [bytes(f) for f in frames], log_time, seqs)
+
+    def write_json(self, topic, seqs, payloads, log_time, publish_times):
+        """Appends JSON payloads (bytes) to ``topic``'s JSON channel."""
         if not len(payloads):
             return
         cid = self.add_json_topic(topic)
-        n = len(payloads)
-        self._append(cid, payloads, np.asarray(seqs, np.int64),
-                     np.broadcast_to(np.asarray(log_times, np.int64), (n,)),
-                     np.broadcast_to(np.asarray(publish_times, np.int64), (n,)))
+        self._append(cid, list(payloads), np.ascontiguousarray(seqs, np.int64), int(log_time),
+                     np.asarray(publish_times, np.int64))
 
     def write_gap(self, topic, first, last, log_time):
         """Records that frames ``first..last`` of ``topic`` were lost (evicted
@@ -283,67 +284,46 @@ class SegmentWriter:
             sid = self._add_schema(GAP_SCHEMA, "jsonschema", GAP_SCHEMA_DATA)
             self._gap_channel = self._add_channel(GAP_TOPIC, "json", sid, {})
         body = json.dumps({"topic": topic, "first": int(first), "last": int(last)}).encode()
-        t = np.array([log_time], np.int64)
-        self._append(self._gap_channel, [body], np.array([first], np.int64), t, t)
+        self._append(self._gap_channel, [body], np.array([first], np.int64), int(log_time),
+                     np.array([log_time], np.int64))
         g = self._gaps.setdefault(topic, [0, 0])
         g[0] += 1
         g[1] += int(last) - int(first) + 1
 
-    def _append(self, cid, frames, seqs, log_times, publish_times):
-        lengths = np.fromiter(map(len, frames), np.int64, len(frames))
-        # Split a batch where it crosses the chunk size, so chunks stay near it.
-        ch = self._open.get(cid)
-        room = self.chunk_bytes - (ch.size if ch else 0)
-        ends = np.cumsum(lengths + _MSG_HEADER.itemsize)
-        start = 0
-        while start < len(frames):
-            base = ends[start - 1] if start else 0
-            stop = min(max(int(np.searchsorted(ends, base + room, "left")) + 1, start + 1), len(frames))
-            self._append_run(cid, frames[start:stop], lengths[start:stop], seqs[start:stop],
-                             log_times[start:stop],
-                             None if publish_times is None else publish_times[start:stop])
-            start = stop
-            room = self.chunk_bytes
-
-    def _append_run(self, cid, frames, lengths, seqs, log_times, publish_times):
-        n = len(frames)
-        hdr = np.zeros(n, _MSG_HEADER)
-        hdr["op"] = OP_MESSAGE
-        hdr["len"] = lengths + (_MSG_HEADER.itemsize - 9)
-        hdr["channel"] = cid
-        hdr["sequence"] = seqs & 0xFFFFFFFF
-        hdr["log_time"] = log_times
-        if publish_times is not None:
-            hdr["publish_time"] = publish_times
-        rec_len = lengths + _MSG_HEADER.itemsize
-        ch = self._open.get(cid)
-        if ch is None:
-            ch = self._open[cid] = _OpenChunk()
-        offs = np.empty(n, np.int64)
-        offs[0] = ch.size
-        np.cumsum(rec_len[:-1], out=offs[1:])
-        if n > 1:
-            offs[1:] += ch.size
-        hb = memoryview(hdr.tobytes())
-        w = _MSG_HEADER.itemsize
-        parts = [None] * (2 * n)
-        parts[0::2] = [hb[i:i + w] for i in range(0, n * w, w)]
-        parts[1::2] = frames
-        ch.parts.extend(parts)
-        ch.offsets.append(offs)
-        ch.log_times.append(log_times)
-        ch.pub_times.append(publish_times)
-        ch.packet_lengths.append(lengths)
-        ch.note(seqs, log_times)
-        ch.size += int(rec_len.sum())
-        ch.count += n
-        self._counts[cid] += n
-        self._bytes[cid] += int(lengths.sum())
-        lo, hi = int(log_times.min()), int(log_times.max())
-        self._log_lo = lo if self._log_lo is None else min(self._log_lo, lo)
-        self._log_hi = hi if self._log_hi is None else max(self._log_hi, hi)
-        if ch.size >= self.chunk_bytes:
-            self._close_chunk(cid)
+    def _append(self, cid, frames, seqs, log_time, publish_times):
+        """Appends records to channel ``cid``'s open chunk, closing chunks as
+        they reach ``chunk_bytes``; returns (seqs, frame bytes)."""
+        all_seqs = []
+        total = 0
+        done = 0
+        while done < len(frames):
+            ch = self._open.get(cid)
+            if ch is None:
+                ch = self._open[cid] = _OpenChunk()
+            rest = frames if done == 0 else frames[done:]
+            rest_seqs = seqs if (done == 0 or not len(seqs)) else seqs[done:]
+            taken, got_seqs, offs, pubs, from_std, nbytes = _bulk.append_records(
+                ch.records, rest, rest_seqs, cid, log_time, self.chunk_bytes)
+            if publish_times is not None:
+                pubs = np.asarray(publish_times[done:done + taken], np.int64)
+                _u64_field(ch.records)[offs + 23] = pubs
+            elif not from_std.all():
+                ch.unresolved.append(offs[from_std == 0])
+            ch.offsets.append(offs)
+            ch.log_times.append(np.full(taken, log_time, np.int64))
+            ch.pub_times.append(pubs)
+            ch.note(got_seqs, log_time)
+            ch.count += taken
+            self._counts[cid] += taken
+            self._bytes[cid] += nbytes
+            total += nbytes
+            all_seqs.append(got_seqs)
+            done += taken
+            self._log_lo = log_time if self._log_lo is None else min(self._log_lo, log_time)
+            self._log_hi = log_time if self._log_hi is None else max(self._log_hi, log_time)
+            if len(ch.records) >= self.chunk_bytes:
+                self._close_chunk(cid)
+        return (all_seqs[0] if len(all_seqs) == 1 else np.concatenate(all_seqs)), total
 
     def flush_due(self, now=None):
         """Closes the chunks open longer than ``chunk_seconds``; returns how many."""
@@ -361,9 +341,18 @@ class SegmentWriter:
 
     def _close_chunk(self, cid):
         ch = self._open.pop(cid)
-        records = bytearray().join(ch.parts)
+        records = ch.records
         offsets = np.concatenate(ch.offsets)
-        pub = self._publish_times(records, ch, offsets)
+        pub = np.concatenate(ch.pub_times)
+        if ch.unresolved:
+            # Packets without a standard block: their a0_time_wall header, if any.
+            at = np.concatenate(ch.unresolved)
+            u64 = _u64_field(records)
+            lengths = u64[at + 1].astype(np.int64) - (_MSG_FIXED - 9)
+            wall, have = wall_times(records, at + _MSG_FIXED, lengths)
+            found = at[have]
+            u64[found + 23] = wall[have]
+            pub[np.searchsorted(offsets, found)] = wall[have]
         crc = zlib.crc32(records)
         data = self._compress(records) if self._compress else records
         offset = self._pos
@@ -390,30 +379,6 @@ class SegmentWriter:
         self._chunk_meta[str(offset)] = f"{cid}:{ch.seq_lo}:{ch.seq_hi}:{int(pub.min())}:{int(pub.max())}"
         self._f.flush()
 
-    @staticmethod
-    def _publish_times(records, ch, offsets):
-        """Every record's publish time; those not given are read from the
-        packets' ``a0_time_wall`` and written into the record headers."""
-        pubs = []
-        missing = []
-        for run, (given, logs) in enumerate(zip(ch.pub_times, ch.log_times)):
-            pubs.append(given if given is not None else logs)
-            if given is None:
-                missing.append(run)
-        pub = np.concatenate(pubs)
-        if missing:
-            bounds = np.cumsum([0] + [len(x) for x in ch.offsets])
-            rows = np.concatenate([np.arange(bounds[r], bounds[r + 1]) for r in missing])
-            lengths = np.concatenate([ch.packet_lengths[r] for r in missing])
-            starts = offsets[rows] + _MSG_HEADER.itemsize
-            wall, have = wall_times(records, starts, lengths)
-            pub[rows] = np.where(have, wall, pub[rows])
-            field = np.ndarray(shape=(len(records) - 7,), dtype="<u8", buffer=records, strides=(1,))
-            field[offsets[rows] + 23] = pub[rows]
-        return pub
-
-    # -- closing ---------------------------------------------------------
-
     @property
     def size(self):
         """Bytes written so far (open chunks not counted)."""
@@ -421,7 +386,9 @@ class SegmentWriter:
 
     @property
     def pending_bytes(self):
-        return sum(ch.size for ch in self._open.values())
+        return sum(len(ch.records) for ch in self._open.values())
+
+    # -- closing ---------------------------------------------------------
 
     def segment_metadata(self):
         topics = sorted(self._topic_channel)
