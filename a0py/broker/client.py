@@ -298,6 +298,10 @@ class BrokerClient:
         parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         ops = []
         for i, p in enumerate(values_or_patterns):
+            key = _record_encoding(p)     # the usual case: a Record value
+            if key is not None:
+                ops.append(("retract", key, p))
+                continue
             pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
             if has_pattern(pattern):
                 ops.append(("retract_pattern", pattern_text(pattern), pattern))
