@@ -3,8 +3,8 @@
 See docs/broker.md.
 """
 
+from ._impl import COMPILED, impl
 from .client import BrokerClient, Subscription
-from .engine import Change, Engine
 from .errors import (
     BatchRejectedError,
     BrokerClosedError,
@@ -17,6 +17,9 @@ from .errors import (
 )
 from .server import Broker
 
+Engine = impl.Engine
+Change = impl.Change
+
 __all__ = [
     "Broker",
     "BrokerClient",
@@ -28,6 +31,7 @@ __all__ = [
     "BrokerRunningError",
     "BrokerTimeoutError",
     "BrokerTypeError",
+    "COMPILED",
     "Change",
     "Engine",
     "UnknownSubscriptionError",

@@ -29,6 +29,8 @@ import threading
 import time
 from contextlib import contextmanager
 
+from a0py.dataspace import InvalidValueError, Record, encode
+
 from . import wire
 from .errors import (
     BatchRejectedError,
@@ -84,6 +86,7 @@ class Subscription:
         self.notifications = 0
         self._rows = {}          # encoded row -> dict
         self._keys = []          # sorted encoded rows
+        self._ordered = []       # the row dicts in the order of _keys
         self._staged = None      # rows of a notification cut into frames
         self._awaiting_full = True
         self._reset = False
@@ -143,16 +146,23 @@ class Subscription:
             rows = {k: self._rows.get(k) or self._row(k) for k in staged}
             self._rows = rows
             self._keys = sorted(rows)
+            self._ordered = [rows[k] for k in self._keys]
         else:
-            rows, keys = self._rows, self._keys
+            # The sorted keys and the rows in their order change in step: a change costs
+            # a search and a move of pointers, not a rebuild of the whole result.
+            rows, keys, ordered = self._rows, self._keys, self._ordered
             for op, payload in staged:
                 if op == wire.IT_ADD:
                     if payload not in rows:
-                        rows[payload] = self._row(payload)
-                        bisect.insort(keys, payload)
+                        row = rows[payload] = self._row(payload)
+                        i = bisect.bisect_left(keys, payload)
+                        keys.insert(i, payload)
+                        ordered.insert(i, row)
                 elif op == wire.IT_DEL and rows.pop(payload, None) is not None:
-                    del keys[bisect.bisect_left(keys, payload)]
-        self.result = [self._rows[k] for k in self._keys]
+                    i = bisect.bisect_left(keys, payload)
+                    del keys[i]
+                    del ordered[i]
+        self.result = self._ordered.copy()   # the callback may keep it: never mutated later
         self.notifications += 1
         return self.result
 
@@ -273,8 +283,10 @@ class BrokerClient:
         :class:`BrokerError` for a value too large for a frame."""
         ops = []
         for i, v in enumerate(values):
-            key, value = to_value(v, f"claim argument {i}", "BrokerClient.claim")
-            ops.append(("claim", key, value))
+            key = _record_encoding(v)     # the usual case: a Record, checked at no cost
+            if key is None:
+                key, v = to_value(v, f"claim argument {i}", "BrokerClient.claim")
+            ops.append(("claim", key, v))
         self._submit(ops)
 
     def retract(self, *values_or_patterns):
@@ -286,6 +298,10 @@ class BrokerClient:
         parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         ops = []
         for i, p in enumerate(values_or_patterns):
+            key = _record_encoding(p)     # the usual case: a Record value
+            if key is not None:
+                ops.append(("retract", key, p))
+                continue
             pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
             if has_pattern(pattern):
                 ops.append(("retract_pattern", pattern_text(pattern), pattern))
@@ -684,6 +700,17 @@ class BrokerClient:
                 sub.error = BrokerError(f"subscription {ident}: {text}")
                 sub._delivered.set()
             log.warning("client %s: subscription %d: %s", self.name, ident, text)
+
+
+def _record_encoding(v):
+    """The encoding of ``v`` if it is a Record that is a value, else None (then
+    :func:`to_value` checks it and says what is wrong)."""
+    if type(v) is Record and not v.is_pattern:
+        try:
+            return encode(v)
+        except InvalidValueError:
+            return None
+    return None
 
 
 def _subscribe_payload(sub):

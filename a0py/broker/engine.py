@@ -35,7 +35,15 @@ Invariants (what must always hold, written once here):
 * **A subscription is a fact** ``subscription(client, id, patterns)`` (the patterns as a
   tuple of their texts), asserted while it lives. It belongs to no client's claims, so a
   client's retract never removes it.
+
+Written in Cython's pure-Python mode and built twice, as the dataspace's index is
+(docs/dataspace.md, "Two builds of one source"): ``a0py/broker/_compiled.pyx`` includes
+this file (and ``terms.py``) into one extension module, the build the broker uses;
+imported as it is, this module is the interpreted build, the reference the tests hold the
+compiled one to. ``a0py.broker._impl`` says which one is loaded.
 """
+
+import cython
 
 from a0py.dataspace import (
     Index,
@@ -49,19 +57,24 @@ from a0py.dataspace import (
 )
 
 from .errors import BatchRejectedError, UnknownSubscriptionError
-from .terms import has_pattern, match, pattern_text
+
+if not cython.compiled:
+    # Compiled, terms.py is included into the same module (_compiled.pyx).
+    from .terms import has_pattern, match, pattern_text
 
 __all__ = ["CLAIM", "RETRACT", "SUBSCRIBE", "UNSUBSCRIBE", "Change", "Engine"]
 
 # Batch item kinds (the first field of each item tuple given to Engine.apply).
 CLAIM = "claim"            # ("claim", encoding, value)
-RETRACT = "retract"        # ("retract", pattern_or_value): every match among own claims
+RETRACT = "retract"        # ("retract", pattern_or_value): every match among own claims;
+#                            ("retract", value, encoding): the claim of value, by its encoding
 SUBSCRIBE = "subscribe"    # ("subscribe", sub_id, patterns)
 UNSUBSCRIBE = "unsubscribe"  # ("unsubscribe", sub_id)
 
 SUBSCRIPTION_LABEL = "subscription"
 
 
+@cython.cclass
 class Change:
     """One notification: subscription ``sub_id`` of ``client`` changed.
 
@@ -69,7 +82,12 @@ class Change:
     tuple of values in that order. ``full`` means ``added`` is the whole current result
     (the first notification, or after a resync) and ``removed`` is empty."""
 
-    __slots__ = ("added", "client", "full", "removed", "sub_id", "variables")
+    client = cython.declare(object, visibility="public")
+    sub_id = cython.declare(object, visibility="public")
+    variables = cython.declare(object, visibility="public")
+    full = cython.declare(object, visibility="public")
+    added = cython.declare(object, visibility="public")
+    removed = cython.declare(object, visibility="public")
 
     def __init__(self, client, sub_id, variables, full, added, removed):
         self.client = client
@@ -84,11 +102,48 @@ class Change:
                 f"added={self.added!r}, removed={self.removed!r})")
 
 
+@cython.cfunc
+@cython.inline
+def _key_of(v: object) -> object:
+    # value_key(v), without the call where the value is its own key (a captured part of
+    # an asserted value is never a pattern).
+    t = type(v)
+    if t is str or t is int or t is Record or t is bytes or v is None:
+        return v
+    return value_key(v)
+
+
+@cython.cfunc
+def _keys(values: tuple) -> tuple:
+    n: cython.Py_ssize_t = len(values)
+    if n == 1:
+        return (_key_of(values[0]),)
+    if n == 2:
+        return (_key_of(values[0]), _key_of(values[1]))
+    return tuple([_key_of(v) for v in values])
+
+
+@cython.cfunc
+@cython.inline
+def _project(key: tuple, positions: tuple) -> tuple:
+    return tuple([key[i] for i in positions])
+
+
+@cython.final
+@cython.cclass
 class _Part:
     """One pattern of a subscription: its index handler and its table of bindings."""
 
-    __slots__ = ("equal", "gidx", "handle", "identity", "indexes", "number", "positions",
-                 "rows", "single", "sub")
+    sub = cython.declare(object)        # the _Subscription
+    number = cython.declare(cython.Py_ssize_t)
+    positions = cython.declare(tuple)   # capture index of each own variable
+    identity = cython.declare(cython.bint)
+    gidx = cython.declare(tuple)        # each own variable's index among the sub's
+    equal = cython.declare(tuple)       # (i, j): captures i and j must be equal
+    single = cython.declare(cython.bint)
+    rows = cython.declare(dict)         # binding key (tuple of value keys) -> [values, count]
+    indexes = cython.declare(dict)      # tuple of local var positions -> {subkey: {row key: values}}
+    handle = cython.declare(object)
 
     def __init__(self, sub, number, pattern, variables, single):
         self.sub = sub
@@ -104,15 +159,15 @@ class _Part:
             else:
                 first[name] = i
         own = sorted(first)
-        self.positions = tuple(first[n] for n in own)        # capture index of each own var
+        self.positions = tuple(first[n] for n in own)
         # The captures tuple is already the binding when every capture is named once and
         # they come in name order (`temp($room, $t)`): no tuple to build per event.
         self.identity = self.positions == tuple(range(len(names)))
-        self.gidx = tuple(variables.index(n) for n in own)   # its index among the sub's vars
+        self.gidx = tuple(variables.index(n) for n in own)
         self.equal = tuple(equal)
         self.single = single   # the subscription's only part: its table is the result
-        self.rows = {}      # binding key (tuple of value keys) -> [values, count]
-        self.indexes = {}   # tuple of local var positions -> {subkey: {row key: values}}
+        self.rows = {}
+        self.indexes = {}
         self.handle = None
 
     def index_on(self, local):
@@ -121,53 +176,103 @@ class _Part:
         if index is None:
             index = {}
             for key, entry in self.rows.items():
-                index.setdefault(tuple([key[i] for i in local]), {})[key] = entry[0]
+                index.setdefault(_project(key, local), {})[key] = entry[0]
             self.indexes[local] = index
         return index
 
     def on_event(self, event, caps):
+        """The index's callback: ``caps`` entered (``+``) or left (``-``) the pattern."""
+        self._event(event == "+", caps)
+
+    @cython.cfunc
+    def _event(self, added: cython.bint, caps: tuple) -> cython.int:
+        i: cython.Py_ssize_t
+        j: cython.Py_ssize_t
         if self.equal:
             for i, j in self.equal:
                 if not canonical_equal(caps[i], caps[j]):
-                    return
-        values = caps if self.identity else tuple([caps[i] for i in self.positions])
-        key = tuple(map(value_key, values))
-        rows = self.rows
-        if event == "+":
-            entry = rows.get(key)
-            if entry is not None:
+                    return 0
+        values: tuple = caps if self.identity else tuple([caps[i] for i in self.positions])
+        key: tuple = _keys(values)
+        rows: dict = self.rows
+        sub: _Subscription = self.sub
+        entry: list
+        local: tuple
+        if added:
+            found = rows.get(key)
+            if found is not None:
+                entry = found
                 entry[1] += 1
-                return
+                return 0
             rows[key] = [values, 1]
             if self.single:
-                self.sub.row_added(key, values)
-                return
-            for local, index in self.indexes.items():
-                index.setdefault(tuple([key[i] for i in local]), {})[key] = values
-            self.sub.part_changed(self, key, values, True)
-        elif event == "-":
+                sub.row_added(key, values)
+                return 0
+            for local_, index in self.indexes.items():
+                local = local_
+                cython.cast(dict, index).setdefault(_project(key, local), {})[key] = values
+            sub.part_changed(self, key, values, True)
+        else:
             entry = rows[key]
             entry[1] -= 1
             if entry[1]:
-                return
+                return 0
             del rows[key]
             if self.single:
-                self.sub.row_removed(key, values)
-                return
-            for local, index in self.indexes.items():
-                subkey = tuple([key[i] for i in local])
-                bucket = index[subkey]
+                sub.row_removed(key, values)
+                return 0
+            for local_, index in self.indexes.items():
+                local = local_
+                subkey = _project(key, local)
+                bucket: dict = cython.cast(dict, index)[subkey]
                 del bucket[key]
                 if not bucket:
-                    del index[subkey]
-            self.sub.part_changed(self, key, values, False)
+                    del cython.cast(dict, index)[subkey]
+            sub.part_changed(self, key, values, False)
+        return 0
 
 
+@cython.final
+@cython.cclass
+class _Step:
+    """One step of a join plan: look ``part`` up on the bound variables ``key_g`` (through
+    its index on its positions ``local``), binding its other variables ``new``
+    (``(position, variable)`` pairs). ``whole``: every variable of the part is bound, so
+    the step is one membership test."""
+
+    part = cython.declare(_Part)
+    local = cython.declare(tuple)
+    key_g = cython.declare(tuple)
+    new = cython.declare(tuple)
+    whole = cython.declare(cython.bint)
+
+    def __init__(self, part, local, key_g, new, whole):
+        self.part = part
+        self.local = local
+        self.key_g = key_g
+        self.new = new
+        self.whole = whole
+
+
+@cython.final
+@cython.cclass
 class _Subscription:
     """A subscription's parts, join plans, result and pending delta."""
 
-    __slots__ = ("added", "alive", "client", "dirty", "engine", "fact", "full", "parts",
-                 "patterns", "plans", "removed", "result", "sub_id", "variables")
+    engine = cython.declare(object)     # the Engine
+    client = cython.declare(str)
+    sub_id = cython.declare(object)
+    patterns = cython.declare(tuple)
+    variables = cython.declare(tuple)
+    parts = cython.declare(list)
+    plans = cython.declare(list)        # per part: the tuple of _Steps its deltas take
+    result = cython.declare(dict)       # full key -> values (one per variable, in order)
+    added = cython.declare(dict)
+    removed = cython.declare(dict)
+    full = cython.declare(cython.bint)
+    dirty = cython.declare(cython.bint)
+    alive = cython.declare(cython.bint)
+    fact = cython.declare(object)
 
     def __init__(self, engine, client, sub_id, patterns):
         self.engine = engine
@@ -181,7 +286,7 @@ class _Subscription:
         single = len(patterns) == 1
         self.parts = [_Part(self, i, p, self.variables, single) for i, p in enumerate(patterns)]
         self.plans = [self._plan(part) for part in self.parts]
-        self.result = {}    # full key -> values (one per variable, in self.variables order)
+        self.result = {}
         self.added = {}
         self.removed = {}
         self.full = True
@@ -190,114 +295,147 @@ class _Subscription:
         self.fact = Record(SUBSCRIPTION_LABEL, client, sub_id,
                            tuple(pattern_text(p) for p in patterns))
 
-    def _plan(self, delta):
+    @cython.cfunc
+    def _plan(self, delta: _Part) -> tuple:
         """The order in which a delta of part ``delta`` visits the other parts: greedily
-        the part sharing the most already-bound variables (so lookups are selective),
-        with the index each step looks up and the variables it binds."""
+        the part sharing the most already-bound variables (so lookups are selective; the
+        first such part on a tie), with the index each step looks up and the variables it
+        binds."""
         bound = set(delta.gidx)
         rest = [p for p in self.parts if p is not delta]
         steps = []
+        p: _Part
+        best: _Part
         while rest:
-            best = max(rest, key=lambda p: (sum(g in bound for g in p.gidx), -p.number))
+            best = None
+            best_shared = -1
+            for p in rest:
+                shared = sum([g in bound for g in p.gidx])
+                if shared > best_shared:
+                    best, best_shared = p, shared
             rest.remove(best)
-            local = tuple(i for i, g in enumerate(best.gidx) if g in bound)
-            key_g = tuple(best.gidx[i] for i in local)
-            new = tuple((i, g) for i, g in enumerate(best.gidx) if g not in bound)
+            local = tuple([i for i, g in enumerate(best.gidx) if g in bound])
+            key_g = tuple([best.gidx[i] for i in local])
+            new = tuple([(i, g) for i, g in enumerate(best.gidx) if g not in bound])
             whole = len(local) == len(best.gidx)
-            steps.append((best, local, key_g, new, whole))
+            steps.append(_Step(best, local, key_g, new, whole))
             bound.update(best.gidx)
         return tuple(steps)
 
     def attach(self, index):
         # Indexes first (empty tables), then the handlers: each handler's initial "+"
         # events are joined with the parts attached before it, which is exact.
+        step: _Step
+        part: _Part
         for steps in self.plans:
-            for part, local, _key_g, _new, whole in steps:
-                if local and not whole:
-                    part.index_on(local)
+            for step in steps:
+                if step.local and not step.whole:
+                    step.part.index_on(step.local)
         for part in self.parts:
             part.handle = index.add_handler(self.patterns[part.number], part.on_event)
 
     def detach(self, index):
+        part: _Part
         for part in self.parts:
             if part.handle is not None:
                 index.remove_handler(part.handle)
                 part.handle = None
 
+    @cython.ccall
     def mark(self):
         if not self.dirty:
             self.dirty = True
-            self.engine._dirty.append(self)
+            cython.cast(Engine, self.engine)._dirty.append(self)
 
-    def row_added(self, k, v):
+    @cython.cfunc
+    def row_added(self, k: tuple, v: tuple) -> cython.int:
         self.result[k] = v
         if self.removed.pop(k, None) is None:
             self.added[k] = v
-        if not self.dirty:
-            self.dirty = True
-            self.engine._dirty.append(self)
+        self.mark()
+        return 0
 
-    def row_removed(self, k, v):
+    @cython.cfunc
+    def row_removed(self, k: tuple, v: tuple) -> cython.int:
         del self.result[k]
         if self.added.pop(k, None) is None:
             self.removed[k] = v
-        if not self.dirty:
-            self.dirty = True
-            self.engine._dirty.append(self)
+        self.mark()
+        return 0
 
-    def part_changed(self, part, key, values, added):
-        rows = self._join(part, key, values)
+    @cython.cfunc
+    def part_changed(self, part: _Part, key: tuple, values: tuple, added: cython.bint) -> cython.int:
+        rows: list = self._join(part, key, values)
         if added:
             for k, v in rows:
-                self.result[k] = v
-                if self.removed.pop(k, None) is None:
-                    self.added[k] = v
+                self.row_added(k, v)
         else:
             for k, v in rows:
-                del self.result[k]
-                if self.added.pop(k, None) is None:
-                    self.removed[k] = v
-        if rows:
-            self.mark()
+                self.row_removed(k, v)
+        return 0
 
-    def _join(self, part, key, values):
-        n = len(self.variables)
-        bkeys = [None] * n
-        bvals = [None] * n
-        for i, g in enumerate(part.gidx):
+    @cython.cfunc
+    def _join(self, part: _Part, key: tuple, values: tuple) -> list:
+        n: cython.Py_ssize_t = len(self.variables)
+        bkeys: list = [None] * n
+        bvals: list = [None] * n
+        i: cython.Py_ssize_t
+        g: cython.Py_ssize_t
+        for i in range(len(part.gidx)):
+            g = part.gidx[i]
             bkeys[g] = key[i]
             bvals[g] = values[i]
-        out = []
+        out: list = []
         self._extend(self.plans[part.number], 0, bkeys, bvals, out)
         return out
 
-    def _extend(self, steps, depth, bkeys, bvals, out):
+    @cython.cfunc
+    def _extend(self, steps: tuple, depth: cython.Py_ssize_t, bkeys: list, bvals: list,
+                out: list) -> cython.int:
         if depth == len(steps):
             out.append((tuple(bkeys), tuple(bvals)))
-            return
-        part, local, key_g, new, whole = steps[depth]
-        subkey = tuple([bkeys[g] for g in key_g])
-        if whole:
-            entry = part.rows.get(subkey)
-            if entry is not None:
+            return 0
+        step: _Step = steps[depth]
+        part: _Part = step.part
+        subkey = tuple([bkeys[g] for g in step.key_g])
+        if step.whole:
+            if subkey in part.rows:
                 self._extend(steps, depth + 1, bkeys, bvals, out)
-            return
-        if local:
-            bucket = part.indexes[local].get(subkey)
+            return 0
+        # Nothing changes the tables while a join runs, so they are iterated in place.
+        rkey: tuple
+        rvals: tuple
+        if step.local:
+            bucket = cython.cast(dict, part.indexes[step.local]).get(subkey)
             if not bucket:
-                return
-            items = bucket.items()
+                return 0
+            for rkey_, rvals_ in cython.cast(dict, bucket).items():
+                rkey = rkey_
+                rvals = rvals_
+                self._bind(step.new, rkey, rvals, bkeys, bvals)
+                self._extend(steps, depth + 1, bkeys, bvals, out)
         else:
-            items = [(k, e[0]) for k, e in part.rows.items()]
-        for rkey, rvals in items:
-            for i, g in new:
-                bkeys[g] = rkey[i]
-                bvals[g] = rvals[i]
-            self._extend(steps, depth + 1, bkeys, bvals, out)
-        for _i, g in new:
+            for rkey_, entry in part.rows.items():
+                rkey = rkey_
+                rvals = cython.cast(list, entry)[0]
+                self._bind(step.new, rkey, rvals, bkeys, bvals)
+                self._extend(steps, depth + 1, bkeys, bvals, out)
+        for _i, g in step.new:
             bkeys[g] = None
             bvals[g] = None
+        return 0
 
+    @cython.cfunc
+    @cython.inline
+    def _bind(self, new: tuple, rkey: tuple, rvals: tuple, bkeys: list, bvals: list) -> cython.int:
+        i: cython.Py_ssize_t
+        g: cython.Py_ssize_t
+        for i, g in new:
+            bkeys[g] = rkey[i]
+            bvals[g] = rvals[i]
+        return 0
+
+    @cython.ccall
     def take(self):
         """The pending notification (a :class:`Change`) or None; resets the delta."""
         if self.full:
@@ -305,11 +443,11 @@ class _Subscription:
             self.added.clear()
             self.removed.clear()
             return Change(self.client, self.sub_id, self.variables, True,
-                          list(self.result.values()), [])
+                          [v for v in self.result.values()], [])
         if not self.added and not self.removed:
             return None
         change = Change(self.client, self.sub_id, self.variables, False,
-                        list(self.added.values()), list(self.removed.values()))
+                        [v for v in self.added.values()], [v for v in self.removed.values()])
         self.added = {}
         self.removed = {}
         return change
@@ -321,15 +459,33 @@ class _Subscription:
         return [dict(zip(self.variables, r)) for r in rows]
 
 
+@cython.final
+@cython.cclass
 class _Client:
-    __slots__ = ("claims", "name", "subs")
+    name = cython.declare(str)
+    claims = cython.declare(dict)   # canonical encoding -> value
+    subs = cython.declare(dict)     # sub id -> _Subscription
 
     def __init__(self, name):
         self.name = name
-        self.claims = {}   # canonical encoding -> value
-        self.subs = {}     # sub id -> _Subscription
+        self.claims = {}
+        self.subs = {}
 
 
+@cython.cfunc
+@cython.inline
+def _is_pattern(term: object) -> cython.bint:
+    # has_pattern, without the call for the values claims usually are.
+    t = type(term)
+    if t is str or t is int or t is float or t is bytes or term is None or t is bool:
+        return False
+    if t is Record:
+        return term.is_pattern
+    return has_pattern(term)
+
+
+@cython.final
+@cython.cclass
 class Engine:
     """A fact table shared by named clients, with incremental join subscriptions.
 
@@ -337,13 +493,18 @@ class Engine:
     collected and handed out by :meth:`take_changes`.
     """
 
+    index = cython.declare(object, visibility="readonly")
+    clients = cython.declare(dict, visibility="readonly")
+    _dirty = cython.declare(list)   # the subscriptions changed since take_changes, in that order
+
     def __init__(self):
         self.index = Index()
         self.clients = {}
-        self._dirty = []   # the subscriptions changed since take_changes, in that order
+        self._dirty = []
 
     # ------------------------------------------------------------------ clients
 
+    @cython.ccall
     def client(self, name):
         """The state of client ``name``, made on first use."""
         c = self.clients.get(name)
@@ -357,54 +518,65 @@ class Engine:
     def claims_of(self, name):
         """The values client ``name`` claims (a list, in no particular order)."""
         c = self.clients.get(name)
-        return [] if c is None else list(c.claims.values())
+        return [] if c is None else list(cython.cast(_Client, c).claims.values())
 
     def subscriptions_of(self, name):
         """``{sub_id: patterns}`` of client ``name``."""
         c = self.clients.get(name)
-        return {} if c is None else {i: s.patterns for i, s in c.subs.items()}
+        if c is None:
+            return {}
+        return {i: cython.cast(_Subscription, s).patterns
+                for i, s in cython.cast(_Client, c).subs.items()}
 
     # ------------------------------------------------------------------ batches
 
     def apply(self, name, items):
         """Apply one atomic batch of client ``name``: a sequence of item tuples
-        (``(CLAIM, encoding, value)``, ``(RETRACT, pattern_or_value)``,
-        ``(SUBSCRIBE, sub_id, patterns)``, ``(UNSUBSCRIBE, sub_id)``), in order.
+        (``(CLAIM, encoding, value)``, ``(RETRACT, pattern_or_value)``, ``(RETRACT, value,
+        encoding)``, ``(SUBSCRIBE, sub_id, patterns)``, ``(UNSUBSCRIBE, sub_id)``), in order.
 
         Raises :class:`BatchRejectedError` (with ``.item``) and changes nothing when an
         item is malformed: an unknown kind, a claim of a pattern or non-value, a retract
         or subscription pattern that is not a pattern, a subscription id in use or an
         empty subscription, an unsubscribe of an unknown id."""
         self.check(name, items)
-        c = self.client(name)
+        c: _Client = self.client(name)
         for item in items:
             kind = item[0]
             if kind == CLAIM:
                 self._claim(c, item[1], item[2])
             elif kind == RETRACT:
-                self._retract(c, item[1])
+                self._retract(c, item[1], item[2] if len(item) == 3 else None)
             elif kind == SUBSCRIBE:
                 self._subscribe(c, item[1], item[2])
             else:
                 self._unsubscribe(c, item[1])
 
+    @cython.ccall
     def check(self, name, items):
         """Raise :class:`BatchRejectedError` if :meth:`apply` would refuse ``items``."""
         c = self.clients.get(name)
-        subs = set() if c is None else set(c.subs)
+        subs = None     # the subscription ids as the batch goes, made at its first (un)subscribe
+        n: cython.Py_ssize_t
         for n, item in enumerate(items):
             try:
                 kind = item[0]
                 if kind == CLAIM:
                     if len(item) != 3 or type(item[1]) is not bytes:
                         raise ValueError("a claim is (CLAIM, encoding, value)")
-                    if has_pattern(item[2]):
+                    if _is_pattern(item[2]):
                         raise ValueError("a claim must be a value, not a pattern")
                 elif kind == RETRACT:
-                    if len(item) != 2:
+                    if len(item) == 3:
+                        if type(item[2]) is not bytes or _is_pattern(item[1]):
+                            raise ValueError("a retract of a value with its encoding is "
+                                             "(RETRACT, value, encoding)")
+                    elif len(item) != 2:
                         raise ValueError("a retract is (RETRACT, pattern)")
                     analyse(item[1])
                 elif kind == SUBSCRIBE:
+                    if subs is None:
+                        subs = set() if c is None else set(cython.cast(_Client, c).subs)
                     sub_id, patterns = item[1], item[2]
                     if type(sub_id) is not int or sub_id < 0:
                         raise ValueError(f"a subscription id is an int >= 0, got {sub_id!r}")
@@ -416,6 +588,8 @@ class Engine:
                         analyse(p)
                     subs.add(sub_id)
                 elif kind == UNSUBSCRIBE:
+                    if subs is None:
+                        subs = set() if c is None else set(cython.cast(_Client, c).subs)
                     if item[1] not in subs:
                         raise ValueError(f"no subscription {item[1]!r} to unsubscribe")
                     subs.discard(item[1])
@@ -424,38 +598,48 @@ class Engine:
             except (ValueError, TypeError, IndexError, InvalidValueError) as exc:
                 raise BatchRejectedError(f"item {n} ({_describe(item)}): {exc}", n) from None
 
-    def _claim(self, c, key, value):
+    @cython.cfunc
+    def _claim(self, c: _Client, key: object, value: object) -> cython.int:
         if key in c.claims:
-            return
+            return 0
         c.claims[key] = value
         self.index.add_assertion(value)
+        return 0
 
-    def _retract(self, c, pattern):
-        if not has_pattern(pattern):
-            key = encode(pattern)
+    @cython.cfunc
+    def _retract(self, c: _Client, pattern: object, key: object) -> cython.int:
+        if key is not None or not has_pattern(pattern):
+            if key is None:
+                key = encode(pattern)
             value = c.claims.pop(key, _MISSING)
             if value is not _MISSING:
                 self.index.remove_assertion(value)
-            return
+            return 0
         gone = [k for k, v in c.claims.items() if match(pattern, v)]
         if gone:
             values = [c.claims.pop(k) for k in gone]
             self.index.patch(removals=values)
+        return 0
 
-    def _subscribe(self, c, sub_id, patterns):
+    @cython.cfunc
+    def _subscribe(self, c: _Client, sub_id: object, patterns: object) -> cython.int:
         sub = _Subscription(self, c.name, sub_id, tuple(patterns))
         c.subs[sub_id] = sub
         sub.mark()
         sub.attach(self.index)
         self.index.add_assertion(sub.fact)
+        return 0
 
-    def _unsubscribe(self, c, sub_id):
-        sub = c.subs.pop(sub_id, None)
-        if sub is None:
+    @cython.cfunc
+    def _unsubscribe(self, c: _Client, sub_id: object) -> cython.int:
+        found = c.subs.pop(sub_id, None)
+        if found is None:
             raise UnknownSubscriptionError(f"client {c.name!r} has no subscription {sub_id}")
+        sub: _Subscription = found
         sub.detach(self.index)
         sub.alive = False
         self.index.remove_assertion(sub.fact)
+        return 0
 
     # ------------------------------------------------------------------ whole-client changes
 
@@ -469,9 +653,11 @@ class Engine:
         for n, (k, v) in enumerate(claims.items()):
             if type(k) is not bytes or has_pattern(v):
                 raise BatchRejectedError(f"claim {n} ({_describe((CLAIM, k, v))}) is not a value", n)
-        c = self.client(name)
+        c: _Client = self.client(name)
+        sub: _Subscription
         keep = {i for i, s in c.subs.items()
-                if i in subscriptions and _same_patterns(s.patterns, tuple(subscriptions[i]))}
+                if i in subscriptions
+                and _same_patterns(cython.cast(_Subscription, s).patterns, tuple(subscriptions[i]))}
         self.check(name, [(UNSUBSCRIBE, i) for i in c.subs if i not in keep]
                    + [it for it in items if it[1] not in keep])
         for i in [i for i in c.subs if i not in keep]:
@@ -492,13 +678,16 @@ class Engine:
     def drop(self, name):
         """Forget client ``name``: its subscriptions end (no more notifications to it) and
         all its claims are retracted at once (others see them go in one change)."""
-        c = self.clients.pop(name, None)
-        if c is None:
+        found = self.clients.pop(name, None)
+        if found is None:
             return
+        c: _Client = found
+        sub: _Subscription
         for sub in c.subs.values():
             sub.detach(self.index)
             sub.alive = False
-        removals = list(c.claims.values()) + [s.fact for s in c.subs.values()]
+        removals = list(c.claims.values()) + [cython.cast(_Subscription, s).fact
+                                              for s in c.subs.values()]
         c.subs.clear()
         c.claims.clear()
         if removals:
@@ -506,9 +695,10 @@ class Engine:
 
     def resync(self, name):
         """Make every subscription of ``name`` send its whole result next."""
-        c = self.clients.get(name)
-        if c is not None:
-            for sub in c.subs.values():
+        found = self.clients.get(name)
+        sub: _Subscription
+        if found is not None:
+            for sub in cython.cast(_Client, found).subs.values():
                 sub.full = True
                 sub.mark()
 
@@ -518,6 +708,7 @@ class Engine:
         out = {}
         clients = self.clients.values() if owner is None else (
             [self.clients[owner]] if owner in self.clients else [])
+        c: _Client
         for c in list(clients):
             gone = [k for k, v in c.claims.items() if any(match(p, v) for p in patterns)]
             if gone:
@@ -543,17 +734,20 @@ class Engine:
     def owners(self, value):
         """The clients claiming ``value`` (sorted names)."""
         key = encode(value)
-        return sorted(c.name for c in self.clients.values() if key in c.claims)
+        return sorted(cython.cast(_Client, c).name for c in self.clients.values()
+                      if key in cython.cast(_Client, c).claims)
 
     def result(self, name, sub_id):
         """The current result of a subscription: a list of dicts, deterministic order."""
-        return self.clients[name].subs[sub_id].rows()
+        return cython.cast(_Client, self.clients[name]).subs[sub_id].rows()
 
     def take_changes(self):
         """The pending notifications (:class:`Change`), in the order the subscriptions
         changed; each subscription at most once."""
-        dirty, self._dirty = self._dirty, []
+        dirty = self._dirty
+        self._dirty = []
         out = []
+        sub: _Subscription
         for sub in dirty:
             sub.dirty = False
             if sub.alive:
@@ -566,7 +760,7 @@ class Engine:
         return bool(self._dirty)
 
 
-_MISSING = object()
+_MISSING = cython.declare(object, object())
 
 
 def _same_patterns(a, b):
@@ -585,7 +779,7 @@ def _describe(item):
         return repr(item)[:80]
     if kind == CLAIM and len(item) == 3:
         text = _text(item[2])
-    elif kind in (RETRACT, UNSUBSCRIBE) and len(item) == 2:
+    elif (kind in (RETRACT, UNSUBSCRIBE) and len(item) == 2) or (kind == RETRACT and len(item) == 3):
         text = _text(item[1])
     elif kind == SUBSCRIBE and len(item) == 3:
         try:

@@ -29,10 +29,13 @@ import threading
 from a0py.dataspace import DecodeError, InvalidValueError, ParseError, encode, parse
 
 from . import wire
-from .engine import CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE, Engine
+from ._impl import impl
 from .errors import BatchRejectedError, BrokerError, BrokerRunningError
 
 log = logging.getLogger("a0py.broker")
+
+Engine = impl.Engine
+CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE = impl.CLAIM, impl.RETRACT, impl.SUBSCRIBE, impl.UNSUBSCRIBE
 
 __all__ = ["Broker"]
 
@@ -330,12 +333,14 @@ class Broker:
 
     def _batch(self, conn, req_id, items):
         ops = []
+        append = ops.append
+        decode_value = wire.decode_value
         for n, (op, payload) in enumerate(items):
             try:
                 if op == wire.IT_CLAIM:
-                    ops.append((CLAIM, payload, wire.decode_value(payload)))
+                    append((CLAIM, payload, decode_value(payload)))
                 elif op == wire.IT_RETRACT:
-                    ops.append((RETRACT, wire.decode_value(payload)))
+                    append((RETRACT, decode_value(payload), payload))
                 elif op == wire.IT_RETRACT_PATTERN:
                     ops.append((RETRACT, parse(payload.decode("utf-8"))))
                 elif op == wire.IT_SUBSCRIBE:
@@ -452,6 +457,10 @@ class Broker:
     def _flush(self):
         self._collect_changes()
         for conn in list(self._conns.values()):
+            if not conn.outbox:
+                continue
+            # The ACK rides with frames that go anyway: acknowledging a batch never costs
+            # the client a wake-up of its own (a ping's PONG acknowledges all before it).
             if conn.last_req != conn.acked:
                 conn.acked = conn.last_req
                 conn.outbox.extend(wire.reply_frames(wire.REP_ACK, conn.last_req, []))

@@ -41,10 +41,9 @@ Invariants:
 """
 
 import re
-import struct
 import time
 
-from a0py.dataspace import MAX_DEPTH, Record, decode
+from a0py.dataspace import decode
 from a0py.errors import A0TimeoutError
 
 from .errors import BrokerError, BrokerNameError
@@ -163,6 +162,10 @@ def reply_frames(kind, ident, items, flags=0, limit=MAX_FRAME):
 
 def _frames(kind, flags, head_rest, items, limit):
     budget = limit - 3 - len(head_rest)
+    if type(items) is not list:
+        items = list(items)
+    if sum(map(len, items)) <= budget:     # the usual case: one frame
+        return [b"".join([bytes((MAGIC, kind, flags)), head_rest, *items])]
     frames = []
     batch = []
     size = 0
@@ -220,90 +223,10 @@ def parse_items(data, pos):
     return out
 
 
-_DOUBLE_BE = struct.Struct(">d").unpack_from
-
-
 def decode_value(data):
-    """The value whose canonical encoding is ``data``: :func:`a0py.dataspace.decode`'s
-    answer, faster on the hot path (one function, lengths under 128 read inline).
-
-    The fast reader takes only canonical input; on anything it does not take (or any
-    error) it hands the bytes to ``decode`` itself, which gives the value or raises
-    :class:`a0py.dataspace.DecodeError` naming the offset. So the result and the errors
-    are exactly ``decode``'s (a differential test pins this)."""
-    try:
-        value, pos = _fast_value(data, 0, 0)
-        if pos == len(data):
-            return value
-    except (IndexError, ValueError, TypeError, struct.error, RecursionError):
-        pass
+    """The value whose canonical encoding is ``data``: :func:`a0py.dataspace.decode`
+    (compiled; it raises :class:`a0py.dataspace.DecodeError` naming the offset)."""
     return decode(data)
-
-
-class _NotFast(ValueError):
-    pass
-
-
-def _fast_length(d, pos):
-    n = d[pos]
-    if n < 0x80:
-        return n, pos + 1
-    n, end = _varint_at(d, pos, len(d))
-    if d[end - 1] == 0 or end - pos > 9:
-        raise _NotFast     # not minimal: the reference decoder names the problem
-    return n, end
-
-
-def _fast_value(d, pos, depth):
-    tag = d[pos]
-    pos += 1
-    if tag == 0x05:
-        n, pos = _fast_length(d, pos)
-        end = pos + n
-        if end > len(d):
-            raise _NotFast
-        return d[pos:end].decode("utf-8"), end
-    if tag == 0x04:
-        return _DOUBLE_BE(d, pos)[0], pos + 8
-    if tag == 0x03:
-        n, pos = _fast_length(d, pos)
-        end = pos + n
-        if n == 0 or end > len(d):
-            raise _NotFast
-        if n > 1:
-            b0, b1 = d[pos], d[pos + 1]
-            if (b0 == 0 and b1 < 0x80) or (b0 == 0xFF and b1 >= 0x80):
-                raise _NotFast
-        return int.from_bytes(d[pos:end], "big", signed=True), end
-    if tag == 0x07:
-        if depth >= MAX_DEPTH:
-            raise _NotFast
-        n, pos = _fast_length(d, pos)
-        end = pos + n
-        if end > len(d):
-            raise _NotFast
-        label = d[pos:end].decode("utf-8")
-        arity, pos = _fast_length(d, end)
-        fields = []
-        for _ in range(arity):
-            v, pos = _fast_value(d, pos, depth + 1)
-            fields.append(v)
-        if label:
-            return Record(label, *fields), pos
-        return tuple(fields), pos
-    if tag == 0x00:
-        return None, pos
-    if tag == 0x01:
-        return False, pos
-    if tag == 0x02:
-        return True, pos
-    if tag == 0x06:
-        n, pos = _fast_length(d, pos)
-        end = pos + n
-        if end > len(d):
-            raise _NotFast
-        return d[pos:end], end
-    raise _NotFast
 
 
 def parse_request(data):
@@ -366,25 +289,18 @@ def write_frames(transport, frames, alive=None, timeout=None):
     Raises :class:`a0py.A0TimeoutError` after ``timeout`` seconds of waiting."""
     deadline = None if timeout is None else time.monotonic() + timeout
     for data in frames:
-        n = len(data)
-        with transport.lock() as t:
-            if t.alloc_evicts(n):
-
-                def has_room(t, n=n):
-                    return not t.alloc_evicts(n)
-
-                while True:
-                    step = _WAIT_SLICE
-                    if deadline is not None:
-                        step = min(step, deadline - time.monotonic())
-                        if step <= 0:
-                            raise A0TimeoutError("the broker's request arena stayed full")
-                    try:
-                        t.wait(has_room, timeout=step)
-                        break
-                    except A0TimeoutError:
-                        if alive is not None and not alive():
-                            return False
-            t.alloc(n)[:] = data
-            t.commit()
+        while True:
+            step = _WAIT_SLICE
+            if deadline is not None:
+                step = min(step, deadline - time.monotonic())
+                if step <= 0:
+                    raise A0TimeoutError("the broker's request arena stayed full")
+            try:
+                # One lock round trip when there is room (the usual case); otherwise the
+                # core sleeps on the arena, without the GIL, until there is.
+                transport.write(data, evict=False, timeout=step)
+                break
+            except A0TimeoutError:
+                if alive is not None and not alive():
+                    return False
     return True
