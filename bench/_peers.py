@@ -689,8 +689,9 @@ STOP = PROBE + 3
 WARM_MAX = 1 << 16     # warm-up messages at most (and at most 0.3 s of them)
 # Buffering given to every peer whose buffer has a size (a0py arena, shm
 # ring, faster-fifo, iceoryx2 samples, AlephZero topic), shared among the
-# receivers of a fan-out.
-BUFFER_BYTES = 64 * 1024 * 1024
+# receivers of a fan-out. 64 MiB unless `bench/peers.py --buffer-mib N` (which
+# sets A0BENCH_BUFFER_MIB, so the children it spawns see the same figure).
+BUFFER_BYTES = int(os.environ.get("A0BENCH_BUFFER_MIB", "64")) * 1024 * 1024
 
 
 class Unsupported(Exception):

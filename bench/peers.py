@@ -505,6 +505,9 @@ def main(argv=None):
                          + ",".join(k for k, _ in ROWS))
     ap.add_argument("--pin", choices=("none", "cross", "same"), default="none",
                     help="ping-pong placement: scheduler's choice, one core each, both on one")
+    ap.add_argument("--buffer-mib", type=int, default=None,
+                    help="buffer given to every peer that has one (default 64 MiB); a smaller one "
+                         "stays in the CPU's last-level cache")
     ap.add_argument("--json", metavar="PATH", help="write every run and median as JSON")
     ap.add_argument("--markdown", metavar="PATH", help="write the table as Markdown")
     ap.add_argument("--chart", metavar="PATH", help="write a PNG chart (matplotlib)")
@@ -524,6 +527,11 @@ def main(argv=None):
             import matplotlib  # noqa: F401
         except ImportError:
             raise SystemExit("--chart needs matplotlib (pip install -e '.[bench]')") from None
+    if args.buffer_mib is not None:
+        if args.buffer_mib < 1:
+            raise SystemExit("--buffer-mib must be at least 1")
+        os.environ["A0BENCH_BUFFER_MIB"] = str(args.buffer_mib)
+        _peers.BUFFER_BYTES = args.buffer_mib * MiB
     args.cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
     if args.cpus and max(args.cpus) >= os.cpu_count():
         args.cpus = None

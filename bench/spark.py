@@ -111,7 +111,8 @@ def floor_source():
             return [InputPartition(i) for i in range(self.parts)]
 
         def read(self, partition):
-            from a0py.spark._read import Predicate, ReadOptions, plan, read_part
+            from a0py.spark._parts import read_part
+            from a0py.spark._read import Predicate, ReadOptions, plan
 
             part = plan(self.path, Predicate(), ReadOptions(partition_bytes=1))[0]
             batch = next(iter(read_part(part)))
@@ -303,13 +304,16 @@ def bench_capacity(args, results):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", nargs="*", default=["read", "record", "capacity"],
-                    choices=["read", "record", "capacity", "decode", []])
+    ap.add_argument("what", nargs="*", metavar="WHAT",
+                    help="read, record, capacity, decode (default: read record capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
+    unknown = sorted(set(args.what) - {"read", "record", "capacity", "decode"})
+    if unknown:
+        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, decode")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
