@@ -341,6 +341,20 @@ def test_a_corrupt_frame_is_a_clear_error_and_the_reader_goes_on(arena):
     assert [type(x) for x in batch] == [a0py.Packet, PacketCorruptError, a0py.Packet]
 
 
+def test_read_batch_stops_at_max_bytes_but_always_returns_one(arena):
+    w, _ = writer_reader(arena)
+    for i in range(5):
+        w.pub(bytes([i]) * 1000)
+    r = _core.PacketReader(arena, 0, 0)
+    assert [p.payload[0] for p in r.read_batch(64, max_bytes=1500)] == [0, 1]  # 1000 < 1500: one more
+    assert [p.payload[0] for p in r.read_batch(64, max_bytes=1)] == [2]
+    assert [p.payload[0] for p in r.read_batch(1, max_bytes=10**9)] == [3]
+    assert [p.payload[0] for p in r.read_batch(64)] == [4]
+    assert r.read_batch(64, max_bytes=1) == []
+    with pytest.raises(ArgumentError, match="max_bytes"):
+        r.read_batch(64, max_bytes=-1)
+
+
 def test_reader_arguments_are_checked(arena):
     with pytest.raises(ArgumentError, match="init must be"):
         _core.PacketReader(arena, 5, 0)

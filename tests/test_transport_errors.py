@@ -127,7 +127,7 @@ def test_argument_errors_name_the_arena(tr, tmp_path):
         tr.read_many("all")
     with pytest.raises(ArgumentError, match="heap arena: spin"):
         tr.spin = -1
-    with pytest.raises(ArgumentError, match="heap arena.*timeout"):
+    with pytest.raises(ArgumentError, match=r"heap arena.*timeout"):
         Deadman(tr.arena).wait_taken(timeout="soon")
     path = str(tmp_path / "m.a0")
     with pytest.raises(ArgumentError, match=f"file arena '{path}': mode"):

@@ -757,7 +757,12 @@ cdef class PacketReader:
 
     `missed` counts the packets that were evicted before this reader got to
     them (ITER_NEXT only; skipping is what ITER_NEWEST asks for). Use one
-    reader per thread: LockError if two threads use one at once."""
+    reader per thread: LockError if two threads use one at once.
+
+    ITER_NEXT reads take no lock (as :meth:`Transport.read_next`): a packet
+    is copied out of the arena, then kept only if its frame was still live
+    after the copy, so a reader never makes a publisher wait. ITER_NEWEST
+    jumps the cursor, which takes the lock for that moment."""
 
     cdef readonly Arena arena
     cdef a0_transport_t t
@@ -860,15 +865,89 @@ cdef class PacketReader:
                 f"{_corrupt_reason(&info)}")
         return _packet_from_view(&v, fr.seq, gap)
 
+    cdef object _take_free(self):
+        """ITER_NEXT without the lock: the next packet, None if there is none,
+        or a PacketCorruptError (cursor moved past it) as :meth:`_take`. The
+        packet's bytes are copied, then its frame is checked to be still
+        live; a frame evicted meanwhile is read again from the oldest
+        survivor (the loss counted in `missed`). Nothing a torn copy shows
+        is returned or reported: only a frame that checks out live is."""
+        cdef a0_read_t r
+        cdef a0_packet_view_t v
+        cdef a0_check_info_t info
+        cdef a0_err_t err
+        cdef uint64_t gap
+        cdef bint corrupt
+        self.arena._check_open()
+        self.arena.busy += 1
+        try:
+            while True:
+                err = a0_transport_read_begin(&self.t, &r)
+                if err == A0_ERR_NO_FRAME:
+                    return None
+                if err:
+                    _raise_reader(err, self._label)
+                gap = r.seq - self.last - 1 if r.seq > self.last + 1 else 0
+                info.field = NULL
+                corrupt = a0_packet_view(r.data, r.size, &v, &info) != A0_OK
+                if corrupt:
+                    reason = _corrupt_reason(&info)
+                else:
+                    item = _packet_from_view(&v, r.seq, gap)
+                err = a0_transport_read_end(&self.t, &r, &r)
+                if err == A0_ERR_EVICTED:
+                    continue  # overwritten while copied: whatever was seen is discarded
+                if err:
+                    _raise_reader(err, self._label)
+                self._missed += gap
+                self.first = False
+                self.last = r.seq
+                if corrupt:
+                    return PacketCorruptError(
+                        f"{self._label}: frame seq {r.seq} ({r.size} bytes) is not an a0py packet: "
+                        f"{reason}")
+                return item
+        finally:
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+
+    cdef int _wait_free(self, timespec* deadline) except -1:
+        """Sleeps without the lock (GIL released) until a frame after the
+        cursor exists. 1, or 0 at the deadline; Ctrl-C raises."""
+        cdef a0_err_t err
+        while True:
+            self.arena.busy += 1
+            with nogil:
+                err = a0_transport_wait_readable(&self.t, deadline)
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+            self.arena._check_open()  # closed while asleep: ClosedError
+            if err == A0_OK:
+                return 1
+            if err == A0_ERR_TIMEOUT:
+                return 0
+            if err != A0_ERR_INTERRUPTED:
+                _raise_reader(err, self._label)
+            PyErr_CheckSignals()
+
     def can_read(self):
         """Whether :meth:`read` would return a packet now."""
         cdef a0_locked_t lk
         cdef bint ready
+        cdef a0_err_t err
+        cdef c_bool free_ready = False
         self._enter()
         try:
-            _lock_arena(self.arena, &self.t, &lk)
-            ready = not a0_transport_empty(lk) and a0_transport_seq_high(lk) > self.last
-            _unlock_arena(self.arena, lk)
+            if self.iter_mode == PACKET_ITER_NEXT:
+                self.arena._check_open()
+                err = a0_transport_read_ready(&self.t, &free_ready)
+                if err:
+                    _raise_reader(err, self._label)
+                ready = free_ready
+            else:
+                _lock_arena(self.arena, &self.t, &lk)
+                ready = not a0_transport_empty(lk) and a0_transport_seq_high(lk) > self.last
+                _unlock_arena(self.arena, lk)
         finally:
             self.busy = False
         return ready
@@ -882,11 +961,14 @@ cdef class PacketReader:
         cdef a0_locked_t lk
         self._enter()
         try:
-            _lock_arena(self.arena, &self.t, &lk)
-            try:
-                item = self._take(lk)
-            finally:
-                _unlock_arena(self.arena, lk)
+            if self.iter_mode == PACKET_ITER_NEXT:
+                item = self._take_free()
+            else:
+                _lock_arena(self.arena, &self.t, &lk)
+                try:
+                    item = self._take(lk)
+                finally:
+                    _unlock_arena(self.arena, lk)
         finally:
             self.busy = False
         if type(item) is PacketCorruptError:
@@ -906,6 +988,19 @@ cdef class PacketReader:
         self._enter()
         try:
             has_deadline = _make_deadline(timeout, &ts)
+            if self.iter_mode == PACKET_ITER_NEXT:
+                while True:
+                    item = self._take_free()
+                    if item is not None:
+                        break
+                    if not self._wait_free(&ts if has_deadline else NULL):
+                        item = self._take_free()  # one last look at the deadline
+                        if item is None:
+                            raise A0TimeoutError(f"{self._label}: no packet within {timeout} s")
+                        break
+                if type(item) is PacketCorruptError:
+                    raise item
+                return item
             _lock_arena(self.arena, &self.t, &lk)
             try:
                 while True:
@@ -933,17 +1028,30 @@ cdef class PacketReader:
             raise item
         return item
 
-    def read_batch(self, max_packets=64):
+    def read_batch(self, max_packets=64, max_bytes=None):
         """What successive read() calls would return now (up to
-        `max_packets`), under one lock, without waiting: with ITER_NEWEST the
-        newest packet (after the oldest, on a first read with INIT_OLDEST). A
-        corrupt frame appears in the list as a PacketCorruptError instance
-        instead of a Packet."""
+        `max_packets`, and once their payloads reach `max_bytes` no more:
+        always at least one), without waiting: with ITER_NEWEST the newest
+        packet (after the oldest, on a first read with INIT_OLDEST), under
+        the lock. A corrupt frame appears in the list as a
+        PacketCorruptError instance instead of a Packet."""
         cdef a0_locked_t lk
         cdef Py_ssize_t limit = <Py_ssize_t>_as_size(max_packets, "max_packets")
+        cdef Py_ssize_t byte_limit = -1, total = 0
+        if max_bytes is not None:
+            byte_limit = <Py_ssize_t>_as_size(max_bytes, "max_bytes")
         out = []
         self._enter()
         try:
+            if self.iter_mode == PACKET_ITER_NEXT:
+                while len(out) < limit and (byte_limit < 0 or total < byte_limit):
+                    item = self._take_free()
+                    if item is None:
+                        break
+                    out.append(item)
+                    if type(item) is Packet:
+                        total += len((<Packet>item)._payload)
+                return out
             _lock_arena(self.arena, &self.t, &lk)
             try:
                 while len(out) < limit:

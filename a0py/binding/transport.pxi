@@ -20,6 +20,14 @@ cdef inline void _copy_out(void* dst, const void* src, size_t n) noexcept:
     with nogil:
         memcpy(dst, src, n)
 
+cdef int _raise_reader(a0_err_t err, object label) except -1:
+    """Raises for an error of a lock-free read (Transport, PacketReader)."""
+    if err == A0_ERR_BUSY:
+        raise LockError(f"reading {label}: writers overtook this reader {A0_READ_TRIES} times in a "
+                        "row; read again")
+    _raise(err, f"reading {label}")
+
+
 cdef class Transport:
     """A circular list of frames in an arena, with this process's cursor.
 
@@ -247,10 +255,7 @@ cdef class Transport:
         return seq
 
     cdef int _raise_read(self, a0_err_t err) except -1:
-        if err == A0_ERR_BUSY:
-            raise LockError(f"reading {self.arena._describe()}: writers overtook this reader "
-                            f"{A0_READ_TRIES} times in a row; read again")
-        _raise(err, f"reading {self.arena._describe()}")
+        return _raise_reader(err, self.arena._describe())
 
     cdef int _wait_readable(self, timespec* deadline) except -1:
         """Sleeps (GIL released) until a frame after the cursor exists.
