@@ -439,7 +439,8 @@ class Recorder:
                 else:
                     self._mw.wait(left)
             for st in list(self._states.values()):
-                self._drain(st)
+                while self._drain(st) and st.more:
+                    pass
         except BaseException as e:
             self._error = e
             raise
