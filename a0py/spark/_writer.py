@@ -620,9 +620,10 @@ class SegmentWriter:
         if not self.closed:
             self.closed = True
             try:
-                for cid in list(self._open):
-                    self._close_chunk(cid)
-                self._submit("finish", self.segment_metadata())
+                if self._failure is None:  # else the file is given up on
+                    for cid in list(self._open):
+                        self._close_chunk(cid)
+                    self._submit("finish", self.segment_metadata())
             finally:
                 with self._cv:
                     self._jobs.append(("stop", None, 0))
