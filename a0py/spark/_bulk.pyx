@@ -362,7 +362,6 @@ def gather(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1]
     return map_a, koff_a, kdata, voff_a, vdata, poff_a, pdata
 
 
-
 cdef uint8_t OP_MESSAGE = 0x05
 cdef int MSG_FIXED = 31  # opcode u8, length u64, channel u16, sequence u32, log u64, publish u64
 
@@ -501,7 +500,8 @@ def index_records(const uint8_t[::1] buf, Py_ssize_t count, bint want_plain):
             if want_plain:
                 size = length - (MSG_FIXED - 9)
                 p = base + pos + MSG_FIXED
-                if not (size >= INDEX_OFF and rd32(p) == MAGIC and rd16(p + 4) == 1 and (rd16(p + 6) & HAS_STD)):
+                if not (size >= INDEX_OFF and rd32(p) == MAGIC and rd16(p + 4) == 1
+                        and (rd16(p + 6) & HAS_STD)):
                     plain[nplain] = pos
                     nplain += 1
             pos += 9 + <int64_t>length

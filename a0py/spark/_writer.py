@@ -46,7 +46,6 @@ from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
 from mcap.records import (
     Channel,
-    Chunk,
     ChunkIndex,
     DataEnd,
     Footer,
@@ -58,10 +57,10 @@ from mcap.records import (
     SummaryOffset,
 )
 
+from ..errors import BufferTooSmallError
 from . import _bulk
 from ._mcap import MAGIC, OP_MESSAGE_INDEX
 from ._packets import wall_times
-from ..errors import BufferTooSmallError
 from .errors import RecordingOptionError
 
 PACKET_ENCODING = "a0py/packet"
