@@ -28,10 +28,13 @@ Invariants:
 * In strict mode the first packet that fails a check stops the scan and is
   reported (index and reason); otherwise it is marked invalid and skipped.
 * Integers are read with memcpy (packets in a chunk are not aligned).
-* :func:`append_records` (the recorder's hot path) copies each frame whole
-  into an MCAP message record; of the frame it reads only the standard
-  block's wall time, and only after checking the frame is long enough to
-  hold it and says it has one.
+* :func:`append_records` (``SegmentWriter.write_frames``; the recorder
+  itself reads with ``Transport.read_into``, which writes the same bytes)
+  copies each frame whole into an MCAP message record; of the frame it
+  reads only the standard block's wall time, and only after checking the
+  frame is long enough to hold it and says it has one.
+* :func:`index_records` walks a chunk's records checking every length
+  against the buffer before it is followed.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize

@@ -3,9 +3,24 @@
 The structure (header, schemas, channels, chunk records, statistics, chunk
 and metadata indexes, summary offsets, footer, summary CRC) is written with
 the ``mcap`` package's record classes, so Foxglove and the MCAP tools read
-the result. The hot path, turning a batch of packets into message records,
-is done in bulk here: the package's per-message writer adds only about
-0.29 M messages/s, and a recorder must keep up with a publisher.
+the result. The hot path is not: the package's per-message writer adds
+only about 0.29 M messages/s, and a recorder must keep up with a publisher.
+Frames become message records in bulk, two ways:
+
+* :meth:`SegmentWriter.read_frames` (the recorder's): ``Transport.read_into``
+  copies the frames after a cursor straight into the open chunk's buffer as
+  message records, one call, no Python object per frame;
+* :meth:`SegmentWriter.write_frames`: frames already copied out (bytes) are
+  appended by ``_bulk.append_records``; both give the same bytes.
+
+A closed chunk goes to the segment's background thread, which walks its
+records once (message index, publish times of packets without a standard
+block), computes the CRC, compresses, and writes the chunk and its index;
+every write to the file after the header goes through that thread, in
+order, so the caller never waits for compression (unless it gets
+``queue_bytes`` ahead). An error there is kept and raised by the caller's
+next call that hands it work, by :meth:`SegmentWriter.flush` and by
+:meth:`SegmentWriter.close`; it is never dropped.
 
 Layout choices (docs/spark.md "File layout"):
 
@@ -15,9 +30,11 @@ Layout choices (docs/spark.md "File layout"):
 * Schema and channel records are written outside chunks, before the first
   chunk that uses them, so a segment cut short is planned by a scan that
   never decompresses a chunk.
-* A chunk is closed when it reaches ``chunk_bytes`` or has been open
-  ``chunk_seconds``; each closed chunk is handed to the OS at once, so a
-  SIGKILLed recorder loses at most the chunks still open.
+* A chunk is closed when it reaches ``chunk_bytes`` (``read_frames``: when
+  the next frame would pass it; a frame bigger than that gets a chunk of its
+  own) or has been open ``chunk_seconds``; each closed chunk is handed to
+  the OS as soon as it is compressed, so a SIGKILLed recorder loses at most
+  the chunks still open or queued.
 * ``log_time`` is the receive time, ``publish_time`` the packet's
   ``a0_time_wall`` (the receive time when it has none), ``sequence`` the
   transport seq modulo 2**32 (the packet's ``a0_transport_seq`` header keeps
@@ -208,6 +225,7 @@ class SegmentWriter:
         self._failure = None
         self._failure_raised = False
         self._pool = collections.deque()  # chunk_bytes buffers the thread has finished with
+        self._thread = None  # until it runs, records are written here
         try:
             self._write(MAGIC)
             rb = RecordBuilder()
@@ -288,7 +306,7 @@ class SegmentWriter:
 
     def _put(self, data):
         """Writes a record outside chunks (through the thread once it runs)."""
-        if getattr(self, "_thread", None) is None:
+        if self._thread is None:
             self._write(data)
         else:
             self._submit("bytes", data, len(data))
