@@ -108,6 +108,8 @@ COMPRESSIONS = ("zstd", "lz4", "none")
 LIBRARY = "a0py"
 
 _MSG_FIXED = 31  # opcode, length, channel, sequence, log time, publish time
+_FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
+_POOL = 4  # chunk_bytes buffers kept for reuse
 _NO_SEQS = np.zeros(0, np.int64)
 _INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])
 
@@ -362,14 +364,15 @@ class SegmentWriter:
 
     # -- messages --------------------------------------------------------
 
-    def _new_chunk(self, cid, capacity, packets):
-        records = None
-        if capacity == self.chunk_bytes:
-            try:
-                records = self._pool.pop()
-            except IndexError:
-                pass
-        ch = self._open[cid] = _OpenChunk(records if records is not None else bytearray(capacity), packets)
+    def _new_chunk(self, cid):
+        """An open chunk for read_frames: a buffer the background thread is
+        done with, else a small one that grows (a slow topic, or many of
+        them, must not hold chunk_bytes each)."""
+        try:
+            records = self._pool.pop()
+        except IndexError:
+            records = bytearray(min(self.chunk_bytes, _FIRST_ROOM))
+        ch = self._open[cid] = _OpenChunk(records, True)
         return ch
 
     def _count(self, topic, cid, frames, frame_bytes, seq_lo, seq_hi, log_time):
@@ -407,18 +410,20 @@ class SegmentWriter:
         ch = self._open.get(cid)
         while True:
             if ch is None:
-                ch = self._new_chunk(cid, self.chunk_bytes, True)
+                ch = self._new_chunk(cid)
             try:
                 n, nbytes, first, last, gap_first, gap_last = transport.read_into(
                     ch.records, offset=ch.used, max_frames=max_frames, prefix=(cid, log_time))
                 break
             except BufferTooSmallError as e:
-                if ch.count:
+                size = len(ch.records)
+                if ch.used + e.needed <= self.chunk_bytes and size < self.chunk_bytes:
+                    ch.records += bytes(min(self.chunk_bytes, max(ch.used + e.needed, 2 * size)) - size)
+                elif ch.count:
                     self._close_chunk(cid)
                     ch = None
                 else:  # a frame bigger than a chunk: a chunk of its own
-                    ch.records = bytearray(max(self.chunk_bytes, e.needed))
-                    ch.used = 0
+                    ch.records = bytearray(e.needed)
         copies = None
         if n:
             start = ch.used
@@ -574,7 +579,7 @@ class SegmentWriter:
         self._chunk_meta[str(offset)] = (f"{job.cid}:{job.seq_lo}:{job.seq_hi}:"
                                          f"{int(pub.min())}:{int(pub.max())}")
         self._f.flush()
-        if len(records) == self.chunk_bytes and len(self._pool) < 4:
+        if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
             self._pool.append(records)
 
     @property
