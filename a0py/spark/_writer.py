@@ -492,14 +492,12 @@ class SegmentWriter:
                 del ch.records[ch.used:]  # room left by read_frames: append_records appends at the end
             rest = frames if done == 0 else frames[done:]
             rest_seqs = seqs if (done == 0 or not len(seqs)) else seqs[done:]
-            start = ch.used
             taken, got_seqs, offs, _pubs, _std, nbytes = _bulk.append_records(
                 ch.records, rest, rest_seqs, cid, log_time, self.chunk_bytes)
             if publish_times is not None:
                 pubs = np.asarray(publish_times[done:done + taken], np.int64)
                 _u64_field(ch.records)[offs + 23] = pubs
             ch.used = len(ch.records)
-            del start
             lo, hi = int(got_seqs.min()), int(got_seqs.max())
             ch.note(lo, hi, log_time)
             ch.count += taken
