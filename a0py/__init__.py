@@ -17,6 +17,7 @@ from .errors import (
     ArenaFormatError,
     ArenaNotFoundError,
     ArgumentError,
+    BufferTooSmallError,
     ClosedError,
     EmptyError,
     FrameEvictedError,
@@ -41,7 +42,7 @@ _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic",
                 "CfgWatcher", "CfgView", "CfgError", "Deadman", "DeadmanState", "Discovery")
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
-    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError",
+    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "BufferTooSmallError",
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
     "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
     "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION",

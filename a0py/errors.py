@@ -84,6 +84,18 @@ class ArgumentError(A0Error, ValueError):
     """An argument is out of range or of the wrong kind (names which)."""
 
 
+class BufferTooSmallError(ArgumentError):
+    """``Transport.read_into`` could not place even one frame in the room the
+    caller gave it (the buffer from ``offset``, or ``max_bytes``). ``needed``
+    is the bytes the next frame takes there (its record), ``seq`` its seq;
+    nothing was read and the cursor did not move."""
+
+    def __init__(self, message, needed=0, seq=0):
+        super().__init__(message)
+        self.needed = needed
+        self.seq = seq
+
+
 class A0OSError(A0Error, OSError):
     """A system call made by the core failed (errno and strerror are set)."""
 

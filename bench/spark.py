@@ -17,9 +17,10 @@ Workloads (medians of --repeats runs):
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
            from a publisher in another process publishing as fast as it can
-           for --seconds, the topic's arena holding about a second of
-           traffic; and the gaps (frames evicted before the recorder read
-           them);
+           (or paced to --rate frames/s) for --seconds, the topic's arena
+           holding about a second of traffic (640 MiB and 1 GiB; with
+           --rate, a second at that rate where that is less); and the gaps
+           (frames evicted before the recorder read them);
   capacity the recorder draining a topic that already holds 1 M frames
            (64 B) or 125 k (4 KiB): what it can write, apart from any
            publisher, per wall and per CPU second.
@@ -228,15 +229,20 @@ def bench_decode(args, results):
 
 PUBLISHER = """
 import os, sys, time, a0py
-topic, size, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+topic, size, seconds, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 pub = a0py.Publisher(topic)
 pool = [os.urandom(size) for _ in range(64)]
 n = 0
-end = time.monotonic() + seconds
+start = time.monotonic()
+end = start + seconds
 while time.monotonic() < end:
     for data in pool * 16:
         pub.pub(data)
     n += 1024
+    if rate:  # paced: never ahead of n / rate
+        ahead = start + n / rate - time.monotonic()
+        if ahead > 0:
+            time.sleep(ahead)
 print(n)
 """
 
@@ -261,7 +267,11 @@ print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 def bench_record(args, results):
     root = f"shm:a0pybench{os.getpid()}"
     env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
-    for name, size, arena in (("64 B", 64, "640M"), ("4 KiB", 4 * KiB, "1G")):
+    for name, size, arena in (("64 B", 64, 640 << 20), ("4 KiB", 4 * KiB, 1 << 30)):
+        if args.rate:
+            # A second of traffic at that rate: packet (96 B of header and standard
+            # block, then the payload, 16-aligned) plus the 32 B frame header.
+            arena = min(arena, int(args.rate * ((96 + size + 15) // 16 * 16 + 32)))
         runs = []
         for _ in range(args.repeats):
             out = tempfile.mkdtemp(prefix="a0py-bench-rec-")
@@ -270,7 +280,8 @@ def bench_record(args, results):
             rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             assert "recording to" in rec.stderr.readline()
-            pub = subprocess.run([sys.executable, "-c", PUBLISHER, topic, str(size), str(args.seconds)], env=env,
+            pub = subprocess.run([sys.executable, "-c", PUBLISHER, topic, str(size), str(args.seconds),
+                                  str(args.rate or 0)], env=env,
                                  capture_output=True, text=True, check=True)
             published = int(pub.stdout.strip())
             time.sleep(1.5)
@@ -281,7 +292,7 @@ def bench_record(args, results):
             gaps = int(line.split(", ")[2].split()[0])
             lost = int(line.split("(")[1].split()[0])
             disk = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
-            runs.append({"published": published, "recorded": frames, "gaps": gaps, "lost": lost,
+            runs.append({"published": published, "recorded": frames, "gaps": gaps, "lost": lost, "arena": arena,
                          "publish_rate": published / args.seconds, "mcap_bytes": disk})
             shutil.rmtree(out, ignore_errors=True)
             subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic('{topic}').unlink()"], env=env)
@@ -322,6 +333,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--rate", type=float, default=None,
+                    help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     unknown = sorted(set(args.what) - {"read", "record", "capacity", "decode"})

@@ -566,6 +566,10 @@ a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const 
   return A0_OK;
 }
 
+a0_err_t a0_transport_read_live(const a0_transport_t* t, const a0_read_t* r, bool* live) {
+  return still_live(t, r->link_seq, live);
+}
+
 a0_err_t a0_transport_read_ready(const a0_transport_t* t, bool* ready) {
   a0_state_t s;
   a0_err_t err = a0_transport_snapshot(t, &s);

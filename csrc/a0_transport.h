@@ -193,6 +193,11 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
 a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r);
 a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r);
 a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last);
+/* Whether what read_begin/read_after located in `r` (its header, hence its
+ * size, and the links followed to reach it) is still live: the check of
+ * read_end without moving the cursor, for a reader that looked at a frame
+ * and decided not to take it (e.g. it does not fit the caller's buffer). */
+a0_err_t a0_transport_read_live(const a0_transport_t* t, const a0_read_t* r, bool* live);
 /* Whether a frame after the cursor exists, from a fresh snapshot. */
 a0_err_t a0_transport_read_ready(const a0_transport_t* t, bool* ready);
 /* A consistent copy of the committed state, checked (no lock). */

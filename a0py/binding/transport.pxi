@@ -20,6 +20,140 @@ cdef inline void _copy_out(void* dst, const void* src, size_t n) noexcept:
     with nogil:
         memcpy(dst, src, n)
 
+# ---- read_into: frames copied out as MCAP message records ----------------
+#
+# The recorder's hot path. A record is the MCAP Message record: opcode u8
+# (0x05), length u64 (of what follows it), channel id u16, sequence u32
+# (the transport seq modulo 2**32), log_time u64, publish_time u64, then the
+# frame's bytes whole. publish_time is the a0py packet's a0_time_wall, read
+# from its standard block (the log time for a frame without one), exactly
+# as a0py.spark._bulk.append_records writes it, so both paths give the same
+# bytes. Invariants:
+#  * only validated frames are counted: a batch is copied, then checked with
+#    a0_transport_read_end, and a batch that was overtaken is dropped (the
+#    bytes after the count returned are scratch), then read again;
+#  * the seqs of one call are consecutive: a gap found after the first frame
+#    ends the call, so the gap a call reports always lies just before its
+#    first frame;
+#  * nothing is written past the room the caller allowed, and the wall time
+#    is read from the copy, after the length check.
+
+cdef enum:
+    _MCAP_OP_MESSAGE = 0x05
+    _MCAP_MSG_FIXED = 31  # opcode, length, channel, sequence, log_time, publish_time
+    # A batch is validated after this many bytes too (big frames: less to
+    # throw away when a writer overtakes the copy).
+    _RECORD_BATCH_BYTES = 262144
+
+
+cdef struct _RecordSink:
+    uint8_t* base       # where the first record goes
+    uint64_t room       # bytes the call may write from base
+    uint64_t used       # bytes of validated records written
+    uint64_t frames
+    uint64_t max_frames
+    uint64_t first_seq
+    uint64_t last_seq
+    uint64_t gap_first  # seqs missed just before first_seq (0, 0: none)
+    uint64_t gap_last
+    uint64_t need       # set when not one frame fits: the record size of the next frame
+    uint64_t need_seq
+    uint64_t log_time
+    uint16_t channel
+
+
+cdef inline void _put_record(uint8_t* r, const a0_read_t* f, uint16_t channel,
+                             uint64_t log_time) noexcept nogil:
+    cdef uint64_t length = f.size + (_MCAP_MSG_FIXED - 9)
+    cdef uint32_t seq32 = <uint32_t>f.seq  # modulo 2**32
+    cdef uint64_t wall = log_time
+    cdef uint32_t magic
+    cdef uint16_t version, flags
+    cdef uint8_t* d = r + _MCAP_MSG_FIXED
+    memcpy(d, f.data, f.size)
+    if f.size >= A0_PACKET_INDEX_OFF:
+        memcpy(&magic, d, 4)
+        memcpy(&version, d + 4, 2)
+        memcpy(&flags, d + 6, 2)
+        if magic == A0_PACKET_MAGIC and version == A0_PACKET_VERSION and (flags & A0_PACKET_HAS_STD):
+            memcpy(&wall, d + A0_PACKET_HDR_SIZE + 8, 8)  # a0_packet_std_t.time_wall
+    r[0] = _MCAP_OP_MESSAGE
+    memcpy(r + 1, &length, 8)
+    memcpy(r + 9, &channel, 2)
+    memcpy(r + 11, &seq32, 4)
+    memcpy(r + 15, &log_time, 8)
+    memcpy(r + 23, &wall, 8)
+
+
+cdef a0_err_t _read_records(a0_transport_t* t, _RecordSink* s) noexcept nogil:
+    """Copies the frames after the cursor into s as records, validating them
+    a batch at a time (see the invariants above); moves the cursor past
+    those it keeps. An error after some frames were kept is left for the
+    next call: they are returned first."""
+    cdef a0_read_t first, cur, nxt, last
+    cdef a0_err_t err
+    cdef uint64_t start, n, data, rec = 0
+    cdef c_bool live
+    cdef bint full
+    while s.frames < s.max_frames:
+        err = a0_transport_read_begin(t, &first)
+        if err == A0_ERR_NO_FRAME:
+            return A0_OK
+        if err:
+            return A0_OK if s.frames else err
+        if first.gap and s.frames:
+            return A0_OK  # the next call starts with this gap
+        if s.frames == 0:
+            s.gap_first = first.seq - first.gap if first.gap else 0
+            s.gap_last = first.seq - 1 if first.gap else 0
+        start = s.used
+        n = 0
+        data = 0
+        full = False
+        cur = first
+        while True:
+            rec = _MCAP_MSG_FIXED + cur.size
+            if rec > s.room - s.used:
+                full = True
+                break
+            _put_record(s.base + s.used, &cur, s.channel, s.log_time)
+            s.used += rec
+            n += 1
+            data += cur.size
+            last = cur
+            if s.frames + n == s.max_frames or n == _READ_BATCH or data >= _RECORD_BATCH_BYTES:
+                break
+            if a0_transport_read_after(t, &cur, &nxt) != A0_OK:
+                break  # the newest frame, or a race that read_end will see
+            cur = nxt
+        if n == 0:
+            # Not even this frame fits. Its size is believed only if the
+            # frame was still live after it was read.
+            err = a0_transport_read_live(t, &first, &live)
+            if err:
+                return A0_OK if s.frames else err
+            if not live:
+                continue
+            if s.frames == 0:
+                s.need = rec
+                s.need_seq = first.seq
+            return A0_OK
+        err = a0_transport_read_end(t, &first, &last)
+        if err == A0_ERR_EVICTED:
+            s.used = start  # overtaken while copying: the copies may be torn, drop them
+            continue
+        if err:
+            s.used = start
+            return A0_OK if s.frames else err
+        if s.frames == 0:
+            s.first_seq = first.seq
+        s.frames += n
+        s.last_seq = last.seq
+        if full:
+            return A0_OK
+    return A0_OK
+
+
 cdef int _raise_reader(a0_err_t err, object label) except -1:
     """Raises for an error of a lock-free read (Transport, PacketReader)."""
     if err == A0_ERR_BUSY:
@@ -376,6 +510,96 @@ cdef class Transport:
             if limit > 0:
                 limit -= batch_len
         return out
+
+    def read_into(self, out, *, offset=0, max_frames=None, max_bytes=None, prefix=(0, 0)):
+        """Copies the frames after the cursor into ``out`` (a writable
+        bytes-like buffer: bytearray, writable memoryview, numpy array) from
+        byte ``offset`` on, each laid out as an MCAP Message record: opcode
+        0x05, length u64, channel id u16, sequence u32 (the transport seq
+        modulo 2**32), log_time u64, publish_time u64 (the a0py packet's
+        ``a0_time_wall`` from its standard block, the log time for a frame
+        without one), then the frame's bytes. ``prefix`` is ``(channel id,
+        log_time in ns)``, the fields the caller chooses.
+
+        One call, GIL released while copying, no lock, no Python object per
+        frame: frames are copied in batches and each batch is kept only if
+        it was still live afterwards (as :meth:`read_many`); a batch that a
+        writer overtook is dropped and read again, its frames counted as
+        missed. Stops at ``max_frames`` frames, when the next record would
+        pass the end of ``out`` or ``max_bytes`` bytes, when no frame is
+        left, or at a gap after the first frame (so the frames of a call
+        have consecutive seqs and its gap lies just before them).
+
+        Returns ``(frames, nbytes, first_seq, last_seq, gap_first,
+        gap_last)``: the records written to ``out[offset:offset + nbytes]``
+        (bytes past that are scratch), the seqs of the first and last (0 if
+        none), and the seqs removed unread just before the first (0, 0 if
+        none; as :attr:`missed`, only once the cursor has read a frame).
+
+        Raises BufferTooSmallError (an ArgumentError) if the first frame's
+        record does not fit the room given (its ``needed`` and ``seq`` say
+        which; nothing is read); ArgumentError for a read-only or
+        non-contiguous ``out``, an ``offset`` past its end, a negative or
+        non-integer count, a channel outside 0..65535; ClosedError,
+        ArenaCorruptError, and LockError if writers overtook the copies
+        1024 times in a row."""
+        cdef Py_buffer buf
+        cdef _RecordSink sink
+        cdef a0_err_t err
+        cdef uint64_t off = _as_size(offset, "read_into offset", self.arena)
+        cdef uint64_t limit_frames = 0xFFFFFFFFFFFFFFFF
+        cdef uint64_t limit_bytes = 0xFFFFFFFFFFFFFFFF
+        if max_frames is not None:
+            limit_frames = _as_size(max_frames, "max_frames", self.arena)
+        if max_bytes is not None:
+            limit_bytes = _as_size(max_bytes, "max_bytes", self.arena)
+        try:
+            channel, log_time = prefix
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{self.arena._describe()}: prefix must be (channel id, log_time ns), "
+                                f"not {prefix!r}") from None
+        cdef uint64_t ch = _as_size(channel, "prefix channel id", self.arena)
+        if ch > 0xFFFF:
+            raise ArgumentError(f"{self.arena._describe()}: prefix channel id must be at most 65535 "
+                                f"(MCAP's u16), got {ch}")
+        memset(&sink, 0, sizeof(sink))
+        sink.channel = <uint16_t>ch
+        sink.log_time = _as_size(log_time, "prefix log_time", self.arena)
+        sink.max_frames = limit_frames
+        try:
+            PyObject_GetBuffer(out, &buf, PyBUF_WRITABLE)
+        except (TypeError, BufferError) as e:
+            raise ArgumentError(f"{self.arena._describe()}: read_into needs a writable, contiguous "
+                                f"buffer (bytearray, writable memoryview), not "
+                                f"{type(out).__name__} ({e})") from None
+        try:
+            if off > <uint64_t>buf.len:
+                raise ArgumentError(f"{self.arena._describe()}: read_into offset {off} is past the end "
+                                    f"of the buffer ({buf.len} bytes)")
+            sink.base = <uint8_t*>buf.buf + off
+            sink.room = <uint64_t>buf.len - off
+            if limit_bytes < sink.room:
+                sink.room = limit_bytes
+            self.arena._check_open()
+            self.arena.busy += 1
+            with nogil:
+                err = _read_records(&self.t, &sink)
+            self.arena.busy -= 1
+            self.arena._maybe_unmap()
+            if err:
+                self._raise_read(err)
+            if sink.need:
+                room = (f"max_bytes {limit_bytes}" if limit_bytes < <uint64_t>buf.len - off
+                        else f"{sink.room} bytes from offset {off} of a {buf.len}-byte buffer")
+                raise BufferTooSmallError(
+                    f"{self.arena._describe()}: frame {sink.need_seq} of "
+                    f"{sink.need - _MCAP_MSG_FIXED} bytes needs a record of {sink.need} bytes, and "
+                    f"read_into was given {room}: give it at least {sink.need} bytes",
+                    needed=sink.need, seq=sink.need_seq)
+            return (sink.frames, sink.used, sink.first_seq, sink.last_seq, sink.gap_first,
+                    sink.gap_last)
+        finally:
+            PyBuffer_Release(&buf)
 
     def read_view(self, timeout=None):
         """A zero-copy read, validated when it ends::

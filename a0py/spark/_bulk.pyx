@@ -28,10 +28,13 @@ Invariants:
 * In strict mode the first packet that fails a check stops the scan and is
   reported (index and reason); otherwise it is marked invalid and skipped.
 * Integers are read with memcpy (packets in a chunk are not aligned).
-* :func:`append_records` (the recorder's hot path) copies each frame whole
-  into an MCAP message record; of the frame it reads only the standard
-  block's wall time, and only after checking the frame is long enough to
-  hold it and says it has one.
+* :func:`append_records` (``SegmentWriter.write_frames``; the recorder
+  itself reads with ``Transport.read_into``, which writes the same bytes)
+  copies each frame whole into an MCAP message record; of the frame it
+  reads only the standard block's wall time, and only after checking the
+  frame is long enough to hold it and says it has one.
+* :func:`index_records` walks a chunk's records checking every length
+  against the buffer before it is followed.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
@@ -362,7 +365,6 @@ def gather(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1]
     return map_a, koff_a, kdata, voff_a, vdata, poff_a, pdata
 
 
-
 cdef uint8_t OP_MESSAGE = 0x05
 cdef int MSG_FIXED = 31  # opcode u8, length u64, channel u16, sequence u32, log u64, publish u64
 
@@ -454,3 +456,83 @@ def append_records(bytearray out, list frames, const int64_t[::1] seqs, int chan
         frame_bytes += size
         pos += MSG_FIXED + size
     return taken, seq_a, off_a, pub_a, std_a, frame_bytes
+
+
+def index_records(const uint8_t[::1] buf, Py_ssize_t count, bint want_plain):
+    """Walks the ``count`` MCAP message records that fill ``buf`` (a chunk's
+    records as :func:`append_records` or ``Transport.read_into`` wrote
+    them): returns ``(offsets, log_times, publish_times, plain)``, int64
+    arrays; a publish time of 2**63 or more reads as the record's log time;
+    ``plain`` (when ``want_plain``) holds the offsets of the records whose
+    frame is not a packet with a standard block (their publish time may
+    still be found in an ``a0_time_wall`` header). Raises ValueError if the
+    records do not walk to exactly the end of ``buf`` in ``count`` steps."""
+    cdef Py_ssize_t n = buf.shape[0], i = 0, nplain = 0
+    cdef int64_t pos = 0
+    cdef uint64_t length, size, log, pub
+    cdef const uint8_t* base = &buf[0] if n else NULL
+    cdef const uint8_t* p
+    cdef const char* why = NULL
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    off_a = np.empty(count, np.int64)
+    log_a = np.empty(count, np.int64)
+    pub_a = np.empty(count, np.int64)
+    plain_a = np.empty(count if want_plain else 0, np.int64)
+    cdef int64_t[::1] offs = off_a
+    cdef int64_t[::1] logs = log_a
+    cdef int64_t[::1] pubs = pub_a
+    cdef int64_t[::1] plain = plain_a
+    with nogil:
+        while pos < n:
+            if i == count:
+                why = b"more records than counted"
+                break
+            if n - pos < MSG_FIXED or base[pos] != OP_MESSAGE:
+                why = b"not a message record"
+                break
+            length = rd64(base + pos + 1)
+            if length < <uint64_t>(MSG_FIXED - 9) or length > <uint64_t>(n - pos - 9):
+                why = b"a record length past the end"
+                break
+            log = rd64(base + pos + 15)
+            pub = rd64(base + pos + 23)
+            offs[i] = pos
+            logs[i] = <int64_t>log
+            pubs[i] = <int64_t>pub if pub < (<uint64_t>1 << 63) else <int64_t>log
+            if want_plain:
+                size = length - (MSG_FIXED - 9)
+                p = base + pos + MSG_FIXED
+                if not (size >= INDEX_OFF and rd32(p) == MAGIC and rd16(p + 4) == 1
+                        and (rd16(p + 6) & HAS_STD)):
+                    plain[nplain] = pos
+                    nplain += 1
+            pos += 9 + <int64_t>length
+            i += 1
+    if why == NULL and i != count:
+        why = b"fewer records than counted"
+    if why != NULL:
+        raise ValueError(f"chunk records do not walk at byte {pos} (record {i} of {count}): {why.decode()}")
+    return off_a, log_a, pub_a, plain_a[:nplain]
+
+
+def record_frames(const uint8_t[::1] buf, int64_t start, int64_t nbytes, Py_ssize_t count):
+    """The frames of the ``count`` message records at ``buf[start:start +
+    nbytes]``, as a list of bytes. Raises ValueError if they do not walk."""
+    cdef int64_t pos = start, end = start + nbytes
+    cdef uint64_t length
+    cdef Py_ssize_t i
+    if start < 0 or nbytes < 0 or end > buf.shape[0]:
+        raise ValueError(f"records {start}..{end} lie outside a buffer of {buf.shape[0]} bytes")
+    out = []
+    for i in range(count):
+        if end - pos < MSG_FIXED or buf[pos] != OP_MESSAGE:
+            raise ValueError(f"record {i} at byte {pos} is not a message record")
+        length = rd64(&buf[pos] + 1)
+        if length < <uint64_t>(MSG_FIXED - 9) or length > <uint64_t>(end - pos - 9):
+            raise ValueError(f"record {i} at byte {pos} runs past the end")
+        out.append(bytes(buf[pos + MSG_FIXED:pos + 9 + <int64_t>length]))
+        pos += 9 + <int64_t>length
+    if pos != end:
+        raise ValueError(f"{count} records end at byte {pos}, not {end}")
+    return out

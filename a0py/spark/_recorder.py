@@ -8,16 +8,28 @@ Invariants:
   was cleared), and every such jump is written as a gap (topic, first and
   last missing seq, time) in the same segment.
 * **Frames are kept whole**: the packet bytes of each frame become one MCAP
-  message, byte for byte; nothing is decoded on the hot path except, in
-  bulk when a chunk closes, the ``a0_time_wall`` header (publish time).
-* **Bulk, not per message**: frames are copied out of an arena many at a
-  time under one lock (``Transport.read_many``) and turned into message
-  records in batches (see :mod:`a0py.spark._writer`); one thread sleeps on
-  every topic's notify word at once (``MultiWait``).
-* **Segments always readable**: closed chunks reach the OS at once; a
-  segment is finished (summary, footer) at rotation, at ``stop()``, on Ctrl-C
-  or SIGTERM; a SIGKILLed recorder leaves a segment readable up to its last
-  closed chunk (at most ``chunk_seconds`` of data lost).
+  message, byte for byte; nothing is decoded on the hot path except the
+  standard block's wall time (publish time), read where the frame is copied;
+  a packet without one has its ``a0_time_wall`` header looked up when its
+  chunk is written.
+* **No Python object per frame**: ``Transport.read_into`` copies the frames
+  after the cursor, without the lock or the GIL, straight into the open
+  chunk's buffer as MCAP message records (validated a batch at a time, a
+  torn copy dropped); the seqs of one read are consecutive, so gaps are
+  found between reads. Closed chunks are indexed, compressed and written by
+  the segment's background thread (see :mod:`a0py.spark._writer`), so
+  draining never waits for compression.
+* **Not a spinner**: a pass that found nothing is followed by a 2 ms pause
+  (then, after a while, a sleep on every topic's notify word at once with
+  ``MultiWait``), so a busy publisher makes no wake syscall per frame and,
+  on two cores, keeps its core.
+* **Segments always readable**: closed chunks reach the OS as soon as the
+  background thread has compressed them; a segment is finished (summary,
+  footer) at rotation (in the background, while the next one fills), at
+  ``stop()``, on Ctrl-C or SIGTERM; a SIGKILLed recorder leaves a segment
+  readable up to its last written chunk (about ``chunk_seconds`` of data
+  lost). An error of a background thread stops the recording and is raised
+  by ``stop()`` / ``run()``.
 * ``resume`` continues after the last seq recorded for each topic in the
   output directory: frames evicted in between become a gap.
 """
@@ -31,8 +43,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import _core
 from ..proto.topic import PUBSUB, Topic, check_topic_name, current_root, list_topics, topic_arena
 from ._writer import COMPRESSIONS, SegmentWriter
@@ -40,7 +50,14 @@ from .errors import RecordingOptionError
 
 SEGMENT_RE = re.compile(r"^(?P<prefix>.+)_(?P<index>\d{5,})\.mcap$")
 _READ_BATCH = 65536
+_DRAIN_LIMIT = 1 << 18  # frames one _drain takes before the loop's other duties
 _DISCOVERY_PERIOD = 1.0
+# After a pass that found nothing the loop sleeps this long, this many times,
+# before it sleeps on the notify words: a publisher then never pays a wake
+# syscall per frame for the recorder, and on two cores the recorder does not
+# spin on the publisher's core.
+_IDLE_PAUSE = 0.002
+_IDLE_PAUSES = 50
 
 
 @dataclass
@@ -56,7 +73,7 @@ class TopicStats:
 
 
 class _TopicState:
-    __slots__ = ("arena", "json", "last", "name", "stats", "transport", "window_frames")
+    __slots__ = ("arena", "json", "last", "more", "name", "stats", "transport", "window_frames")
 
     def __init__(self, name, arena, json_copy):
         self.name = name
@@ -66,6 +83,7 @@ class _TopicState:
         self.stats = TopicStats()
         self.json = json_copy
         self.window_frames = 0
+        self.more = False  # the last drain stopped with frames left
 
 
 def _parse_duration(value, what):
@@ -171,6 +189,7 @@ class Recorder:
         self.segments = []
         self._states = {}
         self._writer = None
+        self._closing = []  # segments whose background thread is finishing the file
         self._segment_opened = 0.0
         self._next_index = 0
         self._stop = threading.Event()
@@ -265,10 +284,32 @@ class Recorder:
         self._segment_opened = time.monotonic()
         self.segments.append(path)
 
-    def _close_segment(self):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def _close_segment(self, wait=True):
+        """Closes the current segment; ``wait=False`` lets its background
+        thread finish the file while recording goes on into the next one."""
+        try:
+            if self._writer is not None:
+                w, self._writer = self._writer, None
+                self._closing.append(w)
+                w.close(wait=False)
+        finally:
+            self._reap(wait)
+
+    def _reap(self, wait=False):
+        """Waits for (or checks on) the segments being finished; raises what
+        a background thread failed with (the first error, after waiting for
+        them all)."""
+        error = None
+        while self._closing and (wait or self._closing[0].done):
+            w = self._closing.pop(0)
+            try:
+                w.close()
+            except BaseException as e:
+                error = error or e
+                if not wait:
+                    break
+        if error is not None:
+            raise error
 
     def _maybe_rotate(self, now):
         w = self._writer
@@ -276,68 +317,55 @@ class Recorder:
             return
         if (self.max_bytes is not None and w.size + w.pending_bytes >= self.max_bytes) or (
                 self.max_duration is not None and now - self._segment_opened >= self.max_duration):
-            self._close_segment()
+            self._close_segment(wait=False)
             self._open_segment()
 
     # -- the loop ------------------------------------------------------------
 
     def _drain(self, st):
-        """Copies out everything the topic holds past the cursor; True if any."""
-        got = False
-        while True:
+        """Copies out what the topic holds past the cursor, straight into the
+        segment's open chunk; returns the frames read. Stops after
+        ``_DRAIN_LIMIT`` frames so that the loop's other duties (chunks due,
+        rotation, the other topics) wait at most that long."""
+        got = 0
+        st.more = True  # until a read comes back empty
+        while got < _DRAIN_LIMIT:
             batch = self._batch_size(st)
-            frames = st.transport.read_many(batch)
-            if not frames:
-                return got
-            got = True
             now = time.time_ns()
-            first, last = frames[0][0], frames[-1][0]
+            n, nbytes, first, last, _gf, _gl, copies = self._writer.read_frames(
+                st.name, st.transport, now, batch, copy=st.json)
+            if not n:
+                st.more = False
+                return got
+            got += n
+            # Seqs within one read are consecutive; between reads, any jump is a gap.
             expected = (st.last + 1) if st.last is not None else first
             if first < expected:
                 expected = first  # seqs restarted: the topic's arena was made anew
             if first > expected:
                 self._gap(st, expected, first - 1, now)
-            if last - first + 1 == len(frames):
-                self._write(st, frames, now)
-            else:
-                # One lock gives consecutive seqs; this guards the invariant anyway.
-                seqs = np.fromiter((f[0] for f in frames), np.int64, len(frames))
-                cuts = np.nonzero(seqs[1:] != seqs[:-1] + 1)[0] + 1
-                start = 0
-                for cut in [*cuts.tolist(), len(frames)]:
-                    self._write(st, frames[start:cut], now)
-                    if cut < len(frames):
-                        self._gap(st, int(seqs[cut - 1]) + 1, int(seqs[cut]) - 1, now)
-                    start = cut
+            st.stats.frames += n
+            st.stats.bytes += nbytes
+            st.stats.last_seq = last
+            st.window_frames += n
+            if st.json:
+                self._write_json(st, range(first, last + 1), copies, now)
             st.last = last
             self._maybe_rotate(time.monotonic())
-            if len(frames) < batch:
-                return got
+        return got
 
     def _batch_size(self, st):
-        """Frames to copy out at once: many (the copy is per lock, the
-        decode per batch), but few enough that a segment overshoots
-        ``max_bytes`` by a small part of it."""
+        """Frames to read at once: many, but few enough that a segment
+        overshoots ``max_bytes`` by a small part of it."""
         if self.max_bytes is None or not st.stats.frames:
             return _READ_BATCH
         mean = max(1, st.stats.bytes // st.stats.frames)
         room = max(self.max_bytes // 8, self.max_bytes - self._writer.size - self._writer.pending_bytes)
         return int(min(_READ_BATCH, max(16, room // mean)))
 
-    def _write(self, st, frames, now):
-        if not frames:
-            return
-        seqs, nbytes = self._writer.write_frames(st.name, frames, now)
-        st.stats.frames += len(frames)
-        st.stats.bytes += nbytes
-        st.stats.last_seq = int(seqs[-1])
-        st.window_frames += len(frames)
-        if st.json:
-            self._write_json(st, seqs, [f[1] for f in frames], now)
-
     def _write_json(self, st, seqs, data, now):
         keep_seqs, payloads, pubs = [], [], []
-        for s, frame in zip(seqs.tolist(), data):
+        for s, frame in zip(seqs, data):
             try:
                 pkt = _core.Packet.from_bytes(frame)
                 obj = json.loads(pkt.payload)
@@ -384,6 +412,7 @@ class Recorder:
             self._open_segment()
             self._ready.set()
             wait = min(0.1, self.chunk_seconds / 2)
+            idle = 0
             while not self._stop.is_set():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
@@ -392,21 +421,40 @@ class Recorder:
                 # changed() before draining: whatever is committed after it ends the wait.
                 moved = {id(a) for a in self._mw.changed()}
                 watched = len(self._states) <= self._mw.capacity
+                got = 0
                 for st in list(self._states.values()):
-                    if not watched or id(st.arena) in moved:
-                        self._drain(st)
+                    if not watched or st.more or id(st.arena) in moved:
+                        got += self._drain(st)
                 self._writer.flush_due(now)
                 self._maybe_rotate(now)
+                self._reap()
                 self._progress(now)
-                self._mw.wait(wait if deadline is None else max(0.0, min(wait, deadline - now)))
+                if got:
+                    idle = 0
+                    continue
+                idle += 1
+                left = wait if deadline is None else max(0.0, min(wait, deadline - now))
+                if idle < _IDLE_PAUSES:
+                    time.sleep(min(_IDLE_PAUSE, left))
+                else:
+                    self._mw.wait(left)
             for st in list(self._states.values()):
-                self._drain(st)
+                while self._drain(st) and st.more:
+                    pass
         except BaseException as e:
             self._error = e
             raise
         finally:
-            self._close_segment()
-            self._ready.set()  # nobody waits for a recorder that failed to start
+            try:
+                self._close_segment()
+            except BaseException as e:
+                if self._error is None:
+                    self._error = e
+                    raise
+                if e is not self._error:  # the first error goes first; this one is not lost
+                    self._error.add_note(f"closing the segment then failed too: {e!r}")
+            finally:
+                self._ready.set()  # nobody waits for a recorder that failed to start
 
     def run(self, duration=None):
         """Records in the calling thread until :meth:`stop` (from another

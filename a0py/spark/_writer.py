@@ -3,9 +3,24 @@
 The structure (header, schemas, channels, chunk records, statistics, chunk
 and metadata indexes, summary offsets, footer, summary CRC) is written with
 the ``mcap`` package's record classes, so Foxglove and the MCAP tools read
-the result. The hot path, turning a batch of packets into message records,
-is done in bulk here: the package's per-message writer adds only about
-0.29 M messages/s, and a recorder must keep up with a publisher.
+the result. The hot path is not: the package's per-message writer adds
+only about 0.29 M messages/s, and a recorder must keep up with a publisher.
+Frames become message records in bulk, two ways:
+
+* :meth:`SegmentWriter.read_frames` (the recorder's): ``Transport.read_into``
+  copies the frames after a cursor straight into the open chunk's buffer as
+  message records, one call, no Python object per frame;
+* :meth:`SegmentWriter.write_frames`: frames already copied out (bytes) are
+  appended by ``_bulk.append_records``; both give the same bytes.
+
+A closed chunk goes to the segment's background thread, which walks its
+records once (message index, publish times of packets without a standard
+block), computes the CRC, compresses, and writes the chunk and its index;
+every write to the file after the header goes through that thread, in
+order, so the caller never waits for compression (unless it gets
+``queue_bytes`` ahead). An error there is kept and raised by the caller's
+next call that hands it work, by :meth:`SegmentWriter.flush` and by
+:meth:`SegmentWriter.close`; it is never dropped.
 
 Layout choices (docs/spark.md "File layout"):
 
@@ -15,9 +30,11 @@ Layout choices (docs/spark.md "File layout"):
 * Schema and channel records are written outside chunks, before the first
   chunk that uses them, so a segment cut short is planned by a scan that
   never decompresses a chunk.
-* A chunk is closed when it reaches ``chunk_bytes`` or has been open
-  ``chunk_seconds``; each closed chunk is handed to the OS at once, so a
-  SIGKILLed recorder loses at most the chunks still open.
+* A chunk is closed when it reaches ``chunk_bytes`` (``read_frames``: when
+  the next frame would pass it; a frame bigger than that gets a chunk of its
+  own) or has been open ``chunk_seconds``; each closed chunk is handed to
+  the OS as soon as it is compressed, so a SIGKILLed recorder loses at most
+  the chunks still open or queued.
 * ``log_time`` is the receive time, ``publish_time`` the packet's
   ``a0_time_wall`` (the receive time when it has none), ``sequence`` the
   transport seq modulo 2**32 (the packet's ``a0_transport_seq`` header keeps
@@ -32,10 +49,12 @@ Invariant: the bytes of the file up to the end of the last written chunk
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import socket
 import struct
+import threading
 import time
 import zlib
 
@@ -44,7 +63,6 @@ from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
 from mcap.records import (
     Channel,
-    Chunk,
     ChunkIndex,
     DataEnd,
     Footer,
@@ -56,6 +74,7 @@ from mcap.records import (
     SummaryOffset,
 )
 
+from ..errors import BufferTooSmallError
 from . import _bulk
 from ._mcap import MAGIC, OP_MESSAGE_INDEX
 from ._packets import wall_times
@@ -89,6 +108,8 @@ COMPRESSIONS = ("zstd", "lz4", "none")
 LIBRARY = "a0py"
 
 _MSG_FIXED = 31  # opcode, length, channel, sequence, log time, publish time
+_FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
+_POOL = 4  # chunk_bytes buffers kept for reuse
 _NO_SEQS = np.zeros(0, np.int64)
 _INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])
 
@@ -114,29 +135,38 @@ def _compressor(compression, level):
 
 
 class _OpenChunk:
-    """The message records of one channel waiting to become a chunk."""
+    """The message records of one channel waiting to become a chunk:
+    ``records[:used]`` (``records`` may be longer: room that
+    ``Transport.read_into`` fills in place)."""
 
-    __slots__ = ("count", "log_hi", "log_lo", "log_times", "offsets", "opened", "pub_times", "records",
-                 "seq_hi", "seq_lo", "unresolved")
+    __slots__ = ("count", "log_hi", "log_lo", "opened", "packets", "records", "seq_hi", "seq_lo", "used")
 
-    def __init__(self):
-        self.records = bytearray()
-        self.offsets = []
-        self.log_times = []
-        self.pub_times = []
-        self.unresolved = []  # per run: offsets of records whose packets have no standard block
+    def __init__(self, records, packets):
+        self.records = records
+        self.used = 0
+        self.packets = packets  # a0py packets: publish times of plain frames are looked up at close
         self.count = 0
         self.opened = time.monotonic()
         self.log_lo = self.seq_lo = None
         self.log_hi = self.seq_hi = None
 
-    def note(self, seqs, log_time):
-        slo, shi = int(seqs.min()), int(seqs.max())
+    def note(self, seq_lo, seq_hi, log_time):
         if self.count == 0:
-            self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = log_time, log_time, slo, shi
+            self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = log_time, log_time, seq_lo, seq_hi
         else:
             self.log_lo, self.log_hi = min(self.log_lo, log_time), max(self.log_hi, log_time)
-            self.seq_lo, self.seq_hi = min(self.seq_lo, slo), max(self.seq_hi, shi)
+            self.seq_lo, self.seq_hi = min(self.seq_lo, seq_lo), max(self.seq_hi, seq_hi)
+
+
+class _ChunkJob:
+    """A closed chunk on its way to the file (the background thread's work)."""
+
+    __slots__ = ("cid", "count", "log_hi", "log_lo", "packets", "records", "seq_hi", "seq_lo", "used")
+
+    def __init__(self, cid, ch):
+        self.cid = cid
+        self.records, self.used, self.count, self.packets = ch.records, ch.used, ch.count, ch.packets
+        self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = ch.log_lo, ch.log_hi, ch.seq_lo, ch.seq_hi
 
 
 class SegmentWriter:
@@ -146,12 +176,20 @@ class SegmentWriter:
     CPU for files about 5 % larger), ``lz4`` or ``none``. Channels are added
     with :meth:`add_topic` (a0py packets), :meth:`add_json_topic` (a JSON
     copy of the payloads for Foxglove) and the gap channel on first use.
+    Frames come in through :meth:`read_frames` (straight from a transport
+    into the open chunk, the recorder's way) or :meth:`write_frames`.
+
+    Closed chunks are indexed, compressed and written by a background
+    thread, in order, so the caller never waits for compression (unless it
+    runs ``queue_bytes`` ahead of it). An error on that thread (a full disk)
+    is raised by the next call that hands it work, by :meth:`flush` and by
+    :meth:`close`.
 
     Raises :class:`RecordingOptionError` for a bad option and ``OSError`` when
     the file cannot be created."""
 
     def __init__(self, path, *, compression="zstd", level=None, chunk_bytes=4 << 20,
-                 chunk_seconds=1.0, message_index=True, metadata=None):
+                 chunk_seconds=1.0, message_index=True, metadata=None, queue_bytes=None):
         self.compression, self._compress = _compressor(compression, level)
         if chunk_bytes < 1024:
             raise RecordingOptionError(f"chunk_bytes {chunk_bytes}: use at least 1024")
@@ -159,15 +197,16 @@ class SegmentWriter:
         self.chunk_bytes = int(chunk_bytes)
         self.chunk_seconds = float(chunk_seconds)
         self.message_index = bool(message_index)
-        self._f = open(self.path, "xb")  # noqa: SIM115 - closed by close()
-        self._pos = 0
+        self._queue_limit = int(queue_bytes) if queue_bytes is not None else max(64 << 20, 8 * self.chunk_bytes)
+        self._f = open(self.path, "xb")  # noqa: SIM115 - closed by the background thread
+        self._pos = 0  # bytes in the file (the background thread's, once it runs)
         self._schemas = {}
         self._channels = {}  # id -> mcap Channel
         self._topic_channel = {}  # topic -> packet channel id
         self._json_channel = {}
         self._open = {}  # channel id -> _OpenChunk
-        self._chunk_indexes = []
-        self._chunk_meta = {}  # chunk offset -> "ch:seq_lo:seq_hi:pub_lo:pub_hi"
+        self._chunk_indexes = []  # written by the background thread
+        self._chunk_meta = {}  # chunk offset -> "ch:seq_lo:seq_hi:pub_lo:pub_hi" (background thread)
         self._metadata_indexes = []
         self._counts = {}  # channel id -> messages
         self._bytes = {}  # channel id -> packet bytes
@@ -179,13 +218,87 @@ class SegmentWriter:
         self._metadata_count = 0
         self.closed = False
         self._extra_metadata = dict(metadata or {})
-        self._write(MAGIC)
-        rb = RecordBuilder()
-        Header(profile="", library=LIBRARY).write(rb)
-        self._write(rb.end())
-        self._packet_schema = self._add_schema(PACKET_SCHEMA, PACKET_SCHEMA_ENCODING, PACKET_SCHEMA_DATA)
+        # The background thread's queue: (kind, payload, bytes) in file order.
+        self._cv = threading.Condition()
+        self._jobs = collections.deque()
+        self._queued = 0  # bytes handed over and not yet written
+        self._submitted = 0
+        self._done = 0
+        self._failure = None
+        self._failure_raised = False
+        self._pool = collections.deque()  # chunk_bytes buffers the thread has finished with
+        self._thread = None  # until it runs, records are written here
+        try:
+            self._write(MAGIC)
+            rb = RecordBuilder()
+            Header(profile="", library=LIBRARY).write(rb)
+            self._write(rb.end())
+            self._packet_schema = self._add_schema(PACKET_SCHEMA, PACKET_SCHEMA_ENCODING, PACKET_SCHEMA_DATA)
+            self._f.flush()
+        except BaseException:
+            self._f.close()
+            raise
         self._gap_channel = None
-        self._f.flush()
+        self._thread = threading.Thread(target=self._run, name=f"a0py-mcap-{os.path.basename(self.path)}",
+                                        daemon=True)
+        self._thread.start()
+
+    # -- the background thread -------------------------------------------
+
+    def _submit(self, kind, payload, nbytes=0):
+        """Hands work to the background thread (in file order); waits only
+        while more than ``queue_bytes`` are queued. Raises what the thread
+        failed with."""
+        with self._cv:
+            while self._failure is None and self._queued > self._queue_limit:
+                self._cv.wait()
+            self._raise_failure()
+            self._jobs.append((kind, payload, nbytes))
+            self._queued += nbytes
+            self._submitted += 1
+            self._cv.notify_all()
+
+    def _raise_failure(self):
+        if self._failure is not None:
+            self._failure_raised = True
+            raise self._failure
+
+    def _run(self):
+        try:
+            while True:
+                with self._cv:
+                    while not self._jobs:
+                        self._cv.wait()
+                    kind, payload, nbytes = self._jobs.popleft()
+                if kind == "stop":
+                    return
+                if kind == "bytes":
+                    self._write(payload)
+                elif kind == "chunk":
+                    self._write_chunk(payload)
+                elif kind == "finish":
+                    self._finish(payload)
+                if not self._jobs:
+                    self._f.flush()
+                with self._cv:
+                    self._queued -= nbytes
+                    self._done += 1
+                    self._cv.notify_all()
+        except BaseException as e:  # raised to the writer's user: _submit, flush, close
+            with self._cv:
+                self._failure = e
+                self._jobs.clear()
+                self._queued = 0
+                self._cv.notify_all()
+        finally:
+            self._f.close()
+
+    def _sync(self):
+        """Waits until the background thread has written all it was given."""
+        with self._cv:
+            while self._failure is None and self._done < self._submitted:
+                self._cv.wait()
+            self._raise_failure()
 
     # -- structure -------------------------------------------------------
 
@@ -193,13 +306,20 @@ class SegmentWriter:
         self._f.write(data)
         self._pos += len(data)
 
+    def _put(self, data):
+        """Writes a record outside chunks (through the thread once it runs)."""
+        if self._thread is None:
+            self._write(data)
+        else:
+            self._submit("bytes", data, len(data))
+
     def _add_schema(self, name, encoding, data):
         sid = len(self._schemas) + 1
         s = Schema(id=sid, name=name, encoding=encoding, data=data)
         self._schemas[sid] = s
         rb = RecordBuilder()
         s.write(rb)
-        self._write(rb.end())
+        self._put(rb.end())
         return sid
 
     def _add_channel(self, topic, encoding, schema_id, metadata):
@@ -213,13 +333,14 @@ class SegmentWriter:
         self._bytes[cid] = 0
         rb = RecordBuilder()
         c.write(rb)
-        self._write(rb.end())
+        self._put(rb.end())
         return cid
 
     def add_topic(self, topic):
         """The channel id of a0py topic ``topic`` (created on first use)."""
         cid = self._topic_channel.get(topic)
         if cid is None:
+            self._check_open()
             cid = self._add_channel(topic, PACKET_ENCODING, self._packet_schema, {"a0py.topic": topic})
             self._topic_channel[topic] = cid
         return cid
@@ -230,13 +351,89 @@ class SegmentWriter:
         ``{"type": "object"}`` unless given)."""
         cid = self._json_channel.get(topic)
         if cid is None:
+            self._check_open()
             data = json.dumps(schema or {"type": "object"}).encode()
             sid = self._add_schema(f"a0py.json.{topic}", "jsonschema", data)
             cid = self._add_channel(JSON_TOPIC_PREFIX + topic, "json", sid, {"a0py.topic": topic})
             self._json_channel[topic] = cid
         return cid
 
+    def _check_open(self):
+        if self.closed:
+            raise RecordingOptionError(f"{self.path}: the segment is closed")
+
     # -- messages --------------------------------------------------------
+
+    def _new_chunk(self, cid):
+        """An open chunk for read_frames: a buffer the background thread is
+        done with, else a small one that grows (a slow topic, or many of
+        them, must not hold chunk_bytes each)."""
+        try:
+            records = self._pool.pop()
+        except IndexError:
+            records = bytearray(min(self.chunk_bytes, _FIRST_ROOM))
+        ch = self._open[cid] = _OpenChunk(records, True)
+        return ch
+
+    def _count(self, topic, cid, frames, frame_bytes, seq_lo, seq_hi, log_time):
+        self._counts[cid] += frames
+        self._bytes[cid] += frame_bytes
+        self._log_lo = log_time if self._log_lo is None else min(self._log_lo, log_time)
+        self._log_hi = log_time if self._log_hi is None else max(self._log_hi, log_time)
+        if topic is None:
+            return
+        span = self._topic_seq.get(topic)
+        if span is None:
+            self._topic_seq[topic] = [seq_lo, seq_hi]
+        else:
+            span[0], span[1] = min(span[0], seq_lo), max(span[1], seq_hi)
+        tspan = self._topic_time.get(topic)
+        if tspan is None:
+            self._topic_time[topic] = [log_time, log_time]
+        else:
+            tspan[0], tspan[1] = min(tspan[0], log_time), max(tspan[1], log_time)
+
+    def read_frames(self, topic, transport, log_time, max_frames=None, copy=False):
+        """Reads the frames after ``transport``'s cursor (an
+        ``a0py.Transport``) straight into ``topic``'s open chunk with
+        ``Transport.read_into``: no Python object per frame. Each frame
+        becomes one message, byte for byte, as with :meth:`write_frames`.
+        Closes the chunk when the next frame does not fit it.
+
+        Returns ``(frames, frame_bytes, first_seq, last_seq, gap_first,
+        gap_last, copies)`` as ``read_into`` counts them (seqs of one call
+        are consecutive; the gap is what the transport saw removed just
+        before the first); ``copies`` is a list of the frames' bytes when
+        ``copy`` is true, else None. Raises the transport's read errors."""
+        cid = self.add_topic(topic)
+        log_time = int(log_time)
+        ch = self._open.get(cid)
+        while True:
+            if ch is None:
+                ch = self._new_chunk(cid)
+            try:
+                n, nbytes, first, last, gap_first, gap_last = transport.read_into(
+                    ch.records, offset=ch.used, max_frames=max_frames, prefix=(cid, log_time))
+                break
+            except BufferTooSmallError as e:
+                size = len(ch.records)
+                if ch.used + e.needed <= self.chunk_bytes and size < self.chunk_bytes:
+                    ch.records += bytes(min(self.chunk_bytes, max(ch.used + e.needed, 2 * size)) - size)
+                elif ch.count:
+                    self._close_chunk(cid)
+                    ch = None
+                else:  # a frame bigger than a chunk: a chunk of its own
+                    ch.records = bytearray(e.needed)
+        copies = None
+        if n:
+            start = ch.used
+            if copy:
+                copies = _bulk.record_frames(ch.records, start, nbytes, n)
+            ch.used += nbytes
+            ch.note(first, last, log_time)
+            ch.count += n
+            self._count(topic, cid, n, nbytes - n * _MSG_FIXED, first, last, log_time)
+        return n, nbytes - n * _MSG_FIXED, first, last, gap_first, gap_last, copies
 
     def write_frames(self, topic, frames, log_time, seqs=None):
         """Appends ``frames`` of ``topic`` received at ``log_time`` (ns): a
@@ -251,18 +448,7 @@ class SegmentWriter:
         if not isinstance(frames, list):
             frames = list(frames)
         given = _NO_SEQS if seqs is None else np.ascontiguousarray(seqs, np.int64)
-        out_seqs, total = self._append(cid, frames, given, int(log_time), None)
-        lo, hi = int(out_seqs.min()), int(out_seqs.max())
-        span = self._topic_seq.get(topic)
-        if span is None:
-            self._topic_seq[topic] = [lo, hi]
-        else:
-            span[0], span[1] = min(span[0], lo), max(span[1], hi)
-        tspan = self._topic_time.get(topic)
-        if tspan is None:
-            self._topic_time[topic] = [int(log_time), int(log_time)]
-        else:
-            tspan[0], tspan[1] = min(tspan[0], int(log_time)), max(tspan[1], int(log_time))
+        out_seqs, total = self._append(cid, frames, given, int(log_time), None, topic)
         return out_seqs, total
 
     def write_packets(self, topic, seqs, frames, log_time):
@@ -275,53 +461,51 @@ class SegmentWriter:
             return
         cid = self.add_json_topic(topic)
         self._append(cid, list(payloads), np.ascontiguousarray(seqs, np.int64), int(log_time),
-                     np.asarray(publish_times, np.int64))
+                     np.asarray(publish_times, np.int64), None)
 
     def write_gap(self, topic, first, last, log_time):
         """Records that frames ``first..last`` of ``topic`` were lost (evicted
         before they were read)."""
         if self._gap_channel is None:
+            self._check_open()
             sid = self._add_schema(GAP_SCHEMA, "jsonschema", GAP_SCHEMA_DATA)
             self._gap_channel = self._add_channel(GAP_TOPIC, "json", sid, {})
         body = json.dumps({"topic": topic, "first": int(first), "last": int(last)}).encode()
         self._append(self._gap_channel, [body], np.array([first], np.int64), int(log_time),
-                     np.array([log_time], np.int64))
+                     np.array([log_time], np.int64), None)
         g = self._gaps.setdefault(topic, [0, 0])
         g[0] += 1
         g[1] += int(last) - int(first) + 1
 
-    def _append(self, cid, frames, seqs, log_time, publish_times):
+    def _append(self, cid, frames, seqs, log_time, publish_times, topic):
         """Appends records to channel ``cid``'s open chunk, closing chunks as
         they reach ``chunk_bytes``; returns (seqs, frame bytes)."""
+        self._check_open()
         all_seqs = []
         total = 0
         done = 0
         while done < len(frames):
             ch = self._open.get(cid)
             if ch is None:
-                ch = self._open[cid] = _OpenChunk()
+                ch = self._open[cid] = _OpenChunk(bytearray(), publish_times is None)
+            elif len(ch.records) != ch.used:
+                del ch.records[ch.used:]  # room left by read_frames: append_records appends at the end
             rest = frames if done == 0 else frames[done:]
             rest_seqs = seqs if (done == 0 or not len(seqs)) else seqs[done:]
-            taken, got_seqs, offs, pubs, from_std, nbytes = _bulk.append_records(
+            taken, got_seqs, offs, _pubs, _std, nbytes = _bulk.append_records(
                 ch.records, rest, rest_seqs, cid, log_time, self.chunk_bytes)
             if publish_times is not None:
                 pubs = np.asarray(publish_times[done:done + taken], np.int64)
                 _u64_field(ch.records)[offs + 23] = pubs
-            elif not from_std.all():
-                ch.unresolved.append(offs[from_std == 0])
-            ch.offsets.append(offs)
-            ch.log_times.append(np.full(taken, log_time, np.int64))
-            ch.pub_times.append(pubs)
-            ch.note(got_seqs, log_time)
+            ch.used = len(ch.records)
+            lo, hi = int(got_seqs.min()), int(got_seqs.max())
+            ch.note(lo, hi, log_time)
             ch.count += taken
-            self._counts[cid] += taken
-            self._bytes[cid] += nbytes
+            self._count(topic, cid, taken, nbytes, lo, hi, log_time)
             total += nbytes
             all_seqs.append(got_seqs)
             done += taken
-            self._log_lo = log_time if self._log_lo is None else min(self._log_lo, log_time)
-            self._log_hi = log_time if self._log_hi is None else max(self._log_hi, log_time)
-            if len(ch.records) >= self.chunk_bytes:
+            if ch.used >= self.chunk_bytes:
                 self._close_chunk(cid)
         return (all_seqs[0] if len(all_seqs) == 1 else np.concatenate(all_seqs)), total
 
@@ -334,61 +518,78 @@ class SegmentWriter:
         return len(due)
 
     def flush(self):
-        """Closes every open chunk and hands the file's bytes to the OS."""
+        """Closes every open chunk and waits until the file holds them (its
+        bytes handed to the OS). Raises what the background thread failed with."""
         for cid in list(self._open):
             self._close_chunk(cid)
-        self._f.flush()
+        self._sync()
 
     def _close_chunk(self, cid):
+        """Hands channel ``cid``'s open chunk to the background thread."""
         ch = self._open.pop(cid)
-        records = ch.records
-        offsets = np.concatenate(ch.offsets)
-        pub = np.concatenate(ch.pub_times)
-        if ch.unresolved:
+        if not ch.count:
+            return
+        self._submit("chunk", _ChunkJob(cid, ch), ch.used)
+
+    def _write_chunk(self, job):
+        """Indexes, compresses and writes one chunk and its message index
+        (the background thread)."""
+        records = job.records
+        used = job.used
+        offsets, log_times, pub, plain = _bulk.index_records(memoryview(records)[:used], job.count, job.packets)
+        if len(plain):
             # Packets without a standard block: their a0_time_wall header, if any.
-            at = np.concatenate(ch.unresolved)
             u64 = _u64_field(records)
-            lengths = u64[at + 1].astype(np.int64) - (_MSG_FIXED - 9)
-            wall, have = wall_times(records, at + _MSG_FIXED, lengths)
-            found = at[have]
+            lengths = u64[plain + 1].astype(np.int64) - (_MSG_FIXED - 9)
+            wall, have = wall_times(records, plain + _MSG_FIXED, lengths)
+            found = plain[have]
             u64[found + 23] = wall[have]
             pub[np.searchsorted(offsets, found)] = wall[have]
-        crc = zlib.crc32(records)
-        data = self._compress(records) if self._compress else records
-        offset = self._pos
-        rb = RecordBuilder()
-        Chunk(compression=self.compression, data=data, message_start_time=ch.log_lo,
-              message_end_time=ch.log_hi, uncompressed_crc=crc, uncompressed_size=len(records)).write(rb)
-        chunk_rec = rb.end()
-        self._write(chunk_rec)
+            del u64
+        with memoryview(records) as whole, whole[:used] as view:
+            crc = zlib.crc32(view)
+            data = self._compress(view) if self._compress else view
+            comp = self.compression.encode()
+            offset = self._pos
+            # The Chunk record, its records field written from `data` in place.
+            body_len = 8 + 8 + 8 + 4 + 4 + len(comp) + 8 + len(data)
+            head = struct.pack("<BQQQQII", Opcode.CHUNK, body_len, job.log_lo, job.log_hi, used, crc, len(comp))
+            self._write(head + comp + struct.pack("<Q", len(data)))
+            self._write(data)
+            chunk_len = self._pos - offset
+            compressed = len(data)
+            del data
         index_offsets = {}
         index_start = self._pos
         if self.message_index:
-            entries = np.empty(ch.count, _INDEX_ENTRY)
-            entries["log_time"] = np.concatenate(ch.log_times)
+            entries = np.empty(job.count, _INDEX_ENTRY)
+            entries["log_time"] = log_times
             entries["offset"] = offsets
             body = entries.tobytes()
-            index_offsets[cid] = self._pos
-            self._write(struct.pack("<BQHI", OP_MESSAGE_INDEX, 6 + len(body), cid, len(body)))
+            index_offsets[job.cid] = self._pos
+            self._write(struct.pack("<BQHI", OP_MESSAGE_INDEX, 6 + len(body), job.cid, len(body)))
             self._write(body)
         self._chunk_indexes.append(ChunkIndex(
-            message_start_time=ch.log_lo, message_end_time=ch.log_hi, chunk_start_offset=offset,
-            chunk_length=len(chunk_rec), message_index_offsets=index_offsets,
+            message_start_time=job.log_lo, message_end_time=job.log_hi, chunk_start_offset=offset,
+            chunk_length=chunk_len, message_index_offsets=index_offsets,
             message_index_length=self._pos - index_start, compression=self.compression,
-            compressed_size=len(data), uncompressed_size=len(records)))
-        self._chunk_meta[str(offset)] = f"{cid}:{ch.seq_lo}:{ch.seq_hi}:{int(pub.min())}:{int(pub.max())}"
+            compressed_size=compressed, uncompressed_size=used))
+        self._chunk_meta[str(offset)] = (f"{job.cid}:{job.seq_lo}:{job.seq_hi}:"
+                                         f"{int(pub.min())}:{int(pub.max())}")
         self._f.flush()
+        if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
+            self._pool.append(records)
 
     @property
     def size(self):
-        """Bytes written so far (open chunks not counted)."""
+        """Bytes written so far (open chunks and chunks queued for the
+        background thread not counted)."""
         return self._pos
 
     @property
     def pending_bytes(self):
-        return sum(len(ch.records) for ch in self._open.values())
-
-    # -- closing ---------------------------------------------------------
+        """Bytes of records in open chunks and in chunks not written yet."""
+        return sum(ch.used for ch in self._open.values()) + self._queued
 
     def segment_metadata(self):
         topics = sorted(self._topic_channel)
@@ -421,23 +622,42 @@ class SegmentWriter:
         self._metadata_indexes.append(MetadataIndex(offset=offset, length=len(data), name=name))
         self._metadata_count += 1
 
-    def close(self):
-        """Closes the open chunks, writes the metadata, the summary and the
-        footer, and closes the file. Idempotent."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            for cid in list(self._open):
-                self._close_chunk(cid)
-            self._write_metadata("a0py.segment", self.segment_metadata())
-            self._write_metadata("a0py.chunks", self._chunk_meta)
-            rb = RecordBuilder()
-            DataEnd(data_section_crc=0).write(rb)
-            self._write(rb.end())
-            self._write_summary()
-        finally:
-            self._f.close()
+    def _finish(self, segment_meta):
+        """The end of the file: metadata, summary, footer (the background thread)."""
+        self._write_metadata("a0py.segment", segment_meta)
+        self._write_metadata("a0py.chunks", self._chunk_meta)
+        rb = RecordBuilder()
+        DataEnd(data_section_crc=0).write(rb)
+        self._write(rb.end())
+        self._write_summary()
+
+    def close(self, wait=True):
+        """Closes the open chunks and has the background thread write them,
+        the metadata, the summary and the footer, and close the file.
+        ``wait=False`` returns at once (the file is complete once
+        :attr:`done`); a later ``close()`` waits. Raises what the background
+        thread failed with (once). Idempotent."""
+        if not self.closed:
+            self.closed = True
+            try:
+                if self._failure is None:  # else the file is given up on
+                    for cid in list(self._open):
+                        self._close_chunk(cid)
+                    self._submit("finish", self.segment_metadata())
+            finally:
+                with self._cv:
+                    self._jobs.append(("stop", None, 0))
+                    self._cv.notify_all()
+        if wait:
+            self._thread.join()
+            with self._cv:
+                if not self._failure_raised:
+                    self._raise_failure()
+
+    @property
+    def done(self):
+        """True once the file is closed (complete, or given up on an error)."""
+        return self.closed and not self._thread.is_alive()
 
     def _write_summary(self):
         summary_start = self._pos

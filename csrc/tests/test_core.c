@@ -753,9 +753,13 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
   CHECK(seq == 2 && filled_with(buf, n, fill_byte(2)));
 
-  /* 2. Not evicted during the copy: accepted. */
+  /* 2. Not evicted during the copy: accepted. read_live says so too,
+   * without moving the cursor. */
+  bool live = false;
   CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
   CHECK(rd.seq == 3 && rd.link_seq == 2);
+  CHECK_ERR(a0_transport_read_live(&r, &rd, &live), A0_OK);
+  CHECK(live && r.cur_seq == 2);
   CHECK_ERR(a0_transport_read_end(&r, &rd, &rd), A0_OK);
 
   /* 3. Only the cursor's frame (the link) evicted, the target still live:
@@ -766,6 +770,8 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts 2 */
   CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts 3: the link */
   CHECK_ERR(a0_transport_snapshot(&r, &(a0_state_t){0}), A0_OK);
+  CHECK_ERR(a0_transport_read_live(&r, &rd, &live), A0_OK);
+  CHECK(!live && r.cur_seq == 3);
   CHECK_ERR(a0_transport_read_end(&r, &rd, &rd), A0_ERR_EVICTED);
   CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
   CHECK(seq == 4 && r.missed == 0 && filled_with(buf, n, fill_byte(4)));
