@@ -27,7 +27,6 @@ import os
 import secrets
 import threading
 import time
-from contextlib import contextmanager
 
 from a0py.dataspace import InvalidValueError, Record, encode
 
@@ -50,6 +49,7 @@ from .terms import (
     to_pattern,
     to_value,
 )
+from .wire import IT_CLAIM, IT_RETRACT, REQ_BATCH, request_frames_of
 
 log = logging.getLogger("a0py.broker")
 
@@ -190,6 +190,35 @@ class _Batch:
         self.depth = 0
 
 
+class _BatchBlock:
+    """The context manager :meth:`BrokerClient.batch` returns (a class, not a generator:
+    it is entered on every batch)."""
+
+    __slots__ = ("batch", "client")
+
+    def __init__(self, client):
+        self.client = client
+        self.batch = None
+
+    def __enter__(self):
+        local = self.client._local
+        b = getattr(local, "batch", None)
+        if b is None:
+            b = local.batch = _Batch()
+        b.depth += 1
+        self.batch = b
+        return self.client
+
+    def __exit__(self, exc_type, exc, tb):
+        b = self.batch
+        b.depth -= 1
+        if b.depth == 0:
+            self.client._local.batch = None
+            if exc_type is None and b.ops:
+                self.client._send_ops(b.ops)
+        return False
+
+
 class BrokerClient:
     """A client of the broker ``name`` (a name of ``[A-Za-z0-9_.-]``).
 
@@ -281,13 +310,18 @@ class BrokerClient:
         parse, :class:`BrokerTypeError` for a pattern,
         :class:`a0py.dataspace.InvalidValueError` for a non-value, naming the argument;
         :class:`BrokerError` for a value too large for a frame."""
-        ops = []
+        keys = []
+        kept = []
         for i, v in enumerate(values):
             key = _record_encoding(v)     # the usual case: a Record, checked at no cost
             if key is None:
                 key, v = to_value(v, f"claim argument {i}", "BrokerClient.claim")
-            ops.append(("claim", key, v))
-        self._submit(ops)
+            keys.append(key)
+            kept.append(v)
+        if getattr(self._local, "batch", None) is None:
+            self._send_values(IT_CLAIM, keys, kept)
+        else:
+            self._submit([("claim", k, v) for k, v in zip(keys, kept)])
 
     def retract(self, *values_or_patterns):
         """Retract each value, or with a pattern (``_``, ``capture``) every claim of this
@@ -297,17 +331,22 @@ class BrokerClient:
         Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
         parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         ops = []
+        plain = True                      # only values, given as Records: one fast request
         for i, p in enumerate(values_or_patterns):
             key = _record_encoding(p)     # the usual case: a Record value
             if key is not None:
                 ops.append(("retract", key, p))
                 continue
             pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
+            plain = False
             if has_pattern(pattern):
                 ops.append(("retract_pattern", pattern_text(pattern), pattern))
             else:
                 ops.append(("retract", encode_value(pattern), pattern))
-        self._submit(ops)
+        if plain and getattr(self._local, "batch", None) is None:
+            self._send_values(IT_RETRACT, [op[1] for op in ops], None)
+        else:
+            self._submit(ops)
 
     def subscribe(self, *patterns, callback):
         """Subscribe to the join of ``patterns`` (their shared ``$names`` must bind equal
@@ -339,26 +378,12 @@ class BrokerClient:
                 raise UnknownSubscriptionError(f"no subscription {sub_id!r} of this client")
         self._submit([("unsubscribe", sub_id)])
 
-    @contextmanager
     def batch(self):
         """``with client.batch():`` gathers the claims, retracts, subscribes and
         unsubscribes made in the block (on this thread) into one atomic request, sent
         when the block ends; nothing is sent if it ends with an exception. Blocks nest
         (the outermost sends)."""
-        b = getattr(self._local, "batch", None)
-        if b is None:
-            b = self._local.batch = _Batch()
-        b.depth += 1
-        ok = False
-        try:
-            yield self
-            ok = True
-        finally:
-            b.depth -= 1
-            if b.depth == 0:
-                self._local.batch = None
-                if ok and b.ops:
-                    self._send_ops(b.ops)
+        return _BatchBlock(self)
 
     def ping(self, timeout=DEFAULT_TIMEOUT):
         """Round trip to the broker; returns the seconds it took. When it returns, every
@@ -472,6 +497,25 @@ class BrokerClient:
             b.ops.extend(ops)
         else:
             self._send_ops(ops)
+
+    def _send_values(self, op, keys, values):
+        """The fast path of claim and retract outside a batch: apply to this client's own
+        state and send one request of ``op`` items (``keys``, the encodings), with no
+        intermediate ops or item bytes. ``values``: the claimed values (None: retract)."""
+        with self._lock:
+            if self._closed:
+                raise BrokerClosedError(f"the client {self.name!r} was closed")
+            req_id = self._next_req
+            claims = self._claims
+            if values is None:
+                for key in keys:
+                    claims.pop(key, None)
+            else:
+                for key, value in zip(keys, values):
+                    claims[key] = [value, req_id]
+            frames = request_frames_of(REQ_BATCH, req_id, self.name, op, keys)
+            self._next_req += 1
+            self._write(frames)
 
     def _send_ops(self, ops):
         """Apply ``ops`` to this client's own state and send them as one batch, both

@@ -293,8 +293,8 @@ class _Reader:
         n: cython.longlong = 0
         shift: cython.int = 0
         b: cython.int
-        i: cython.int
-        for i in range(_VARINT_BYTES):
+        _i: cython.int
+        for _i in range(_VARINT_BYTES):
             if self.pos >= self.end:
                 raise WireError(f"truncated varint at offset {self.pos}")
             b = data[self.pos]
