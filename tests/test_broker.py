@@ -1,6 +1,7 @@
 """The fact broker across real processes: a broker process, client processes driven
 line by line, subscribers in this process; SIGKILLed clients and brokers."""
 
+import gc
 import json
 import os
 import queue
@@ -338,6 +339,56 @@ def test_broker_killed_and_restarted_gets_the_clients_state_back(name, clients):
 def test_a_second_broker_of_the_same_name_is_refused(name, broker):
     with pytest.raises(BrokerRunningError, match="already running"):
         Broker(name).run()
+
+
+# ------------------------------------------------------------------ the garbage collector
+
+
+@pytest.fixture
+def gc_thresholds():
+    """Known thresholds for the test, and the interpreter's own put back after it."""
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield (700, 10, 10)
+    gc.set_threshold(*saved)
+
+
+def test_the_gc_threshold_is_raised_while_serving_and_restored_after(name, gc_thresholds):
+    b = Broker(name, gc_threshold=12345)
+    with b:
+        assert gc.get_threshold() == (12345, 10, 10)
+        with BrokerClient(name) as c:          # serving really goes on meanwhile
+            c.claim('x(1)')
+            assert c.facts('x(_)') == [parse('x(1)')]
+    assert not b._thread.is_alive()
+    assert gc.get_threshold() == gc_thresholds
+
+
+def test_the_default_gc_threshold_is_the_module_constant_and_none_leaves_it_alone(name, gc_thresholds):
+    from a0py.broker.server import GC_THRESHOLD
+
+    assert Broker(name).gc_threshold == GC_THRESHOLD > 700
+    with Broker(name, gc_threshold=None):
+        assert gc.get_threshold() == gc_thresholds
+    assert gc.get_threshold() == gc_thresholds
+
+
+def test_the_gc_threshold_is_restored_when_run_fails_to_start(name, broker, gc_thresholds):
+    with pytest.raises(BrokerRunningError):
+        Broker(name, gc_threshold=99999).run()
+    assert gc.get_threshold() == gc_thresholds
+
+
+@pytest.mark.parametrize("bad", ["1000", 1.5, True, [700]])
+def test_a_gc_threshold_that_is_not_an_int_is_refused(name, bad):
+    with pytest.raises(BrokerTypeError, match="gc_threshold must be an int or None"):
+        Broker(name, gc_threshold=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_a_gc_threshold_below_1_is_refused(name, bad):
+    with pytest.raises(ValueError, match=f"gc_threshold must be at least 1.*got {bad}"):
+        Broker(name, gc_threshold=bad)
 
 
 # ------------------------------------------------------------------ bad input
