@@ -1,7 +1,8 @@
-"""Benchmark of the fact broker across processes (docs/performance.md, "Broker").
+"""Benchmark of the fact broker across processes (docs/performance.md, "Fact broker").
 
-    python bench/broker.py                 # both workloads, medians of 3 runs
+    python bench/broker.py                 # every workload, medians of 3 runs
     python bench/broker.py --runs 5 --json out.json
+    python bench/broker.py --workload floor
 
 1. **Claim-to-notification latency**: a claimer process claims ``tick(i, t_sent)`` (and
    retracts the previous tick in the same batch) 1000 times a second (sleeping between); a subscriber process
@@ -14,6 +15,18 @@
    batches of B claims per request (B = 1 and 100), then pings; claims/s is N over the
    time until the ping returns (every claim applied, every notification written). Also
    the engine alone, in one process (no IPC, no codec), for the bound.
+3. **The floor** (``--workload floor``): the same three processes and the same
+   transports with nothing of the broker in between: a claimer writes 16-byte frames
+   (its clock and a count) to a request arena as the client writes requests (no
+   eviction), a relay process drains it as the broker does (``read_next`` then
+   ``read_many``, clearing when it has read everything) and copies each frame into the
+   subscriber's arena (``write_many``), whose reader thread takes the clock. Latency at
+   the same rate as (1), and frames/s when the claimer writes one frame a request as fast
+   as it can: what the machine and the transport allow before any decoding, indexing or
+   joining, so the distance from the broker's figures to these is the broker's own cost.
+
+Every result line ends with the load average (1 min) when it was taken; the 2-core
+machines here are shared, and the figures move with it.
 
 Targets (issue 11): p50 below 50 µs; at least 100 k claims/s.
 """
@@ -35,8 +48,8 @@ from a0py.broker.engine import CLAIM, SUBSCRIBE
 from a0py.dataspace import Record, encode, parse
 
 
-def _broker_main(name, ready):
-    b = Broker(name)
+def _broker_main(name, ready, gc_threshold):
+    b = Broker(name) if gc_threshold is None else Broker(name, gc_threshold=gc_threshold)
     b.start()
     ready.set()
     try:
@@ -46,10 +59,10 @@ def _broker_main(name, ready):
         pass
 
 
-def _start_broker(name):
+def _start_broker(name, gc_threshold=None):
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
-    proc = ctx.Process(target=_broker_main, args=(name, ready), daemon=True)
+    proc = ctx.Process(target=_broker_main, args=(name, ready, gc_threshold), daemon=True)
     proc.start()
     ready.wait(30)
     return proc
@@ -205,52 +218,192 @@ def engine_throughput(n, batch):
     return n / (time.perf_counter() - t0)
 
 
+# ---------------------------------------------------------------- floor
+
+FLOOR_END = b"end"
+
+
+def _floor_relay(requests, subscriber):
+    """The broker's loop with nothing in it: drain the request arena, copy every frame to
+    the subscriber's arena, clear the request arena once read (as the broker does)."""
+    tr = a0py.Transport(a0py.Arena.shm(requests))
+    out = a0py.Transport(a0py.Arena.shm(subscriber))
+    quarter = wire.REQUEST_ARENA_SIZE // 4
+    while True:
+        first = tr.read_next(timeout=None)
+        frames = tr.read_many(4096)
+        frames.insert(0, first)
+        out.write_many([data for _seq, data in frames])
+        if frames[-1][1] == FLOOR_END:
+            return
+        if tr.waiter_count or len(frames) > 64:
+            with tr.lock() as t:
+                if t.seq_high == tr.cursor_seq and (tr.waiter_count or t.used_space > quarter):
+                    t.clear()
+
+
+def _floor_subscriber(arena_name, out, ready):
+    """Reads on a thread, as the client's reader does: one sample per frame (the claimer's
+    clock in the first 8 bytes); the count of frames and the seconds from the first to
+    the end marker."""
+    import threading
+
+    result = {}
+
+    def reader():
+        tr = a0py.Transport(a0py.Arena.shm(arena_name))
+        samples = []
+        t_first = None
+        while True:
+            frame = tr.read_next(timeout=None)
+            now = time.monotonic_ns()
+            data = frame[1]
+            if data == FLOOR_END:
+                break
+            if t_first is None:
+                t_first = now
+            samples.append(now - int.from_bytes(data[:8], "little"))
+        result["samples"] = samples
+        result["seconds"] = (time.monotonic_ns() - (t_first or 0)) / 1e9
+
+    t = threading.Thread(target=reader)
+    t.start()
+    ready.set()
+    t.join()
+    out.put((result["samples"], result["seconds"]))
+
+
+def floor(n, rate):
+    """One floor run: ``n`` frames at ``rate`` a second (latency), or as fast as the
+    claimer writes them when ``rate`` is None (throughput)."""
+    tag = f"a0py.benchfloor.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+    requests, subscriber = tag + ".req", tag + ".sub"
+    tr = a0py.Transport(a0py.Arena.shm(requests, wire.REQUEST_ARENA_SIZE))
+    a0py.Arena.shm(subscriber, wire.CLIENT_ARENA_SIZE).close()
+    ctx = mp.get_context("spawn")
+    out, ready = ctx.Queue(), ctx.Event()
+    sub = ctx.Process(target=_floor_subscriber, args=(subscriber, out, ready))
+    relay = ctx.Process(target=_floor_relay, args=(requests, subscriber))
+    try:
+        sub.start()
+        relay.start()
+        ready.wait(60)
+        time.sleep(0.2)                      # both are asleep on their arenas
+        period = None if rate is None else 1.0 / rate
+        count = 0
+        next_t = time.perf_counter()
+        t0 = time.perf_counter()
+        for i in range(n):
+            data = time.monotonic_ns().to_bytes(8, "little") + i.to_bytes(8, "little")
+            wire.write_frames(tr, [data])
+            if period is not None:
+                next_t += period
+                delay = next_t - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+        wire.write_frames(tr, [FLOOR_END])
+        samples, seconds = out.get(timeout=300)
+        elapsed = time.perf_counter() - t0
+        count = len(samples)
+        relay.join(30)
+        sub.join(30)
+    finally:
+        for p in (relay, sub):
+            if p.is_alive():
+                p.kill()
+        a0py.Arena.unlink_shm(requests)
+        a0py.Arena.unlink_shm(subscriber)
+    samples.sort()
+    return {
+        "p50_us": samples[len(samples) // 2] / 1e3,
+        "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
+        "frames_per_s": count / elapsed,
+        "seen": count,
+        "sent": n,
+    }
+
+
+def load():
+    """The 1-minute load average, as the result lines show it."""
+    return os.getloadavg()[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
     ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
+    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor"],
+                    default="all")
+    ap.add_argument("--gc-threshold", type=int, default=None,
+                    help="the broker's gc_threshold (default: Broker's own, GC_THRESHOLD; "
+                         "700 is CPython's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    todo = {"latency", "throughput", "engine", "floor"} if args.workload == "all" else {args.workload}
 
     name = f"bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs}
-    proc = _start_broker(name)
-    try:
-        lat = [latency(name, args.samples) for _ in range(args.runs)]
-        report["latency"] = {
+    report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs, "load_before": os.getloadavg()}
+    print(f"{os.cpu_count()} cpus, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+          flush=True)
+    if todo & {"latency", "throughput"}:
+        proc = _start_broker(name, args.gc_threshold)
+        try:
+            if "latency" in todo:
+                lat = [latency(name, args.samples) for _ in range(args.runs)]
+                report["latency"] = {
+                    "p50_us": statistics.median(r["p50_us"] for r in lat),
+                    "p99_us": statistics.median(r["p99_us"] for r in lat),
+                    "runs": lat,
+                }
+                print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
+                      f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
+                      f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks "
+                      f"seen; load {load():.2f})", flush=True)
+            if "throughput" in todo:
+                ctx = mp.get_context("spawn")
+                ready, stop = ctx.Event(), ctx.Event()
+                sub = ctx.Process(target=_throughput_subscriber, args=(name, ready, stop))
+                sub.start()
+                ready.wait(120)
+                for batch in (1, 100):
+                    both = [throughput(name, args.n, batch, r, proc.pid) for r in range(args.runs)]
+                    rates = [w for w, _c in both]
+                    per_cpu = statistics.median(c for _w, c in both)
+                    report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
+                    report[f"claims_per_broker_cpu_s_batch{batch}"] = per_cpu
+                    print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
+                          f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
+                          f"per broker CPU second: {per_cpu:,.0f}; load {load():.2f}", flush=True)
+                stop.set()
+                sub.join(30)
+        finally:
+            _stop(proc, name)
+    if "engine" in todo:
+        for batch in (1, 100):
+            rates = [engine_throughput(args.n, batch) for _ in range(args.runs)]
+            report[f"engine_claims_per_s_batch{batch}"] = statistics.median(rates)
+            print(f"engine alone (no IPC, no codec), batch {batch}: "
+                  f"{statistics.median(rates):,.0f} claims/s; load {load():.2f}", flush=True)
+    if "floor" in todo:
+        lat = [floor(args.samples, 1000.0) for _ in range(args.runs)]
+        thr = [floor(args.n, None) for _ in range(args.runs)]
+        report["floor"] = {
             "p50_us": statistics.median(r["p50_us"] for r in lat),
             "p99_us": statistics.median(r["p99_us"] for r in lat),
-            "runs": lat,
+            "frames_per_s": statistics.median(r["frames_per_s"] for r in thr),
+            "latency_runs": lat,
+            "throughput_runs": thr,
         }
-        print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
-              f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
-              f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks seen)",
+        f = report["floor"]
+        runs = ", ".join(f"{r['frames_per_s']:,.0f}" for r in thr)
+        print(f"floor (claimer -> relay -> subscriber, same transports, no broker): "
+              f"p50 {f['p50_us']:.1f} us, p99 {f['p99_us']:.1f} us; "
+              f"{f['frames_per_s']:,.0f} frames/s one a request "
+              f"(runs: {runs}); load {load():.2f}",
               flush=True)
-
-        ctx = mp.get_context("spawn")
-        ready, stop = ctx.Event(), ctx.Event()
-        sub = ctx.Process(target=_throughput_subscriber, args=(name, ready, stop))
-        sub.start()
-        ready.wait(120)
-        for batch in (1, 100):
-            both = [throughput(name, args.n, batch, r, proc.pid) for r in range(args.runs)]
-            rates = [w for w, _c in both]
-            per_cpu = statistics.median(c for _w, c in both)
-            report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
-            report[f"claims_per_broker_cpu_s_batch{batch}"] = per_cpu
-            print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
-                  f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
-                  f"per broker CPU second: {per_cpu:,.0f}", flush=True)
-        stop.set()
-        sub.join(30)
-    finally:
-        _stop(proc, name)
-    for batch in (1, 100):
-        rates = [engine_throughput(args.n, batch) for _ in range(args.runs)]
-        report[f"engine_claims_per_s_batch{batch}"] = statistics.median(rates)
-        print(f"engine alone (no IPC, no codec), batch {batch}: {statistics.median(rates):,.0f} claims/s",
-              flush=True)
+    report["load_after"] = os.getloadavg()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in report['load_after'])}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
