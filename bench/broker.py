@@ -244,8 +244,7 @@ def _floor_relay(requests, subscriber):
 
 def _floor_subscriber(arena_name, out, ready):
     """Reads on a thread, as the client's reader does: one sample per frame (the claimer's
-    clock in the first 8 bytes); the count of frames and the seconds from the first to
-    the end marker."""
+    clock in the first 8 bytes), and the clock when the end marker came."""
     import threading
 
     result = {}
@@ -253,24 +252,21 @@ def _floor_subscriber(arena_name, out, ready):
     def reader():
         tr = a0py.Transport(a0py.Arena.shm(arena_name))
         samples = []
-        t_first = None
         while True:
             frame = tr.read_next(timeout=None)
             now = time.monotonic_ns()
             data = frame[1]
             if data == FLOOR_END:
                 break
-            if t_first is None:
-                t_first = now
             samples.append(now - int.from_bytes(data[:8], "little"))
         result["samples"] = samples
-        result["seconds"] = (time.monotonic_ns() - (t_first or 0)) / 1e9
+        result["end_ns"] = now
 
     t = threading.Thread(target=reader)
     t.start()
     ready.set()
     t.join()
-    out.put((result["samples"], result["seconds"]))
+    out.put((result["samples"], result["end_ns"]))
 
 
 def floor(n, rate):
@@ -290,9 +286,8 @@ def floor(n, rate):
         ready.wait(60)
         time.sleep(0.2)                      # both are asleep on their arenas
         period = None if rate is None else 1.0 / rate
-        count = 0
         next_t = time.perf_counter()
-        t0 = time.perf_counter()
+        t0 = time.monotonic_ns()
         for i in range(n):
             data = time.monotonic_ns().to_bytes(8, "little") + i.to_bytes(8, "little")
             wire.write_frames(tr, [data])
@@ -302,8 +297,8 @@ def floor(n, rate):
                 if delay > 0:
                     time.sleep(delay)
         wire.write_frames(tr, [FLOOR_END])
-        samples, seconds = out.get(timeout=300)
-        elapsed = time.perf_counter() - t0
+        samples, end_ns = out.get(timeout=300)
+        elapsed = (end_ns - t0) / 1e9         # first write to the end marker's arrival
         count = len(samples)
         relay.join(30)
         sub.join(30)
