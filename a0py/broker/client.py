@@ -29,6 +29,7 @@ import threading
 import time
 
 from a0py.dataspace import InvalidValueError, Record, encode
+from a0py.errors import A0TimeoutError
 
 from . import wire
 from .errors import (
@@ -49,7 +50,7 @@ from .terms import (
     to_pattern,
     to_value,
 )
-from .wire import IT_CLAIM, IT_RETRACT, REQ_BATCH, request_frames_of
+from .wire import IT_CLAIM, IT_RETRACT, REP_NOTIFY, REQ_BATCH, parse_reply, request_frames_of
 
 log = logging.getLogger("a0py.broker")
 
@@ -552,8 +553,15 @@ class BrokerClient:
             self._write(frames)
 
     def _write(self, frames):
+        tr = self._transport()
+        if len(frames) == 1:
+            try:
+                tr.write(frames[0], evict=False, timeout=0)   # room now: the usual case
+                return
+            except A0TimeoutError:
+                pass
         # Dropped when no broker runs: the state goes whole to the next one.
-        wire.write_frames(self._transport(), frames, alive=self._broker_alive)
+        wire.write_frames(tr, frames, alive=self._broker_alive)
 
     def _broker_alive(self):
         return not self._closed and self.connected
@@ -679,8 +687,8 @@ class BrokerClient:
                 pass
 
     def _on_frame(self, data):
-        kind, flags, ident, items = wire.parse_reply(data)
-        if kind == wire.REP_NOTIFY:
+        kind, flags, ident, items = parse_reply(data)
+        if kind == REP_NOTIFY:
             sub = self._subs.get(ident)
             if sub is None:
                 return
@@ -690,7 +698,8 @@ class BrokerClient:
                     sub.callback(result)
                 except Exception:
                     log.exception("client %s: subscription %d callback raised", self.name, ident)
-                sub._delivered.set()
+                if not sub._delivered.is_set():   # set() takes a lock: only the first time
+                    sub._delivered.set()
         elif kind == wire.REP_ACK:
             pass
         elif kind in (wire.REP_PONG, wire.REP_FACTS):
