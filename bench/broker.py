@@ -184,22 +184,28 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(name, n, batch, run, broker_pid):
-    """(claims/s of wall time, claims per CPU second of the broker process)."""
+def throughput(name, n, batch, run, broker_pid, subscriber_pid):
+    """Claims/s of wall time, and the CPU microseconds per claim of the claimer (this
+    process), the broker and the subscriber."""
     values = facts(n, run)
+    pids = (os.getpid(), broker_pid, subscriber_pid)
     with BrokerClient(name) as c:
         c.claim(*setpoints())
         c.ping(30)
-        cpu0 = _cpu_seconds(broker_pid)
+        time.sleep(0.2)                       # the subscriber is done with the setpoints
+        cpu0 = [_cpu_seconds(p) for p in pids]
         t0 = time.perf_counter()
         for i in range(0, n, batch):
             c.claim(*values[i:i + batch])
         c.ping(120)
         elapsed = time.perf_counter() - t0
-        cpu = _cpu_seconds(broker_pid) - cpu0
+        time.sleep(0.2)                       # the subscriber's last callbacks
+        cpu = [_cpu_seconds(p) - c0 for p, c0 in zip(pids, cpu0)]
         c.retract(parse("_"))
         c.ping(120)
-    return n / elapsed, n / max(cpu, 1e-3)
+    return {"claims_per_s": n / elapsed,
+            **{f"{who}_cpu_us": 1e6 * t / n
+               for who, t in zip(("claimer", "broker", "subscriber"), cpu)}}
 
 
 def engine_throughput(n, batch):
@@ -362,14 +368,21 @@ def main():
                 sub.start()
                 ready.wait(120)
                 for batch in (1, 100):
-                    both = [throughput(name, args.n, batch, r, proc.pid) for r in range(args.runs)]
-                    rates = [w for w, _c in both]
-                    per_cpu = statistics.median(c for _w, c in both)
+                    runs = [throughput(name, args.n, batch, r, proc.pid, sub.pid)
+                            for r in range(args.runs)]
+                    rates = [r["claims_per_s"] for r in runs]
+                    cpu = {who: statistics.median(r[f"{who}_cpu_us"] for r in runs)
+                           for who in ("claimer", "broker", "subscriber")}
                     report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
-                    report[f"claims_per_broker_cpu_s_batch{batch}"] = per_cpu
+                    report[f"claims_per_broker_cpu_s_batch{batch}"] = 1e6 / max(cpu["broker"], 1e-3)
+                    report[f"cpu_us_per_claim_batch{batch}"] = cpu
+                    report[f"throughput_runs_batch{batch}"] = runs
                     print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
                           f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
-                          f"per broker CPU second: {per_cpu:,.0f}; load {load():.2f}", flush=True)
+                          f"CPU us a claim: claimer {cpu['claimer']:.1f}, broker {cpu['broker']:.1f}, "
+                          f"subscriber {cpu['subscriber']:.1f} (broker: "
+                          f"{1e6 / max(cpu['broker'], 1e-3):,.0f} claims per CPU second); "
+                          f"load {load():.2f}", flush=True)
                 stop.set()
                 sub.join(30)
         finally:
