@@ -496,6 +496,32 @@ def test_a_slow_subscriber_overrun_resyncs_and_ends_with_the_right_result(broker
         slow.close()
 
 
+def test_a_batch_on_one_thread_holds_back_only_that_threads_claims(broker, clients):
+    c = clients("local")
+    inside, release = threading.Event(), threading.Event()
+
+    def batcher():
+        with c.batch():
+            c.claim('b(1)')
+            inside.set()
+            release.wait(WAIT)
+            c.claim('b(2)')
+
+    t = threading.Thread(target=batcher)
+    t.start()
+    try:
+        assert inside.wait(WAIT)
+        c.claim('a(1)')                 # this thread is in no batch: sent at once
+        c.retract('a(1)')
+        c.claim('a(2)')
+        assert c.facts('a(_)') == [parse('a(2)')]
+        assert c.facts('b(_)') == []    # the other thread's batch is still open
+    finally:
+        release.set()
+        t.join(WAIT)
+    assert c.facts('b(_)') == [parse('b(1)'), parse('b(2)')]
+
+
 def test_big_batches_and_results_span_several_frames(broker, clients):
     me = clients("local")
     n = 10000      # ~ 0.6 MiB of claims and of rows: several frames each way
