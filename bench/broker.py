@@ -25,6 +25,12 @@
    as it can: what the machine and the transport allow before any decoding, indexing or
    joining, so the distance from the broker's figures to these is the broker's own cost.
 
+4. **The collector** (``--workload gc``): the broker's work on one claim a request
+   (parse the frame, decode, apply, take the changes, encode the notifications), in one
+   process with no IPC, with the cyclic GC's threshold at CPython's 700, at
+   ``GC_THRESHOLD`` and at four times that: CPU µs a claim, and the share of it spent
+   collecting (``gc.callbacks``).
+
 Every result line ends with the load average (1 min) when it was taken; the 2-core
 machines here are shared, and the figures move with it.
 
@@ -32,6 +38,7 @@ Targets (issue 11): p50 below 50 µs; at least 100 k claims/s.
 """
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -44,8 +51,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import a0py
 from a0py.broker import Broker, BrokerClient, Engine, wire
-from a0py.broker.engine import CLAIM, SUBSCRIBE
-from a0py.dataspace import Record, encode, parse
+from a0py.broker.engine import CLAIM, RETRACT, SUBSCRIBE
+from a0py.dataspace import Record, decode, encode, parse
 
 
 def _broker_main(name, ready, gc_threshold):
@@ -224,6 +231,54 @@ def engine_throughput(n, batch):
     return n / (time.perf_counter() - t0)
 
 
+# ---------------------------------------------------------------- gc
+
+
+def broker_work(threshold, n, rounds=3):
+    """(CPU µs a claim, % of it in the collector) of the broker's work on one claim a
+    request, in this process, with the GC's youngest threshold at ``threshold``."""
+    spent = [0.0, 0.0, False]        # collector CPU, start of the current pass, timing
+
+    def on_gc(phase, _info):
+        if spent[2]:
+            if phase == "start":
+                spent[1] = time.process_time()
+            else:
+                spent[0] += time.process_time() - spent[1]
+
+    saved = gc.get_threshold()
+    gc.callbacks.append(on_gc)
+    try:
+        gc.collect()                 # engines of earlier runs (they hold cycles)
+        gc.set_threshold(threshold, *saved[1:])
+        e = Engine()
+        for i, ps in enumerate(subscription_patterns()):
+            e.apply("sub", [(SUBSCRIBE, i, ps)])
+        e.apply("c", [(CLAIM, encode(v), v) for v in setpoints()])
+        e.take_changes()
+        total = 0.0
+        for r in range(rounds):
+            frames = [wire.request_frames_of(wire.REQ_BATCH, i + 1, "claimer", wire.IT_CLAIM,
+                                             [encode(v)])[0]
+                      for i, v in enumerate(facts(n, r))]
+            spent[2] = True
+            t0 = time.process_time()
+            for f in frames:
+                _kind, _flags, _req, source, items = wire.parse_request(f)
+                e.apply(source, [(CLAIM, p, decode(p)) for _op, p in items])
+                for change in e.take_changes():
+                    rows, _size = wire.row_items(wire.IT_ADD, change.added)
+                    wire.notify_frames(change.sub_id, change.full, rows)
+            total += time.process_time() - t0
+            spent[2] = False
+            e.apply("c", [(RETRACT, parse(f"sensor{k}(_, _)")) for k in range(KINDS)])
+            e.take_changes()
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.set_threshold(*saved)
+    return 1e6 * total / (n * rounds), 100 * spent[0] / total
+
+
 # ---------------------------------------------------------------- floor
 
 FLOOR_END = b"end"
@@ -334,7 +389,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
     ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
-    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor"],
+    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor", "gc"],
                     default="all")
     ap.add_argument("--gc-threshold", type=int, default=None,
                     help="the broker's gc_threshold (default: Broker's own, GC_THRESHOLD; "
@@ -342,6 +397,7 @@ def main():
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     todo = {"latency", "throughput", "engine", "floor"} if args.workload == "all" else {args.workload}
+    # (gc runs only when asked: it measures one setting, not the broker as it is)
 
     name = f"bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs, "load_before": os.getloadavg()}
@@ -410,6 +466,18 @@ def main():
               f"{f['frames_per_s']:,.0f} frames/s one a request "
               f"(runs: {runs}); load {load():.2f}",
               flush=True)
+    if "gc" in todo:
+        from a0py.broker.server import GC_THRESHOLD
+
+        report["gc"] = {}
+        for threshold in (700, GC_THRESHOLD, 4 * GC_THRESHOLD):
+            runs = [broker_work(threshold, args.n) for _ in range(args.runs)]
+            us = statistics.median(r[0] for r in runs)
+            share = statistics.median(r[1] for r in runs)
+            report["gc"][threshold] = {"us_per_claim": us, "gc_percent": share, "runs": runs}
+            print(f"broker's work in one process, 1 claim a request, gc threshold {threshold}: "
+                  f"{us:.2f} us a claim, {share:.1f} % of it collecting; load {load():.2f}",
+                  flush=True)
     report["load_after"] = os.getloadavg()
     print(f"load average after: {' '.join(f'{x:.2f}' for x in report['load_after'])}", flush=True)
     if args.json:
