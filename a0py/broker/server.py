@@ -58,9 +58,9 @@ __all__ = ["GC_THRESHOLD", "Broker"]
 
 # The threshold of the cyclic GC's youngest generation while a broker serves (CPython's
 # default is 700). The broker allocates a few objects per claim and keeps few of them, and
-# its engine holds a large, long-lived heap that every older-generation pass walks: at 700
-# the collector runs every few requests and costs a tenth of the broker's time; at this
-# threshold it runs a few times a second under full load, each pass still short.
+# its engine holds a large, long-lived heap that the older-generation passes walk: at 700
+# the collector runs every few requests and takes about a quarter of the broker's CPU, at
+# this threshold about 7 %; larger gains little more (bench/broker.py --workload gc).
 GC_THRESHOLD = 50_000
 
 _BROKER_SOURCE = "broker"        # the source name of the broker's own frames
