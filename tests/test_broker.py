@@ -496,6 +496,14 @@ def test_a_slow_subscriber_overrun_resyncs_and_ends_with_the_right_result(broker
         slow.close()
 
 
+def test_a_value_too_large_for_a_frame_is_refused_and_changes_nothing(name, clients):
+    c = clients("local")          # no broker needed: the client checks before sending
+    c.claim('small(1)')
+    with pytest.raises(BrokerError, match="does not fit"):
+        c.claim(Record("big", b"x" * (wire.MAX_FRAME + 1)))
+    assert c.claims() == [parse('small(1)')]
+
+
 def test_a_batch_on_one_thread_holds_back_only_that_threads_claims(broker, clients):
     c = clients("local")
     inside, release = threading.Event(), threading.Event()

@@ -523,6 +523,8 @@ class BrokerClient:
             if self._closed:
                 raise BrokerClosedError(f"the client {self.name!r} was closed")
             req_id = self._next_req
+            # First the frames (a value too large for one raises here, nothing changed).
+            frames = request_frames_of(REQ_BATCH, req_id, self.name, op, keys)
             claims = self._claims
             if values is None:
                 for key in keys:
@@ -530,7 +532,6 @@ class BrokerClient:
             else:
                 for key, value in zip(keys, values):
                     claims[key] = [value, req_id]
-            frames = request_frames_of(REQ_BATCH, req_id, self.name, op, keys)
             self._next_req += 1
             self._write(frames)
 
