@@ -21,14 +21,14 @@ Invariants:
   always look the same, and a reordering is never a change.
 """
 
-import bisect
 import logging
 import os
 import secrets
 import threading
 import time
+from bisect import bisect_left
 
-from a0py.dataspace import InvalidValueError, Record, encode
+from a0py.dataspace import InvalidValueError, Record, decode, encode
 from a0py.errors import A0TimeoutError
 
 from . import wire
@@ -50,7 +50,18 @@ from .terms import (
     to_pattern,
     to_value,
 )
-from .wire import IT_CLAIM, IT_RETRACT, REP_NOTIFY, REQ_BATCH, parse_reply, request_frames_of
+from .wire import (
+    FLAG_FULL,
+    FLAG_MORE,
+    IT_ADD,
+    IT_CLAIM,
+    IT_DEL,
+    IT_RETRACT,
+    REP_NOTIFY,
+    REQ_BATCH,
+    parse_reply,
+    request_frames_of,
+)
 
 log = logging.getLogger("a0py.broker")
 
@@ -123,21 +134,24 @@ class Subscription:
             self._reset = False
             self._staged = None
             self._awaiting_full = True
-        if flags & wire.FLAG_FULL:
+        if flags & FLAG_FULL:
             self._staged = ({}, True)     # only the first frame of a full result has the flag
             self._awaiting_full = False
         elif self._awaiting_full:
             return None                 # a delta against a base we no longer trust
         elif self._staged is None:
+            if not flags & FLAG_MORE:   # the usual case: a whole delta in one frame
+                self._apply_delta(items)
+                return self._publish()
             self._staged = ([], False)
         staged, full = self._staged
         for op, payload in items:
             if full:
-                if op == wire.IT_ADD:
+                if op == IT_ADD:
                     staged[payload] = None
             else:
                 staged.append((op, payload))
-        if flags & wire.FLAG_MORE:
+        if flags & FLAG_MORE:
             return None
         self._staged = None
         if full:
@@ -149,26 +163,32 @@ class Subscription:
             self._keys = sorted(rows)
             self._ordered = [rows[k] for k in self._keys]
         else:
-            # The sorted keys and the rows in their order change in step: a change costs
-            # a search and a move of pointers, not a rebuild of the whole result.
-            rows, keys, ordered = self._rows, self._keys, self._ordered
-            for op, payload in staged:
-                if op == wire.IT_ADD:
-                    if payload not in rows:
-                        row = rows[payload] = self._row(payload)
-                        i = bisect.bisect_left(keys, payload)
-                        keys.insert(i, payload)
-                        ordered.insert(i, row)
-                elif op == wire.IT_DEL and rows.pop(payload, None) is not None:
-                    i = bisect.bisect_left(keys, payload)
-                    del keys[i]
-                    del ordered[i]
+            self._apply_delta(staged)
+        return self._publish()
+
+    def _apply_delta(self, items):
+        # The sorted keys and the rows in their order change in step: a change costs a
+        # search and a move of pointers, not a rebuild of the whole result.
+        rows, keys, ordered, variables = self._rows, self._keys, self._ordered, self.variables
+        for op, payload in items:
+            if op == IT_ADD:
+                if payload not in rows:
+                    row = rows[payload] = dict(zip(variables, decode(payload)))
+                    i = bisect_left(keys, payload)
+                    keys.insert(i, payload)
+                    ordered.insert(i, row)
+            elif op == IT_DEL and rows.pop(payload, None) is not None:
+                i = bisect_left(keys, payload)
+                del keys[i]
+                del ordered[i]
+
+    def _publish(self):
         self.result = self._ordered.copy()   # the callback may keep it: never mutated later
         self.notifications += 1
         return self.result
 
     def _row(self, payload):
-        return dict(zip(self.variables, wire.decode_value(payload)))
+        return dict(zip(self.variables, decode(payload)))
 
 
 class _Pending:
