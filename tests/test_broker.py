@@ -499,8 +499,12 @@ def test_a_slow_subscriber_overrun_resyncs_and_ends_with_the_right_result(broker
 def test_a_value_too_large_for_a_frame_is_refused_and_changes_nothing(name, clients):
     c = clients("local")          # no broker needed: the client checks before sending
     c.claim('small(1)')
+    big = Record("big", b"x" * (wire.MAX_FRAME + 1))
     with pytest.raises(BrokerError, match="does not fit"):
-        c.claim(Record("big", b"x" * (wire.MAX_FRAME + 1)))
+        c.claim(big)
+    with pytest.raises(BrokerError, match="does not fit"), c.batch():
+        c.retract('small(1)')
+        c.claim(big)
     assert c.claims() == [parse('small(1)')]
 
 

@@ -57,10 +57,16 @@ from .wire import (
     IT_CLAIM,
     IT_DEL,
     IT_RETRACT,
+    IT_RETRACT_PATTERN,
+    IT_SUBSCRIBE,
+    IT_UNSUBSCRIBE,
     REP_NOTIFY,
     REQ_BATCH,
+    item,
     parse_reply,
+    request_frames,
     request_frames_of,
+    varint,
 )
 
 log = logging.getLogger("a0py.broker")
@@ -557,35 +563,44 @@ class BrokerClient:
 
     def _send_ops(self, ops):
         """Apply ``ops`` to this client's own state and send them as one batch, both
-        under the lock (so the broker sees requests in the order the state changed)."""
+        under the lock (so the broker sees requests in the order the state changed).
+        The frames are made first: a value too large for one raises, nothing changed."""
         with self._lock:
             if self._closed:
                 raise BrokerClosedError(f"the client {self.name!r} was closed")
             req_id = self._next_req
             items = []
+            append = items.append
             for op in ops:
                 kind = op[0]
                 if kind == "claim":
-                    self._claims[op[1]] = [op[2], req_id]
-                    items.append(wire.item(wire.IT_CLAIM, op[1]))
+                    append(item(IT_CLAIM, op[1]))
                 elif kind == "retract":
-                    self._claims.pop(op[1], None)
-                    items.append(wire.item(wire.IT_RETRACT, op[1]))
+                    append(item(IT_RETRACT, op[1]))
+                elif kind == "retract_pattern":
+                    append(item(IT_RETRACT_PATTERN, op[1].encode("utf-8")))
+                elif kind == "subscribe":
+                    append(item(IT_SUBSCRIBE, _subscribe_payload(op[1])))
+                else:
+                    append(item(IT_UNSUBSCRIBE, varint(op[1])))
+            frames = request_frames(REQ_BATCH, req_id, self.name, items)
+            claims = self._claims
+            for op in ops:
+                kind = op[0]
+                if kind == "claim":
+                    claims[op[1]] = [op[2], req_id]
+                elif kind == "retract":
+                    claims.pop(op[1], None)
                 elif kind == "retract_pattern":
                     pattern = op[2]
-                    for key in [k for k, (v, _r) in self._claims.items() if match(pattern, v)]:
-                        del self._claims[key]
-                    items.append(wire.item(wire.IT_RETRACT_PATTERN, op[1].encode("utf-8")))
+                    for key in [k for k, (v, _r) in claims.items() if match(pattern, v)]:
+                        del claims[key]
                 elif kind == "subscribe":
-                    sub = op[1]
-                    self._subs[sub.id] = sub
-                    items.append(wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(sub)))
+                    self._subs[op[1].id] = op[1]
                 else:
                     sub = self._subs.pop(op[1], None)
                     if sub is not None:
                         sub.active = False
-                    items.append(wire.item(wire.IT_UNSUBSCRIBE, wire.varint(op[1])))
-            frames = wire.request_frames(wire.REQ_BATCH, req_id, self.name, items)
             self._next_req += 1
             self._write(frames)
 
