@@ -94,7 +94,7 @@ bench: build $(VENV)/.installed-test+bench
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd a0py/broker/*.pyx)
 
 clean:
-	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c .pytest_cache .hypothesis
+	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c a0py/broker/_compiled.c .pytest_cache .hypothesis

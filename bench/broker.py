@@ -1,7 +1,8 @@
-"""Benchmark of the fact broker across processes (docs/performance.md, "Broker").
+"""Benchmark of the fact broker across processes (docs/performance.md, "Fact broker").
 
-    python bench/broker.py                 # both workloads, medians of 3 runs
+    python bench/broker.py                 # every workload, medians of 3 runs
     python bench/broker.py --runs 5 --json out.json
+    python bench/broker.py --workload floor
 
 1. **Claim-to-notification latency**: a claimer process claims ``tick(i, t_sent)`` (and
    retracts the previous tick in the same batch) 1000 times a second (sleeping between); a subscriber process
@@ -14,11 +15,30 @@
    batches of B claims per request (B = 1 and 100), then pings; claims/s is N over the
    time until the ping returns (every claim applied, every notification written). Also
    the engine alone, in one process (no IPC, no codec), for the bound.
+3. **The floor** (``--workload floor``): the same three processes and the same
+   transports with nothing of the broker in between: a claimer writes 16-byte frames
+   (its clock and a count) to a request arena as the client writes requests (no
+   eviction), a relay process drains it as the broker does (``read_next`` then
+   ``read_many``, clearing when it has read everything) and copies each frame into the
+   subscriber's arena (``write_many``), whose reader thread takes the clock. Latency at
+   the same rate as (1), and frames/s when the claimer writes one frame a request as fast
+   as it can: what the machine and the transport allow before any decoding, indexing or
+   joining, so the distance from the broker's figures to these is the broker's own cost.
+
+4. **The collector** (``--workload gc``): the broker's work on one claim a request
+   (parse the frame, decode, apply, take the changes, encode the notifications), in one
+   process with no IPC, with the cyclic GC's threshold at CPython's 700, at
+   ``GC_THRESHOLD`` and at four times that: CPU µs a claim, and the share of it spent
+   collecting (``gc.callbacks``).
+
+Every result line ends with the load average (1 min) when it was taken; the 2-core
+machines here are shared, and the figures move with it.
 
 Targets (issue 11): p50 below 50 µs; at least 100 k claims/s.
 """
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import os
@@ -31,12 +51,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import a0py
 from a0py.broker import Broker, BrokerClient, Engine, wire
-from a0py.broker.engine import CLAIM, SUBSCRIBE
-from a0py.dataspace import Record, encode, parse
+from a0py.broker.engine import CLAIM, RETRACT, SUBSCRIBE
+from a0py.dataspace import Record, decode, encode, parse
 
 
-def _broker_main(name, ready):
-    b = Broker(name)
+def _broker_main(name, ready, gc_threshold):
+    b = Broker(name) if gc_threshold is None else Broker(name, gc_threshold=gc_threshold)
     b.start()
     ready.set()
     try:
@@ -46,10 +66,10 @@ def _broker_main(name, ready):
         pass
 
 
-def _start_broker(name):
+def _start_broker(name, gc_threshold=None):
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
-    proc = ctx.Process(target=_broker_main, args=(name, ready), daemon=True)
+    proc = ctx.Process(target=_broker_main, args=(name, ready, gc_threshold), daemon=True)
     proc.start()
     ready.wait(30)
     return proc
@@ -171,22 +191,28 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def throughput(name, n, batch, run, broker_pid):
-    """(claims/s of wall time, claims per CPU second of the broker process)."""
+def throughput(name, n, batch, run, broker_pid, subscriber_pid):
+    """Claims/s of wall time, and the CPU microseconds per claim of the claimer (this
+    process), the broker and the subscriber."""
     values = facts(n, run)
+    pids = (os.getpid(), broker_pid, subscriber_pid)
     with BrokerClient(name) as c:
         c.claim(*setpoints())
         c.ping(30)
-        cpu0 = _cpu_seconds(broker_pid)
+        time.sleep(0.2)                       # the subscriber is done with the setpoints
+        cpu0 = [_cpu_seconds(p) for p in pids]
         t0 = time.perf_counter()
         for i in range(0, n, batch):
             c.claim(*values[i:i + batch])
         c.ping(120)
         elapsed = time.perf_counter() - t0
-        cpu = _cpu_seconds(broker_pid) - cpu0
+        time.sleep(0.2)                       # the subscriber's last callbacks
+        cpu = [_cpu_seconds(p) - c0 for p, c0 in zip(pids, cpu0)]
         c.retract(parse("_"))
         c.ping(120)
-    return n / elapsed, n / max(cpu, 1e-3)
+    return {"claims_per_s": n / elapsed,
+            **{f"{who}_cpu_us": 1e6 * t / n
+               for who, t in zip(("claimer", "broker", "subscriber"), cpu)}}
 
 
 def engine_throughput(n, batch):
@@ -205,52 +231,255 @@ def engine_throughput(n, batch):
     return n / (time.perf_counter() - t0)
 
 
+# ---------------------------------------------------------------- gc
+
+
+def broker_work(threshold, n, rounds=3):
+    """(CPU µs a claim, % of it in the collector) of the broker's work on one claim a
+    request, in this process, with the GC's youngest threshold at ``threshold``."""
+    spent = [0.0, 0.0, False]        # collector CPU, start of the current pass, timing
+
+    def on_gc(phase, _info):
+        if spent[2]:
+            if phase == "start":
+                spent[1] = time.process_time()
+            else:
+                spent[0] += time.process_time() - spent[1]
+
+    saved = gc.get_threshold()
+    gc.callbacks.append(on_gc)
+    try:
+        gc.collect()                 # engines of earlier runs (they hold cycles)
+        gc.set_threshold(threshold, *saved[1:])
+        e = Engine()
+        for i, ps in enumerate(subscription_patterns()):
+            e.apply("sub", [(SUBSCRIBE, i, ps)])
+        e.apply("c", [(CLAIM, encode(v), v) for v in setpoints()])
+        e.take_changes()
+        total = 0.0
+        for r in range(rounds):
+            frames = [wire.request_frames_of(wire.REQ_BATCH, i + 1, "claimer", wire.IT_CLAIM,
+                                             [encode(v)])[0]
+                      for i, v in enumerate(facts(n, r))]
+            spent[2] = True
+            t0 = time.process_time()
+            for f in frames:
+                _kind, _flags, _req, source, items = wire.parse_request(f)
+                e.apply(source, [(CLAIM, p, decode(p)) for _op, p in items])
+                for change in e.take_changes():
+                    rows, _size = wire.row_items(wire.IT_ADD, change.added)
+                    wire.notify_frames(change.sub_id, change.full, rows)
+            total += time.process_time() - t0
+            spent[2] = False
+            e.apply("c", [(RETRACT, parse(f"sensor{k}(_, _)")) for k in range(KINDS)])
+            e.take_changes()
+    finally:
+        gc.callbacks.remove(on_gc)
+        gc.set_threshold(*saved)
+    return 1e6 * total / (n * rounds), 100 * spent[0] / total
+
+
+# ---------------------------------------------------------------- floor
+
+FLOOR_END = b"end"
+
+
+def _floor_relay(requests, subscriber):
+    """The broker's loop with nothing in it: drain the request arena, copy every frame to
+    the subscriber's arena, clear the request arena once read (as the broker does)."""
+    tr = a0py.Transport(a0py.Arena.shm(requests))
+    out = a0py.Transport(a0py.Arena.shm(subscriber))
+    quarter = wire.REQUEST_ARENA_SIZE // 4
+    while True:
+        first = tr.read_next(timeout=None)
+        frames = tr.read_many(4096)
+        frames.insert(0, first)
+        out.write_many([data for _seq, data in frames])
+        if frames[-1][1] == FLOOR_END:
+            return
+        if tr.waiter_count or len(frames) > 64:
+            with tr.lock() as t:
+                if t.seq_high == tr.cursor_seq and (tr.waiter_count or t.used_space > quarter):
+                    t.clear()
+
+
+def _floor_subscriber(arena_name, out, ready):
+    """Reads on a thread, as the client's reader does: one sample per frame (the claimer's
+    clock in the first 8 bytes), and the clock when the end marker came."""
+    import threading
+
+    result = {}
+
+    def reader():
+        tr = a0py.Transport(a0py.Arena.shm(arena_name))
+        samples = []
+        while True:
+            frame = tr.read_next(timeout=None)
+            now = time.monotonic_ns()
+            data = frame[1]
+            if data == FLOOR_END:
+                break
+            samples.append(now - int.from_bytes(data[:8], "little"))
+        result["samples"] = samples
+        result["end_ns"] = now
+
+    t = threading.Thread(target=reader)
+    t.start()
+    ready.set()
+    t.join()
+    out.put((result["samples"], result["end_ns"]))
+
+
+def floor(n, rate):
+    """One floor run: ``n`` frames at ``rate`` a second (latency), or as fast as the
+    claimer writes them when ``rate`` is None (throughput)."""
+    tag = f"a0py.benchfloor.{os.getpid()}.{uuid.uuid4().hex[:6]}"
+    requests, subscriber = tag + ".req", tag + ".sub"
+    tr = a0py.Transport(a0py.Arena.shm(requests, wire.REQUEST_ARENA_SIZE))
+    a0py.Arena.shm(subscriber, wire.CLIENT_ARENA_SIZE).close()
+    ctx = mp.get_context("spawn")
+    out, ready = ctx.Queue(), ctx.Event()
+    sub = ctx.Process(target=_floor_subscriber, args=(subscriber, out, ready))
+    relay = ctx.Process(target=_floor_relay, args=(requests, subscriber))
+    try:
+        sub.start()
+        relay.start()
+        ready.wait(60)
+        time.sleep(0.2)                      # both are asleep on their arenas
+        period = None if rate is None else 1.0 / rate
+        next_t = time.perf_counter()
+        t0 = time.monotonic_ns()
+        for i in range(n):
+            data = time.monotonic_ns().to_bytes(8, "little") + i.to_bytes(8, "little")
+            wire.write_frames(tr, [data])
+            if period is not None:
+                next_t += period
+                delay = next_t - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+        wire.write_frames(tr, [FLOOR_END])
+        samples, end_ns = out.get(timeout=300)
+        elapsed = (end_ns - t0) / 1e9         # first write to the end marker's arrival
+        count = len(samples)
+        relay.join(30)
+        sub.join(30)
+    finally:
+        for p in (relay, sub):
+            if p.is_alive():
+                p.kill()
+        a0py.Arena.unlink_shm(requests)
+        a0py.Arena.unlink_shm(subscriber)
+    samples.sort()
+    return {
+        "p50_us": samples[len(samples) // 2] / 1e3,
+        "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
+        "frames_per_s": count / elapsed,
+        "seen": count,
+        "sent": n,
+    }
+
+
+def load():
+    """The 1-minute load average, as the result lines show it."""
+    return os.getloadavg()[0]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
     ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
+    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor", "gc"],
+                    default="all")
+    ap.add_argument("--gc-threshold", type=int, default=None,
+                    help="the broker's gc_threshold (default: Broker's own, GC_THRESHOLD; "
+                         "700 is CPython's)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    todo = {"latency", "throughput", "engine", "floor"} if args.workload == "all" else {args.workload}
+    # (gc runs only when asked: it measures one setting, not the broker as it is)
 
     name = f"bench-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs}
-    proc = _start_broker(name)
-    try:
-        lat = [latency(name, args.samples) for _ in range(args.runs)]
-        report["latency"] = {
+    report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs, "load_before": os.getloadavg()}
+    print(f"{os.cpu_count()} cpus, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
+          flush=True)
+    if todo & {"latency", "throughput"}:
+        proc = _start_broker(name, args.gc_threshold)
+        try:
+            if "latency" in todo:
+                lat = [latency(name, args.samples) for _ in range(args.runs)]
+                report["latency"] = {
+                    "p50_us": statistics.median(r["p50_us"] for r in lat),
+                    "p99_us": statistics.median(r["p99_us"] for r in lat),
+                    "runs": lat,
+                }
+                print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
+                      f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
+                      f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks "
+                      f"seen; load {load():.2f})", flush=True)
+            if "throughput" in todo:
+                ctx = mp.get_context("spawn")
+                ready, stop = ctx.Event(), ctx.Event()
+                sub = ctx.Process(target=_throughput_subscriber, args=(name, ready, stop))
+                sub.start()
+                ready.wait(120)
+                for batch in (1, 100):
+                    runs = [throughput(name, args.n, batch, r, proc.pid, sub.pid)
+                            for r in range(args.runs)]
+                    rates = [r["claims_per_s"] for r in runs]
+                    cpu = {who: statistics.median(r[f"{who}_cpu_us"] for r in runs)
+                           for who in ("claimer", "broker", "subscriber")}
+                    report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
+                    report[f"claims_per_broker_cpu_s_batch{batch}"] = 1e6 / max(cpu["broker"], 1e-3)
+                    report[f"cpu_us_per_claim_batch{batch}"] = cpu
+                    report[f"throughput_runs_batch{batch}"] = runs
+                    print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
+                          f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
+                          f"CPU us a claim: claimer {cpu['claimer']:.1f}, broker {cpu['broker']:.1f}, "
+                          f"subscriber {cpu['subscriber']:.1f} (broker: "
+                          f"{1e6 / max(cpu['broker'], 1e-3):,.0f} claims per CPU second); "
+                          f"load {load():.2f}", flush=True)
+                stop.set()
+                sub.join(30)
+        finally:
+            _stop(proc, name)
+    if "engine" in todo:
+        for batch in (1, 100):
+            rates = [engine_throughput(args.n, batch) for _ in range(args.runs)]
+            report[f"engine_claims_per_s_batch{batch}"] = statistics.median(rates)
+            print(f"engine alone (no IPC, no codec), batch {batch}: "
+                  f"{statistics.median(rates):,.0f} claims/s; load {load():.2f}", flush=True)
+    if "floor" in todo:
+        lat = [floor(args.samples, 1000.0) for _ in range(args.runs)]
+        thr = [floor(args.n, None) for _ in range(args.runs)]
+        report["floor"] = {
             "p50_us": statistics.median(r["p50_us"] for r in lat),
             "p99_us": statistics.median(r["p99_us"] for r in lat),
-            "runs": lat,
+            "frames_per_s": statistics.median(r["frames_per_s"] for r in thr),
+            "latency_runs": lat,
+            "throughput_runs": thr,
         }
-        print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
-              f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
-              f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks seen)",
+        f = report["floor"]
+        runs = ", ".join(f"{r['frames_per_s']:,.0f}" for r in thr)
+        print(f"floor (claimer -> relay -> subscriber, same transports, no broker): "
+              f"p50 {f['p50_us']:.1f} us, p99 {f['p99_us']:.1f} us; "
+              f"{f['frames_per_s']:,.0f} frames/s one a request "
+              f"(runs: {runs}); load {load():.2f}",
               flush=True)
+    if "gc" in todo:
+        from a0py.broker.server import GC_THRESHOLD
 
-        ctx = mp.get_context("spawn")
-        ready, stop = ctx.Event(), ctx.Event()
-        sub = ctx.Process(target=_throughput_subscriber, args=(name, ready, stop))
-        sub.start()
-        ready.wait(120)
-        for batch in (1, 100):
-            both = [throughput(name, args.n, batch, r, proc.pid) for r in range(args.runs)]
-            rates = [w for w, _c in both]
-            per_cpu = statistics.median(c for _w, c in both)
-            report[f"claims_per_s_batch{batch}"] = statistics.median(rates)
-            report[f"claims_per_broker_cpu_s_batch{batch}"] = per_cpu
-            print(f"claims/s, 100 subscriptions, {batch} claim(s) a request: "
-                  f"{statistics.median(rates):,.0f} (runs: {', '.join(f'{r:,.0f}' for r in rates)}); "
-                  f"per broker CPU second: {per_cpu:,.0f}", flush=True)
-        stop.set()
-        sub.join(30)
-    finally:
-        _stop(proc, name)
-    for batch in (1, 100):
-        rates = [engine_throughput(args.n, batch) for _ in range(args.runs)]
-        report[f"engine_claims_per_s_batch{batch}"] = statistics.median(rates)
-        print(f"engine alone (no IPC, no codec), batch {batch}: {statistics.median(rates):,.0f} claims/s",
-              flush=True)
+        report["gc"] = {}
+        for threshold in (700, GC_THRESHOLD, 4 * GC_THRESHOLD):
+            runs = [broker_work(threshold, args.n) for _ in range(args.runs)]
+            us = statistics.median(r[0] for r in runs)
+            share = statistics.median(r[1] for r in runs)
+            report["gc"][threshold] = {"us_per_claim": us, "gc_percent": share, "runs": runs}
+            print(f"broker's work in one process, 1 claim a request, gc threshold {threshold}: "
+                  f"{us:.2f} us a claim, {share:.1f} % of it collecting; load {load():.2f}",
+                  flush=True)
+    report["load_after"] = os.getloadavg()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in report['load_after'])}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

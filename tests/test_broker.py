@@ -1,6 +1,7 @@
 """The fact broker across real processes: a broker process, client processes driven
 line by line, subscribers in this process; SIGKILLed clients and brokers."""
 
+import gc
 import json
 import os
 import queue
@@ -340,6 +341,56 @@ def test_a_second_broker_of_the_same_name_is_refused(name, broker):
         Broker(name).run()
 
 
+# ------------------------------------------------------------------ the garbage collector
+
+
+@pytest.fixture
+def gc_thresholds():
+    """Known thresholds for the test, and the interpreter's own put back after it."""
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield (700, 10, 10)
+    gc.set_threshold(*saved)
+
+
+def test_the_gc_threshold_is_raised_while_serving_and_restored_after(name, gc_thresholds):
+    b = Broker(name, gc_threshold=12345)
+    with b:
+        assert gc.get_threshold() == (12345, 10, 10)
+        with BrokerClient(name) as c:          # serving really goes on meanwhile
+            c.claim('x(1)')
+            assert c.facts('x(_)') == [parse('x(1)')]
+    assert not b._thread.is_alive()
+    assert gc.get_threshold() == gc_thresholds
+
+
+def test_the_default_gc_threshold_is_the_module_constant_and_none_leaves_it_alone(name, gc_thresholds):
+    from a0py.broker.server import GC_THRESHOLD
+
+    assert Broker(name).gc_threshold == GC_THRESHOLD > 700
+    with Broker(name, gc_threshold=None):
+        assert gc.get_threshold() == gc_thresholds
+    assert gc.get_threshold() == gc_thresholds
+
+
+def test_the_gc_threshold_is_restored_when_run_fails_to_start(name, broker, gc_thresholds):
+    with pytest.raises(BrokerRunningError):
+        Broker(name, gc_threshold=99999).run()
+    assert gc.get_threshold() == gc_thresholds
+
+
+@pytest.mark.parametrize("bad", ["1000", 1.5, True, [700]])
+def test_a_gc_threshold_that_is_not_an_int_is_refused(name, bad):
+    with pytest.raises(BrokerTypeError, match="gc_threshold must be an int or None"):
+        Broker(name, gc_threshold=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_a_gc_threshold_below_1_is_refused(name, bad):
+    with pytest.raises(ValueError, match=f"gc_threshold must be at least 1.*got {bad}"):
+        Broker(name, gc_threshold=bad)
+
+
 # ------------------------------------------------------------------ bad input
 
 
@@ -443,6 +494,44 @@ def test_a_slow_subscriber_overrun_resyncs_and_ends_with_the_right_result(broker
             big.wait()
     finally:
         slow.close()
+
+
+def test_a_value_too_large_for_a_frame_is_refused_and_changes_nothing(name, clients):
+    c = clients("local")          # no broker needed: the client checks before sending
+    c.claim('small(1)')
+    big = Record("big", b"x" * (wire.MAX_FRAME + 1))
+    with pytest.raises(BrokerError, match="does not fit"):
+        c.claim(big)
+    with pytest.raises(BrokerError, match="does not fit"), c.batch():
+        c.retract('small(1)')
+        c.claim(big)
+    assert c.claims() == [parse('small(1)')]
+
+
+def test_a_batch_on_one_thread_holds_back_only_that_threads_claims(broker, clients):
+    c = clients("local")
+    inside, release = threading.Event(), threading.Event()
+
+    def batcher():
+        with c.batch():
+            c.claim('b(1)')
+            inside.set()
+            release.wait(WAIT)
+            c.claim('b(2)')
+
+    t = threading.Thread(target=batcher)
+    t.start()
+    try:
+        assert inside.wait(WAIT)
+        c.claim('a(1)')                 # this thread is in no batch: sent at once
+        c.retract('a(1)')
+        c.claim('a(2)')
+        assert c.facts('a(_)') == [parse('a(2)')]
+        assert c.facts('b(_)') == []    # the other thread's batch is still open
+    finally:
+        release.set()
+        t.join(WAIT)
+    assert c.facts('b(_)') == [parse('b(1)'), parse('b(2)')]
 
 
 def test_big_batches_and_results_span_several_frames(broker, clients):

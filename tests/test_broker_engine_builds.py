@@ -109,9 +109,9 @@ def test_the_package_uses_the_compiled_engine():
     assert broker.Change is compiled.Change
 
 
-def test_the_compiled_module_includes_the_engine_and_its_term_helpers():
+def test_the_compiled_module_includes_the_engine_its_term_helpers_and_the_framing():
     here = Path(engine.__file__).parent
     included = re.findall(r'^include "(\w+)\.py"$', (here / "_compiled.pyx").read_text(), re.M)
-    assert included == ["terms", "engine"]
+    assert included == ["terms", "engine", "framing"]
     for name in engine.__all__:
         assert hasattr(compiled, name)

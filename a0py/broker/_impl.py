@@ -1,7 +1,8 @@
-"""Which build of the broker's engine the package uses.
+"""Which build of the broker's engine and framing the package uses.
 
-The compiled ``a0py.broker._compiled`` when it is built; otherwise the interpreted
-``a0py.broker.engine`` (the same source, run by CPython: several times slower), so a
+The compiled ``a0py.broker._compiled`` when it is built (``impl`` and ``framing`` are
+both that module); otherwise the interpreted ``a0py.broker.engine`` and
+``a0py.broker.framing`` (the same sources, run by CPython: several times slower), so a
 source checkout that has not run the build still works. ``COMPILED`` says which one was
 loaded; the tests require the compiled one.
 """
@@ -9,10 +10,12 @@ loaded; the tests require the compiled one.
 try:
     import a0py.broker._compiled as impl
 
+    framing = impl
     COMPILED = True
 except ImportError:  # pragma: no cover - only in an unbuilt checkout
     from a0py.broker import engine as impl
+    from a0py.broker import framing
 
     COMPILED = False
 
-__all__ = ["COMPILED", "impl"]
+__all__ = ["COMPILED", "framing", "impl"]

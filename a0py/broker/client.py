@@ -21,15 +21,15 @@ Invariants:
   always look the same, and a reordering is never a change.
 """
 
-import bisect
 import logging
 import os
 import secrets
 import threading
 import time
-from contextlib import contextmanager
+from bisect import bisect_left
 
-from a0py.dataspace import InvalidValueError, Record, encode
+from a0py.dataspace import InvalidValueError, Record, decode, encode
+from a0py.errors import A0TimeoutError
 
 from . import wire
 from .errors import (
@@ -49,6 +49,24 @@ from .terms import (
     pattern_vars,
     to_pattern,
     to_value,
+)
+from .wire import (
+    FLAG_FULL,
+    FLAG_MORE,
+    IT_ADD,
+    IT_CLAIM,
+    IT_DEL,
+    IT_RETRACT,
+    IT_RETRACT_PATTERN,
+    IT_SUBSCRIBE,
+    IT_UNSUBSCRIBE,
+    REP_NOTIFY,
+    REQ_BATCH,
+    item,
+    parse_reply,
+    request_frames,
+    request_frames_of,
+    varint,
 )
 
 log = logging.getLogger("a0py.broker")
@@ -122,21 +140,24 @@ class Subscription:
             self._reset = False
             self._staged = None
             self._awaiting_full = True
-        if flags & wire.FLAG_FULL:
+        if flags & FLAG_FULL:
             self._staged = ({}, True)     # only the first frame of a full result has the flag
             self._awaiting_full = False
         elif self._awaiting_full:
             return None                 # a delta against a base we no longer trust
         elif self._staged is None:
+            if not flags & FLAG_MORE:   # the usual case: a whole delta in one frame
+                self._apply_delta(items)
+                return self._publish()
             self._staged = ([], False)
         staged, full = self._staged
         for op, payload in items:
             if full:
-                if op == wire.IT_ADD:
+                if op == IT_ADD:
                     staged[payload] = None
             else:
                 staged.append((op, payload))
-        if flags & wire.FLAG_MORE:
+        if flags & FLAG_MORE:
             return None
         self._staged = None
         if full:
@@ -148,26 +169,32 @@ class Subscription:
             self._keys = sorted(rows)
             self._ordered = [rows[k] for k in self._keys]
         else:
-            # The sorted keys and the rows in their order change in step: a change costs
-            # a search and a move of pointers, not a rebuild of the whole result.
-            rows, keys, ordered = self._rows, self._keys, self._ordered
-            for op, payload in staged:
-                if op == wire.IT_ADD:
-                    if payload not in rows:
-                        row = rows[payload] = self._row(payload)
-                        i = bisect.bisect_left(keys, payload)
-                        keys.insert(i, payload)
-                        ordered.insert(i, row)
-                elif op == wire.IT_DEL and rows.pop(payload, None) is not None:
-                    i = bisect.bisect_left(keys, payload)
-                    del keys[i]
-                    del ordered[i]
+            self._apply_delta(staged)
+        return self._publish()
+
+    def _apply_delta(self, items):
+        # The sorted keys and the rows in their order change in step: a change costs a
+        # search and a move of pointers, not a rebuild of the whole result.
+        rows, keys, ordered, variables = self._rows, self._keys, self._ordered, self.variables
+        for op, payload in items:
+            if op == IT_ADD:
+                if payload not in rows:
+                    row = rows[payload] = dict(zip(variables, decode(payload)))
+                    i = bisect_left(keys, payload)
+                    keys.insert(i, payload)
+                    ordered.insert(i, row)
+            elif op == IT_DEL and rows.pop(payload, None) is not None:
+                i = bisect_left(keys, payload)
+                del keys[i]
+                del ordered[i]
+
+    def _publish(self):
         self.result = self._ordered.copy()   # the callback may keep it: never mutated later
         self.notifications += 1
         return self.result
 
     def _row(self, payload):
-        return dict(zip(self.variables, wire.decode_value(payload)))
+        return dict(zip(self.variables, decode(payload)))
 
 
 class _Pending:
@@ -188,6 +215,39 @@ class _Batch:
     def __init__(self):
         self.ops = []
         self.depth = 0
+
+
+class _BatchBlock:
+    """The context manager :meth:`BrokerClient.batch` returns (a class, not a generator:
+    it is entered on every batch)."""
+
+    __slots__ = ("batch", "client")
+
+    def __init__(self, client):
+        self.client = client
+        self.batch = None
+
+    def __enter__(self):
+        local = self.client._local
+        b = getattr(local, "batch", None)
+        if b is None:
+            b = local.batch = _Batch()
+            with self.client._lock:
+                self.client._batching += 1
+        b.depth += 1
+        self.batch = b
+        return self.client
+
+    def __exit__(self, exc_type, exc, tb):
+        b = self.batch
+        b.depth -= 1
+        if b.depth == 0:
+            self.client._local.batch = None
+            with self.client._lock:
+                self.client._batching -= 1
+            if exc_type is None and b.ops:
+                self.client._send_ops(b.ops)
+        return False
 
 
 class BrokerClient:
@@ -225,6 +285,11 @@ class BrokerClient:
         self._next_req = 1
         self._next_sub = 1
         self._local = threading.local()
+        # Threads inside a batch() block: while there are none, claim and retract need not
+        # look at the thread-local batch (a thread-local lookup costs half a microsecond).
+        self._batching = 0
+        self._main_thread = threading.get_ident()
+        self._main_transport = None   # the Transport of the thread that made the client
         self._closed = False
         self.resyncs = 0
         self.gaps = 0
@@ -281,13 +346,18 @@ class BrokerClient:
         parse, :class:`BrokerTypeError` for a pattern,
         :class:`a0py.dataspace.InvalidValueError` for a non-value, naming the argument;
         :class:`BrokerError` for a value too large for a frame."""
-        ops = []
+        keys = []
+        kept = []
         for i, v in enumerate(values):
             key = _record_encoding(v)     # the usual case: a Record, checked at no cost
             if key is None:
                 key, v = to_value(v, f"claim argument {i}", "BrokerClient.claim")
-            ops.append(("claim", key, v))
-        self._submit(ops)
+            keys.append(key)
+            kept.append(v)
+        if not self._batching or getattr(self._local, "batch", None) is None:
+            self._send_values(IT_CLAIM, keys, kept)
+        else:
+            self._submit([("claim", k, v) for k, v in zip(keys, kept)])
 
     def retract(self, *values_or_patterns):
         """Retract each value, or with a pattern (``_``, ``capture``) every claim of this
@@ -297,17 +367,22 @@ class BrokerClient:
         Raises (nothing sent) :class:`a0py.dataspace.ParseError` for a str that does not
         parse, :class:`a0py.dataspace.InvalidValueError` for a non-pattern."""
         ops = []
+        plain = True                      # only values, given as Records: one fast request
         for i, p in enumerate(values_or_patterns):
             key = _record_encoding(p)     # the usual case: a Record value
             if key is not None:
                 ops.append(("retract", key, p))
                 continue
             pattern = to_pattern(p, f"retract argument {i}", "BrokerClient.retract")
+            plain = False
             if has_pattern(pattern):
                 ops.append(("retract_pattern", pattern_text(pattern), pattern))
             else:
                 ops.append(("retract", encode_value(pattern), pattern))
-        self._submit(ops)
+        if plain and (not self._batching or getattr(self._local, "batch", None) is None):
+            self._send_values(IT_RETRACT, [op[1] for op in ops], None)
+        else:
+            self._submit(ops)
 
     def subscribe(self, *patterns, callback):
         """Subscribe to the join of ``patterns`` (their shared ``$names`` must bind equal
@@ -339,26 +414,12 @@ class BrokerClient:
                 raise UnknownSubscriptionError(f"no subscription {sub_id!r} of this client")
         self._submit([("unsubscribe", sub_id)])
 
-    @contextmanager
     def batch(self):
         """``with client.batch():`` gathers the claims, retracts, subscribes and
         unsubscribes made in the block (on this thread) into one atomic request, sent
         when the block ends; nothing is sent if it ends with an exception. Blocks nest
         (the outermost sends)."""
-        b = getattr(self._local, "batch", None)
-        if b is None:
-            b = self._local.batch = _Batch()
-        b.depth += 1
-        ok = False
-        try:
-            yield self
-            ok = True
-        finally:
-            b.depth -= 1
-            if b.depth == 0:
-                self._local.batch = None
-                if ok and b.ops:
-                    self._send_ops(b.ops)
+        return _BatchBlock(self)
 
     def ping(self, timeout=DEFAULT_TIMEOUT):
         """Round trip to the broker; returns the seconds it took. When it returns, every
@@ -449,6 +510,13 @@ class BrokerClient:
     # ---------------------------------------------------------------- sending
 
     def _transport(self):
+        # One Transport per thread (each has its own lock state); the creating thread's is
+        # kept at hand, since that thread usually sends everything.
+        if threading.get_ident() == self._main_thread:
+            tr = self._main_transport
+            if tr is None:
+                tr = self._main_transport = _core().Transport(self._requests)
+            return tr
         tr = getattr(self._local, "transport", None)
         if tr is None:
             tr = self._local.transport = _core().Transport(self._requests)
@@ -473,43 +541,79 @@ class BrokerClient:
         else:
             self._send_ops(ops)
 
+    def _send_values(self, op, keys, values):
+        """The fast path of claim and retract outside a batch: apply to this client's own
+        state and send one request of ``op`` items (``keys``, the encodings), with no
+        intermediate ops or item bytes. ``values``: the claimed values (None: retract)."""
+        with self._lock:
+            if self._closed:
+                raise BrokerClosedError(f"the client {self.name!r} was closed")
+            req_id = self._next_req
+            # First the frames (a value too large for one raises here, nothing changed).
+            frames = request_frames_of(REQ_BATCH, req_id, self.name, op, keys)
+            claims = self._claims
+            if values is None:
+                for key in keys:
+                    claims.pop(key, None)
+            else:
+                for key, value in zip(keys, values):
+                    claims[key] = [value, req_id]
+            self._next_req += 1
+            self._write(frames)
+
     def _send_ops(self, ops):
         """Apply ``ops`` to this client's own state and send them as one batch, both
-        under the lock (so the broker sees requests in the order the state changed)."""
+        under the lock (so the broker sees requests in the order the state changed).
+        The frames are made first: a value too large for one raises, nothing changed."""
         with self._lock:
             if self._closed:
                 raise BrokerClosedError(f"the client {self.name!r} was closed")
             req_id = self._next_req
             items = []
+            append = items.append
             for op in ops:
                 kind = op[0]
                 if kind == "claim":
-                    self._claims[op[1]] = [op[2], req_id]
-                    items.append(wire.item(wire.IT_CLAIM, op[1]))
+                    append(item(IT_CLAIM, op[1]))
                 elif kind == "retract":
-                    self._claims.pop(op[1], None)
-                    items.append(wire.item(wire.IT_RETRACT, op[1]))
+                    append(item(IT_RETRACT, op[1]))
+                elif kind == "retract_pattern":
+                    append(item(IT_RETRACT_PATTERN, op[1].encode("utf-8")))
+                elif kind == "subscribe":
+                    append(item(IT_SUBSCRIBE, _subscribe_payload(op[1])))
+                else:
+                    append(item(IT_UNSUBSCRIBE, varint(op[1])))
+            frames = request_frames(REQ_BATCH, req_id, self.name, items)
+            claims = self._claims
+            for op in ops:
+                kind = op[0]
+                if kind == "claim":
+                    claims[op[1]] = [op[2], req_id]
+                elif kind == "retract":
+                    claims.pop(op[1], None)
                 elif kind == "retract_pattern":
                     pattern = op[2]
-                    for key in [k for k, (v, _r) in self._claims.items() if match(pattern, v)]:
-                        del self._claims[key]
-                    items.append(wire.item(wire.IT_RETRACT_PATTERN, op[1].encode("utf-8")))
+                    for key in [k for k, (v, _r) in claims.items() if match(pattern, v)]:
+                        del claims[key]
                 elif kind == "subscribe":
-                    sub = op[1]
-                    self._subs[sub.id] = sub
-                    items.append(wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(sub)))
+                    self._subs[op[1].id] = op[1]
                 else:
                     sub = self._subs.pop(op[1], None)
                     if sub is not None:
                         sub.active = False
-                    items.append(wire.item(wire.IT_UNSUBSCRIBE, wire.varint(op[1])))
-            frames = wire.request_frames(wire.REQ_BATCH, req_id, self.name, items)
             self._next_req += 1
             self._write(frames)
 
     def _write(self, frames):
+        tr = self._transport()
+        if len(frames) == 1:
+            try:
+                tr.write(frames[0], evict=False, timeout=0)   # room now: the usual case
+                return
+            except A0TimeoutError:
+                pass
         # Dropped when no broker runs: the state goes whole to the next one.
-        wire.write_frames(self._transport(), frames, alive=self._broker_alive)
+        wire.write_frames(tr, frames, alive=self._broker_alive)
 
     def _broker_alive(self):
         return not self._closed and self.connected
@@ -635,8 +739,8 @@ class BrokerClient:
                 pass
 
     def _on_frame(self, data):
-        kind, flags, ident, items = wire.parse_reply(data)
-        if kind == wire.REP_NOTIFY:
+        kind, flags, ident, items = parse_reply(data)
+        if kind == REP_NOTIFY:
             sub = self._subs.get(ident)
             if sub is None:
                 return
@@ -646,7 +750,8 @@ class BrokerClient:
                     sub.callback(result)
                 except Exception:
                     log.exception("client %s: subscription %d callback raised", self.name, ident)
-                sub._delivered.set()
+                if not sub._delivered.is_set():   # set() takes a lock: only the first time
+                    sub._delivered.set()
         elif kind == wire.REP_ACK:
             pass
         elif kind in (wire.REP_PONG, wire.REP_FACTS):

@@ -39,6 +39,10 @@ class BrokerClosedError(BrokerError):
     """The client (or broker) was closed."""
 
 
+class WireError(BrokerError, ValueError):
+    """A frame does not follow the layout (names the offset and what was wrong)."""
+
+
 class UnknownSubscriptionError(BrokerError, KeyError):
     """Unsubscribing a subscription that is not (or no longer) this client's."""
 
@@ -52,4 +56,5 @@ __all__ = [
     "BrokerTimeoutError",
     "BrokerTypeError",
     "UnknownSubscriptionError",
+    "WireError",
 ]

@@ -21,7 +21,9 @@ dataspace's canonical encoding (:func:`a0py.dataspace.encode`), every pattern it
     reply:    MAGIC  kind  flags  varint id                                  items...
     item:     op  varint len  payload
 
-A varint is unsigned LEB128. ``FLAG_MORE`` marks a frame whose request (or reply)
+A varint is unsigned LEB128 of at most 9 bytes. The kinds, flags and item ops, and the
+code that builds and parses frames, are in ``framing.py`` (compiled with the engine;
+re-exported here). ``FLAG_MORE`` marks a frame whose request (or reply)
 continues in the next frame of the same source: a request larger than a frame is cut
 between items, and the broker applies it only once its last frame is in (batches stay
 atomic).
@@ -46,57 +48,64 @@ import time
 from a0py.dataspace import decode
 from a0py.errors import A0TimeoutError
 
-from .errors import BrokerError, BrokerNameError
+from ._impl import framing as _framing
+from .errors import BrokerError, BrokerNameError, WireError  # noqa: F401 - re-exported
 
-MAGIC = 0xB7           # version 1 of this layout
-FLAG_MORE = 0x01       # the request or reply continues in the next frame
-FLAG_FULL = 0x02       # the first frame of a whole result (the first notification, a resync)
-FLAG_OWNERS = 0x04     # a facts request that wants the owners too
-
-# request kinds
-REQ_STATE = 1      # the client's whole state: replaces what the broker holds for it
-REQ_BATCH = 2      # claims, retracts, subscribe, unsubscribe: atomic
-REQ_PING = 3
-REQ_FACTS = 4      # optional IT_PATTERN
-REQ_BYE = 5        # the client leaves: retract all it holds
-REQ_DIED = 6       # from the broker's own watcher: the client's deadman was released
-REQ_REVOKE = 7     # IT_PATTERN..., optional IT_OWNER: retract others' claims (admin)
-REQ_WAKE = 8       # from the broker itself: look at the stop flag
-
-# reply kinds
-REP_ACK = 1        # id: the client's last request processed
-REP_ERROR = 2      # id: the rejected request; IT_INDEX (the bad item), IT_TEXT
-REP_PONG = 3       # id: the ping (the "empty notification")
-REP_FACTS = 4      # id: the request; IT_FACT..., each optionally followed by IT_OWNER...
-REP_NOTIFY = 5     # id: the subscription; IT_ADD / IT_DEL rows; FLAG_FULL
-REP_REVOKED = 6    # id: the last request of the client processed before; IT_FACT...
-REP_RESYNC = 7     # id: the request refused because the broker does not know the client
-REP_SUB_ERROR = 8  # id: the subscription; IT_TEXT (its result cannot reach the client)
-
-# item ops
-IT_CLAIM = 1            # encoded value
-IT_RETRACT = 2          # encoded value (ground)
-IT_RETRACT_PATTERN = 3  # pattern text
-IT_SUBSCRIBE = 4        # varint sub_id, then (varint len, pattern text)...
-IT_UNSUBSCRIBE = 5      # varint sub_id
-IT_PATTERN = 6          # pattern text
-IT_OWNER = 7            # client name
-IT_INDEX = 8            # varint
-IT_TEXT = 9             # UTF-8
-IT_FACT = 10            # encoded value
-IT_ADD = 11             # encoded tuple of values (a result row)
-IT_DEL = 12             # encoded tuple of values
+# The frame layout and codec (a0py/broker/framing.py, compiled): re-exported, so that
+# ``wire`` stays the one module the broker and its clients meet through.
+MAGIC = _framing.MAGIC
+FLAG_MORE = _framing.FLAG_MORE
+FLAG_FULL = _framing.FLAG_FULL
+FLAG_OWNERS = _framing.FLAG_OWNERS
+MAX_FRAME = _framing.MAX_FRAME
+MAX_VARINT = _framing.MAX_VARINT
+REQ_STATE = _framing.REQ_STATE
+REQ_BATCH = _framing.REQ_BATCH
+REQ_PING = _framing.REQ_PING
+REQ_FACTS = _framing.REQ_FACTS
+REQ_BYE = _framing.REQ_BYE
+REQ_DIED = _framing.REQ_DIED
+REQ_REVOKE = _framing.REQ_REVOKE
+REQ_WAKE = _framing.REQ_WAKE
+REP_ACK = _framing.REP_ACK
+REP_ERROR = _framing.REP_ERROR
+REP_PONG = _framing.REP_PONG
+REP_FACTS = _framing.REP_FACTS
+REP_NOTIFY = _framing.REP_NOTIFY
+REP_REVOKED = _framing.REP_REVOKED
+REP_RESYNC = _framing.REP_RESYNC
+REP_SUB_ERROR = _framing.REP_SUB_ERROR
+IT_CLAIM = _framing.IT_CLAIM
+IT_RETRACT = _framing.IT_RETRACT
+IT_RETRACT_PATTERN = _framing.IT_RETRACT_PATTERN
+IT_SUBSCRIBE = _framing.IT_SUBSCRIBE
+IT_UNSUBSCRIBE = _framing.IT_UNSUBSCRIBE
+IT_PATTERN = _framing.IT_PATTERN
+IT_OWNER = _framing.IT_OWNER
+IT_INDEX = _framing.IT_INDEX
+IT_TEXT = _framing.IT_TEXT
+IT_FACT = _framing.IT_FACT
+IT_ADD = _framing.IT_ADD
+IT_DEL = _framing.IT_DEL
+varint = _framing.varint
+item = _framing.item
+subscribe_payload = _framing.subscribe_payload
+request_frames = _framing.request_frames
+request_frames_of = _framing.request_frames_of
+reply_frames = _framing.reply_frames
+notify_frames = _framing.notify_frames
+row_items = _framing.row_items
+parse_items = _framing.parse_items
+parse_request = _framing.parse_request
+parse_reply = _framing.parse_reply
+parse_subscribe = _framing.parse_subscribe
+parse_varint = _framing.parse_varint
 
 ARENA_PREFIX = "a0py.broker."
 REQUEST_ARENA_SIZE = 8 << 20
 CLIENT_ARENA_SIZE = 4 << 20
-MAX_FRAME = 256 << 10       # requests and replies are cut into frames of at most this
 _NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}\Z")
 _WAIT_SLICE = 0.05          # how often a blocked writer re-checks the broker's liveness
-
-
-class WireError(BrokerError, ValueError):
-    """A frame does not follow the layout (names the offset and what was wrong)."""
 
 
 def check_name(name, what="broker name"):
@@ -117,164 +126,13 @@ def client_arena_name(broker, client):
     return f"{ARENA_PREFIX}{check_name(broker)}.c.{check_name(client, 'client name')}"
 
 
-# ---------------------------------------------------------------- encoding
-
-
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def item(op, payload):
-    """One item's bytes."""
-    n = len(payload)
-    if n < 0x80:
-        return bytes((op, n)) + payload
-    return bytes((op,)) + varint(n) + payload
-
-
-def subscribe_payload(sub_id, pattern_texts):
-    parts = [varint(sub_id)]
-    for text in pattern_texts:
-        b = text.encode("utf-8")
-        parts.append(varint(len(b)))
-        parts.append(b)
-    return b"".join(parts)
-
-
-def request_frames(kind, req_id, client, items, flags=0, limit=MAX_FRAME):
-    """The frames of one request: ``items`` (item bytes) packed greedily, every frame but
-    the last flagged ``FLAG_MORE``. Raises :class:`BrokerError` for an item that cannot
-    fit in one frame."""
-    c = client.encode("utf-8")
-    head_rest = varint(req_id) + varint(len(c)) + c
-    return _frames(kind, flags, head_rest, items, limit)
-
-
-def reply_frames(kind, ident, items, flags=0, limit=MAX_FRAME):
-    """The frames of one reply (as :func:`request_frames`)."""
-    return _frames(kind, flags, varint(ident), items, limit)
-
-
-def _frames(kind, flags, head_rest, items, limit):
-    budget = limit - 3 - len(head_rest)
-    if type(items) is not list:
-        items = list(items)
-    if sum(map(len, items)) <= budget:     # the usual case: one frame
-        return [b"".join([bytes((MAGIC, kind, flags)), head_rest, *items])]
-    frames = []
-    batch = []
-    size = 0
-    for it in items:
-        n = len(it)
-        if n > budget:
-            raise BrokerError(f"an item of {n} bytes does not fit a frame of at most {limit} bytes")
-        if size + n > budget:
-            frames.append(batch)
-            batch = []
-            size = 0
-        batch.append(it)
-        size += n
-    frames.append(batch)
-    last = len(frames) - 1
-    return [bytes((MAGIC, kind, flags | (FLAG_MORE if i < last else 0))) + head_rest + b"".join(b)
-            for i, b in enumerate(frames)]
-
-
-# ---------------------------------------------------------------- decoding
-
-
-def _varint_at(data, pos, end):
-    n = shift = 0
-    for _ in range(10):
-        if pos >= end:
-            raise WireError(f"truncated varint at offset {pos}")
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return n, pos
-        shift += 7
-    raise WireError(f"varint too long at offset {pos}")
-
-
-def parse_items(data, pos):
-    """The ``(op, payload)`` items of a frame from ``pos`` on (payloads are bytes)."""
-    out = []
-    end = len(data)
-    append = out.append
-    while pos < end:
-        if pos + 2 > end:
-            raise WireError(f"truncated item at offset {pos}")
-        op = data[pos]
-        n = data[pos + 1]
-        if n < 0x80:
-            pos += 2
-        else:
-            n, pos = _varint_at(data, pos + 1, end)
-        if n > end - pos:
-            raise WireError(f"item at offset {pos} claims {n} bytes, {end - pos} left")
-        append((op, data[pos:pos + n]))
-        pos += n
-    return out
+# ---------------------------------------------------------------- values
 
 
 def decode_value(data):
     """The value whose canonical encoding is ``data``: :func:`a0py.dataspace.decode`
     (compiled; it raises :class:`a0py.dataspace.DecodeError` naming the offset)."""
     return decode(data)
-
-
-def parse_request(data):
-    """``(kind, flags, req_id, client, items)`` of a request frame; :class:`WireError` if
-    it is malformed."""
-    end = len(data)
-    if end < 3 or data[0] != MAGIC:
-        raise WireError(f"not a broker request (first byte {data[0] if end else None!r}, "
-                        f"{end} bytes)")
-    req_id, pos = _varint_at(data, 3, end)
-    n, pos = _varint_at(data, pos, end)
-    if n > end - pos or n == 0:
-        raise WireError(f"bad client name length {n} at offset {pos}")
-    try:
-        client = data[pos:pos + n].decode("utf-8")
-    except UnicodeDecodeError:
-        raise WireError("client name is not UTF-8") from None
-    return data[1], data[2], req_id, client, parse_items(data, pos + n)
-
-
-def parse_reply(data):
-    """``(kind, flags, id, items)`` of a reply frame; :class:`WireError` if malformed."""
-    end = len(data)
-    if end < 3 or data[0] != MAGIC:
-        raise WireError(f"not a broker reply ({end} bytes)")
-    ident, pos = _varint_at(data, 3, end)
-    return data[1], data[2], ident, parse_items(data, pos)
-
-
-def parse_subscribe(payload):
-    """``(sub_id, [pattern text, ...])`` of an ``IT_SUBSCRIBE`` payload."""
-    end = len(payload)
-    sub_id, pos = _varint_at(payload, 0, end)
-    texts = []
-    while pos < end:
-        n, pos = _varint_at(payload, pos, end)
-        if n > end - pos:
-            raise WireError("truncated pattern in a subscribe item")
-        texts.append(payload[pos:pos + n].decode("utf-8"))
-        pos += n
-    return sub_id, texts
-
-
-def parse_varint(payload):
-    n, pos = _varint_at(payload, 0, len(payload))
-    if pos != len(payload):
-        raise WireError("bytes after a varint")
-    return n
 
 
 # ---------------------------------------------------------------- writing
