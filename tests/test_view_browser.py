@@ -85,7 +85,10 @@ def test_live_topic_appears_with_its_rate_and_values_and_is_plotted(root, page):
         rate = float(row.locator("td.rate").inner_text())
         assert 30 < rate < 70
         row.click()
-        assert "selected" in row.get_attribute("class")
+        # the page applies the selection on its next drawn frame, not inside the click
+        page.wait_for_function(
+            "() => document.querySelector('#topics tr[data-topic=\"robot/odom\"]').classList.contains('selected')",
+            timeout=WAIT_MS)
         assert page.locator("#topic-name").inner_text() == "robot/odom"
         # its latest values: the newest message's JSON, moving on
         first = page.locator("#messages .msg pre").first
