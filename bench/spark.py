@@ -21,6 +21,9 @@ Workloads (medians of --repeats runs):
            holding about a second of traffic (640 MiB and 1 GiB; with
            --rate, a second at that rate where that is less); and the gaps
            (frames evicted before the recorder read them);
+  latency  how late the recorder reads each frame (log_time minus the
+           packet's a0_time_wall, µs) with a publisher publishing 64 B
+           one at a time at 100, 1 000 and 10 000 frames/s;
   capacity the recorder draining a topic that already holds 1 M frames
            (64 B) or 125 k (4 KiB): what it can write, apart from any
            publisher, per wall and per CPU second.
@@ -326,10 +329,62 @@ def bench_capacity(args, results):
               f"{statistics.median(r['mcap_bytes'] / r['frames'] for r in runs):.0f} B/frame on disk", flush=True)
 
 
+PACED = """
+import sys, time, a0py
+topic, rate, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+pub = a0py.Publisher(topic)
+data = bytes(64)
+start = time.monotonic()
+n = 0
+while n < rate * seconds:
+    ahead = start + n / rate - time.monotonic()
+    if ahead > 0:
+        time.sleep(ahead)
+    pub.pub(data)
+    n += 1
+print(n)
+"""
+
+
+def bench_latency(args, results):
+    """How late the recorder reads a frame (its ``log_time`` minus the
+    packet's ``a0_time_wall``) when a publisher in another process publishes
+    64 B one at a time at a steady rate: light traffic, where the recorder
+    should wake for each frame."""
+    import pyarrow.compute as pc
+
+    root = f"shm:a0pybench{os.getpid()}"
+    env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
+    topic = "bench/lat"
+    for rate in (100, 1000, 10000):
+        p50s, p99s = [], []
+        for _ in range(args.repeats):
+            out = tempfile.mkdtemp(prefix="a0py-bench-lat-")
+            rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            assert "recording to" in rec.stderr.readline()
+            subprocess.run([sys.executable, "-c", PACED, topic, str(rate), str(min(args.seconds, 2.0))], env=env,
+                           capture_output=True, text=True, check=True)
+            time.sleep(0.5)
+            rec.send_signal(2)
+            rec.communicate(timeout=120)
+            t = read_table(out, record_time=True)
+            late = pc.subtract(t.column("time_record").cast("int64"), t.column("time_wall").cast("int64"))
+            late = sorted(late.to_pylist())
+            p50s.append(late[len(late) // 2])
+            p99s.append(late[min(len(late) - 1, len(late) * 99 // 100)])
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic('{topic}').unlink()"], env=env)
+        p50, p99 = statistics.median(p50s), statistics.median(p99s)
+        results[f"record latency {rate}/s"] = {"p50_us": p50, "p99_us": p99, "p50_runs_us": p50s, "p99_runs_us": p99s}
+        print(f"latency {rate:>6}/s: the recorder reads a frame p50 {p50:7.0f} µs, p99 {p99:7.0f} µs after its "
+              f"a0_time_wall", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, record, capacity, decode (default: read record capacity)")
+                    help="read, record, capacity, decode, latency (default: read record capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -337,16 +392,16 @@ def main():
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
-    unknown = sorted(set(args.what) - {"read", "record", "capacity", "decode"})
+    unknown = sorted(set(args.what) - {"read", "record", "capacity", "decode", "latency"})
     if unknown:
-        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, decode")
+        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, decode, latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity,
-         "decode": bench_decode}[what](args, results)
+         "decode": bench_decode, "latency": bench_latency}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -19,10 +19,13 @@ Invariants:
   found between reads. Closed chunks are indexed, compressed and written by
   the segment's background thread (see :mod:`a0py.spark._writer`), so
   draining never waits for compression.
-* **Not a spinner**: a pass that found nothing is followed by a 2 ms pause
-  (then, after a while, a sleep on every topic's notify word at once with
-  ``MultiWait``), so a busy publisher makes no wake syscall per frame and,
-  on two cores, keeps its core.
+* **Not a spinner, and prompt when traffic is light**: while the topics
+  carry fewer than ``_WAKE_RATE`` frames/s in all, the loop sleeps on every
+  topic's notify word at once (``MultiWait``) and is woken by each frame, so
+  ``log_time`` is the receive time to within a wake-up; above that, a pass
+  that found nothing is followed by a 2 ms pause (and after 50 such pauses
+  by the same sleep), so a busy publisher makes no wake syscall per frame
+  and, on two cores, keeps its core.
 * **Segments always readable**: closed chunks reach the OS as soon as the
   background thread has compressed them; a segment is finished (summary,
   footer) at rotation (in the background, while the next one fills), at
@@ -58,6 +61,13 @@ _DISCOVERY_PERIOD = 1.0
 # spin on the publisher's core.
 _IDLE_PAUSE = 0.002
 _IDLE_PAUSES = 50
+# Below this many frames a second (all topics, measured over _RATE_WINDOW)
+# the loop sleeps on the notify words after every empty pass instead of
+# pausing: a wake per frame costs the publishers nothing that matters at
+# that rate, and each frame's log_time is then taken when it arrives, not up
+# to a pause later.
+_WAKE_RATE = 2000
+_RATE_WINDOW = 0.1
 
 
 @dataclass
@@ -413,6 +423,7 @@ class Recorder:
             self._ready.set()
             wait = min(0.1, self.chunk_seconds / 2)
             idle = 0
+            window_start, window_frames, light = time.monotonic(), 0, True
             while not self._stop.is_set():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
@@ -429,12 +440,16 @@ class Recorder:
                 self._maybe_rotate(now)
                 self._reap()
                 self._progress(now)
+                window_frames += got
+                if now - window_start >= _RATE_WINDOW:
+                    light = window_frames < _WAKE_RATE * (now - window_start)
+                    window_start, window_frames = now, 0
                 if got:
                     idle = 0
                     continue
                 idle += 1
                 left = wait if deadline is None else max(0.0, min(wait, deadline - now))
-                if idle < _IDLE_PAUSES:
+                if idle < _IDLE_PAUSES and not (light and watched):
                     time.sleep(min(_IDLE_PAUSE, left))
                 else:
                     self._mw.wait(left)
