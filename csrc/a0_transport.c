@@ -610,24 +610,34 @@ static bool spin_fixed(const uint32_t* word, uint32_t seen, uint32_t iterations)
   return false;
 }
 
-/* Polls the word for up to budget_ns. After the first microsecond it also
- * yields the CPU between polls: if the writer it waits for is runnable on
- * this very core, it gets to run (then a shared-core round trip costs two
+/* Polls the word for up to budget_ns. After yield_after_ns it also yields
+ * the CPU between polls: if the writer it waits for is runnable on this
+ * very core, it gets to run (then a shared-core round trip costs two
  * context switches instead of two futex wake-ups); if nothing else is, the
- * yield returns at once. */
+ * yield returns at once. *shared tells whether the hit came after a yield
+ * that took long enough for another thread to have run in it. */
 #define A0_SPIN_YIELD_AFTER_NS 1000u
-static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, uint64_t* took_ns) {
+#define A0_SPIN_SHARED_NS 2000u
+static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, uint64_t yield_after_ns,
+                     uint64_t* took_ns, bool* shared) {
   uint64_t start = now_ns(), now = start;
+  bool long_yield = false;
   while (now - start < budget_ns) {
     for (int i = 0; i < 16; i++) {
       if (atomic_load_explicit((_Atomic uint32_t*)word, memory_order_relaxed) != seen) {
         *took_ns = now_ns() - start;
+        *shared = long_yield;
         return true;
       }
       a0_cpu_relax();
     }
     now = now_ns();
-    if (now - start >= A0_SPIN_YIELD_AFTER_NS) sched_yield();
+    if (now - start >= yield_after_ns) {
+      sched_yield();
+      uint64_t after = now_ns();
+      long_yield = after - now >= A0_SPIN_SHARED_NS;
+      now = after;
+    }
   }
   return false;
 }
@@ -651,9 +661,15 @@ static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen
     t->spin_probe = 0;
     budget = A0_SPIN_MAX_NS;
   }
-  if (budget > cap_ns) return spin_for(word, seen, cap_ns, &(uint64_t){0}); /* the deadline's, not a lesson */
+  /* A peer that answered last time while this thread yielded shares its
+   * core: polling before yielding would only delay it. */
+  uint64_t yield_after = t->spin_yield ? 0 : A0_SPIN_YIELD_AFTER_NS;
+  bool shared = false;
+  if (budget > cap_ns) /* the deadline's, not a lesson */
+    return spin_for(word, seen, cap_ns, yield_after, &(uint64_t){0}, &shared);
   uint64_t took = 0;
-  if (spin_for(word, seen, budget, &took)) {
+  if (spin_for(word, seen, budget, yield_after, &took, &shared)) {
+    t->spin_yield = shared;
     uint64_t want = 2 * took > A0_SPIN_START_NS ? 2 * took : A0_SPIN_START_NS;
     if (want > A0_SPIN_MAX_NS) want = A0_SPIN_MAX_NS;
     if (want > t->spin_ns) t->spin_ns = (uint32_t)want;

@@ -55,6 +55,8 @@ typedef struct a0_transport_s {
   uint32_t spin;        /* fixed spin: pause iterations before sleeping (0: sleep at once) */
   uint32_t spin_ns;     /* adaptive: current spin budget in ns (0: sleep at once) */
   uint32_t spin_probe;  /* adaptive: waits left before a budget of 0 is tried again */
+  uint32_t spin_yield;  /* adaptive: 1 when the last hit came after a yield in which another thread
+                           ran on this core (the peer shares it): the next spin yields at once */
   uint32_t locked;
   uint32_t pending;     /* frames allocated but not committed */
   uint32_t recovered;   /* the last lock found the previous owner dead */
@@ -94,7 +96,7 @@ typedef bool (*a0_pred_fn)(a0_locked_t lk, void* ctx);
  * iterations (0: sleep at once). */
 #define A0_SPIN_MAX_NS 50000u
 #define A0_SPIN_MIN_NS 1000u
-#define A0_SPIN_START_NS 4000u
+#define A0_SPIN_START_NS 16000u
 #define A0_SPIN_PROBE_EVERY 256u
 
 /* Lock-free reads give up (A0_ERR_BUSY) after this many attempts that raced
