@@ -90,13 +90,28 @@ def _child_main(child, total, cpu):
 # --------------------------------------------------------------- a0py
 
 
+# Ping-pong buffers: one message is in flight, so the peers that write into a
+# buffer (a0py's arenas, the shm ring, a0py pub/sub topics) get 1 MiB, and
+# the warm-up passes over all of it once (PINGPONG_BUFFER_BYTES // size round
+# trips): the first touch of each page (a page fault in each process) then
+# falls outside the timed part, as in a long-running process and as the
+# stream runs' warm-up does. Without it one round trip in ~40 paid a fault.
+PINGPONG_BUFFER_BYTES = 1 << 20
+
+
+def _buffer_warmup(warmup, size):
+    return max(warmup, PINGPONG_BUFFER_BYTES // max(1, size) + 1)
+
+
 def pingpong_a0py(n, warmup, size, cpus, spin=None):
     """Two shm arenas (ping, pong); each side sleeps in read_next(timeout=None)."""
     import a0py
 
+    warmup = _buffer_warmup(warmup, size)
+
     names = (_unique("a0bench-ping"), _unique("a0bench-pong"))
-    ping = a0py.Arena.shm(names[0], 1 << 20)
-    pong = a0py.Arena.shm(names[1], 1 << 20)
+    ping = a0py.Arena.shm(names[0], PINGPONG_BUFFER_BYTES)
+    pong = a0py.Arena.shm(names[1], PINGPONG_BUFFER_BYTES)
 
     def child(total):
         rx = a0py.Transport(a0py.Arena.shm(names[0]))
@@ -926,6 +941,15 @@ def pingpong_channel(chan, zero_copy=False):
     child says its receiver is open."""
 
     def pingpong(n, warmup, size, cpus):
+        global BUFFER_BYTES
+        saved = BUFFER_BYTES
+        BUFFER_BYTES = PINGPONG_BUFFER_BYTES  # read by setup and, after the fork, by the child
+        try:
+            return _pingpong(n, _buffer_warmup(warmup, size), size, cpus)
+        finally:
+            BUFFER_BYTES = saved
+
+    def _pingpong(n, warmup, size, cpus):
         chan.check(size, 1)
         if chan.spawn or not chan.pull:
             raise Unsupported(f"{chan.label}: ping-pong over channels needs forked children "
