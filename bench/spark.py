@@ -182,7 +182,7 @@ def bench_read(args, results):
 
             floor()
             floor_flat()
-            a0_all, pq_all, fl_all, ff_all = [], [], [], []
+            a0_all, pq_all, fl_all, ff_all, nh_all = [], [], [], [], []
             for _ in range(args.repeats):
                 a0_all.append(timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
                                     .mode("overwrite").save(), 1)[0])
@@ -190,6 +190,8 @@ def bench_read(args, results):
                                     .mode("overwrite").save(), 1)[0])
                 fl_all.append(timed(floor, 1)[0])
                 ff_all.append(timed(floor_flat, 1)[0])
+                nh_all.append(timed(lambda rec=rec: spark.read.format("a0").option("headers", "false").load(rec)
+                                    .write.format("noop").mode("overwrite").save(), 1)[0])
             a0_s, pq_s, fl_s = statistics.median(a0_all), statistics.median(pq_all), statistics.median(fl_all)
             pair_ratio = statistics.median(a / p for a, p in zip(a0_all, pq_all))
             row = {
@@ -198,7 +200,8 @@ def bench_read(args, results):
                 "ratio_parquet_over_a0": a0_s / pq_s, "paired_ratio": pair_ratio,
                 "floor_rows_per_s": frames / fl_s, "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
                 "floor_runs_s": fl_all, "floor_no_headers_rows_per_s": frames / statistics.median(ff_all),
-                "floor_no_headers_runs_s": ff_all,
+                "floor_no_headers_runs_s": ff_all, "a0_no_headers_rows_per_s": frames / statistics.median(nh_all),
+                "a0_no_headers_runs_s": nh_all,
                 "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
             }
             results[f"read {name}"] = row
@@ -208,7 +211,9 @@ def bench_read(args, results):
                   f"{row['partitions']} partitions)\n"
                   f"          Spark's floor for these rows prebuilt (same partitions): "
                   f"{row['floor_rows_per_s'] / 1e6:.2f} M rows/s; without the headers map "
-                  f"{row['floor_no_headers_rows_per_s'] / 1e6:.2f} M rows/s", flush=True)
+                  f"{row['floor_no_headers_rows_per_s'] / 1e6:.2f} M rows/s\n"
+                  f"          a0 with option headers=false: {row['a0_no_headers_rows_per_s'] / 1e6:.2f} M rows/s",
+                  flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)

@@ -20,7 +20,7 @@ from mcap_data import EPOCH, T0, cut, flip_byte, write_segment
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
-from a0py.spark import _mcap, register
+from a0py.spark import _mcap, read_table, register
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,6 +68,19 @@ def test_batch_rows_equal_the_frames_and_gaps_written(spark, recs):
     plain = spark.read.format("a0").load(d)
     assert plain.columns == ["topic", "seq", "time_mono", "time_wall", "headers", "payload"]
     assert plain.count() == len(exp.frames)
+
+
+def test_headers_false_gives_the_same_rows_without_the_headers_column(spark, recs):
+    d, exp = recs
+    df = spark.read.format("a0").option("headers", "false").option("gaps", "true").load(d)
+    assert df.columns == ["topic", "seq", "time_mono", "time_wall", "payload", "is_gap", "gap_first", "gap_last"]
+    got = {(r.topic, r.seq): (bytes(r.payload), _us(r.time_wall), r.time_mono) for r in df.filter("not is_gap").collect()}
+    assert got == {k: (p, w, m) for k, (h, p, w, m) in exp.frames.items()}
+    assert gaps_of(df) == exp.gaps
+    with pytest.raises(Exception, match=r"option headers='nope': use true or false"):
+        spark.read.format("a0").option("headers", "nope").load(d).count()
+    # the same in one process
+    assert read_table(d, headers=False).column_names == ["topic", "seq", "time_mono", "time_wall", "payload"]
 
 
 def test_a_file_split_into_many_partitions_gives_the_same_rows(spark, recs):

@@ -9,13 +9,14 @@ def read_options(options, schema=None):
     schema, whose payload column may be a struct)."""
     gaps = _bool_option(_lower(options), "gaps", False)
     record_time = _bool_option(_lower(options), "recordtime", False)
+    headers = _bool_option(_lower(options), "headers", True)
     payload_type = None
     if schema is not None:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
 
         names = [f.name for f in schema.fields]
-        expected = list(frame_schema(gaps, record_time=record_time).names)
+        expected = list(frame_schema(gaps, record_time=record_time, headers=headers).names)
         if names != expected:
             raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
                                        f"{', '.join(names)}")
@@ -31,6 +32,7 @@ def read_options(options, schema=None):
         partition_bytes=_int_option(_lower(options), "maxpartitionbytes", DEFAULT_PARTITION_BYTES),
         root=_lower(options).get("root") or None,
         record_time=record_time,
+        headers=headers,
     )
 
 

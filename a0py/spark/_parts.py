@@ -10,7 +10,7 @@ from ._read import ArenaSlice, Predicate, ReadOptions, _read_file_slice, frame_s
 
 def read_part(part, predicate=Predicate(), options=ReadOptions()):  # noqa: B008 - frozen
     """Yields the record batches of ``part``'s rows that pass ``predicate``."""
-    schema = frame_schema(options.gaps, options.payload_type, options.record_time)
+    schema = frame_schema(options.gaps, options.payload_type, options.record_time, options.headers)
     for item in part.items:
         if isinstance(item, ArenaSlice):
             yield from read_arena(item, predicate, options, schema)
@@ -18,7 +18,7 @@ def read_part(part, predicate=Predicate(), options=ReadOptions()):  # noqa: B008
             yield from _read_file_slice(item, predicate, options, schema)
 
 
-def read_table(spec, *, gaps=False, topics=None, validate_crc=True, record_time=False):
+def read_table(spec, *, gaps=False, topics=None, validate_crc=True, record_time=False, headers=True):
     """Every row of the recordings (or arenas) ``spec`` as one
     ``pyarrow.Table``, in file and chunk order, read in this process: the
     Spark source's rows without Spark. ``record_time`` adds the column
@@ -27,7 +27,7 @@ def read_table(spec, *, gaps=False, topics=None, validate_crc=True, record_time=
     Raises :class:`RecordingFormatError` for a damaged file,
     :class:`RecordingOptionError` for a path that names nothing."""
     predicate = Predicate() if topics is None else Predicate().and_topics(topics)
-    options = ReadOptions(gaps=gaps, validate_crc=validate_crc, record_time=record_time)
-    schema = frame_schema(gaps, record_time=record_time)
+    options = ReadOptions(gaps=gaps, validate_crc=validate_crc, record_time=record_time, headers=headers)
+    schema = frame_schema(gaps, record_time=record_time, headers=headers)
     batches = [b for part in plan(spec, predicate, options) for b in read_part(part, predicate, options)]
     return pa.Table.from_batches(batches, schema=schema)

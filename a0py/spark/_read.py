@@ -53,17 +53,19 @@ KIND_PACKET = "packet"
 KIND_GAP = "gap"
 
 
-def frame_schema(gaps=False, payload_type=None, record_time=False):
+def frame_schema(gaps=False, payload_type=None, record_time=False, headers=True):
     """The Arrow schema of the rows (Spark's, as ``to_arrow_schema`` gives it:
-    every field nullable, timestamps in µs UTC, ``map<string, string>``)."""
+    every field nullable, timestamps in µs UTC, ``map<string, string>``);
+    ``headers=False`` leaves out the ``headers`` column."""
     fields = [
         pa.field("topic", pa.string()),
         pa.field("seq", pa.int64()),
         pa.field("time_mono", pa.int64()),
         pa.field("time_wall", TIME_TYPE),
-        pa.field("headers", HEADERS_TYPE),
-        pa.field("payload", payload_type if payload_type is not None else pa.binary()),
     ]
+    if headers:
+        fields.append(pa.field("headers", HEADERS_TYPE))
+    fields.append(pa.field("payload", payload_type if payload_type is not None else pa.binary()))
     if gaps:
         fields += [pa.field("is_gap", pa.bool_()), pa.field("gap_first", pa.int64()),
                    pa.field("gap_last", pa.int64())]
@@ -179,6 +181,7 @@ class ReadOptions:
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     root: str | None = None  # where shm://TOPIC lives (A0PY_ROOT syntax); None: A0PY_ROOT
     record_time: bool = False  # add time_record: when the recorder read the frame (MCAP log_time)
+    headers: bool = True  # the headers column (a map Spark spends a third of a small row's time on)
 
 
 def _bool_option(options, name, default):

@@ -73,7 +73,8 @@ GAP_DDL = ", is_gap boolean, gap_first bigint, gap_last bigint"
 RECORD_DDL = ", time_record timestamp"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
-                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime"}
+                  "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime",
+                  "headers"}
 
 
 def _opt(options, name, default=None):
@@ -92,7 +93,7 @@ def _check_options(options):
         if k.lower() not in _KNOWN_OPTIONS:
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
-                "validateCrc, recordTime, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
+                "validateCrc, recordTime, headers, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
 
 
 def _payload_ddl(options):
@@ -204,6 +205,8 @@ class A0DataSource(DataSource):
     def schema(self):
         _check_options(self.options)
         ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
+        if not _bool_option(_lower(self.options), "headers", True):
+            ddl = ddl.replace("headers map<string,string>, ", "")
         if _bool_option(_lower(self.options), "gaps", False):
             ddl += GAP_DDL
         if _bool_option(_lower(self.options), "recordtime", False):

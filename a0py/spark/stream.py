@@ -95,7 +95,8 @@ class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                        "(names separated by ',')")
         self.topics = [check_topic_name(t) for t in topics]
         self.options = read_options(options, schema)
-        self.schema_arrow = frame_schema(self.options.gaps, self.options.payload_type, self.options.record_time)
+        self.schema_arrow = frame_schema(self.options.gaps, self.options.payload_type, self.options.record_time,
+                                         self.options.headers)
         self.fail_on_loss = _bool_option(low, "failondataloss", True)
         self.max_frames = _int_option(low, "maxframespertrigger", None)
         self.starting = low.get("startingoffsets", "latest")
