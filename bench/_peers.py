@@ -701,7 +701,8 @@ PROBE = 1 << 62
 SYNC = PROBE + 1
 WARM = PROBE + 2
 STOP = PROBE + 3
-WARM_MAX = 1 << 16     # warm-up messages at most (and at most 0.3 s of them)
+WARM_MAX = 1 << 20     # warm-up messages at most (and at most WARM_S of them)
+WARM_S = 0.6           # enough for the fast peers to write their whole 64 MiB once at 64 B
 # Buffering given to every peer whose buffer has a size (a0py arena, shm
 # ring, faster-fifo, iceoryx2 samples, AlephZero topic), shared among the
 # receivers of a fan-out. 64 MiB unless `bench/peers.py --buffer-mib N` (which
@@ -828,7 +829,7 @@ def _stream_sender(chan, state, seconds, acks, done, conn):
             _handshake(send, acks, PROBE, "saw no probe")
             batch = max(1, min(1024, 65536 // state["size"]))
             clock = time.monotonic
-            warm_end = clock() + min(0.3, seconds)
+            warm_end = clock() + min(WARM_S, seconds)
             for i in range(min(WARM_MAX, BUFFER_BYTES // state["size"])):
                 send(WARM)
                 if i % batch == 0 and clock() > warm_end:
