@@ -272,6 +272,24 @@ print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 """
 
 
+def start_recorder(topic, out, env):
+    """``a0py record TOPIC --out OUT`` in its own process, once it records."""
+    rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "recording to" in rec.stderr.readline()
+    return rec
+
+
+def stop_recorder(rec, timeout):
+    """Ctrl-C, as a user ends it; its standard output."""
+    rec.send_signal(2)
+    return rec.communicate(timeout=timeout)[0]
+
+
+def unlink_topic(topic, env):
+    subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic({topic!r}).unlink()"], env=env)
+
+
 def bench_record(args, results):
     root = f"shm:a0pybench{os.getpid()}"
     env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
@@ -285,16 +303,13 @@ def bench_record(args, results):
             out = tempfile.mkdtemp(prefix="a0py-bench-rec-")
             env["A0PY_TOPIC_SIZES"] = f"bench/rec={arena}"
             topic = "bench/rec"
-            rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert "recording to" in rec.stderr.readline()
+            rec = start_recorder(topic, out, env)
             pub = subprocess.run([sys.executable, "-c", PUBLISHER, topic, str(size), str(args.seconds),
                                   str(args.rate or 0)], env=env,
                                  capture_output=True, text=True, check=True)
             published = int(pub.stdout.strip())
             time.sleep(1.5)
-            rec.send_signal(2)
-            stdout, _ = rec.communicate(timeout=300)
+            stdout = stop_recorder(rec, 300)
             line = next(ln for ln in stdout.splitlines() if ln.startswith(topic + ":"))
             frames = int(line.split(": ")[1].split()[0])
             gaps = int(line.split(", ")[2].split()[0])
@@ -303,7 +318,7 @@ def bench_record(args, results):
             runs.append({"published": published, "recorded": frames, "gaps": gaps, "lost": lost, "arena": arena,
                          "publish_rate": published / args.seconds, "mcap_bytes": disk})
             shutil.rmtree(out, ignore_errors=True)
-            subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic('{topic}').unlink()"], env=env)
+            unlink_topic(topic, env)
         rate = statistics.median(r["publish_rate"] for r in runs)
         lost = max(r["lost"] for r in runs)
         results[f"record {name}"] = {"runs": runs, "sustained_frames_per_s": rate, "max_lost": lost}
@@ -325,7 +340,7 @@ def bench_capacity(args, results):
                                capture_output=True, text=True, check=True)
             got, wall, cpu, disk = r.stdout.split()
             runs.append({"frames": int(got), "wall_s": float(wall), "cpu_s": float(cpu), "mcap_bytes": int(disk)})
-            subprocess.run([sys.executable, "-c", "import a0py; a0py.Topic('bench/cap').unlink()"], env=env)
+            unlink_topic("bench/cap", env)
         wall = statistics.median(r["frames"] / r["wall_s"] for r in runs)
         cpu = statistics.median(r["frames"] / r["cpu_s"] for r in runs)
         results[f"record capacity {name}"] = {"runs": runs, "frames_per_s_wall": wall, "frames_per_s_cpu": cpu}
@@ -365,21 +380,18 @@ def bench_latency(args, results):
         p50s, p99s = [], []
         for _ in range(args.repeats):
             out = tempfile.mkdtemp(prefix="a0py-bench-lat-")
-            rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            assert "recording to" in rec.stderr.readline()
+            rec = start_recorder(topic, out, env)
             subprocess.run([sys.executable, "-c", PACED, topic, str(rate), str(min(args.seconds, 2.0))], env=env,
                            capture_output=True, text=True, check=True)
             time.sleep(0.5)
-            rec.send_signal(2)
-            rec.communicate(timeout=120)
+            stop_recorder(rec, 120)
             t = read_table(out, record_time=True)
             late = pc.subtract(t.column("time_record").cast("int64"), t.column("time_wall").cast("int64"))
             late = sorted(late.to_pylist())
             p50s.append(late[len(late) // 2])
             p99s.append(late[min(len(late) - 1, len(late) * 99 // 100)])
             shutil.rmtree(out, ignore_errors=True)
-            subprocess.run([sys.executable, "-c", f"import a0py; a0py.Topic('{topic}').unlink()"], env=env)
+            unlink_topic(topic, env)
         p50, p99 = statistics.median(p50s), statistics.median(p99s)
         results[f"record latency {rate}/s"] = {"p50_us": p50, "p99_us": p99, "p50_runs_us": p50s, "p99_runs_us": p99s}
         print(f"latency {rate:>6}/s: the recorder reads a frame p50 {p50:7.0f} µs, p99 {p99:7.0f} µs after its "
