@@ -150,6 +150,27 @@ def test_progress_is_reported_and_callbacks_get_the_result(system):
     assert done == [result] and gather.done()
 
 
+def test_callbacks_that_raise_are_reported_to_the_supervisor_and_the_gather_still_completes(system):
+    def on_progress(answered, total, attempt):
+        raise KeyError("progress broke")
+
+    def on_complete(result):
+        raise ValueError("complete broke")
+
+    refs = [system.spawn(answering(i)) for i in range(2)]
+    gather = start_gather(system, "q", refs, timeout=5, on_progress=on_progress,
+                          on_complete=on_complete)
+    result = gather.result(5)
+    assert result.complete and result.replies == {refs[0].name: 0, refs[1].name: 1}
+    deadline = time.monotonic() + 5
+    while len(system.failures) < 3 and time.monotonic() < deadline:  # on_complete runs after
+        time.sleep(0.01)
+    failures = list(system.failures)
+    assert [type(f.error) for f in failures] == [KeyError, KeyError, ValueError]
+    assert {f.actor for f in failures} == {"<scheduler>"}
+    assert [f.message for f in failures] == ["progress", "progress", result]
+
+
 def test_a_dead_local_recipient_is_missing_at_once_and_not_retried(system):
     log = []
     alive = system.spawn(answering("ok"))

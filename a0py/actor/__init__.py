@@ -14,9 +14,9 @@ in-process works without it. See ``docs/actors.md``.
 
 Modules, bottom up (each imports only those above it in this list): ``errors``; ``ref``
 (:class:`ActorRef`, :class:`LocalRef`, :data:`STOP`); ``mailbox``; ``watch`` (the death
-watch); ``arena`` (arena mailboxes and :class:`ArenaRef`); ``context``; ``kinds`` (thread
-and asyncio actors); ``scheduler``; ``system``; ``ordered``; ``gather``; ``registry``;
-``router``; ``process`` (:func:`spawn_process`).
+watch); ``arena`` (arena mailboxes and :class:`ArenaRef`); ``context``; ``message_loop``
+(thread and asyncio actors); ``scheduler``; ``system``; ``ordered``; ``gather``;
+``registry``; ``router``; ``process`` (:func:`spawn_process`).
 """
 
 import importlib

@@ -391,7 +391,7 @@ class _GatherService:
             try:
                 on_progress(len(agg.replies), len(agg.recipients), agg.attempt)
             except Exception as exc:
-                self.system._report_scheduler(_Note(on_progress, "progress"), exc)
+                self.system._report_scheduler(_GatherCallback(on_progress, "progress"), exc)
 
     def _deadline(self, deadline):
         agg = self.gathers.get(deadline.correlation_id)
@@ -462,7 +462,7 @@ class _GatherService:
             try:
                 start.on_complete(result)
             except Exception as exc:
-                self.system._report_scheduler(_Note(start.on_complete, result), exc)
+                self.system._report_scheduler(_GatherCallback(start.on_complete, result), exc)
 
     def close(self):
         self.death_watch.close()
@@ -474,7 +474,11 @@ class _GatherService:
 
 
 @dataclass
-class _Note:
+class _GatherCallback:
+    """A gather's user callback (``on_progress``, ``on_complete``) and what it was given,
+    reported to the system's supervisor when it raises, in the shape of a scheduler
+    :class:`~a0py.actor.scheduler.Timer` (``target``, ``message``)."""
+
     target: object
     message: object
 

@@ -1,6 +1,6 @@
 """The actor system: spawning, lookup, scheduled sends, supervision and shutdown.
 
-:class:`ActorSystem` runs actors (:mod:`a0py.actor.kinds`) with in-process or arena
+:class:`ActorSystem` runs actors (:mod:`a0py.actor.message_loop`) with in-process or arena
 mailboxes, owns their scheduler (:mod:`a0py.actor.scheduler`) and reports their failures.
 
 Invariants kept here:
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 from .arena import ArenaMailbox, ArenaRef
 from .errors import ActorConfigError, ActorStoppedError
-from .kinds import _as_handler, _AsyncActor, _ThreadActor
 from .mailbox import Mailbox, QueueMailbox
+from .message_loop import AsyncActor, ThreadActor, as_handler
 from .ref import STOP
 from .scheduler import _check_delay, _Scheduler
 
@@ -143,7 +143,7 @@ class ActorSystem:
         alive in another process), :class:`ActorStoppedError` after shutdown, and the
         arena's errors (:class:`a0py.A0Error`) when creating the mailbox fails.
         """
-        _as_handler(behaviour)  # fail before reserving anything
+        as_handler(behaviour)  # fail before reserving anything
         if on_failure not in ("resume", "stop"):
             raise ActorConfigError(f"on_failure must be 'resume' or 'stop', got {on_failure!r}")
         if mailbox is not None and not isinstance(mailbox, Mailbox):
@@ -160,7 +160,7 @@ class ActorSystem:
                 owned = True
             elif mailbox is None:
                 mailbox = QueueMailbox()
-            actor = _ThreadActor(self, behaviour, name, mailbox, on_failure)
+            actor = ThreadActor(self, behaviour, name, mailbox, on_failure)
             with self._lock:
                 self._actors[name] = actor
             actor.start()
@@ -187,7 +187,7 @@ class ActorSystem:
         Raises :class:`ActorConfigError` (bad behaviour or name; no loop given and none
         running), :class:`ActorStoppedError` after shutdown.
         """
-        _as_handler(behaviour)
+        as_handler(behaviour)
         if on_failure not in ("resume", "stop"):
             raise ActorConfigError(f"on_failure must be 'resume' or 'stop', got {on_failure!r}")
         if loop is None:
@@ -196,7 +196,7 @@ class ActorSystem:
             except RuntimeError:
                 raise ActorConfigError("spawn_async needs loop= when no event loop is running") from None
         name = self._register(name, "async")
-        actor = _AsyncActor(self, behaviour, name, loop, on_failure)
+        actor = AsyncActor(self, behaviour, name, loop, on_failure)
         with self._lock:
             self._actors[name] = actor
         actor.start()

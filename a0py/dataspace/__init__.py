@@ -14,6 +14,7 @@ with Cython (``a0py.dataspace._compiled``).
 + ('Alice',)
 """
 
+from a0py.dataspace._build_choice import COMPILED, build
 from a0py.dataspace._dataspace import AssertionHandle, Dataspace, Facet, Observer
 from a0py.dataspace._errors import (
     DataspaceError,
@@ -26,24 +27,23 @@ from a0py.dataspace._errors import (
     UnknownHandlerError,
 )
 from a0py.dataspace._format import format_term
-from a0py.dataspace._impl import COMPILED, impl
 from a0py.dataspace._patterns import DISCARD, Capture, Discard, capture
 from a0py.dataspace._syntax import parse
 from a0py.dataspace._values import MAX_DEPTH
 
-Record = impl.Record
-Index = impl.Index
-Skeleton = impl.Skeleton
-HandlerHandle = impl.HandlerHandle
-analyse = impl.analyse
-canonical_equal = impl.canonical_equal
-canonical_hash = impl.canonical_hash
-value_key = impl.value_key
-format_shape = impl.format_shape
-float_bits = impl.float_bits
-TUPLE_LABEL = impl.TUPLE_LABEL
-encode = impl.encode
-decode = impl.decode
+Record = build.Record
+Index = build.Index
+Skeleton = build.Skeleton
+HandlerHandle = build.HandlerHandle
+analyse = build.analyse
+canonical_equal = build.canonical_equal
+canonical_hash = build.canonical_hash
+value_key = build.value_key
+format_shape = build.format_shape
+float_bits = build.float_bits
+TUPLE_LABEL = build.TUPLE_LABEL
+encode = build.encode
+decode = build.decode
 
 _ = DISCARD
 

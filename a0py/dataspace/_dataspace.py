@@ -24,6 +24,7 @@ or tuple is a string as always; :class:`Index` itself takes Python values
 only, so there a ``str`` is a string.
 """
 
+from a0py.dataspace._build_choice import build
 from a0py.dataspace._errors import (
     DataspaceTypeError,
     FacetStoppedError,
@@ -31,7 +32,6 @@ from a0py.dataspace._errors import (
     UnknownHandlerError,
 )
 from a0py.dataspace._format import format_term
-from a0py.dataspace._impl import impl
 from a0py.dataspace._syntax import parse
 
 
@@ -103,7 +103,7 @@ class Dataspace:
     """
 
     def __init__(self, index=None):
-        self.index = impl.Index() if index is None else index
+        self.index = build.Index() if index is None else index
         self._turn = None
 
     def actor(self, name=None):
@@ -193,7 +193,7 @@ class Facet:
         not)."""
         self._check()
         value = _read(value, "assert_")
-        impl.value_key(value)  # reject non-values now, not at the end of a turn
+        build.value_key(value)  # reject non-values now, not at the end of a turn
         h = AssertionHandle(self, value)
         self._assertions[h] = None
         self.dataspace._apply(additions=(value,))
@@ -259,7 +259,7 @@ class Facet:
         ``message`` is a value."""
         self._check()
         message = _read(message, "send")
-        impl.value_key(message)
+        build.value_key(message)
         self.dataspace._apply(messages=(message,))
 
     def stop(self):

@@ -17,9 +17,9 @@ NaN; the byte encoding keeps all bits).
 import json
 import re
 
+from a0py.dataspace._build_choice import build
 from a0py.dataspace._errors import DataspaceTypeError, InvalidValueError, ParseError
 from a0py.dataspace._format import IDENT
-from a0py.dataspace._impl import impl
 from a0py.dataspace._patterns import DISCARD, Capture
 
 _NUMBER = re.compile(
@@ -225,7 +225,7 @@ def parse(text, *, record=None):
     if type(text) is not str:
         raise DataspaceTypeError(f"parse takes a str, got {type(text).__name__}")
     if record is None:
-        record = impl.Record
+        record = build.Record
     p = _Parser(text, record)
     result = p.term()
     if p.peek():

@@ -1,16 +1,25 @@
 """Protocols on topics: topic naming and the per-process arena cache
 (:mod:`a0py.proto.topic`), pub/sub (:mod:`a0py.proto.pubsub`), RPC and PRPC
-(:mod:`a0py.proto.rpc`, :mod:`a0py.proto.prpc`), logs (:mod:`a0py.proto.log`),
-configuration (:mod:`a0py.proto.cfg`), deadmen (:mod:`a0py.proto.deadman`) and
-discovery (:mod:`a0py.proto.discovery`).
+(:mod:`a0py.proto.rpc`, :mod:`a0py.proto.prpc`, both made of the request/reply modules
+:mod:`~a0py.proto.reqrep_wire`, :mod:`~a0py.proto.reqrep_server` and
+:mod:`~a0py.proto.reqrep_client`), logs (:mod:`a0py.proto.log`), configuration
+(:mod:`a0py.proto.cfg`), deadmen (:mod:`a0py.proto.deadman`) and discovery
+(:mod:`a0py.proto.discovery`); their errors are in :mod:`a0py.proto.errors`.
 
 The "sugar" over the compiled binding, as pyzmq's ``sugar`` is over its backend; the
 public names are re-exported from :mod:`a0py`.
 """
 
-from .cfg import Cfg, CfgError, CfgView, CfgWatcher
+from .cfg import Cfg, CfgView, CfgWatcher
 from .deadman import Deadman, DeadmanState, DeadmanToken
 from .discovery import Discovery
+from .errors import (
+    CfgError,
+    RpcCancelledError,
+    RpcError,
+    RpcRemoteError,
+    RpcServerDiedError,
+)
 from .log import Logger, LogHandler, LogLevel, LogListener
 from .prpc import PrpcClient, PrpcConnection, PrpcServer
 from .pubsub import (
@@ -24,15 +33,7 @@ from .pubsub import (
     SubscriberSync,
     aio_sub,
 )
-from .rpc import (
-    RpcCancelledError,
-    RpcClient,
-    RpcError,
-    RpcRemoteError,
-    RpcRequest,
-    RpcServer,
-    RpcServerDiedError,
-)
+from .rpc import RpcClient, RpcRequest, RpcServer
 from .topic import PROTOCOLS, Root, Topic, close_arenas, list_topics, unlink_topic
 
 __all__ = [

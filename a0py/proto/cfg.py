@@ -23,8 +23,9 @@ import json
 import re
 
 from .. import _core
-from ..errors import A0Error, A0TimeoutError, ArgumentError, EmptyError
+from ..errors import A0TimeoutError, ArgumentError, EmptyError
 from ._subscriber import ProtocolSubscriber
+from .errors import CfgError
 from .topic import CFG, Topic
 
 __all__ = ["Cfg", "CfgError", "CfgView", "CfgWatcher", "merge_patch", "resolve_pointer"]
@@ -32,11 +33,6 @@ __all__ = ["Cfg", "CfgError", "CfgView", "CfgWatcher", "merge_patch", "resolve_p
 _MISSING = object()
 _JSON_HEADERS = (("content-type", "application/json"),)
 _INDEX_RE = re.compile(r"0|[1-9][0-9]*")
-
-
-class CfgError(A0Error, ValueError):
-    """A configuration is not what was asked of it: not JSON, no value at a JSON
-    pointer, a value of the wrong type for a typed view."""
 
 
 def merge_patch(target, patch):

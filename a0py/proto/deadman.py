@@ -18,8 +18,9 @@ Invariants:
 
 * A deadman is held by a *thread*: a robust mutex is released when its owning thread
   ends. :meth:`Deadman.take` holds it in the calling thread (take it from a thread that
-  lives as long as the process, the main thread); servers in :mod:`a0py.proto.rpc` hold
-  theirs in the keeper thread (:func:`keeper_call`), which lives until the process ends.
+  lives as long as the process, the main thread); RPC and PRPC servers
+  (:mod:`a0py.proto.reqrep_server`) hold theirs in the keeper thread
+  (:func:`keeper_call`), which lives until the process ends.
 * Observing never disturbs a holder: ``state()`` reads the lock word without taking it.
 * A forked child holds nothing its parent held (robust mutexes belong to the parent's
   threads) and starts without a keeper thread.

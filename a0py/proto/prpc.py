@@ -1,7 +1,9 @@
 """Progressive RPC on topics: a request answered by a stream of messages, the last one
 marked done. :class:`PrpcServer` and :class:`PrpcClient` on the topic's ``prpc`` arena
 (``T.prpc``), with the same packets, ids, start-order, restart, cancel and liveness
-rules as RPC (:mod:`a0py.proto.rpc`); each reply also carries ``a0_rpc_done``.
+rules as RPC (:mod:`a0py.proto.rpc`, built of the same request/reply modules
+:mod:`a0py.proto.reqrep_wire`, :mod:`~a0py.proto.reqrep_server` and
+:mod:`~a0py.proto.reqrep_client`); each reply also carries ``a0_rpc_done``.
 
 A client's timeout here is an idle timeout: the longest wait for the *next* message, so
 a long job that reports progress never times out while it reports.
@@ -10,15 +12,9 @@ a long job that reports progress never times out while it reports.
 import asyncio
 
 from ..errors import ArgumentError
-from .rpc import (
-    DEFAULT_MAX_AGE_S,
-    DEFAULT_WAIT_FOR_SERVER_S,
-    DONE,
-    S_OK,
-    _check_seconds,
-    _Client,
-    _Server,
-)
+from .reqrep_client import RequestClient
+from .reqrep_server import RequestServer, ServedRequest
+from .reqrep_wire import DEFAULT_MAX_AGE_S, DEFAULT_WAIT_FOR_SERVER_S, DONE, check_seconds
 from .topic import PRPC
 
 __all__ = ["PrpcClient", "PrpcConnection", "PrpcServer", "is_done"]
@@ -29,23 +25,12 @@ def is_done(pkt):
     return pkt.headers.get(DONE) == "1"
 
 
-class PrpcConnection:
+class PrpcConnection(ServedRequest):
     """A request as a PRPC server's handler gets it: ``pkt`` (the request), ``id``,
-    ``cancelled``, and :meth:`send` for each message of the answer. Send from any
-    thread, now or later; the stream ends with ``done=True``."""
+    ``cancelled``, ``done``, and :meth:`send` for each message of the answer. Send from
+    any thread, now or later; the stream ends with ``done=True``."""
 
-    __slots__ = ("_done", "_server", "cancelled", "pkt")
-
-    def __init__(self, server, pkt):
-        self._server = server
-        self.pkt = pkt
-        self._done = False
-        self.cancelled = False
-
-    @property
-    def id(self):
-        """The request id (the request packet's id)."""
-        return self.pkt.id
+    __slots__ = ()
 
     def send(self, msg, done=False, headers=None):
         """Sends one message of the answer (bytes, bytes-like, str or an
@@ -56,18 +41,10 @@ class PrpcConnection:
         reserved header (``a0_rpc_*``)."""
         if not isinstance(done, bool):
             raise ArgumentError(f"done must be True or False, not {done!r}")
-        return self._server._answer(self, msg, headers, S_OK, done)
-
-    @property
-    def done(self):
-        """Whether the last message has been sent."""
-        return self._done
-
-    def __repr__(self):
-        return f"<a0py.PrpcConnection {self.id}{' cancelled' if self.cancelled else ''}>"
+        return self._answer(msg, headers, done)
 
 
-class PrpcServer(_Server):
+class PrpcServer(RequestServer):
     """Serves `topic`'s PRPC requests: ``on_connect(conn)`` is called for each, with
     ``conn.pkt`` the request; it answers with ``conn.send(msg, done=False)`` as often
     as it likes and ``conn.send(msg, done=True)`` once at the end, then or later, from
@@ -85,7 +62,7 @@ class PrpcServer(_Server):
         super().__init__(topic, on_connect, on_cancel, max_age=max_age, executor=executor)
 
 
-class PrpcClient(_Client):
+class PrpcClient(RequestClient):
     """Sends PRPC requests to `topic`'s :class:`PrpcServer` and gets their streams.
 
     ``for pkt in client.stream(msg, timeout=None):`` yields each message, the done one
@@ -107,14 +84,14 @@ class PrpcClient(_Client):
 
         Raises as :meth:`a0py.RpcClient.send_blocking`; A0TimeoutError when no message
         comes for `timeout` seconds."""
-        timeout = _check_seconds(timeout, "timeout")
-        return self._blocking(msg, timeout, headers)
+        timeout = check_seconds(timeout, "timeout")
+        return self._iter_replies(msg, timeout, headers)
 
     def connect(self, msg, callback, timeout=None, headers=None):
         """Sends `msg`; ``callback(pkt, done)`` is called on the dispatcher thread for
         each message. Returns a Future of the last message (failing as :meth:`stream`
         raises); cancelling it cancels the request."""
-        timeout = _check_seconds(timeout, "timeout")
+        timeout = check_seconds(timeout, "timeout")
         if not callable(callback):
             raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
         return self._submit(msg, timeout, headers, callback)

@@ -1,4 +1,6 @@
-"""The kinds of actors: on a thread of their own, or as one task on an asyncio loop.
+"""An actor's message loop, in its two kinds: on a thread of its own (:class:`ThreadActor`),
+or as one task on an asyncio loop (:class:`AsyncActor`), with the one message-handling
+path they share.
 
 An actor is a behaviour and a mailbox. The behaviour is any callable taking one message,
 or an object with a ``handle(message)`` method; the actor calls it with one message at a
@@ -26,12 +28,16 @@ from .errors import ActorConfigError
 from .mailbox import Mailbox, Undecodable
 from .ref import STOP, LocalRef, Stop
 
+__all__ = ["AsyncActor", "ThreadActor", "as_handler"]
+
 log = logging.getLogger("a0py.actor")
 
 _CONTROL = (Stop, Undecodable)   # messages for the actor itself, not its behaviour
 
 
-def _as_handler(behaviour):
+def as_handler(behaviour):
+    """The callable that handles a message for `behaviour` (itself, or its ``handle``
+    method). ActorConfigError if it is neither."""
     if callable(behaviour) and not isinstance(behaviour, type):
         return behaviour
     handle = getattr(behaviour, "handle", None)
@@ -55,7 +61,7 @@ class _Actor:
 
     def __init__(self, system, behaviour, name, mailbox, on_failure):
         self.system = system
-        self.handler = _as_handler(behaviour)
+        self.handler = as_handler(behaviour)
         self.name = name
         self.mailbox = mailbox
         self.enqueue = mailbox.put
@@ -72,7 +78,7 @@ class _Actor:
     def become(self, behaviour):
         """Handle the next messages with ``behaviour`` (:class:`ActorConfigError` if it is
         not one)."""
-        self.handler = _as_handler(behaviour)
+        self.handler = as_handler(behaviour)
 
     def _handle_one(self, message):
         """Handle one message, for every kind of actor. Returns True to go on, False once
@@ -156,7 +162,7 @@ class _Actor:
                 log.exception("an end callback of actor %s failed", self.name)
 
 
-class _ThreadActor(_Actor):
+class ThreadActor(_Actor):
     """An actor on a thread of its own, taking batches of messages from its mailbox."""
 
     def __init__(self, system, behaviour, name, mailbox, on_failure):
@@ -204,7 +210,7 @@ class _ThreadActor(_Actor):
         return self.done.wait(timeout)
 
 
-class _AsyncActor(_Actor):
+class AsyncActor(_Actor):
     """An actor that is one asyncio task on ``loop``; its behaviour may be ``async``."""
 
     _awaits = True

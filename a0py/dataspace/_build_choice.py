@@ -7,12 +7,12 @@ slower), so a source checkout that has not run the build still works.
 """
 
 try:
-    import a0py.dataspace._compiled as impl
+    import a0py.dataspace._compiled as build
 
     COMPILED = True
 except ImportError:  # pragma: no cover - only in an unbuilt checkout
-    from a0py.dataspace import _interpreted as impl
+    from a0py.dataspace import _interpreted as build
 
     COMPILED = False
 
-__all__ = ["COMPILED", "impl"]
+__all__ = ["COMPILED", "build"]
