@@ -47,7 +47,15 @@ import time
 from dataclasses import dataclass
 
 from .. import _core
-from ..proto.topic import PUBSUB, Topic, check_topic_name, current_root, list_topics, topic_arena
+from ..proto.topic import (
+    PUBSUB,
+    Topic,
+    check_topic_name,
+    current_root,
+    list_topics,
+    make_private_dirs,
+    topic_arena,
+)
 from ._writer import COMPRESSIONS, SegmentWriter
 from .errors import RecordingOptionError
 
@@ -215,7 +223,7 @@ class Recorder:
     # -- setup ------------------------------------------------------------
 
     def _prepare_out(self):
-        os.makedirs(self.out, exist_ok=True)
+        make_private_dirs(self.out)  # 0700: recordings are for this user unless shared on purpose
         existing = existing_segments(self.out)
         if existing and not self.resume:
             raise RecordingOptionError(
