@@ -76,8 +76,9 @@ def _check_access(int fd, where, uint32_t owner, uint32_t mode):
         _raise(err, where.label)
     path = where.path
     found = info.mode & 0o7777
-    remove = (f"if you do not know who made {path}, remove it (`rm {shlex.quote(path)}`, as its "
-              "owner or root) and try again")
+    quoted = shlex.quote(path)
+    remove = (f"If you do not know who made {path}, remove it (`rm {quoted}`, as its owner or "
+              "root) and try again")
     if err == A0_ERR_NOT_REGULAR:
         kind = next((name for test, name in _FILE_KINDS if test(info.mode)), "special file")
         message = (f"{where.label} is a {kind} ({_user(info.uid)}, mode {found:#o}), not a "
@@ -90,8 +91,9 @@ def _check_access(int fd, where, uint32_t owner, uint32_t mode):
     else:
         message = (f"{where.label} has mode {found:#o} ({_user(info.uid)}), more than the "
                    f"{mode:#o} asked for: refused, other users could read or write its frames. "
-                   f"{remove} (it is created anew with mode {mode:#o}); if that access is meant, "
-                   f"pass mode={found:#o}")
+                   f"Make it private (`chmod go= {quoted}`) or remove it (`rm {quoted}`; it is "
+                   f"created anew with mode {mode:#o}); if that access is meant, pass "
+                   f"mode={found:#o}")
     raise ArenaPermissionError(message, path=path, uid=info.uid, mode=found)
 
 
