@@ -457,3 +457,19 @@ def test_a0py_pub_on_a_planted_object_prints_one_error_line(prefix):
                        text=True, timeout=JOIN_S)
     assert r.returncode == 0, r.stderr
     assert not os.path.exists(path)
+
+
+@needs_root
+def test_record_all_skips_a_planted_topic_and_records_the_others(prefix, tmp_path):
+    as_other_user(lambda: plant_empty(f"/dev/shm/{prefix}.planted.pubsub"))
+    pub = a0py.Publisher(a0py.Topic("real", root=f"shm:{prefix}"))
+    for i in range(3):
+        pub.pub(f"{i}".encode())
+    env = dict(_env(), A0PY_ROOT=f"shm:{prefix}", A0PY_ARENA_SIZE="1M")
+    r = subprocess.run([sys.executable, "-m", "a0py", "record", "--all", "--from-oldest",
+                        "--out", str(tmp_path / "out"), "--duration", "1.5", "--no-progress"],
+                       env=env, capture_output=True, text=True, timeout=JOIN_S)
+    assert r.returncode == 0, r.stderr
+    assert "real: 3 frames" in r.stdout
+    assert "not recording topic 'planted'" in r.stderr and "uid 65534" in r.stderr
+    assert facts(f"/dev/shm/{prefix}.planted.pubsub") == (0, OTHER, 0o666, b"")
