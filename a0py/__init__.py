@@ -16,6 +16,7 @@ from .errors import (
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArenaPermissionError,
     ArgumentError,
     BufferTooSmallError,
     ClosedError,
@@ -43,7 +44,7 @@ _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic",
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "BufferTooSmallError",
-    "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ClosedError", "EmptyError",
+    "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ArenaPermissionError", "ClosedError", "EmptyError",
     "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
     "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION",
     "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",

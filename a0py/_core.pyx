@@ -39,6 +39,9 @@ import fcntl
 import json as _json
 import numbers
 import os
+import pwd
+import shlex
+import stat
 import time
 
 import posix_ipc
@@ -51,6 +54,7 @@ from .errors import (
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArenaPermissionError,
     ArgumentError,
     BufferTooSmallError,
     ClosedError,

@@ -38,6 +38,26 @@ class ArenaExistsError(A0Error, FileExistsError):
     is, or unlink it to create it anew."""
 
 
+class ArenaPermissionError(A0Error, PermissionError):
+    """An existing shared memory object or file is refused as an arena: this
+    process did not create it, and it is not one it may trust.
+
+    Attaching to a name that someone else made would hand them every frame,
+    so an object a0py did not create itself (exclusively) is attached only
+    if it is a regular file (not a symbolic link, FIFO or device), owned by
+    the caller's effective uid (or the ``owner=`` it named) and granting no
+    permission beyond the ``mode`` asked for (0600 by default). The message
+    names the path, the owner and the mode, and says how to remove it;
+    ``path``, ``uid`` and ``mode`` (permission bits; None for a symbolic
+    link) hold the same facts."""
+
+    def __init__(self, message, path=None, uid=None, mode=None):
+        super().__init__(message)
+        self.path = path
+        self.uid = uid
+        self.mode = mode
+
+
 class FrameTooLargeError(A0Error, ValueError):
     """A frame cannot fit in the arena's workspace even when it is empty."""
 

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "a0_sync.h"
 
@@ -66,6 +67,9 @@ static const char* const a0_err_names[A0_ERR__COUNT] = {
     [A0_ERR_NOT_OWNER] = "not the owner",
     [A0_ERR_INTERRUPTED] = "interrupted by a signal",
     [A0_ERR_EVICTED] = "frame overwritten while it was being read",
+    [A0_ERR_NOT_REGULAR] = "not a regular file",
+    [A0_ERR_FOREIGN_OWNER] = "owned by another user",
+    [A0_ERR_MODE_TOO_OPEN] = "grants more access than the mode asked for",
 };
 
 const char* a0_strerror(a0_err_t err) {
@@ -117,6 +121,18 @@ a0_err_t a0_arena_init(void* base, uint64_t size) {
   /* The magic is written last, with release order: a process that sees it
    * sees a complete header. */
   atomic_store_explicit((_Atomic uint64_t*)&hdr->magic, A0_ARENA_MAGIC, memory_order_release);
+  return A0_OK;
+}
+
+a0_err_t a0_arena_check_access(int fd, uint32_t owner_uid, uint32_t max_mode,
+                               a0_access_info_t* info) {
+  struct stat st;
+  if (info) *info = (a0_access_info_t){0};
+  if (fstat(fd, &st) != 0) return A0_ERR_SYS;
+  if (info) *info = (a0_access_info_t){.uid = st.st_uid, .gid = st.st_gid, .mode = st.st_mode};
+  if (!S_ISREG(st.st_mode)) return A0_ERR_NOT_REGULAR;
+  if (st.st_uid != owner_uid) return A0_ERR_FOREIGN_OWNER;
+  if ((st.st_mode & 07777u & ~max_mode) != 0) return A0_ERR_MODE_TOO_OPEN;
   return A0_OK;
 }
 

@@ -126,6 +126,29 @@ uint64_t a0_state_publish(void* base, const a0_state_t* s);
  * a lock left held by a process from before a reboot. */
 a0_err_t a0_arena_reset_locks(void* base);
 
+/* What a0_arena_check_access found: the object's owner and st_mode. */
+typedef struct a0_access_info_s {
+  uint32_t uid;  /* owner of the object */
+  uint32_t gid;  /* its group */
+  uint32_t mode; /* st_mode: the file type and the permission bits */
+} a0_access_info_t;
+
+/* May this process attach to an existing shm object or file that it did not
+ * create itself (with O_CREAT | O_EXCL)? Such a name may have been taken by
+ * anyone beforehand: /dev/shm and shared directories are writable by every
+ * user, and a planted object that a0py adopted would hand its owner every
+ * frame. The answer comes from fstat of the descriptor the caller opened (not
+ * the path, so what is checked is what gets mapped):
+ *   - A0_ERR_NOT_REGULAR unless it is a regular file (not a FIFO, device...);
+ *   - A0_ERR_FOREIGN_OWNER unless its owner is `owner_uid` (root too must name
+ *     another user to trust it);
+ *   - A0_ERR_MODE_TOO_OPEN if it has a permission bit outside `max_mode`
+ *     (07777 bits: 0600 admits 0600 and 0400, not 0640 or 0666);
+ *   - A0_ERR_SYS (errno set) if fstat fails.
+ * `info` (may be NULL) gets what fstat found, for the error message. */
+a0_err_t a0_arena_check_access(int fd, uint32_t owner_uid, uint32_t max_mode,
+                               a0_access_info_t* info);
+
 /* Rounds n up to the frame alignment; returns 0 on overflow. */
 static inline uint64_t a0_align_up(uint64_t n) {
   if (n > UINT64_MAX - (A0_FRAME_ALIGN - 1)) return 0;

@@ -28,6 +28,9 @@ typedef enum a0_err_e {
   A0_ERR_NOT_OWNER,       /* releasing a deadman this thread does not hold */
   A0_ERR_INTERRUPTED,     /* a signal arrived while sleeping (lock re-held) */
   A0_ERR_EVICTED,         /* a frame read without the lock was overwritten meanwhile */
+  A0_ERR_NOT_REGULAR,     /* an existing arena's shm object or file is not a regular file */
+  A0_ERR_FOREIGN_OWNER,   /* an existing arena belongs to another user than the one trusted */
+  A0_ERR_MODE_TOO_OPEN,   /* an existing arena grants access beyond the mode asked for */
   A0_ERR__COUNT
 } a0_err_t;
 

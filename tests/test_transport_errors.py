@@ -107,6 +107,7 @@ def test_bad_magic_message_shows_the_magic_in_hex(arena_path):
 def test_small_foreign_file_is_not_an_arena_rather_than_too_small(tmp_path, content):
     path = tmp_path / "notes.txt"
     path.write_bytes(content)
+    path.chmod(0o600)  # a file of the caller's, as private as an arena: only its content is wrong
     if not content:
         with pytest.raises(ArenaFormatError, match="empty"):
             Arena.file(str(path))
@@ -171,6 +172,7 @@ def test_frame_too_large_says_the_limit_and_what_to_do(tr):
 def test_foreign_file_is_not_an_arena(tmp_path):
     path = tmp_path / "foreign"
     path.write_bytes(b"#!/bin/sh\necho hello\n" * 100)
+    path.chmod(0o600)  # private, as arenas are: only the content is wrong
     with pytest.raises(ArenaFormatError, match="magic"):
         Arena.file(str(path))
 
@@ -198,6 +200,7 @@ def test_extended_file_is_a_size_mismatch(arena_path):
 def test_empty_file_without_size_is_a_format_error(tmp_path):
     path = tmp_path / "empty"
     path.write_bytes(b"")
+    path.chmod(0o600)  # the caller's own private file (another's, or 0644, is refused first)
     with pytest.raises(ArenaFormatError, match="empty"):
         Arena.file(str(path))
     # With a size it is initialized (an empty file is a creation in progress).

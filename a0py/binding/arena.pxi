@@ -45,6 +45,76 @@ def _check_mode(mode, label):
     return mode
 
 
+def _check_owner(owner, label):
+    if owner is None:
+        return os.geteuid()
+    if not isinstance(owner, int) or isinstance(owner, bool) or owner < 0 or owner >= 2**32 - 1:
+        raise ArgumentError(f"{label}: owner must be a uid (an int) or None, not {owner!r}")
+    return owner
+
+
+def _user(uid):
+    """``uid 65534 (nobody)``, or ``uid 1234`` for a uid without a name."""
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (KeyError, OverflowError):
+        return f"uid {uid}"
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+               (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+
+
+def _check_access(int fd, where, uint32_t owner, uint32_t mode):
+    """Raises ArenaPermissionError unless this process may attach to the
+    object open at `fd`, which it did not create (a0_arena_check_access)."""
+    cdef a0_access_info_t info
+    cdef a0_err_t err = a0_arena_check_access(fd, owner, mode, &info)
+    if err == A0_OK:
+        return
+    if err == A0_ERR_SYS:
+        _raise(err, where.label)
+    path = where.path
+    found = info.mode & 0o7777
+    quoted = shlex.quote(path)
+    remove = (f"If you do not know who made {path}, remove it (`rm {quoted}`, as its owner or "
+              "root) and try again")
+    if err == A0_ERR_NOT_REGULAR:
+        kind = next((name for test, name in _FILE_KINDS if test(info.mode)), "special file")
+        message = (f"{where.label} is a {kind} ({_user(info.uid)}, mode {found:#o}), not a "
+                   f"regular file: refused as an arena. {remove}")
+    elif err == A0_ERR_FOREIGN_OWNER:
+        message = (f"{where.label} is owned by {_user(info.uid)} with mode {found:#o}, not by "
+                   f"{_user(owner)}: refused, a0py attaches only to its own user's objects "
+                   "(another user's could read or write every frame). "
+                   f"{remove}; to share that user's arena on purpose, pass owner={info.uid}")
+    else:
+        message = (f"{where.label} has mode {found:#o} ({_user(info.uid)}), more than the "
+                   f"{mode:#o} asked for: refused, other users could read or write its frames. "
+                   f"Make it private (`chmod go= {quoted}`) or remove it (`rm {quoted}`; it is "
+                   f"created anew with mode {mode:#o}); if that access is meant, pass "
+                   f"mode={found:#o}")
+    raise ArenaPermissionError(message, path=path, uid=info.uid, mode=found)
+
+
+def _refuse_link(where):
+    """ArenaPermissionError for a name that is a symbolic link (O_NOFOLLOW's
+    ELOOP): the link is what another user can plant to aim a0py at a file of
+    its victim's."""
+    path = where.path
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is None or not stat.S_ISLNK(st.st_mode):  # ELOOP from a loop in the directories
+        raise A0OSError(_errno.ELOOP, f"{where.label}: too many levels of symbolic links in {path!r}")
+    raise ArenaPermissionError(
+        f"{where.label} is a symbolic link ({_user(st.st_uid)}): refused, a0py never follows a "
+        f"link to an arena (it could point at any file). If you do not know who made {path}, "
+        f"remove it (`rm {shlex.quote(path)}`, as its owner or root) and try again",
+        path=path, uid=st.st_uid, mode=None)
+
+
 def _reserve(int fd, uint64_t size, str label):
     """Sizes a new arena and reserves its storage now. ftruncate alone makes
     a sparse object: touching a page that tmpfs (or the disk) cannot supply
@@ -70,6 +140,8 @@ class _ShmName:
         self.name = name
         # Named as users write it (``Arena.shm("demo")``), not as POSIX spells it ("/demo").
         self.label = f"shared memory arena {name.lstrip('/')!r}"
+        # Where glibc's shm_open keeps it (for messages and checks, not for opening).
+        self.path = "/dev/shm" + name
 
     def _fd(self, shm):
         fd = os.dup(shm.fd)
@@ -85,12 +157,17 @@ class _ShmName:
             raise A0OSError(_errno.EACCES, f"{self.label}: {e}") from None
 
     def open(self):
+        # glibc's shm_open adds O_NOFOLLOW: a symbolic link is ELOOP, not followed.
         try:
             return self._fd(posix_ipc.SharedMemory(self.name))
         except posix_ipc.ExistentialError:
             raise FileNotFoundError(self.name) from None
         except posix_ipc.PermissionsError as e:
             raise A0OSError(_errno.EACCES, f"{self.label}: {e}") from None
+        except OSError as e:
+            if e.errno == _errno.ELOOP:
+                _refuse_link(self)
+            raise A0OSError(e.errno, f"{self.label}: {e.strerror}") from None
 
     def unlink(self):
         Arena.unlink_shm(self.name)
@@ -101,17 +178,21 @@ class _FileName:
     kind = "file"
 
     def __init__(self, path):
-        self.name = path
+        self.name = self.path = path
         self.label = f"file arena {path!r}"
 
     def _os_open(self, flags, mode=0o600):
+        # O_NOFOLLOW: a link planted at the name must not aim us at a file of
+        # the caller's (it would be grown and written over).
         try:
-            return os.open(self.name, flags | os.O_RDWR | os.O_CLOEXEC, mode)
+            return os.open(self.name, flags | os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW, mode)
         except (FileExistsError, FileNotFoundError):
             raise
         except IsADirectoryError:
             raise ArgumentError(f"file arena path {self.name!r} is a directory") from None
         except OSError as e:
+            if e.errno == _errno.ELOOP:
+                _refuse_link(self)
             raise A0OSError(e.errno, f"{self.label}: {e.strerror}") from None
 
     def create(self, mode):
@@ -127,13 +208,16 @@ class _FileName:
             pass
 
 
-def _create_or_open(where, size, mode):
+def _create_or_open(where, size, mode, owner):
     """The create-or-open dance, once for every named arena kind.
 
     With a size: exclusive create (so one process initializes it) or, if it
     exists, open; if it vanished between the two, try again. Without: open.
     A created object gets exactly `mode` whatever the umask; if attaching it
     then fails, it is removed so a half-made object never poisons the name.
+    An object this call did not create is attached only if it passes
+    _check_access (a regular file of `owner`, no bit outside `mode`), checked
+    on the descriptor before anything is locked, sized, written or mapped.
     """
     cdef Arena arena
     created = no_place = False
@@ -169,6 +253,12 @@ def _create_or_open(where, size, mode):
     arena = Arena.__new__(Arena)
     arena._kind = where.kind
     arena._name = where.name
+    if not created:
+        try:
+            _check_access(fd, where, owner, mode)
+        except BaseException:
+            os.close(fd)
+            raise
     try:
         arena._attach(fd, size, where.label)  # owns fd from here: closes it on failure
     except BaseException:
@@ -217,7 +307,7 @@ cdef class Arena:
         raise TypeError("use Arena.shm(), Arena.file(), Arena.heap() or Arena.open()")
 
     @staticmethod
-    def shm(name, size=None, mode=0o600):
+    def shm(name, size=None, mode=0o600, *, owner=None):
         """Creates, or attaches to, the POSIX shared-memory arena `name`.
 
         With `size`, creates it (exclusive create, so exactly one process
@@ -228,26 +318,40 @@ cdef class Arena:
         arena, and any of them that asked for another size than the winner's
         gets ArenaExistsError.
 
-        Raises ArgumentError (bad name, size or mode), ArenaNotFoundError (no
-        such arena and no size), ArenaExistsError (it exists with another
-        size; the message gives both), ArenaFormatError (not an a0py arena of
-        this version, or recorded size differs from the object's), A0OSError.
+        An existing object (one this call did not create) is attached only if
+        it belongs to `owner` (default: this process's effective uid, root
+        included) and has no permission bit outside `mode`: anyone can take a
+        name in /dev/shm first, and adopting their object would hand them
+        every frame.
+
+        Raises ArgumentError (bad name, size, mode or owner),
+        ArenaNotFoundError (no such arena and no size), ArenaExistsError (it
+        exists with another size; the message gives both),
+        ArenaPermissionError (it exists and is another user's, or grants
+        more than `mode`, or is not a regular file), ArenaFormatError (not an
+        a0py arena of this version, or recorded size differs from the
+        object's), A0OSError.
         """
         where = _ShmName(_shm_name(name))
         return _create_or_open(where, _check_create_size(size, where.label),
-                               _check_mode(mode, where.label))
+                               _check_mode(mode, where.label), _check_owner(owner, where.label))
 
     @staticmethod
-    def file(path, size=None, mode=0o600):
+    def file(path, size=None, mode=0o600, *, owner=None):
         """Creates, or attaches to, a file-backed arena at `path`.
 
         Same rules as :meth:`shm`: with `size` it is created (mode 0600 by
         default) or attached if it exists with that size; without, it must
-        exist and is attached at its size.
+        exist and is attached at its size. An existing file must belong to
+        `owner` (default: the effective uid) with no bit outside `mode`, and
+        the last component of `path` is never followed if it is a symbolic
+        link.
 
         Raises ArgumentError, ArenaNotFoundError, ArenaExistsError (exists
-        with another size), ArenaFormatError (not an a0py arena: wrong
-        magic/version/header size, truncated, or size mismatch), A0OSError.
+        with another size), ArenaPermissionError (a symbolic link, another
+        user's file, more access than `mode`, not a regular file),
+        ArenaFormatError (not an a0py arena: wrong magic/version/header size,
+        truncated, or size mismatch), A0OSError.
         """
         try:
             path = os.fspath(path)
@@ -260,7 +364,7 @@ cdef class Arena:
             raise ArgumentError(f"file arena path may not contain a NUL byte: {path!r}")
         where = _FileName(path)
         return _create_or_open(where, _check_create_size(size, where.label),
-                               _check_mode(mode, where.label))
+                               _check_mode(mode, where.label), _check_owner(owner, where.label))
 
     @staticmethod
     def heap(size):
@@ -287,17 +391,18 @@ cdef class Arena:
         return arena
 
     @staticmethod
-    def open(path=None, *, shm=None):
+    def open(path=None, *, shm=None, mode=0o600, owner=None):
         """Attaches to an existing arena: a file at `path`, or the shared
-        memory object named `shm`. Runs every open check.
+        memory object named `shm`. Runs every open check, the owner and
+        `mode` check of :meth:`shm` included.
 
         Raises ArgumentError (neither or both given), ArenaNotFoundError,
-        ArenaFormatError, A0OSError."""
+        ArenaPermissionError, ArenaFormatError, A0OSError."""
         if (path is None) == (shm is None):
             raise ArgumentError("Arena.open() takes exactly one of path=... or shm=...")
         if shm is not None:
-            return Arena.shm(shm)
-        return Arena.file(path)
+            return Arena.shm(shm, mode=mode, owner=owner)
+        return Arena.file(path, mode=mode, owner=owner)
 
     @staticmethod
     def unlink_shm(name):

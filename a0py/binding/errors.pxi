@@ -21,6 +21,9 @@ _ERR_CLASS = {
     A0_ERR_PENDING: LockError,
     A0_ERR_NOT_OWNER: LockError,
     A0_ERR_EVICTED: FrameEvictedError,
+    A0_ERR_NOT_REGULAR: ArenaPermissionError,
+    A0_ERR_FOREIGN_OWNER: ArenaPermissionError,
+    A0_ERR_MODE_TOO_OPEN: ArenaPermissionError,
 }
 
 

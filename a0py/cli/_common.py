@@ -26,6 +26,7 @@ from a0py.errors import (
     ArenaExistsError,
     ArenaFormatError,
     ArenaNotFoundError,
+    ArenaPermissionError,
     ArgumentError,
     FrameTooLargeError,
     PacketCorruptError,
@@ -110,6 +111,8 @@ def _hint(error, target):
     """What to do about an a0py error met on ``target``."""
     if isinstance(error, ArenaExistsError):
         return f"leave out --size to use it as it is, or remove it first with `a0py rm {target.flag}`"
+    if isinstance(error, ArenaPermissionError):
+        return f"`a0py rm --force {target.flag}` removes it"
     if isinstance(error, FrameTooLargeError):
         return f"use a larger arena: remove it with `a0py rm {target.flag}` and create it again with a larger --size"
     if isinstance(error, ArenaFormatError):
@@ -214,6 +217,8 @@ class TopicTarget:
 
 
 def _topic_hint(error, target, protocol):
+    if isinstance(error, ArenaPermissionError):
+        return f"`{target.rm_command}` removes the topic's arenas"
     if isinstance(error, FrameTooLargeError):
         return (f"its {protocol} arena is too small for this packet: remove the topic with "
                 f"`{target.rm_command}` and create it again larger (`a0py pub --size BYTES ...`, "

@@ -8,7 +8,12 @@ import click
 
 from a0py.cli._common import ByteSize, CliError, arena_options, errors_about
 from a0py.cli._output import frame_line, print_fields
-from a0py.errors import ArenaCorruptError, ArenaFormatError, ArenaNotFoundError
+from a0py.errors import (
+    ArenaCorruptError,
+    ArenaFormatError,
+    ArenaNotFoundError,
+    ArenaPermissionError,
+)
 
 _HEX = click.option("--hex", "as_hex", is_flag=True, help="Show frame data as hex.")
 
@@ -145,7 +150,7 @@ def rm(target, force):
             if force:
                 return
             raise
-        except (ArenaFormatError, ArenaCorruptError) as e:
+        except (ArenaFormatError, ArenaCorruptError, ArenaPermissionError) as e:
             if not force:
                 raise CliError(
                     f"{e}; not removed: `a0py rm --force {target.flag}` removes it anyway"

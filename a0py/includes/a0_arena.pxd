@@ -27,3 +27,11 @@ cdef extern from "a0_arena.h" nogil:
     a0_err_t a0_arena_init(void* base, uint64_t size)
     a0_err_t a0_arena_check(const void* base, uint64_t size, a0_check_info_t* info)
     a0_err_t a0_arena_reset_locks(void* base)
+
+    ctypedef struct a0_access_info_t:
+        uint32_t uid
+        uint32_t gid
+        uint32_t mode
+
+    a0_err_t a0_arena_check_access(int fd, uint32_t owner_uid, uint32_t max_mode,
+                                   a0_access_info_t* info)

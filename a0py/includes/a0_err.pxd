@@ -29,4 +29,7 @@ cdef extern from "a0_err.h" nogil:
         A0_ERR_NOT_OWNER
         A0_ERR_INTERRUPTED
         A0_ERR_EVICTED
+        A0_ERR_NOT_REGULAR
+        A0_ERR_FOREIGN_OWNER
+        A0_ERR_MODE_TOO_OPEN
     const char* a0_strerror(a0_err_t err)

@@ -27,7 +27,14 @@ import struct
 import threading
 
 from ..errors import A0Error, ArgumentError
-from .topic import Root, check_protocol, check_topic_name, current_root, list_topics
+from .topic import (
+    Root,
+    check_protocol,
+    check_topic_name,
+    current_root,
+    list_topics,
+    make_private_dirs,
+)
 
 __all__ = ["Discovery", "compile_glob"]
 
@@ -212,7 +219,7 @@ class Discovery:
             if self.root.kind == "shm":
                 ino.watch(_SHM_DIR, _IN_CREATE | _IN_MOVED_TO)
             else:
-                os.makedirs(self.root.location, exist_ok=True)
+                make_private_dirs(self.root.location)
                 self._watch_tree(ino, self.root.location)
         except OSError:
             ino.close()

@@ -8,6 +8,8 @@ Topic ``T`` is stored as one arena per protocol — ``T.pubsub``, ``T.rpc``, ``T
 * ``shm:PREFIX``: shared memory with another prefix (``/PREFIX.<T>.<protocol>``), so
   separate groups of processes (test runs, robots in simulation) never meet;
 * anything else: a directory; topic ``a/b`` is the file arena ``DIR/a/b.<protocol>.a0``.
+  Directories a0py makes there are 0700; a symbolic link or another user's directory
+  between the root and an arena is refused (:class:`a0py.ArenaPermissionError`).
 
 Invariants:
 
@@ -28,14 +30,15 @@ Invariants:
 
 import os
 import re
+import stat
 import threading
 
-from ..errors import A0Error, ArenaExistsError, ArgumentError
+from ..errors import A0Error, A0OSError, ArenaExistsError, ArenaPermissionError, ArgumentError
 
 __all__ = [
     "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC",
     "Root", "Topic", "close_arenas", "current_root", "forget_arena", "list_topics",
-    "thread_transport", "topic_arena", "unlink_topic",
+    "make_private_dirs", "thread_transport", "topic_arena", "unlink_topic",
 ]
 
 PUBSUB = "pubsub"
@@ -305,14 +308,7 @@ def _open(topic, protocol, create):
             return core.Arena.shm(where, size)
         except ArenaExistsError:
             return core.Arena.shm(where)
-    if create:
-        try:
-            os.makedirs(os.path.dirname(where), exist_ok=True)
-        except OSError as e:
-            from ..errors import A0OSError
-
-            raise A0OSError(e.errno, f"topic {topic.name!r}: cannot create the directory of "
-                            f"{where!r}: {e.strerror}") from None
+    _topic_dirs(topic, create)
     try:
         return core.Arena.file(where, size)
     except ArenaExistsError:
@@ -429,3 +425,54 @@ def list_topics(root=None):
                 if stem and _TOPIC_RE.fullmatch(topic) and _PROTOCOL_RE.fullmatch(protocol):
                     found.setdefault(topic, []).append(protocol)
     return {t: sorted(ps) for t, ps in sorted(found.items())}
+
+
+def make_private_dirs(path):
+    """``os.makedirs(path, exist_ok=True)``, but every directory it creates gets mode
+    0700 (less if the umask takes bits away, never more): what a0py writes into a
+    directory it made (arenas, recordings) is for its own user unless asked otherwise.
+    Directories that exist are left as they are. Raises ``OSError``."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        make_private_dirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
+def _topic_dirs(topic, create):
+    """The directories between a directory root and `topic`'s arenas: made (0700)
+    when `create`; each must be a directory of this process's user, not a symbolic
+    link, since a link planted there would aim the arena at any file. (The root is
+    the user's own choice and may be a link.)"""
+    where = topic.root.location
+    try:
+        if create:
+            make_private_dirs(where)
+        for part in topic.name.split("/")[:-1]:
+            where = os.path.join(where, part)
+            if create:
+                try:
+                    os.mkdir(where, 0o700)
+                except FileExistsError:
+                    pass
+            try:
+                st = os.lstat(where)
+            except FileNotFoundError:
+                return  # not created: opening the arena says the topic does not exist
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+                what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a directory"
+                        if not stat.S_ISDIR(st.st_mode) else f"owned by uid {st.st_uid}")
+                raise ArenaPermissionError(
+                    f"topic {topic.name!r}: {where} is {what}, not a directory of uid "
+                    f"{os.geteuid()}: refused, it could place the topic's arenas anywhere. If "
+                    "you do not know who made it, remove it (as its owner or root) and try again",
+                    path=where, uid=st.st_uid, mode=stat.S_IMODE(st.st_mode))
+    except OSError as e:
+        if isinstance(e, A0Error):
+            raise
+        raise A0OSError(e.errno, f"topic {topic.name!r}: cannot create the directory "
+                        f"{where!r}: {e.strerror}") from None

@@ -40,6 +40,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -47,7 +48,16 @@ import time
 from dataclasses import dataclass
 
 from .. import _core
-from ..proto.topic import PUBSUB, Topic, check_topic_name, current_root, list_topics, topic_arena
+from ..errors import ArenaPermissionError
+from ..proto.topic import (
+    PUBSUB,
+    Topic,
+    check_topic_name,
+    current_root,
+    list_topics,
+    make_private_dirs,
+    topic_arena,
+)
 from ._writer import COMPRESSIONS, SegmentWriter
 from .errors import RecordingOptionError
 
@@ -55,6 +65,7 @@ SEGMENT_RE = re.compile(r"^(?P<prefix>.+)_(?P<index>\d{5,})\.mcap$")
 _READ_BATCH = 65536
 _DRAIN_LIMIT = 1 << 18  # frames one _drain takes before the loop's other duties
 _DISCOVERY_PERIOD = 1.0
+_log = logging.getLogger("a0py.recording")
 # After a pass that found nothing the loop sleeps this long, this many times,
 # before it sleeps on the notify words: a publisher then never pays a wake
 # syscall per frame for the recorder, and on two cores the recorder does not
@@ -209,13 +220,14 @@ class Recorder:
         self._mw = None
         self._resume_from = {}
         self._last_discovery = 0.0
+        self._refused = set()  # discovered names whose arena is not ours (ArenaPermissionError)
         self._last_progress = time.monotonic()
         self._prepare_out()
 
     # -- setup ------------------------------------------------------------
 
     def _prepare_out(self):
-        os.makedirs(self.out, exist_ok=True)
+        make_private_dirs(self.out)  # 0700: recordings are for this user unless shared on purpose
         existing = existing_segments(self.out)
         if existing and not self.resume:
             raise RecordingOptionError(
@@ -275,8 +287,14 @@ class Recorder:
             return
         self._last_discovery = now
         for name, protocols in list_topics(self.root).items():
-            if PUBSUB in protocols and name not in self._states and self._wants(name):
-                self._add_topic(name)
+            if PUBSUB in protocols and name not in self._states and name not in self._refused \
+                    and self._wants(name):
+                try:
+                    self._add_topic(name)
+                except ArenaPermissionError as e:
+                    # Planted by another user, say: a name that matched is no reason to stop.
+                    self._refused.add(name)
+                    _log.warning("a0py record: not recording topic %r: %s", name, e)
 
     # -- segments ------------------------------------------------------------
 

@@ -198,7 +198,9 @@ class SegmentWriter:
         self.chunk_seconds = float(chunk_seconds)
         self.message_index = bool(message_index)
         self._queue_limit = int(queue_bytes) if queue_bytes is not None else max(64 << 20, 8 * self.chunk_bytes)
-        self._f = open(self.path, "xb")  # noqa: SIM115 - closed by the background thread
+        # Mode 0600 (never more, whatever the umask); never through a link planted at the name.
+        fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._f = open(fd, "wb")  # noqa: SIM115 - closed by the background thread
         self._pos = 0  # bytes in the file (the background thread's, once it runs)
         self._schemas = {}
         self._channels = {}  # id -> mcap Channel
