@@ -400,6 +400,31 @@ def test_a_client_that_floods_requests_and_never_reads_is_disconnected_with_a_st
     assert growth < 80 << 20, f"the view's peak memory grew by {growth >> 20} MiB for one flooding client"
 
 
+def test_a_view_whose_source_fails_stops_with_its_error():
+    """A source that raises ends serve_forever with a ViewError naming the
+    cause, instead of a server that goes on serving a page with nothing behind
+    it."""
+    from a0py.errors import A0Error
+    from a0py.view import ViewError
+    from a0py.view._hub import Hub
+    from a0py.view._server import ViewServer
+
+    class BrokenSource:
+        async def run(self):
+            raise A0Error("the topics cannot be listed")
+
+    async def main():
+        server = ViewServer(Hub("test"), BrokenSource(), port=0)
+        await server.start()
+        try:
+            with pytest.raises(ViewError, match="source stopped: the topics cannot be listed"):
+                await asyncio.wait_for(server.serve_forever(), MSG_S)
+        finally:
+            await server.aclose()
+
+    run(main())
+
+
 def test_stats_channel_reports_rate_and_missed(view, publisher):
     v = view()
     publisher.start(op="rate", topic="t/rate", hz=200, seconds=3.0)

@@ -46,8 +46,11 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
                   metadata={"source": "recording", "files": str(len(source.files))}, controller=source)
         source.hub = hub
     else:
+        from ..proto.topic import Root, current_root
         from ._live import LiveSource
 
+        # Checked now, not in the source's task: a bad root is an error of this call.
+        root = current_root() if root is None else Root.parse(root)
         hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
                   metadata={"source": "live"})
         source = LiveSource(hub, topics, root)

@@ -152,15 +152,20 @@ class ViewServer:
         self._tasks.append(loop.create_task(self._run_source()))
 
     async def _run_source(self):
+        # A source that fails ends the server with its error (serve_forever
+        # raises it), rather than leaving a page with nothing behind it.
         try:
             await self.source.run()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as e:
             _log.exception("view: the source stopped")
-            raise
+            if self._closed is not None and not self._closed.done():
+                self._closed.set_exception(ViewError(f"the view's source stopped: {e}"))
 
     async def serve_forever(self):
+        """Runs until :meth:`aclose`; raises :class:`ViewError` if the source
+        (live topics, a recording) fails."""
         await self._closed
 
     async def aclose(self):
