@@ -12,7 +12,16 @@ from _cli_common import *  # noqa: F403 - fixtures: root, bounded
 from _cli_common import a0, assert_fails_cleanly
 
 import a0py
-from a0py.clitypes import MAX_COUNT, RATE, SECONDS, BoundedInt, ByteSize, Count, FiniteFloat, RootSpec
+from a0py.clitypes import (
+    MAX_COUNT,
+    RATE,
+    SECONDS,
+    BoundedInt,
+    ByteSize,
+    Count,
+    FiniteFloat,
+    RootSpec,
+)
 from a0py.errors import ArgumentError
 from a0py.proto import topic as tp
 

@@ -854,7 +854,9 @@ cdef class PacketReader:
             target = a0_transport_seq_high(lk)
             err = a0_transport_jump_tail(lk)
         else:
-            target = self.t.cur_seq + 1 if self.t.cur_seq >= a0_transport_seq_low(lk) else a0_transport_seq_low(lk)
+            target = a0_transport_seq_low(lk)
+            if self.t.cur_seq >= target:
+                target = self.t.cur_seq + 1
             err = a0_transport_next(lk)
         if not err:
             err = a0_transport_frame(lk, &fr)

@@ -165,7 +165,8 @@ cdef int _raise_reader(a0_err_t err, object label) except -1:
 cdef str _damaged_frames(uint64_t first, uint64_t last):
     if first == last:
         return f"frame seq {first} has a header that fails its checks"
-    return f"frames seq {first} to {last} have headers that fail their checks, or can be reached only through one that does"
+    return (f"frames seq {first} to {last} have headers that fail their checks, or can be reached "
+            "only through one that does")
 
 
 cdef object _skip_damaged(a0_transport_t* t, object label):
