@@ -671,6 +671,17 @@ def test_a_damaged_frame_header_is_skipped_and_counted_by_every_reader(root, cap
     aio.close()
 
 
+def test_a_damaged_newest_frame_is_reported_once_to_an_iter_newest_reader(root):
+    pub = a0py.Publisher("damaged/newest")
+    seqs = [pub.pub(b"m%d" % k) for k in range(3)]
+    sync = a0py.SubscriberSync("damaged/newest", init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST)
+    assert sync.read().payload == b"m0"  # the oldest first, as INIT_OLDEST asks
+    _damage_frame_seq(pub.arena, seqs[2])
+    with pytest.raises(a0py.PacketCorruptError, match=f"frame seq {seqs[2]} has a header"):
+        sync.read()
+    assert sync.read() is None and sync.corrupt == 1
+
+
 # ------------------------------------------------------------ pull API details
 
 
