@@ -175,6 +175,8 @@ class Client:
             self.wake.set()
 
     def put_data(self, frame):
+        if self.closed:  # being disconnected: nothing more is sent
+            return
         data = self.data
         data.append(frame)
         self.data_bytes += len(frame)
