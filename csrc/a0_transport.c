@@ -506,6 +506,44 @@ static void fill_read(const a0_transport_t* t, const a0_frame_hdr_t* f, uint64_t
   r->gap = 0;
 }
 
+/* The seq a read from the cursor wants next in snapshot s. */
+static uint64_t wanted_seq(const a0_transport_t* t, const a0_state_t* s) {
+  return t->cur_seq < s->seq_low ? s->seq_low : t->cur_seq + 1;
+}
+
+/* The off_next of the frame header at off, its other fields not trusted: a
+ * frame whose own header is damaged may still link on (what it links to is
+ * checked by frame_at like any other). False if off is out of bounds. */
+static bool raw_next(const a0_transport_t* t, uint64_t off, uint64_t* next) {
+  if (off < WS_START || off % A0_FRAME_ALIGN != 0 || off > t->size - A0_FRAME_HDR_SIZE) return false;
+  *next = __atomic_load_n(&((const a0_frame_hdr_t*)(t->base + off))->off_next, __ATOMIC_RELAXED);
+  return true;
+}
+
+/* Locates frame `want` of snapshot s by walking back from its newest frame:
+ * the way to a frame when the way forward from the cursor is broken. Every
+ * header on the way is checked; on one that fails, *bad is its seq, *bad_off
+ * where it was looked for, and the error what failed_check makes of it. At
+ * most seq_high - want steps. A frame found this way relied only on frames
+ * from `want` up. */
+static a0_err_t walk_from_tail(const a0_transport_t* t, const a0_state_t* s, uint64_t want,
+                               uint64_t* off, a0_frame_hdr_t* f, uint64_t* bad, uint64_t* bad_off) {
+  uint64_t o = s->off_tail;
+  for (uint64_t seq = s->seq_high;; seq--) {
+    if (frame_at(t, o, seq, f)) {
+      *bad = seq;
+      *bad_off = o;
+      /* the tail's offset came from the snapshot; any other from seq + 1 */
+      return failed_check(t, seq == s->seq_high ? seq : seq + 1);
+    }
+    if (seq == want) {
+      *off = o;
+      return A0_OK;
+    }
+    o = f->off_prev;
+  }
+}
+
 a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
   for (unsigned attempt = 0; attempt < A0_READ_TRIES; attempt++) {
     a0_state_t s;
@@ -513,7 +551,8 @@ a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
     if (err) return err;
     if (!readable_in(t, &s)) return A0_ERR_NO_FRAME;
     a0_frame_hdr_t f;
-    uint64_t off, link_seq;
+    uint64_t off = 0, link_seq, bad, bad_off;
+    uint64_t want = wanted_seq(t, &s);
     if (t->cur_seq < s.seq_low) {
       /* The cursor's frame is gone (or was never placed): the oldest. Its
        * offset comes from the consistent snapshot, not from frame bytes. */
@@ -521,20 +560,67 @@ a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
       link_seq = s.seq_low;
       err = frame_at(t, off, s.seq_low, &f);
     } else {
-      /* Follow the cursor frame's link: valid only while that frame lives. */
-      a0_frame_hdr_t cur;
+      /* Follow the cursor frame's link: valid only while that frame lives
+       * (read_end checks). Its own header is not needed: it was checked when
+       * the cursor moved there, or it is a damaged frame read_skip passed. */
       link_seq = t->cur_seq;
-      err = frame_at(t, t->cur_off, t->cur_seq, &cur);
-      off = cur.off_next;
-      if (!err) err = frame_at(t, off, t->cur_seq + 1, &f);
+      err = raw_next(t, t->cur_off, &off) ? frame_at(t, off, want, &f) : A0_ERR_CORRUPT;
     }
     if (err) {
       err = failed_check(t, link_seq);
       if (err == A0_ERR_EVICTED) continue;
-      return err;
+      if (err != A0_ERR_CORRUPT) return err;
+      /* Corrupt on the way forward: the frame may still be reachable from
+       * the newest one (only a link before it was damaged). */
+      err = walk_from_tail(t, &s, want, &off, &f, &bad, &bad_off);
+      if (err == A0_ERR_EVICTED) continue;
+      if (err) return err;
+      link_seq = want;
     }
     fill_read(t, &f, off, link_seq, r);
     if (t->cur_seq && r->seq > t->cur_seq + 1) r->gap = r->seq - t->cur_seq - 1;
+    return A0_OK;
+  }
+  return A0_ERR_BUSY;
+}
+
+a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* last) {
+  *first = *last = 0;
+  for (unsigned attempt = 0; attempt < A0_READ_TRIES; attempt++) {
+    a0_state_t s;
+    a0_err_t err = a0_transport_snapshot(t, &s);
+    if (err) return err;
+    if (!readable_in(t, &s)) return A0_OK;
+    a0_frame_hdr_t f;
+    bool placed = t->cur_seq >= s.seq_low;
+    uint64_t want = wanted_seq(t, &s), off, bad, bad_off, next;
+    /* Where `want` is, going forward (0: unknown). */
+    uint64_t want_off = s.off_head;
+    if (placed && !raw_next(t, t->cur_off, &want_off)) want_off = 0;
+    if (want_off && frame_at(t, want_off, want, &f) == A0_OK) return A0_OK; /* readable (now) */
+    err = walk_from_tail(t, &s, want, &off, &f, &bad, &bad_off);
+    if (err == A0_OK) return A0_OK;
+    if (err == A0_ERR_EVICTED) continue;
+    if (err != A0_ERR_CORRUPT) return err;
+    /* `want` is reachable neither way, nor is anything up to `bad` from the
+     * newest frame back. Skip only `want` if the frame after it is reachable
+     * through its (damaged) header; else want..bad. */
+    uint64_t to = bad, to_off = bad_off;
+    if (bad > want && want_off && raw_next(t, want_off, &next) && frame_at(t, next, want + 1, &f) == A0_OK) {
+      to = want;
+      to_off = want_off;
+    }
+    /* Decided on bytes reached from the cursor (or the head): only if that
+     * frame is still live were they the committed ones. */
+    bool live;
+    err = still_live(t, placed ? t->cur_seq : want, &live);
+    if (err) return err;
+    if (!live) continue;
+    if (t->cur_seq && want > t->cur_seq + 1) t->missed += want - t->cur_seq - 1;
+    t->cur_seq = to;
+    t->cur_off = to_off; /* the skipped frame: the next read follows its link, or the tail walk */
+    *first = want;
+    *last = to;
     return A0_OK;
   }
   return A0_ERR_BUSY;

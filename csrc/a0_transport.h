@@ -191,8 +191,18 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
  * A frame's header read without the lock may be torn: it is bounds-checked
  * like any other; a check that fails on a frame that is still live is
  * A0_ERR_CORRUPT, on one that was evicted meanwhile it is a race (retried,
- * at most A0_READ_TRIES times, then A0_ERR_BUSY). */
+ * at most A0_READ_TRIES times, then A0_ERR_BUSY). When the way forward from
+ * the cursor fails its checks, read_begin looks for the frame from the
+ * newest one backwards before it answers A0_ERR_CORRUPT.
+ *
+ * read_skip, after A0_ERR_CORRUPT: moves the cursor past the frames that can
+ * be reached neither forward nor back (the one whose header is damaged, and
+ * any that only it links to), so the next read_begin goes on with the first
+ * intact frame after them; *first..*last are their seqs (0, 0: nothing to
+ * skip any more, read again). Frames evicted unread before them are added to
+ * t->missed as read_end would. */
 a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r);
+a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* last);
 a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r);
 a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last);
 /* Whether what read_begin/read_after located in `r` (its header, hence its

@@ -78,10 +78,11 @@ class ViewProcess:
             raise RuntimeError(f"a0py view did not start: {''.join(self.lines)}{out}{err}")
         self.ws_url = "ws" + self.url[4:]
 
-    def rss(self):
+    def rss(self, field="VmRSS"):
+        """The view process's resident memory in bytes (``field="VmHWM"``: its peak)."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
         return 0
 

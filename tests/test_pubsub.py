@@ -11,9 +11,11 @@ generous upper bounds and no assertion is about speed.
 
 import asyncio
 import logging
+import mmap
 import multiprocessing as mp
 import os
 import signal
+import struct
 import subprocess
 import sys
 import textwrap
@@ -583,6 +585,101 @@ def test_corrupt_frames_are_skipped_by_callbacks_and_raised_to_pullers(root, cap
         sync.read()
     assert sync.read().payload == b"good2"
     sub.close()
+
+
+def _damage_frame_seq(arena, seq, value=0xDEADBEEF):
+    """Overwrites the seq field of frame `seq`'s header through the /dev/shm file
+    behind `arena` (offsets from docs/format.md): what a stray write or a hostile
+    process can do to a topic."""
+    with open("/dev/shm" + arena.name, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        version = struct.unpack_from("<Q", m, 136)[0]
+        seq_low, seq_high, off = struct.unpack_from("<QQQ", m, 320 + 64 * (version & 1))
+        assert seq_low <= seq <= seq_high
+        for _ in range(seq - seq_low):
+            off = struct.unpack_from("<Q", m, off + 16)[0]  # off_next
+        assert struct.unpack_from("<Q", m, off)[0] == seq
+        struct.pack_into("<Q", m, off, value)
+
+
+def test_a_damaged_frame_header_is_skipped_and_counted_by_every_reader(root, caplog):
+    """100 packets, the header of the 41st damaged: every reader gets the other 99
+    (and what comes after), reports the damaged one once and counts it in
+    ``corrupt``, not in ``missed``."""
+    pub = a0py.Publisher("damaged")
+    sync = a0py.SubscriberSync("damaged", init=a0py.INIT_OLDEST)
+    aio = a0py.aio_sub("damaged", init=a0py.INIT_OLDEST)
+    seqs = [pub.pub(b"m%d" % k) for k in range(100)]
+    expected = [f"m{k}" for k in range(100) if k != 40]
+    _damage_frame_seq(pub.arena, seqs[40])
+
+    # pull: the error once, naming the frame; the reader then goes on
+    got, errors = [], []
+    while True:
+        try:
+            pkt = sync.read()
+        except a0py.PacketCorruptError as e:
+            errors.append(str(e))
+            continue
+        if pkt is None:
+            break
+        got.append(pkt.payload.decode())
+    assert got == expected
+    assert len(errors) == 1 and f"frame seq {seqs[40]}" in errors[0] and "topic 'damaged'" in errors[0]
+    assert sync.corrupt == 1 and sync.missed == 0
+
+    # callback: all 99 (the damaged frame sat in the middle of its first batch)
+    c = Collector(until=b"m99")
+    sub = a0py.Subscriber("damaged", c, init=a0py.INIT_OLDEST)
+    assert c.done.wait(MSG_S)
+    assert c.payloads() == expected and sub.corrupt == 1 and sub.missed == 0
+    assert any(f"frame seq {seqs[40]}" in r.getMessage() and "skipped" in r.getMessage()
+               for r in caplog.records)
+
+    # async iteration: the same
+    async def drain():
+        out = []
+        while len(out) < 99:
+            out.append((await asyncio.wait_for(aio.__anext__(), MSG_S)).payload.decode())
+        return out
+
+    assert asyncio.run(drain()) == expected
+    assert aio.corrupt == 1 and aio.missed == 0
+
+    # the batch read keeps what comes before and after the damage
+    batch = a0py.SubscriberSync("damaged", init=a0py.INIT_OLDEST).read_batch(200)
+    assert [type(x).__name__ for x in batch].count("PacketCorruptError") == 1 and len(batch) == 100
+
+    # a raw transport: ArenaCorruptError once, then the frames after it
+    tr = a0py.Transport(pub.arena)
+    assert [seq for seq, _ in tr.read_many()] == seqs[:40]  # up to the damage
+    with pytest.raises(a0py.ArenaCorruptError, match=f"frame seq {seqs[40]} has a header"):
+        tr.read_many()
+    assert [seq for seq, _ in tr.read_many()] == seqs[41:]
+    tr = a0py.Transport(pub.arena)
+    assert [tr.read_next()[0] for _ in range(40)] == seqs[:40]
+    with pytest.raises(a0py.ArenaCorruptError, match=f"frame seq {seqs[40]} has a header"):
+        tr.read_next()
+    assert tr.read_next()[0] == seqs[41] and tr.missed == 0
+
+    # and every reader goes on with packets published afterwards
+    pub.pub(b"after")
+    assert sync.read_blocking(timeout=MSG_S).payload == b"after"
+    c.until = b"after"
+    c.done.clear()
+    assert c.done.wait(MSG_S) and c.payloads()[-1] == "after"
+    sub.close()
+    aio.close()
+
+
+def test_a_damaged_newest_frame_is_reported_once_to_an_iter_newest_reader(root):
+    pub = a0py.Publisher("damaged/newest")
+    seqs = [pub.pub(b"m%d" % k) for k in range(3)]
+    sync = a0py.SubscriberSync("damaged/newest", init=a0py.INIT_OLDEST, iter=a0py.ITER_NEWEST)
+    assert sync.read().payload == b"m0"  # the oldest first, as INIT_OLDEST asks
+    _damage_frame_seq(pub.arena, seqs[2])
+    with pytest.raises(a0py.PacketCorruptError, match=f"frame seq {seqs[2]} has a header"):
+        sync.read()
+    assert sync.read() is None and sync.corrupt == 1
 
 
 # ------------------------------------------------------------ pull API details

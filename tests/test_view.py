@@ -17,7 +17,7 @@ from _view_helpers import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom,
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from a0py.proto import topic as tp
 from a0py.view import _protocol as P
@@ -354,6 +354,73 @@ def test_a_client_that_never_reads_costs_only_itself(view, publisher):
         assert int.from_bytes(newest[13:21], "little") == n - 1
         await stalled.close()
         await reader.close()
+
+    run(main())
+
+
+def test_a_client_that_floods_requests_and_never_reads_is_disconnected_with_a_status(view):
+    """300 subscribe requests of 10,000 unknown channel ids each (about 110 MB
+    sent), their error statuses never read: the server stops queueing them at
+    its byte budget, tells the client why (an error status, then a close with
+    code 1008 and a reason), and its memory stays bounded."""
+    v = view()
+    ids = list(range(1_000_000, 1_010_000))
+    request = json.dumps({"op": "subscribe", "subscriptions": [{"id": i, "channelId": i} for i in ids]})
+
+    async def main():
+        c = await Client.open(v.ws_url, max_queue=1)  # reads (almost) nothing until told
+        rss0 = v.rss()
+        sent = 0
+        try:
+            for _ in range(300):
+                await c.ws.send(request)
+                sent += 1
+        except ConnectionClosed:
+            pass  # the server may end the connection before all were sent
+        # now read what the server queued before it gave up on this client
+        statuses = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                m = await c.next(timeout=60)
+                if isinstance(m, dict) and m.get("op") == "status":
+                    statuses.append(m)
+        growth = v.rss("VmHWM") - rss0
+        return sent, statuses, closed.value, growth
+
+    sent, statuses, closed, growth = run(main())
+    assert closed.rcvd is not None and closed.rcvd.code == 1008, closed
+    assert "unsent" in closed.rcvd.reason and "MiB" in closed.rcvd.reason
+    last = statuses[-1]
+    assert last["level"] == 2 and last["id"] == "a0py.disconnected" and "disconnect" in last["message"]
+    errors = statuses[:-1]
+    assert errors and all("unknown channel id" in s["message"] for s in errors)
+    assert len(errors) < sent  # not every request's reply was queued: the budget held
+    # 16 MiB of queued replies, the requests being read, their parsing (unbounded, the
+    # peak grew by about 205 MiB; bounded, by about 25)
+    assert growth < 80 << 20, f"the view's peak memory grew by {growth >> 20} MiB for one flooding client"
+
+
+def test_a_view_whose_source_fails_stops_with_its_error():
+    """A source that raises ends serve_forever with a ViewError naming the
+    cause, instead of a server that goes on serving a page with nothing behind
+    it."""
+    from a0py.errors import A0Error
+    from a0py.view import ViewError
+    from a0py.view._hub import Hub
+    from a0py.view._server import ViewServer
+
+    class BrokenSource:
+        async def run(self):
+            raise A0Error("the topics cannot be listed")
+
+    async def main():
+        server = ViewServer(Hub("test"), BrokenSource(), port=0)
+        await server.start()
+        try:
+            with pytest.raises(ViewError, match="source stopped: the topics cannot be listed"):
+                await asyncio.wait_for(server.serve_forever(), MSG_S)
+        finally:
+            await server.aclose()
 
     run(main())
 

@@ -756,8 +756,11 @@ cdef class PacketReader:
     is this class bound to a topic, with named constants.
 
     `missed` counts the packets that were evicted before this reader got to
-    them (ITER_NEXT only; skipping is what ITER_NEWEST asks for). Use one
-    reader per thread: LockError if two threads use one at once.
+    them (ITER_NEXT only; skipping is what ITER_NEWEST asks for); `corrupt`
+    the frames it skipped because they were not packets or their frame
+    header was damaged (each is reported once, as a PacketCorruptError, and
+    the reader goes on after it). Use one reader per thread: LockError if
+    two threads use one at once.
 
     ITER_NEXT reads take no lock (as :meth:`Transport.read_next`): a packet
     is copied out of the arena, then kept only if its frame was still live
@@ -772,6 +775,7 @@ cdef class PacketReader:
     cdef bint first
     cdef bint busy
     cdef uint64_t _missed
+    cdef uint64_t _corrupt
     cdef object _label
 
     def __cinit__(self, *args, **kwargs):
@@ -845,12 +849,25 @@ cdef class PacketReader:
         cdef uint64_t gap = 0
         if a0_transport_empty(lk) or a0_transport_seq_high(lk) <= self.last:
             return None
+        cdef uint64_t target
         if self.iter_mode == PACKET_ITER_NEWEST and not (self.first and self.init_mode == PACKET_INIT_OLDEST):
+            target = a0_transport_seq_high(lk)
             err = a0_transport_jump_tail(lk)
         else:
+            target = a0_transport_seq_low(lk)
+            if self.t.cur_seq >= target:
+                target = self.t.cur_seq + 1
             err = a0_transport_next(lk)
         if not err:
             err = a0_transport_frame(lk, &fr)
+        if err == A0_ERR_CORRUPT:
+            # A damaged frame header: reported once, the reader goes on after
+            # it (ITER_NEWEST moves to the newest frame next time anyway).
+            self.first = False
+            self.last = target
+            self._corrupt += 1
+            return PacketCorruptError(f"{self._label}: {_damaged_frames(target, target)} (the arena was "
+                                      "damaged, or written by something other than a0py): skipped")
         if err:
             _raise(err, f"reading {self._label}")
         if self.iter_mode == PACKET_ITER_NEXT and fr.seq > self.last + 1:
@@ -860,6 +877,7 @@ cdef class PacketReader:
         self.last = fr.seq
         info.field = NULL
         if a0_packet_view(fr.data, fr.size, &v, &info):
+            self._corrupt += 1
             return PacketCorruptError(
                 f"{self._label}: frame seq {fr.seq} ({fr.size} bytes) is not an a0py packet: "
                 f"{_corrupt_reason(&info)}")
@@ -878,6 +896,7 @@ cdef class PacketReader:
         cdef a0_err_t err
         cdef uint64_t gap
         cdef bint corrupt
+        cdef unsigned retries = 0
         self.arena._check_open()
         self.arena.busy += 1
         try:
@@ -885,6 +904,14 @@ cdef class PacketReader:
                 err = a0_transport_read_begin(&self.t, &r)
                 if err == A0_ERR_NO_FRAME:
                     return None
+                if err == A0_ERR_CORRUPT:
+                    skipped = _skip_damaged(&self.t, self._label)
+                    if skipped is None:  # the arena changed meanwhile: read again
+                        retries += 1
+                        if retries >= A0_READ_TRIES:
+                            _raise_reader(A0_ERR_BUSY, self._label)
+                        continue
+                    return self._skipped(skipped[0], skipped[1])
                 if err:
                     _raise_reader(err, self._label)
                 gap = r.seq - self.last - 1 if r.seq > self.last + 1 else 0
@@ -903,6 +930,7 @@ cdef class PacketReader:
                 self.first = False
                 self.last = r.seq
                 if corrupt:
+                    self._corrupt += 1
                     return PacketCorruptError(
                         f"{self._label}: frame seq {r.seq} ({r.size} bytes) is not an a0py packet: "
                         f"{reason}")
@@ -910,6 +938,17 @@ cdef class PacketReader:
         finally:
             self.arena.busy -= 1
             self.arena._maybe_unmap()
+
+    cdef object _skipped(self, uint64_t first, uint64_t last):
+        """The report of frames first..last skipped by a0_transport_read_skip
+        (the cursor is past them): counted, and a PacketCorruptError."""
+        if first > self.last + 1:
+            self._missed += first - self.last - 1
+        self._corrupt += last - first + 1
+        self.first = False
+        self.last = last
+        return PacketCorruptError(f"{self._label}: {_damaged_frames(first, last)} (the arena was damaged, "
+                                  "or written by something other than a0py): skipped")
 
     cdef int _wait_free(self, timespec* deadline) except -1:
         """Sleeps without the lock (GIL released) until a frame after the
@@ -955,9 +994,9 @@ cdef class PacketReader:
     def read(self):
         """The next packet (per `iter`), or None if there is none; never waits.
 
-        Raises PacketCorruptError for a frame that is not a valid packet
-        (the reader moves past it: the next call goes on), LockError,
-        ClosedError."""
+        Raises PacketCorruptError for a frame that is not a valid packet or
+        whose frame header is damaged (counted in `corrupt`; the reader moves
+        past it: the next call goes on), LockError, ClosedError."""
         cdef a0_locked_t lk
         self._enter()
         try:
@@ -1034,7 +1073,8 @@ cdef class PacketReader:
         always at least one), without waiting: with ITER_NEWEST the newest
         packet (after the oldest, on a first read with INIT_OLDEST), under
         the lock. A corrupt frame appears in the list as a
-        PacketCorruptError instance instead of a Packet."""
+        PacketCorruptError instance instead of a Packet. An error after some
+        packets were read is left for the next call: they are returned."""
         cdef a0_locked_t lk
         cdef Py_ssize_t limit = <Py_ssize_t>_as_size(max_packets, "max_packets")
         cdef Py_ssize_t byte_limit = -1, total = 0
@@ -1045,7 +1085,12 @@ cdef class PacketReader:
         try:
             if self.iter_mode == PACKET_ITER_NEXT:
                 while len(out) < limit and (byte_limit < 0 or total < byte_limit):
-                    item = self._take_free()
+                    try:
+                        item = self._take_free()
+                    except A0Error:
+                        if out:
+                            break  # the packets read first; the next call meets the error
+                        raise
                     if item is None:
                         break
                     out.append(item)
@@ -1069,6 +1114,12 @@ cdef class PacketReader:
     def missed(self):
         """Packets evicted before this reader read them, in total."""
         return self._missed
+
+    @property
+    def corrupt(self):
+        """Frames this reader skipped as corrupt (not a packet, or a damaged
+        frame header), in total; each was reported once."""
+        return self._corrupt
 
     @property
     def last_seq(self):

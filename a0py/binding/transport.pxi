@@ -162,6 +162,38 @@ cdef int _raise_reader(a0_err_t err, object label) except -1:
     _raise(err, f"reading {label}")
 
 
+cdef str _damaged_frames(uint64_t first, uint64_t last):
+    if first == last:
+        return f"frame seq {first} has a header that fails its checks"
+    return (f"frames seq {first} to {last} have headers that fail their checks, or can be reached "
+            "only through one that does")
+
+
+cdef object _skip_damaged(a0_transport_t* t, object label):
+    """After a lock-free read answered A0_ERR_CORRUPT: moves the cursor past
+    the frames that cannot be read (a0_transport_read_skip) and returns their
+    seqs as (first, last); None if there is nothing to skip any more (the
+    arena changed: read again)."""
+    cdef uint64_t first = 0, last = 0
+    cdef a0_err_t err = a0_transport_read_skip(t, &first, &last)
+    if err:
+        _raise_reader(err, label)
+    if first == 0:
+        return None
+    return (first, last)
+
+
+cdef int _skip_damaged_or_raise(a0_transport_t* t, object label) except -1:
+    """As _skip_damaged, then raises ArenaCorruptError naming the frames
+    skipped; returns 0 (read again) when there was nothing to skip."""
+    skipped = _skip_damaged(t, label)
+    if skipped is None:
+        return 0
+    raise ArenaCorruptError(f"reading {label}: {_damaged_frames(skipped[0], skipped[1])} (the arena "
+                            "was damaged, or written by something other than a0py): skipped, the "
+                            "next read goes on after them")
+
+
 cdef class Transport:
     """A circular list of frames in an arena, with this process's cursor.
 
@@ -427,6 +459,9 @@ cdef class Transport:
             err = a0_transport_read_begin(&self.t, &r)
             if err == A0_ERR_NO_FRAME:
                 return None
+            if err == A0_ERR_CORRUPT:
+                _skip_damaged_or_raise(&self.t, self.arena._describe())
+                continue
             if err:
                 self._raise_read(err)
             data = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>r.size)
@@ -449,7 +484,9 @@ cdef class Transport:
         the oldest surviving frame: the frames skipped are added to
         :attr:`missed` (and the seqs jump).
 
-        Raises ArgumentError (bad timeout), ClosedError, ArenaCorruptError."""
+        Raises ArgumentError (bad timeout), ClosedError, ArenaCorruptError
+        (a damaged frame header, named: raised once, the cursor moved past
+        it, the next read goes on after it)."""
         cdef timespec ts
         cdef int has_deadline = -1
         if timeout is None or timeout != 0:
@@ -466,7 +503,9 @@ cdef class Transport:
         """Returns every frame after the cursor (up to `max_frames`) as a list
         of ``(seq, bytes)``, without waiting and without the lock: frames are
         copied in batches and each batch is validated once. Frames removed
-        before they could be read are skipped and added to :attr:`missed`."""
+        before they could be read are skipped and added to :attr:`missed`.
+        At a damaged frame header it returns the frames before it; called
+        again, it raises ArenaCorruptError as :meth:`read_next`."""
         cdef Py_ssize_t limit = -1
         if max_frames is not None:
             limit = <Py_ssize_t>_as_size(max_frames, "max_frames", self.arena)
@@ -487,6 +526,11 @@ cdef class Transport:
             err = a0_transport_read_begin(&self.t, &first)
             if err == A0_ERR_NO_FRAME:
                 break
+            if err == A0_ERR_CORRUPT:
+                if out:
+                    break  # what was read first; the next call meets the damage
+                _skip_damaged_or_raise(&self.t, self.arena._describe())
+                continue
             if err:
                 self._raise_read(err)
             batch = []
@@ -541,8 +585,9 @@ cdef class Transport:
         which; nothing is read); ArgumentError for a read-only or
         non-contiguous ``out``, an ``offset`` past its end, a negative or
         non-integer count, a channel outside 0..65535; ClosedError,
-        ArenaCorruptError, and LockError if writers overtook the copies
-        1024 times in a row."""
+        ArenaCorruptError (a damaged frame header, as :meth:`read_next`,
+        after the frames before it were returned), and LockError if writers
+        overtook the copies 1024 times in a row."""
         cdef Py_buffer buf
         cdef _RecordSink sink
         cdef a0_err_t err
@@ -582,8 +627,16 @@ cdef class Transport:
                 sink.room = limit_bytes
             self.arena._check_open()
             self.arena.busy += 1
-            with nogil:
-                err = _read_records(&self.t, &sink)
+            while True:
+                with nogil:
+                    err = _read_records(&self.t, &sink)
+                if err != A0_ERR_CORRUPT:
+                    break
+                self.arena.busy -= 1
+                self.arena._maybe_unmap()
+                _skip_damaged_or_raise(&self.t, self.arena._describe())
+                self.arena._check_open()
+                self.arena.busy += 1
             self.arena.busy -= 1
             self.arena._maybe_unmap()
             if err:
@@ -617,7 +670,8 @@ cdef class Transport:
 
         Raises A0TimeoutError (no frame within the timeout), LockError (a
         read_view of this Transport is already open), FrameEvictedError (on
-        exit), ArgumentError, ClosedError."""
+        exit), ArenaCorruptError (as :meth:`read_next`), ArgumentError,
+        ClosedError."""
         cdef ReadView view = ReadView.__new__(ReadView)
         view.tr = self
         if timeout is not None:
@@ -654,6 +708,9 @@ cdef class ReadView:
             err = a0_transport_read_begin(&tr.t, &self.r)
             if err == A0_OK:
                 break
+            if err == A0_ERR_CORRUPT:
+                _skip_damaged_or_raise(&tr.t, tr.arena._describe())
+                continue
             if err != A0_ERR_NO_FRAME:
                 tr._raise_read(err)
             timed_out = self.has_deadline < 0 or (self.has_deadline and a0_deadline_passed(&self.deadline))

@@ -21,6 +21,7 @@ import threading
 
 import click
 
+from a0py.clitypes import SECONDS, Count
 from a0py.dataspace import ParseError, Record, format_term, parse
 
 DEFAULT_BROKER = "default"
@@ -33,7 +34,7 @@ def _default_broker():
 broker_option = click.option(
     "--broker", "-b", "broker_name", default=_default_broker, show_default="$A0PY_BROKER or 'default'",
     help="The broker's name.")
-timeout_option = click.option("--timeout", type=float, default=5.0, show_default=True,
+timeout_option = click.option("--timeout", type=SECONDS, default=5.0, show_default=True,
                               help="Seconds to wait for the broker.")
 
 
@@ -59,7 +60,7 @@ def _sigterm_as_interrupt():
 
 
 def _fail(message):
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"a0py: error: {message}", err=True)
     sys.exit(1)
 
 
@@ -119,7 +120,7 @@ def broker(name, quiet):
 @click.command("claim")
 @click.argument("facts", nargs=-1, required=True)
 @broker_option
-@click.option("--for", "seconds", type=float, default=None,
+@click.option("--for", "seconds", type=SECONDS, default=None,
               help="Hold the claims this many seconds, then retract and exit.")
 @click.option("--as", "client_name", default=None, help="This client's name (default: pid-random).")
 @timeout_option
@@ -188,14 +189,15 @@ def retract(patterns, broker_name, owner, timeout):
 @click.command("subscribe")
 @click.argument("patterns", nargs=-1, required=True)
 @broker_option
-@click.option("--count", "-n", type=int, default=None, help="Exit after N results.")
+@click.option("--count", "-n", type=Count(), default=None, help="Exit after N results.")
 @click.option("--text", "as_text", is_flag=True,
               help="Print rows in the text syntax (var=value ...) instead of JSON lines.")
-def subscribe(patterns, broker_name, count, as_text):
+@timeout_option
+def subscribe(patterns, broker_name, count, as_text, timeout):
     """Subscribe to the join of PATTERNS (text syntax; shared $names join them) and print
     the whole result each time it changes: one JSON line, an array of objects
     variable → value (records and bytes as their text syntax). The first line is the
-    current result. Ctrl-C stops."""
+    current result. Ctrl-C stops; no broker answering within --timeout is an error."""
     parsed = _parse_all(patterns, "PATTERNS")
     _sigterm_as_interrupt()
     printed = [0]
@@ -220,6 +222,7 @@ def subscribe(patterns, broker_name, count, as_text):
     try:
         with _client(broker_name) as client:
             client.subscribe(*parsed, callback=show)
+            client.ping(timeout)  # the first result has come when it returns
             while not done.wait(0.5):
                 pass
     except KeyboardInterrupt:

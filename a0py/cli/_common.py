@@ -1,6 +1,7 @@
 """What every command group shares: the error a user can act on, the arena
-options (``--shm NAME | --file PATH``), topic names and ``--root``, sizes
-with units, and the mapping of a0py's exceptions to messages that name the
+options (``--shm NAME | --file PATH``), topic names and ``--root``, the
+parameter types of :mod:`a0py.clitypes` (sizes with units, finite seconds and
+rates, bounded integers and counts, roots), and the mapping of a0py's exceptions to messages that name the
 arena or topic and say what to do.
 
 Invariant: a command never lets an :class:`a0py.A0Error` reach the user as a
@@ -12,13 +13,22 @@ traceback; it leaves through :func:`errors_about` (arenas) or
 import contextlib
 import functools
 import json
-import re
 import shlex
 import time
 from dataclasses import dataclass
 
 import click
 
+from a0py.clitypes import (  # noqa: F401  (the types every command uses, re-exported)
+    MAX_SECONDS,
+    RATE,
+    SECONDS,
+    BoundedInt,
+    ByteSize,
+    Count,
+    FiniteFloat,
+    RootSpec,
+)
 from a0py.errors import (
     A0Error,
     A0TimeoutError,
@@ -86,23 +96,6 @@ def arena_options(command):
     return with_target
 
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-class ByteSize(click.ParamType):
-    """A size in bytes: ``65536``, or with a binary unit ``64K``, ``16M``, ``1G``."""
-
-    name = "BYTES"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", str(value), re.IGNORECASE)
-        if match is None:
-            self.fail(f"{value!r} is not a size: give bytes, or a number with K, M or G (64K, 16M)", param, ctx)
-        return int(match.group(1)) * _UNITS[match.group(2).upper()]
-
-
 def create_hint(target):
     return f"create it with `a0py write {target.flag} --size BYTES DATA`"
 
@@ -154,22 +147,6 @@ class TopicName(click.ParamType):
 
         try:
             return check_topic_name(value)
-        except ArgumentError as e:
-            self.fail(str(e), param, ctx)
-
-
-class RootSpec(click.ParamType):
-    """Where topics live, in ``A0PY_ROOT`` syntax (``shm:PREFIX`` or a directory)."""
-
-    name = "ROOT"
-
-    def convert(self, value, param, ctx):
-        from a0py.proto.topic import Root
-
-        if isinstance(value, Root):
-            return value
-        try:
-            return Root.parse(value)
         except ArgumentError as e:
             self.fail(str(e), param, ctx)
 

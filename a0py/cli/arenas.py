@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from a0py.cli._common import ByteSize, CliError, arena_options, errors_about
+from a0py.cli._common import SECONDS, ByteSize, CliError, Count, arena_options, errors_about
 from a0py.cli._output import frame_line, print_fields
 from a0py.errors import (
     ArenaCorruptError,
@@ -47,7 +47,7 @@ def info(target):
 
 @click.command()
 @arena_options
-@click.option("-n", "count", type=click.IntRange(min=0), default=None, metavar="N",
+@click.option("-n", "count", type=Count(min=0), default=None, metavar="N",
               help="Print at most N frames (the oldest N).")
 @_HEX
 def dump(target, count, as_hex):
@@ -113,7 +113,7 @@ def write(target, size, as_hex, data):
 
 @click.command()
 @arena_options
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a new frame (default: run until Ctrl-C).")
 @_HEX
 def tail(target, timeout, as_hex):

@@ -14,8 +14,10 @@ import sys
 import click
 
 from a0py.cli._common import (
+    SECONDS,
     TOPIC,
     CliError,
+    Count,
     TopicTarget,
     errors_about_topic,
     root_option,
@@ -150,9 +152,9 @@ def patch(target, patch):
 
 @cfg.command()
 @click.argument("pointer", type=_Pointer(), default="")
-@click.option("-n", "count", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("-n", "count", type=Count(), default=None, metavar="N",
               help="Stop after N versions (the current one counts).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a new version (an error if -n wanted more).")
 @click.pass_obj
 def watch(target, pointer, count, timeout):

@@ -11,8 +11,10 @@ import sys
 import click
 
 from a0py.cli._common import (
+    SECONDS,
     TOPIC,
     CliError,
+    Count,
     TopicTarget,
     errors_about_topic,
     root_option,
@@ -47,9 +49,9 @@ class _Level(click.ParamType):
               help="Show messages at this level or above: crit, err, warn, info, dbg.")
 @click.option("--init", type=click.Choice(list(_INITS)), default="new", show_default=True,
               help="Start with the oldest message still kept, the most recent one, or the first new one.")
-@click.option("-n", "count", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("-n", "count", type=Count(), default=None, metavar="N",
               help="Stop after N messages.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a message (an error if -n wanted more).")
 def log(topic, root, level, init, count, timeout):
     """Print a topic's log messages as they are written: time, level, the

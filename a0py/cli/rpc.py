@@ -11,6 +11,7 @@ import time
 import click
 
 from a0py.cli._common import (
+    SECONDS,
     TOPIC,
     CliError,
     TopicTarget,
@@ -30,10 +31,10 @@ RPC = "rpc"
 @click.argument("topic", type=TOPIC)
 @click.argument("data")
 @root_option
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Give up (and cancel the request) after SECONDS without a reply (default: wait "
                    "as long as the server lives).")
-@click.option("--wait-for-server", type=click.FloatRange(min=0), default=10.0, show_default=True,
+@click.option("--wait-for-server", type=SECONDS, default=10.0, show_default=True,
               metavar="SECONDS", help="Give up after SECONDS with no live server.")
 @click.option("-H", "--header", "headers", multiple=True, metavar="KEY=VALUE",
               help="Add a header to the request (repeatable).")

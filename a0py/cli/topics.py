@@ -27,9 +27,13 @@ import click
 from a0py.cli import _procs
 from a0py.cli._common import (
     APPEAR_POLL_S,
+    RATE,
+    SECONDS,
     TOPIC,
+    BoundedInt,
     ByteSize,
     CliError,
+    Count,
     TopicTarget,
     errors_about_topic,
     packet_format_options,
@@ -51,6 +55,8 @@ from a0py.errors import A0Error, A0TimeoutError, PacketCorruptError
 PUBSUB = "pubsub"
 _INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
 _REPORT_PERIOD_S = 1.0
+# The most packets hz and bw compute over (each report walks the whole window).
+MAX_WINDOW = 1_000_000
 
 
 def _warn(message):
@@ -268,10 +274,10 @@ def _owner_rows(topic, protocol):
               help="Start with the oldest packet in the topic, the most recent one, or the first new one.")
 @click.option("--newest", is_flag=True,
               help="Skip to the newest packet each time (packets in between are not shown).")
-@click.option("-n", "count", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("-n", "count", type=Count(), default=None, metavar="N",
               help="Stop after N packets.")
 @click.option("--once", is_flag=True, help="Stop after one packet (-n 1).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a packet (an error if -n/--once wanted more).")
 @packet_format_options
 def echo(topic, root, init, newest, count, once, timeout, fmt):
@@ -334,9 +340,9 @@ def _paced(payloads, rate):
 @click.argument("topic", type=TOPIC)
 @click.argument("data")
 @root_option
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None, metavar="HZ",
+@click.option("--rate", type=RATE, default=None, metavar="HZ",
               help="Publish HZ times a second (until --times or Ctrl-C).")
-@click.option("--times", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--times", type=Count(), default=None, metavar="N",
               help="Publish N times (default 1, or until Ctrl-C with --rate).")
 @click.option("--lines", is_flag=True,
               help="With DATA -: each line of standard input is one packet, published as it is read.")
@@ -508,9 +514,9 @@ def _monitor(topics, root, window, duration, line):
 @click.command()
 @click.argument("topics", nargs=-1, required=True, type=TOPIC)
 @root_option
-@click.option("--window", type=click.IntRange(min=2), default=10000, show_default=True, metavar="N",
+@click.option("--window", type=BoundedInt(2, MAX_WINDOW), default=10000, show_default=True, metavar="N",
               help="Compute over the last N packets.")
-@click.option("--duration", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS (default: run until Ctrl-C).")
 def hz(topics, root, window, duration):
     """Print the publishing rate of one or more topics, once a second:
@@ -526,9 +532,9 @@ def hz(topics, root, window, duration):
 @click.command()
 @click.argument("topic", type=TOPIC)
 @root_option
-@click.option("--window", type=click.IntRange(min=2), default=100, show_default=True, metavar="N",
+@click.option("--window", type=BoundedInt(2, MAX_WINDOW), default=100, show_default=True, metavar="N",
               help="Compute over the last N packets.")
-@click.option("--duration", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+@click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS (default: run until Ctrl-C).")
 def bw(topic, root, window, duration):
     """Print the bandwidth a topic's packets use, once a second: payload

@@ -72,6 +72,7 @@ cdef extern from "a0_transport.h" nogil:
     a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out)
     a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r)
     a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_read_t* r)
+    a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* last)
     a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last)
     a0_err_t a0_transport_read_live(const a0_transport_t* t, const a0_read_t* r, c_bool* live)
     a0_err_t a0_transport_read_ready(const a0_transport_t* t, c_bool* ready)

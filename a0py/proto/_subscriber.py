@@ -4,7 +4,8 @@
 need the same on the ``log`` and ``cfg`` arenas, with a filter. Same rules: one
 dispatcher thread for the whole process (:mod:`a0py.proto._dispatch`), packets copied
 out and the lock released before the callback runs, a raising callback logged and the
-next packet delivered, corrupt frames logged and skipped.
+next packet delivered, corrupt frames (not a packet, or a damaged frame header) logged,
+counted and skipped, the packets around them delivered.
 """
 
 import logging
@@ -41,7 +42,6 @@ class ProtocolSubscriber:
         self._what = what
         self._callback = callback
         self._accept = accept
-        self.corrupt = 0
         self._log = logging.getLogger(f"a0py.{protocol}")
         label = f"{protocol} topic {self.topic.name!r}"
         self._reader = _core.PacketReader(self.topic.arena(protocol), init_code(init),
@@ -53,8 +53,7 @@ class ProtocolSubscriber:
         for item in batch:
             if not self._watch.active:
                 return False
-            if type(item) is PacketCorruptError:
-                self.corrupt += 1
+            if type(item) is PacketCorruptError:  # counted by the reader
                 self._log.warning("%s (skipped)", item)
                 continue
             try:
@@ -68,6 +67,11 @@ class ProtocolSubscriber:
     def missed(self):
         """Packets lost to eviction before they were read, in total."""
         return self._reader.missed
+
+    @property
+    def corrupt(self):
+        """Frames skipped as corrupt (each logged), in total."""
+        return self._reader.corrupt
 
     @property
     def closed(self):

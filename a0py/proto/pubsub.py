@@ -19,6 +19,7 @@ Invariants:
 """
 
 import asyncio
+import collections
 import json
 import logging
 
@@ -29,7 +30,7 @@ from .topic import PUBSUB, Topic
 
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
-    "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
+    "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
 ]
 
 INIT_OLDEST = "oldest"
@@ -110,8 +111,11 @@ class SubscriberSync(_core.PacketReader):
 
     ``can_read()``, ``read()`` (a :class:`a0py.Packet` or None, never waits),
     ``read_blocking(timeout=None)`` (waits; A0TimeoutError at the timeout), ``for pkt in
-    sub:`` (waits for each), ``missed`` (packets lost to eviction so far). One thread at
-    a time (LockError otherwise); usable as a context manager.
+    sub:`` (waits for each), ``missed`` (packets lost to eviction so far), ``corrupt``
+    (frames skipped as corrupt so far). A corrupt frame (not a packet, or a damaged frame
+    header) is raised once as PacketCorruptError by the read that meets it; the reader
+    has then moved past it, and the next read goes on. One thread at a time (LockError
+    otherwise); usable as a context manager.
 
     Raises ArgumentError for a bad topic, init or iter."""
 
@@ -135,8 +139,9 @@ class Subscriber:
     how many packets were lost to eviction just before this one; ``missed`` totals them.
     Callbacks of all subscribers of the process share one thread: keep them short, or
     hand work to a thread of your own. An exception in a callback is logged (logger
-    ``a0py.pubsub``) and the next packet delivered; a corrupt frame is logged, counted in
-    ``corrupt`` and skipped.
+    ``a0py.pubsub``) and the next packet delivered; a corrupt frame (not a packet, or a
+    damaged frame header) is logged, counted in ``corrupt`` and skipped, and the packets
+    around it are delivered.
 
     Raises ArgumentError for a bad topic, init, iter or a callback that is not callable."""
 
@@ -144,7 +149,6 @@ class Subscriber:
         if not callable(callback):
             raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
         self.topic = Topic.of(topic)
-        self.corrupt = 0
         self._callback = callback
         self._reader = _core.PacketReader(self.topic.arena(PUBSUB), _init_code(init),
                                           _iter_code(iter), _label(self.topic))
@@ -158,8 +162,7 @@ class Subscriber:
         for item in batch:
             if not watch.active:
                 return False
-            if type(item) is PacketCorruptError:
-                self.corrupt += 1
+            if type(item) is PacketCorruptError:  # counted by the reader
                 _log.warning("%s (skipped)", item)
                 continue
             try:
@@ -172,6 +175,11 @@ class Subscriber:
     def missed(self):
         """Packets lost to eviction before this subscriber read them, in total."""
         return self._reader.missed
+
+    @property
+    def corrupt(self):
+        """Frames skipped as corrupt (each logged), in total."""
+        return self._reader.corrupt
 
     @property
     def closed(self):
@@ -222,31 +230,82 @@ def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
     its own, and the loop never blocks waiting). `init` and `iter` as for
     :class:`SubscriberSync`, taking effect when aio_sub is called (so packets
     published between the call and the first iteration are not missed);
-    ``pkt.missed`` as for :class:`Subscriber`. Leaving the loop (break, an exception,
-    cancellation) releases it.
+    ``pkt.missed`` as for :class:`Subscriber`. Returns an :class:`AioSubscription`
+    (``missed``, ``corrupt``, ``aclose()``); leaving the loop (break, an exception,
+    cancellation) releases it. A corrupt frame is logged, counted in ``corrupt`` and
+    skipped, as by :class:`Subscriber`.
 
-    Raises ArgumentError for a bad topic, init or iter (at the call);
-    PacketCorruptError while iterating, for a frame that is not a packet (iterating
-    again goes on after it)."""
-    return _aio_packets(SubscriberSync(topic, init=init, iter=iter))
+    Raises ArgumentError for a bad topic, init or iter (at the call)."""
+    return AioSubscription(SubscriberSync(topic, init=init, iter=iter))
 
 
-async def _aio_packets(reader):
-    wakeup = _Wakeup(asyncio.get_running_loop())
-    watch = _dispatch.watch(reader.arena, wakeup)
-    try:
+class AioSubscription:
+    """The packets of a :class:`SubscriberSync` as an asynchronous iterator (what
+    :func:`aio_sub` returns). ``missed`` and ``corrupt`` as for :class:`Subscriber`;
+    ``aclose()`` (or dropping it) releases the reader and its dispatcher watch."""
+
+    def __init__(self, reader):
+        self._reader = reader
+        self._pending = collections.deque()
+        self._wakeup = None
+        self._watch = None
+        self._closed = False
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        pending = self._pending
         while True:
+            while pending:
+                item = pending.popleft()
+                if type(item) is PacketCorruptError:  # counted by the reader
+                    _log.warning("%s (skipped)", item)
+                    continue
+                return item
+            if self._closed:
+                raise StopAsyncIteration
+            wakeup = self._wakeup
+            if wakeup is None:
+                wakeup = self._wakeup = _Wakeup(asyncio.get_running_loop())
+                self._watch = _dispatch.watch(self._reader.arena, wakeup)
             wakeup.armed = True   # before the read: a commit after it will set the event
             wakeup.event.clear()
-            batch = reader.read_batch(_BATCH, _BATCH_BYTES)
+            batch = self._reader.read_batch(_BATCH, _BATCH_BYTES)
             if not batch:
                 await wakeup.event.wait()
                 continue
             wakeup.armed = False
-            for item in batch:
-                if type(item) is PacketCorruptError:
-                    raise item
-                yield item
-    finally:
-        watch.cancel()
-        reader.close()
+            pending.extend(batch)
+
+    @property
+    def missed(self):
+        """Packets lost to eviction before they were read, in total."""
+        return self._reader.missed
+
+    @property
+    def corrupt(self):
+        """Frames skipped as corrupt (each logged), in total."""
+        return self._reader.corrupt
+
+    def close(self):
+        """Releases the reader and its dispatcher watch (idempotent); iterating then
+        ends."""
+        self._closed = True
+        self._pending.clear()
+        if self._watch is not None:
+            self._watch.cancel()
+        if not self._reader.closed:
+            self._reader.close()
+
+    async def aclose(self):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # at interpreter exit, or a reader busy in another thread
+            pass
+
+    def __repr__(self):
+        return f"<a0py.AioSubscription {self._reader.topic.name!r}>"

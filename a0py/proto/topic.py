@@ -126,7 +126,7 @@ class Root:
 
     ``Root.parse(spec)`` reads the ``A0PY_ROOT`` syntax (``None``/``""``: shared memory
     ``a0py``; ``"shm:PREFIX"``; anything else: a directory path, made absolute now).
-    Raises :class:`ArgumentError` for a bad prefix."""
+    Raises :class:`ArgumentError` for a bad or empty prefix (``"shm:"``)."""
 
     __slots__ = ("kind", "location")
 
@@ -145,7 +145,11 @@ class Root:
         if not isinstance(spec, str):
             raise ArgumentError(f"a topic root must be a str or path, not {type(spec).__name__}")
         if spec.startswith("shm:"):
-            prefix = spec[4:] or DEFAULT_SHM_PREFIX
+            prefix = spec[4:]
+            if not prefix:
+                raise ArgumentError(f"shared-memory root {spec!r} names no prefix: give one, e.g. "
+                                    f"'shm:robot1', or leave the root unset for the default "
+                                    f"'shm:{DEFAULT_SHM_PREFIX}'")
             if not _PREFIX_RE.fullmatch(prefix):
                 raise ArgumentError(f"bad shared-memory root {spec!r}: the prefix after 'shm:' may hold "
                                     "letters, digits, '_', '-' and '.' (at most 64), e.g. 'shm:robot1'")

@@ -25,7 +25,7 @@ def _is_recording(spec):
 
 def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
                 token=None, allowed_origins=DEFAULT_ORIGINS, queue_messages=1000, queue_bytes=8 << 20,
-                name="a0py view"):
+                control_bytes=16 << 20, name="a0py view"):
     """The :class:`a0py.view._server.ViewServer` for live ``topics`` (globs;
     None: every topic under ``root``) or for ``recording`` (an MCAP file or a
     directory of them). Not started. Errors as for :func:`serve`."""
@@ -41,14 +41,17 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         from ._recording import RecordingSource
 
         source = RecordingSource.open(recording)
-        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes,
+        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
                   capabilities=source.capabilities, data_range=source.data_range,
                   metadata={"source": "recording", "files": str(len(source.files))}, controller=source)
         source.hub = hub
     else:
+        from ..proto.topic import Root, current_root
         from ._live import LiveSource
 
-        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes,
+        # Checked now, not in the source's task: a bad root is an error of this call.
+        root = current_root() if root is None else Root.parse(root)
+        hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
                   metadata={"source": "live"})
         source = LiveSource(hub, topics, root)
     return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
@@ -67,7 +70,8 @@ def serve(topics=None, host="127.0.0.1", port=8765, *, ready=None, **options):
     called once listening. Options: ``recording``, ``root`` (``A0PY_ROOT``
     syntax), ``allow_remote``, ``token``, ``allowed_origins`` (besides the
     page itself; default the Foxglove app), ``queue_messages`` and
-    ``queue_bytes`` (each client's outbox).
+    ``queue_bytes`` (each client's outbox), ``control_bytes`` (the control
+    messages a client may leave unread before it is disconnected).
 
     Raises :class:`ViewError` (an address it may not or cannot bind, a
     recording it cannot read), :class:`a0py.ArgumentError` (bad options)."""

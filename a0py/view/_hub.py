@@ -12,9 +12,14 @@ Invariants:
   ``a0py.dropped``, and the ``dropped`` field of the stats channel). Other
   clients and the sources never wait for it, and its memory is bounded by the
   outbox budget plus the transport's write limit.
-* **Control is never dropped.** serverInfo, advertise, unadvertise, status
-  and playback state go through a separate queue that is never trimmed; a
-  client that lets it grow past :data:`MAX_CONTROL` frames is disconnected.
+* **Control is never dropped, and bounded.** serverInfo, advertise,
+  unadvertise, status and playback state go through a separate queue that is
+  never trimmed; a client that lets it grow past :data:`MAX_CONTROL` frames or
+  its byte budget (``Hub(control_bytes=...)``, :data:`CONTROL_BYTES`) — by
+  sending requests whose replies it does not read — is disconnected: its
+  queues are dropped, and it gets one last error status (id
+  ``a0py.disconnected``) and a close with code 1008 and the reason. Nothing
+  it sends afterwards is looked at.
 * **Channel ids are never reused** within a server's life, so a client can
   never mistake a new topic for an old one.
 """
@@ -37,6 +42,10 @@ _log = logging.getLogger("a0py.view")
 STATS_TOPIC = "/a0py/view/stats"
 PACKET_ENCODING = "a0py/packet"
 MAX_CONTROL = 10_000
+#: Bytes of control messages a client may leave unsent before it is disconnected.
+CONTROL_BYTES = 16 << 20
+#: The WebSocket close code for such a client (policy violation).
+CLOSE_POLICY = 1008
 STATS_PERIOD = 0.5
 RATE_WINDOW = 2.0
 DROP_REPORT_PERIOD = 1.0
@@ -84,8 +93,12 @@ class Channel:
 class Client:
     """One connection: its subscriptions and its bounded outbox."""
 
-    def __init__(self, hub, connection, packets, name, max_hz=None):
+    def __init__(self, hub, connection, packets, name, max_hz=None, farewell=None):
         self.hub = hub
+        # farewell(status, reason): a coroutine that sends the last status and
+        # closes the connection with CLOSE_POLICY (the server's, which knows the
+        # transport); by default a plain close.
+        self.farewell = farewell
         # Conflation (asked for by the page with ?max_hz=N): at most N messages a
         # second per channel, the newest kept while waiting; 0 sends everything.
         self.min_interval = 1.0 / max_hz if max_hz else 0.0
@@ -97,6 +110,8 @@ class Client:
         self.name = name
         self.subs = {}  # subscription id -> Channel
         self.control = collections.deque()
+        self.control_bytes = 0
+        self.max_control_bytes = hub.control_bytes
         self.latest = {}  # key -> frame: only the newest of each is worth sending (time)
         self.data = collections.deque()
         self.data_bytes = 0
@@ -115,13 +130,43 @@ class Client:
         if self.closed:
             return
         self.control.append(frame)
-        if len(self.control) > MAX_CONTROL:
-            _log.warning("view client %s: %d control messages unsent: disconnecting it", self.name,
-                         len(self.control))
-            self.closed = True
-            self.control.clear()
-            self.hub.loop.create_task(self.connection.close(1008, "client too slow"))
+        self.control_bytes += len(frame)
+        # A single frame (the first advertise of a large view) always goes.
+        if len(self.control) > MAX_CONTROL or (self.control_bytes > self.max_control_bytes
+                                               and len(self.control) > 1):
+            self._disconnect()
+            return
         self.wake.set()
+
+    def pop_control(self):
+        """The next control frame to send (the sender, in _server, calls this)."""
+        frame = self.control.popleft()
+        self.control_bytes -= len(frame)
+        return frame
+
+    def _disconnect(self):
+        n, size = len(self.control), self.control_bytes
+        _log.warning("view client %s: %d control messages (%d bytes) unsent: disconnecting it",
+                     self.name, n, size)
+        limit = (f"{MAX_CONTROL} messages" if n > MAX_CONTROL
+                 else f"{self.max_control_bytes / (1 << 20):g} MiB")
+        reason = f"over {limit} of replies unsent: read what the server sends"
+        status = P.status(P.STATUS_ERROR, (
+            f"disconnected: {n} control messages ({size} bytes) were waiting to be sent to this client, "
+            f"more than its limit ({limit}): it sends requests faster than it reads the replies"),
+            id="a0py.disconnected")
+        self.closed = True
+        self.control.clear()
+        self.control_bytes = 0
+        self.data.clear()
+        self.data_bytes = 0
+        self.latest.clear()
+        self.pending.clear()
+        self.wake.set()  # the sender sees `closed` and stops
+        if self.farewell is not None:
+            self.hub.loop.create_task(self.farewell(status, reason))
+        else:
+            self.hub.loop.create_task(self.connection.close(CLOSE_POLICY, reason))
 
     def put_latest(self, key, frame):
         """A frame that replaces any unsent one of the same ``key``."""
@@ -130,6 +175,8 @@ class Client:
             self.wake.set()
 
     def put_data(self, frame):
+        if self.closed:  # being disconnected: nothing more is sent
+            return
         data = self.data
         data.append(frame)
         self.data_bytes += len(frame)
@@ -192,7 +239,7 @@ class Client:
     def _report_drops(self):
         n, self.unreported = self.unreported, 0
         self._last_report = time.monotonic()
-        self.control.append(P.status(
+        self.put_control(P.status(
             P.STATUS_WARNING,
             f"dropped {n} messages ({self.dropped} in all): this client reads more slowly than its "
             f"subscriptions publish (its queue holds {self.max_messages} messages, "
@@ -204,11 +251,12 @@ class Hub:
     go into serverInfo; ``controller`` (a recording's player) gets playback
     control requests."""
 
-    def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, capabilities=(),
-                 data_range=None, metadata=None, controller=None):
+    def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
+                 capabilities=(), data_range=None, metadata=None, controller=None):
         self.name = name
         self.queue_messages = queue_messages
         self.queue_bytes = queue_bytes
+        self.control_bytes = control_bytes
         self.capabilities = list(capabilities)
         self.data_range = data_range
         self.metadata = dict(metadata or {})
@@ -288,8 +336,9 @@ class Hub:
 
     # -- clients --
 
-    def attach(self, connection, packets, name, max_hz=None):
-        client = Client(self, connection, packets, name, max_hz)
+    def attach(self, connection, packets, name, max_hz=None, farewell=None):
+        """A new client on ``connection``; ``farewell`` as for :class:`Client`."""
+        client = Client(self, connection, packets, name, max_hz, farewell)
         client.put_control(P.server_info(
             self.name, self.capabilities, session_id=self.session_id, metadata=self.metadata,
             data_range=self.data_range))
@@ -307,10 +356,14 @@ class Hub:
             ch.subs.pop(client, None)
         client.subs.clear()
         client.control.clear()
+        client.control_bytes = 0
         client.data.clear()
 
     def handle(self, client, message):
-        """Applies one client message; a bad one gets an error status back."""
+        """Applies one client message; a bad one gets an error status back.
+        Messages of a client being disconnected are ignored."""
+        if client.closed:
+            return
         try:
             if isinstance(message, str):
                 req = P.parse_client_text(message)

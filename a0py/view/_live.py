@@ -25,9 +25,9 @@ import fnmatch
 import logging
 import time
 
-from ..errors import A0Error, PacketCorruptError
+from ..errors import A0Error
 from ..proto import aio_sub
-from ..proto.pubsub import INIT_AWAIT_NEW, INIT_MOST_RECENT, ITER_NEXT
+from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
 from ..proto.topic import PUBSUB, Topic, forget_arena, list_topics, topic_arena
 from ._schema import kind_of
 
@@ -110,27 +110,22 @@ class LiveSource:
         forget_arena(tap.topic, PUBSUB)
 
     async def _read(self, tap):
+        # A corrupt frame is logged and skipped by the reader (logger
+        # a0py.pubsub), the packets around it delivered.
         hub = self.hub
-        init = INIT_MOST_RECENT
-        while True:
-            packets = aio_sub(tap.topic, init=init, iter=ITER_NEXT)
-            try:
-                async for pkt in packets:
-                    ch = tap.channel
-                    if ch is None:
-                        ch = tap.channel = hub.add_channel(tap.name, kind_of(tap.name, pkt.payload, pkt.headers))
-                        hub.topics.pop(tap.name, None)
-                    if pkt.missed:
-                        ch.missed += pkt.missed
-                    try:
-                        log_time = int(pkt.headers.get("a0_time_wall", 0)) or time.time_ns()
-                    except ValueError:
-                        log_time = time.time_ns()
-                    hub.publish(ch, log_time, pkt)
-            except PacketCorruptError as e:
-                # The reader stops at a frame that is not a packet; a new one
-                # goes on with the packets written from now on.
-                _log.warning("view: topic %r: %s (skipped)", tap.name, e)
-                init = INIT_AWAIT_NEW
-            finally:
-                await packets.aclose()
+        packets = aio_sub(tap.topic, init=INIT_MOST_RECENT, iter=ITER_NEXT)
+        try:
+            async for pkt in packets:
+                ch = tap.channel
+                if ch is None:
+                    ch = tap.channel = hub.add_channel(tap.name, kind_of(tap.name, pkt.payload, pkt.headers))
+                    hub.topics.pop(tap.name, None)
+                if pkt.missed:
+                    ch.missed += pkt.missed
+                try:
+                    log_time = int(pkt.headers.get("a0_time_wall", 0)) or time.time_ns()
+                except ValueError:
+                    log_time = time.time_ns()
+                hub.publish(ch, log_time, pkt)
+        finally:
+            await packets.aclose()

@@ -21,6 +21,7 @@ served without the token; the data flows only over the WebSocket.
 
 import asyncio
 import contextlib
+import functools
 import hmac
 import http
 import ipaddress
@@ -151,15 +152,20 @@ class ViewServer:
         self._tasks.append(loop.create_task(self._run_source()))
 
     async def _run_source(self):
+        # A source that fails ends the server with its error (serve_forever
+        # raises it), rather than leaving a page with nothing behind it.
         try:
             await self.source.run()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as e:
             _log.exception("view: the source stopped")
-            raise
+            if self._closed is not None and not self._closed.done():
+                self._closed.set_exception(ViewError(f"the view's source stopped: {e}"))
 
     async def serve_forever(self):
+        """Runs until :meth:`aclose`; raises :class:`ViewError` if the source
+        (live topics, a recording) fails."""
         await self._closed
 
     async def aclose(self):
@@ -261,7 +267,7 @@ class ViewServer:
             max_hz = 0.0
         max_hz = max_hz if 0 < max_hz < 1e6 else None
         name = "%s:%s" % (connection.remote_address[:2] if connection.remote_address else ("?", "?"))
-        client = self.hub.attach(connection, packets, name, max_hz)
+        client = self.hub.attach(connection, packets, name, max_hz, functools.partial(_farewell, connection))
         sender = asyncio.get_running_loop().create_task(_send_loop(client))
         try:
             async for message in connection:
@@ -273,6 +279,28 @@ class ViewServer:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await sender
+
+
+async def _farewell(connection, status, reason):
+    """Sends ``status`` (a text frame), then a close frame with code 1008 and
+    ``reason``, in one write that does not wait for the client to read what
+    was queued before: the close handshake's timeout (``close_timeout``) then
+    bounds how long a client that never reads keeps the connection."""
+    from websockets.exceptions import ConnectionClosed
+
+    from ._hub import CLOSE_POLICY
+
+    protocol = getattr(connection, "protocol", None)
+    try:
+        if protocol is None or not hasattr(connection, "send_context"):
+            await asyncio.wait_for(connection.send(status), connection.close_timeout or 10)
+            await connection.close(CLOSE_POLICY, reason)
+            return
+        async with connection.send_context():
+            protocol.send_text(status.encode("utf-8"))
+            protocol.send_close(CLOSE_POLICY, reason)
+    except (ConnectionClosed, TimeoutError):
+        pass
 
 
 async def _send_loop(client):
@@ -301,7 +329,7 @@ async def _send_loop(client):
                             protocol.send_binary(frame)
                     while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
                         if control:
-                            frame = control.popleft()
+                            frame = client.pop_control()
                         else:
                             frame = data.popleft()
                             client.data_bytes -= len(frame)
@@ -340,7 +368,7 @@ async def _send_loop_plain(client):
                     for frame in latest.values():
                         await conn.send(frame)
                 elif client.control:
-                    await conn.send(client.control.popleft())
+                    await conn.send(client.pop_control())
                 else:
                     frame = client.data.popleft()
                     client.data_bytes -= len(frame)

@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from ..clitypes import BoundedInt, RootSpec
 from ..errors import A0Error
 
 
@@ -26,7 +27,7 @@ def _is_recording_arg(arg):
 
 @click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("sources", nargs=-1, metavar="[TOPIC_GLOB...] | DIR | FILE.mcap")
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=8765, show_default=True,
+@click.option("--port", "-p", type=BoundedInt(0, 65535), default=8765, show_default=True,
               help="Port of the page and of the WebSocket (0: any free port).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback also needs --allow-remote.")
@@ -35,14 +36,15 @@ def _is_recording_arg(arg):
 @click.option("--allow-origin", "origins", multiple=True, metavar="ORIGIN",
               help="Also accept WebSocket connections from this browser origin (repeatable); the page "
                    "itself and https://app.foxglove.dev are accepted already.")
-@click.option("--root", default=None, metavar="ROOT",
-              help="Where the live topics are (A0PY_ROOT syntax; default: $A0PY_ROOT).")
-@click.option("--queue", "queue_messages", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+@click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
+              help="Where the live topics are: shm:PREFIX (shared memory, default shm:a0py) or a "
+                   "directory.")
+@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=1000, show_default=True,
               help="Messages each client may have waiting before its oldest are dropped.")
 @click.option("--foxglove-sdk", "foxglove_sdk", is_flag=True,
               help="Also log the topics to the Foxglove SDK's own WebSocket server "
                    "(needs: pip install 'a0py[foxglove]').")
-@click.option("--foxglove-port", type=click.IntRange(0, 65535), default=8766, show_default=True,
+@click.option("--foxglove-port", type=BoundedInt(0, 65535), default=8766, show_default=True,
               help="Port of the Foxglove SDK's server (with --foxglove-sdk).")
 def view(sources, port, host, allow_remote, origins, root, queue_messages, foxglove_sdk, foxglove_port):
     """Serve a web page that shows live topics (or a recording).

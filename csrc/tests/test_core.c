@@ -803,6 +803,116 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   free(base);
 }
 
+/* A damaged frame header (its seq overwritten) in the middle, at the head,
+ * at the tail, and two in a row: every intact frame is still read, in order,
+ * and read_skip moves the cursor past exactly the damaged ones. */
+static a0_frame_hdr_t* frame_hdr_of(uint8_t* base, uint64_t size, uint64_t seq) {
+  a0_transport_t t;
+  a0_transport_init(&t, base, size);
+  const a0_state_t* s = committed(base);
+  uint64_t off = s->off_head;
+  for (uint64_t q = s->seq_low; q < seq; q++) off = ((a0_frame_hdr_t*)(base + off))->off_next;
+  return (a0_frame_hdr_t*)(base + off);
+}
+
+/* Reads everything left with r: the seqs read into got[], the seqs skipped
+ * into skipped[]. Returns how many of each via *ngot, *nskipped. */
+static void drain_skipping(a0_transport_t* r, uint64_t* got, uint64_t* ngot, uint64_t* skipped,
+                           uint64_t* nskipped) {
+  uint8_t buf[4096];
+  uint64_t seq, n, first, last;
+  *ngot = *nskipped = 0;
+  for (int guard = 0; guard < 1000; guard++) {
+    a0_err_t err = read_copy(r, buf, sizeof buf, &seq, &n);
+    if (err == A0_ERR_NO_FRAME) return;
+    if (err == A0_OK) {
+      CHECK(filled_with(buf, n, fill_byte(seq)));
+      got[(*ngot)++] = seq;
+      continue;
+    }
+    CHECK_ERR(err, A0_ERR_CORRUPT);
+    CHECK_ERR(a0_transport_read_skip(r, &first, &last), A0_OK);
+    CHECK(first != 0 && first <= last);
+    for (uint64_t q = first; q <= last && first; q++) skipped[(*nskipped)++] = q;
+  }
+  CHECK(!"drain_skipping did not end");
+}
+
+static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
+  const uint64_t size = 8192;
+  uint8_t* base = new_arena(size);
+  a0_transport_t w, r;
+  a0_transport_init(&w, base, size);
+  uint64_t got[64], skipped[64], ngot, nskipped, first, last;
+  for (int i = 0; i < 10; i++) CHECK_ERR(write_commit(&w, 40), A0_OK); /* seqs 1..10 */
+
+  /* In the middle: frame 4. */
+  frame_hdr_of(base, size, 4)->seq = 0xdeadbeef;
+  a0_transport_init(&r, base, size);
+  drain_skipping(&r, got, &ngot, skipped, &nskipped);
+  CHECK(ngot == 9 && nskipped == 1 && skipped[0] == 4);
+  for (uint64_t i = 0; i < ngot; i++) CHECK(got[i] == (i < 3 ? i + 1 : i + 2));
+  CHECK(r.cur_seq == 10 && r.missed == 0);
+  /* ...and the reader goes on with frames written after. */
+  CHECK_ERR(write_commit(&w, 40), A0_OK);
+  drain_skipping(&r, got, &ngot, skipped, &nskipped);
+  CHECK(ngot == 1 && got[0] == 11 && nskipped == 0);
+
+  /* Nothing to skip when nothing is damaged: read_skip changes nothing. */
+  CHECK_ERR(a0_transport_read_skip(&r, &first, &last), A0_OK);
+  CHECK(first == 0 && last == 0 && r.cur_seq == 11);
+
+  /* At the head (a reader from the oldest), and two in a row (7 and 8). */
+  frame_hdr_of(base, size, 4)->seq = 4;
+  frame_hdr_of(base, size, 1)->seq = 99;
+  frame_hdr_of(base, size, 7)->seq = 99;
+  frame_hdr_of(base, size, 8)->seq = 99;
+  a0_transport_init(&r, base, size);
+  drain_skipping(&r, got, &ngot, skipped, &nskipped);
+  CHECK(ngot == 8 && nskipped == 3 && skipped[0] == 1 && skipped[1] == 7 && skipped[2] == 8);
+  CHECK(got[0] == 2 && got[4] == 6 && got[5] == 9 && got[7] == 11);
+
+  /* A header zeroed whole (its links too): the frames after it are found
+   * from the newest frame back. */
+  frame_hdr_of(base, size, 1)->seq = 1;
+  frame_hdr_of(base, size, 7)->seq = 7;
+  frame_hdr_of(base, size, 8)->seq = 8;
+  a0_frame_hdr_t* five = frame_hdr_of(base, size, 5);
+  a0_frame_hdr_t saved = *five;
+  memset(five, 0, sizeof *five);
+  a0_transport_init(&r, base, size);
+  drain_skipping(&r, got, &ngot, skipped, &nskipped);
+  CHECK(ngot == 10 && nskipped == 1 && skipped[0] == 5 && got[4] == 6 && got[9] == 11);
+  *five = saved;
+
+  /* At the tail: skipped, and nothing to read until a frame comes (a writer
+   * cannot append after a damaged tail: the frame before 14 is damaged
+   * after 14 was written). */
+  a0_transport_init(&r, base, size);
+  uint8_t buf[4096];
+  uint64_t seq, n;
+  for (uint64_t q = 1; q <= 11; q++) CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
+  CHECK_ERR(write_commit(&w, 40), A0_OK); /* 12 */
+  frame_hdr_of(base, size, 12)->seq = 1234;
+  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_transport_read_skip(&r, &first, &last), A0_OK);
+  CHECK(first == 12 && last == 12 && r.cur_seq == 12);
+  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_ERR_NO_FRAME);
+  bool ready = true;
+  CHECK_ERR(a0_transport_read_ready(&r, &ready), A0_OK);
+  CHECK(!ready);
+  frame_hdr_of(base, size, 12)->seq = 12;
+  CHECK_ERR(write_commit(&w, 40), A0_OK); /* 13 */
+  CHECK_ERR(write_commit(&w, 40), A0_OK); /* 14 */
+  frame_hdr_of(base, size, 13)->seq = 1234;
+  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_transport_read_skip(&r, &first, &last), A0_OK);
+  CHECK(first == 13 && last == 13);
+  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
+  CHECK(seq == 14 && filled_with(buf, n, fill_byte(14)) && r.missed == 0);
+  free(base);
+}
+
 static void test_notify_protocol(void) {
   uint32_t word = 10, armed = 0;
   /* Arm fails when the word moved since it was read. */
@@ -1054,6 +1164,7 @@ int main(void) {
   test_alloc_commit_iterate();
   test_eviction_mixed_sizes_never_overlaps();
   test_corrupt_state_is_detected();
+  test_lockfree_reader_skips_a_damaged_frame_header();
   test_deadman();
   test_wait_timeout();
   test_noevict_alloc_and_drop_through();

@@ -1,0 +1,130 @@
+"""Click parameter types shared by every command of the ``a0py`` command line,
+wherever the command's module lives (``a0py/cli/``, and the commands that live
+beside their package: ``a0py view``, the broker's, the recordings'). A leaf
+module, importable from any layer that has commands: it needs only click and
+:mod:`a0py.errors` (:class:`RootSpec` imports the topic layer when it
+converts a value).
+
+A bad value is a usage error (exit status 2, click's message naming the
+option and what is wrong), never a traceback or a command that runs forever:
+
+* :class:`FiniteFloat` — a number in a range, NaN and infinities refused
+  (click's ``FloatRange`` lets NaN through every bound, and infinity through
+  an open end: ``--timeout nan`` waited forever).
+* :class:`BoundedInt` — an integer in a range with both ends given (an
+  unbounded ``--window 99999999999999999999999`` overflowed a C size).
+* :class:`Count` — how many of something: 1 (or 0 where 0 means something)
+  to 2**63 - 1.
+* :class:`ByteSize` — bytes, or a number with K, M or G.
+* :class:`RootSpec` — where topics live, in ``A0PY_ROOT`` syntax, checked as
+  :meth:`a0py.proto.topic.Root.parse` checks it (``shm:`` with no prefix and
+  ``shm:a/b`` are refused).
+
+Ready-made: :data:`SECONDS` (a timeout or duration, 0 to
+:data:`MAX_SECONDS`), :data:`RATE` (events a second, from one in
+:data:`MAX_SECONDS` to :data:`MAX_RATE`).
+"""
+
+import math
+import re
+
+import click
+
+from a0py.errors import ArgumentError
+
+__all__ = [
+    "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "Count",
+    "FiniteFloat", "RootSpec",
+]
+
+#: The longest timeout or duration (about 31 years): the core treats longer
+#: waits as no limit anyway, and sleeps and queues refuse far longer ones.
+MAX_SECONDS = 1e9
+#: The highest rate (a nanosecond between events).
+MAX_RATE = 1e9
+#: The most of anything a count may ask for.
+MAX_COUNT = 2**63 - 1
+
+
+class FiniteFloat(click.FloatRange):
+    """A finite number (not NaN, not an infinity) from ``min`` to ``max``
+    (``min_open``/``max_open``: that end excluded; None: no bound there)."""
+
+    name = "number"
+
+    def _describe_range(self):
+        low = "" if self.min is None else f"{self.min:g}{'<' if self.min_open else '<='}"
+        high = "" if self.max is None else f"{'<' if self.max_open else '<='}{self.max:g}"
+        return f"{low}x{high}"
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
+
+
+class BoundedInt(click.IntRange):
+    """An integer from ``min`` to ``max``, both required (``min_open``,
+    ``max_open`` as for click's IntRange)."""
+
+    def __init__(self, min, max, *, min_open=False, max_open=False):
+        if min is None or max is None:
+            raise TypeError("BoundedInt needs both bounds: an unbounded integer can overflow what it sizes")
+        super().__init__(min, max, min_open=min_open, max_open=max_open)
+
+
+class Count(BoundedInt):
+    """How many of something: from ``min`` (1 by default; 0 where zero means
+    something) to :data:`MAX_COUNT`."""
+
+    name = "count"
+
+    def __init__(self, min=1, max=MAX_COUNT):
+        super().__init__(min, max)
+
+    def _describe_range(self):
+        return f"x>={self.min}" if self.max == MAX_COUNT else super()._describe_range()
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes: ``65536``, or with a binary unit ``64K``, ``16M``, ``1G``."""
+
+    name = "BYTES"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", str(value), re.IGNORECASE)
+        if match is None:
+            self.fail(f"{value!r} is not a size: give bytes, or a number with K, M or G (64K, 16M)", param, ctx)
+        size = int(match.group(1)) * _UNITS[match.group(2).upper()]
+        if size > MAX_COUNT:
+            self.fail(f"{value!r} is too large a size (at most {MAX_COUNT} bytes)", param, ctx)
+        return size
+
+
+class RootSpec(click.ParamType):
+    """Where topics live, in ``A0PY_ROOT`` syntax (``shm:PREFIX`` or a
+    directory); converts to an :class:`a0py.proto.topic.Root`."""
+
+    name = "ROOT"
+
+    def convert(self, value, param, ctx):
+        from a0py.proto.topic import Root
+
+        if isinstance(value, Root):
+            return value
+        try:
+            return Root.parse(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+#: A timeout or duration in seconds.
+SECONDS = FiniteFloat(0, MAX_SECONDS)
+#: A rate in events a second (at least one in MAX_SECONDS).
+RATE = FiniteFloat(1 / MAX_SECONDS, MAX_RATE)
