@@ -35,7 +35,7 @@ _CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FO
 # Packets (compiled) and pub/sub (a0py.proto), also loaded on first use.
 _PACKET_NAMES = ("Packet", "Headers", "STANDARD_HEADERS")
 _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
-                "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST",
+                "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",
                 # RPC, PRPC, log, cfg, deadman, discovery
                 "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError",
                 "RpcServerDiedError", "RpcRemoteError", "PrpcServer", "PrpcClient",
@@ -49,7 +49,7 @@ __all__ = [  # noqa: RUF022 - errors first, then the core names
     "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION",
     "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
     "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
-    "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "ITER_NEXT", "ITER_NEWEST",
+    "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",
     "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError", "RpcServerDiedError",
     "RpcRemoteError", "PrpcServer", "PrpcClient", "PrpcConnection", "Logger", "LogLevel",
     "LogListener", "LogHandler", "Cfg", "CfgWatcher", "CfgView", "CfgError", "Deadman",

@@ -435,11 +435,11 @@ def test_echo_into_a_closed_pipe_stops_quietly(root):
 def test_a_command_whose_module_cannot_load_leaves_the_others_working(monkeypatch, capsys):
     from a0py.cli import COMMANDS, main
 
-    monkeypatch.setitem(COMMANDS, "replay", ("no_such_group_module", "replay"))
+    monkeypatch.setitem(COMMANDS, "replay", ("no_such_group_module", "replay", None))
     assert main(["--help"]) == 0
     listed = capsys.readouterr().out
     assert re.search(r"replay\s+\(unavailable: No module named 'a0py\.cli\.no_such_group_module'\)", listed)
     assert "  echo " in listed
     assert main(["replay", "a", "--flag"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("a0py: error: `a0py replay` is unavailable: No module named")
+    assert err.startswith("a0py: error: `a0py replay` is unavailable: it cannot load (No module named")

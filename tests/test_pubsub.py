@@ -755,7 +755,7 @@ def test_one_sync_subscriber_used_by_two_threads_at_once_is_a_lock_error(root):
 @pytest.mark.parametrize("make, match", [
     (lambda: a0py.Publisher("bad name"), "topic name"),
     (lambda: a0py.Publisher(""), "topic name"),
-    (lambda: a0py.SubscriberSync("t", init="first"), "init must be one of"),
+    (lambda: a0py.SubscriberSync("t", init="latest"), "init must be one of"),
     (lambda: a0py.SubscriberSync("t", iter=0), "iter must be"),
     (lambda: a0py.Subscriber("t", None), "callback must be callable"),
     (lambda: a0py.Subscriber("t", print, init=1), "init must be one of"),

@@ -32,6 +32,7 @@ cdef enum:
     PACKET_INIT_OLDEST = 0
     PACKET_INIT_MOST_RECENT = 1
     PACKET_INIT_AWAIT_NEW = 2
+    PACKET_INIT_FIRST = 3
     PACKET_ITER_NEXT = 0
     PACKET_ITER_NEWEST = 1
 
@@ -751,7 +752,9 @@ cdef class PacketReader:
     `init`: where it starts — 0 oldest (the oldest packet present when it
     was made), 1 most recent (the newest packet present then, or the first
     written after if none), 2 await new (the first written after it was
-    made). `iter`: how it moves on — 0 next (every packet in order), 1 newest
+    made), 3 first (the arena's first packet, seq 1: for a reader made
+    before anything was written, such as one that waited for its topic to
+    appear; packets evicted before its first read count in `missed`). `iter`: how it moves on — 0 next (every packet in order), 1 newest
     (straight to the newest, skipping the rest). :class:`a0py.SubscriberSync`
     is this class bound to a topic, with named constants.
 
@@ -791,8 +794,9 @@ cdef class PacketReader:
         if not isinstance(arena, Arena):
             raise ArgumentError(f"a packet reader needs an a0py.Arena, not {type(arena).__name__}")
         if isinstance(init, bool) or init not in (PACKET_INIT_OLDEST, PACKET_INIT_MOST_RECENT,
-                                                  PACKET_INIT_AWAIT_NEW):
-            raise ArgumentError(f"init must be 0 (oldest), 1 (most recent) or 2 (await new), not {init!r}")
+                                                  PACKET_INIT_AWAIT_NEW, PACKET_INIT_FIRST):
+            raise ArgumentError(f"init must be 0 (oldest), 1 (most recent), 2 (await new) or 3 (first), "
+                                f"not {init!r}")
         if isinstance(iter, bool) or iter not in (PACKET_ITER_NEXT, PACKET_ITER_NEWEST):
             raise ArgumentError(f"iter must be 0 (next) or 1 (newest), not {iter!r}")
         (<Arena>arena)._check_open()
@@ -813,7 +817,11 @@ cdef class PacketReader:
     cdef int _place(self, a0_locked_t lk) except -1:
         cdef uint64_t low = a0_transport_seq_low(lk), high = a0_transport_seq_high(lk)
         cdef a0_err_t err = A0_OK
-        if a0_transport_empty(lk):
+        if self.init_mode == PACKET_INIT_FIRST:
+            # Cursor unplaced (next is the oldest surviving), and everything
+            # from seq 1 owed: frames already evicted are a gap at the first read.
+            self.last = 0
+        elif a0_transport_empty(lk):
             self.last = high  # everything from the next write on
         elif self.init_mode == PACKET_INIT_OLDEST:
             self.last = low - 1  # cursor unplaced: next is the oldest surviving

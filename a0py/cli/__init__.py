@@ -13,6 +13,7 @@ an error (one line on stderr that names the topic or arena and what to do),
 """
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -20,32 +21,53 @@ import click
 
 from a0py import __version__
 
-# command -> (module under a0py.cli, name of the click command in it)
+# command -> (module under a0py.cli, name of the click command in it, the extra
+# it needs beyond the core dependencies or None)
 COMMANDS = {
-    "ls": ("topics", "ls"),
-    "echo": ("topics", "echo"),
-    "pub": ("topics", "pub"),
-    "hz": ("topics", "hz"),
-    "bw": ("topics", "bw"),
+    "ls": ("topics", "ls", None),
+    "echo": ("topics", "echo", None),
+    "pub": ("topics", "pub", None),
+    "hz": ("topics", "hz", None),
+    "bw": ("topics", "bw", None),
     # info and rm take a TOPIC, or --shm/--file for one raw arena (arenas.info/rm)
-    "info": ("topics", "info"),
-    "rpc": ("rpc", "rpc"),
-    "cfg": ("cfg", "cfg"),
-    "log": ("log", "log"),
-    "rm": ("topics", "rm"),
-    "dump": ("arenas", "dump"),
-    "write": ("arenas", "write"),
-    "tail": ("arenas", "tail"),
-    "record": ("recordings", "record"),
-    "play": ("recordings", "play"),
-    "bag": ("recordings", "bag"),
-    "broker": ("broker", "broker"),
-    "claim": ("broker", "claim"),
-    "retract": ("broker", "retract"),
-    "subscribe": ("broker", "subscribe"),
-    "facts": ("broker", "facts"),
-    "view": ("view", "view"),
+    "info": ("topics", "info", None),
+    "rpc": ("rpc", "rpc", None),
+    "cfg": ("cfg", "cfg", None),
+    "log": ("log", "log", None),
+    "rm": ("topics", "rm", None),
+    "dump": ("arenas", "dump", None),
+    "write": ("arenas", "write", None),
+    "tail": ("arenas", "tail", None),
+    "record": ("recordings", "record", "record"),
+    "play": ("recordings", "play", "record"),
+    "bag": ("recordings", "bag", "record"),
+    "broker": ("broker", "broker", None),
+    "claim": ("broker", "claim", None),
+    "retract": ("broker", "retract", None),
+    "subscribe": ("broker", "subscribe", None),
+    "facts": ("broker", "facts", None),
+    # Live topics need nothing more; a recording needs the view extra, which
+    # the view says itself when asked to open one.
+    "view": ("view", "view", None),
 }
+
+# extra -> the top-level modules its commands import (lazily, deep inside:
+# hence looked for before the command's module is loaded, not by catching an
+# ImportError half-way through a recording).
+EXTRA_MODULES = {
+    "record": ("numpy", "mcap", "zstandard", "lz4", "pyarrow"),
+}
+
+
+def missing_modules(extra):
+    """The modules of ``extra`` (see :data:`EXTRA_MODULES`) that are not
+    installed, found without importing any of them."""
+    return [m for m in EXTRA_MODULES.get(extra, ()) if importlib.util.find_spec(m) is None]
+
+
+def pip_line(extra):
+    """What to run to install ``extra``."""
+    return f"pip install 'a0py[{extra}]'"
 
 
 class _CommandTable(click.Group):
@@ -57,23 +79,30 @@ class _CommandTable(click.Group):
     def get_command(self, ctx, name):
         if name not in COMMANDS:
             return None
-        module, attribute = COMMANDS[name]
+        module, attribute, extra = COMMANDS[name]
+        missing = missing_modules(extra)
+        if missing:
+            return _unavailable(name, f"needs {', '.join(missing)}, not installed here", extra, missing)
         try:
             return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-        except ImportError as e:  # a group's optional dependency is missing: the others still work
-            return _unavailable(name, e)
+        except ImportError as e:  # a group's dependency is missing: the others still work
+            return _unavailable(name, f"cannot load ({e})", extra, e)
 
 
-def _unavailable(name, error):
-    """A stand-in for a command whose module cannot be imported: listed in
-    --help as unavailable, and an error saying why when run."""
+def _unavailable(name, why, extra, reason):
+    """A stand-in for a command that cannot run here: listed in --help as
+    unavailable with the pip line of its extra (else the short ``reason``),
+    and one error line saying so when run (``why`` completes "it ...")."""
     from a0py.cli._common import CliError
 
-    def fail(args):
-        raise CliError(f"`a0py {name}` is unavailable: {error}; install what it needs "
-                       "(pip install 'a0py[...]', see docs/cli.md)")
+    todo = pip_line(extra) if extra else "install what it needs (see docs/cli.md)"
 
-    return click.Command(name, callback=fail, short_help=f"(unavailable: {error})",
+    def fail(args):
+        raise CliError(f"`a0py {name}` is unavailable: it {why}; run: {todo}")
+
+    return click.Command(name, callback=fail,
+                         short_help=f"(unavailable: {pip_line(extra) if extra else reason})",
+                         help=f"Unavailable: this command {why}.\n\n\b\nRun: {todo}",
                          params=[click.Argument(["args"], nargs=-1)],
                          context_settings={"ignore_unknown_options": True})
 

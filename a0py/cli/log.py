@@ -57,9 +57,10 @@ def log(topic, root, level, init, count, timeout):
     """Print a topic's log messages as they are written: time, level, the
     logger's name when known, and the text.
 
-    Waits for the topic's log if it does not exist yet. Ctrl-C ends it.
+    Waits for the topic's log if it does not exist yet, and then prints it
+    from its first message. Ctrl-C ends it.
     """
-    from a0py import LogListener
+    from a0py import INIT_FIRST, LogListener
     from a0py.proto.log import format_line, log_level
 
     target = TopicTarget(topic, root)
@@ -67,6 +68,8 @@ def log(topic, root, level, init, count, timeout):
     messages = queue.Queue()
     listener = None
     got = 0
+    # A log that appears after the command started is all new: from its first message.
+    start = _INITS[init] if target.topic().exists(LOG) else INIT_FIRST
     try:
         if not wait_for_topic(target, LOG, timeout, "a program to log to it"):
             if count is not None:
@@ -74,7 +77,7 @@ def log(topic, root, level, init, count, timeout):
                                "that logs, or check the name with `a0py ls`")
             return
         with errors_about_topic(target, LOG):
-            listener = LogListener(target.topic(), level, messages.put, init=_INITS[init])
+            listener = LogListener(target.topic(), level, messages.put, init=start)
         while count is None or got < count:
             try:
                 pkt = messages.get(timeout=timeout)

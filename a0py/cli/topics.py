@@ -284,15 +284,19 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
     """Print a topic's packets as they arrive, one line each: the payload
     as text (bytes that are not UTF-8 and control characters escaped).
 
-    Waits for the topic if it does not exist yet. Ctrl-C ends it.
+    Waits for the topic if it does not exist yet, and then prints it from
+    its first packet. Ctrl-C ends it.
     """
-    from a0py import ITER_NEWEST, ITER_NEXT, SubscriberSync
+    from a0py import INIT_FIRST, ITER_NEWEST, ITER_NEXT, SubscriberSync
 
     if once:
         if count not in (None, 1):
             raise click.UsageError("--once is -n 1: give one of them")
         count = 1
     target = TopicTarget(topic, root)
+    # A topic that appears after the command started holds nothing older than
+    # the command: all of it is new, from its first packet on.
+    start = _INITS[init] if target.topic().exists(PUBSUB) else INIT_FIRST
     try:
         if not wait_for_topic(target, PUBSUB, timeout, "a publisher to create it"):
             if count is not None:
@@ -301,7 +305,7 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
             return
         iter_ = ITER_NEWEST if newest else ITER_NEXT
         with errors_about_topic(target), \
-                SubscriberSync(target.topic(), init=_INITS[init], iter=iter_) as sub:
+                SubscriberSync(target.topic(), init=start, iter=iter_) as sub:
             got = 0
             while count is None or got < count:
                 try:
@@ -463,7 +467,7 @@ def _monitor(topics, root, window, duration, line):
     """Subscribe to each topic (once it exists) and print one line per
     topic each period, made by ``line(times, sizes)``, until Ctrl-C or
     ``duration`` seconds."""
-    from a0py import Subscriber
+    from a0py import INIT_AWAIT_NEW, INIT_FIRST, Subscriber
 
     names = list(dict.fromkeys(topics))
     windows = [_Window(TopicTarget(name, root), window) for name in names]
@@ -471,14 +475,17 @@ def _monitor(topics, root, window, duration, line):
     deadline = None if duration is None else time.monotonic() + duration
     try:
         next_report = time.monotonic() + _REPORT_PERIOD_S
+        appearing = set()  # topics that did not exist at the start: counted from their first packet
         for w in windows:
             if not w.target.topic().exists(PUBSUB):
+                appearing.add(w.target.name)
                 _warn(f"{w.target.label} does not exist yet ({w.target.where}); waiting for a publisher to create it")
         while True:
             for w in windows:
                 if w.subscriber is None and w.target.topic().exists(PUBSUB):
+                    start = INIT_FIRST if w.target.name in appearing else INIT_AWAIT_NEW
                     with errors_about_topic(w.target):
-                        w.subscriber = Subscriber(w.target.topic(), w.add)
+                        w.subscriber = Subscriber(w.target.topic(), w.add, init=start)
             now = time.monotonic()
             wake = next_report if deadline is None else min(next_report, deadline)
             if now < wake:

@@ -24,6 +24,7 @@ from .log import Logger, LogHandler, LogLevel, LogListener
 from .prpc import PrpcClient, PrpcConnection, PrpcServer
 from .pubsub import (
     INIT_AWAIT_NEW,
+    INIT_FIRST,
     INIT_MOST_RECENT,
     INIT_OLDEST,
     ITER_NEWEST,
@@ -41,7 +42,7 @@ __all__ = [
     "LogHandler", "LogLevel", "LogListener", "Logger", "PrpcClient", "PrpcConnection",
     "PrpcServer", "RpcCancelledError", "RpcClient", "RpcError", "RpcRemoteError", "RpcRequest",
     "RpcServer", "RpcServerDiedError",
-    "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
+    "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
     "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "aio_sub",
     "close_arenas", "list_topics", "unlink_topic",
 ]

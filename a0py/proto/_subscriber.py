@@ -15,25 +15,46 @@ from ..errors import ArgumentError, PacketCorruptError
 from . import _dispatch
 from .topic import Topic
 
-__all__ = ["ProtocolSubscriber"]
+__all__ = ["ProtocolSubscriber", "reader_start"]
 
 _BATCH = 64
-INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2}
+INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2, "first": 3}
 ITER_CODES = {"next": 0, "newest": 1}
 
 
 def init_code(init):
     code = INIT_CODES.get(init) if isinstance(init, str) else None
     if code is None:
-        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW "
-                            f"({', '.join(map(repr, INIT_CODES))}), not {init!r}")
+        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW, "
+                            f"INIT_FIRST ({', '.join(map(repr, INIT_CODES))}), not {init!r}")
     return code
+
+
+def reader_start(topic, protocol, init):
+    """`topic`'s `protocol` arena (created if missing) and the init code a reader of
+    it starts with: `init`'s, except for a topic whose arena did not exist when this
+    was called, which is read from its first packet (``"first"``) whatever `init`
+    says. Every packet such an arena will hold is written after the reader was asked
+    for, and a publisher that creates it and writes at once, between this check and
+    the reader's attach, must not lose its first packets.
+
+    "Did not exist" is judged before and after opening: an arena this process still
+    has mapped after someone removed it (then not there before nor after) is not
+    new, and keeps `init`."""
+    code = init_code(init)
+    existed = topic.exists(protocol)
+    arena = topic.arena(protocol)
+    if not existed and topic.exists(protocol):
+        code = INIT_CODES["first"]
+    return arena, code
 
 
 class ProtocolSubscriber:
     """Calls ``callback(pkt)`` for the packets of `topic`'s `protocol` arena for which
     ``accept(pkt)`` (if given) is true, until :meth:`close`. `init` as for
-    :class:`a0py.SubscriberSync`; `iter_newest` skips to the newest packet each time."""
+    :class:`a0py.SubscriberSync` (a topic that does not exist yet is read from its
+    first packet, see :func:`reader_start`); `iter_newest` skips to the newest packet
+    each time."""
 
     def __init__(self, topic, protocol, callback, init, iter_newest=False, accept=None, what="subscriber"):
         if not callable(callback):
@@ -44,8 +65,8 @@ class ProtocolSubscriber:
         self._accept = accept
         self._log = logging.getLogger(f"a0py.{protocol}")
         label = f"{protocol} topic {self.topic.name!r}"
-        self._reader = _core.PacketReader(self.topic.arena(protocol), init_code(init),
-                                          1 if iter_newest else 0, label)
+        arena, start = reader_start(self.topic, protocol, init)
+        self._reader = _core.PacketReader(arena, start, 1 if iter_newest else 0, label)
         self._watch = _dispatch.watch(self._reader.arena, self._deliver)
 
     def _deliver(self):

@@ -9,8 +9,11 @@ behind loses the oldest packets to eviction — counted in ``missed``, never sil
 Invariants:
 
 * A subscriber's first packet is fixed by ``init`` when it is made (oldest present, most
-  recent present, or the first written after), its following ones by ``iter`` (every
-  packet in order, or straight to the newest).
+  recent present, the first written after, or the topic's first), its following ones by
+  ``iter`` (every packet in order, or straight to the newest). A subscriber made while
+  its topic does not exist starts at the topic's first packet whatever its ``init``:
+  every packet the topic will hold comes after it, including those a publisher that
+  creates the topic at the same moment writes before the subscriber attaches.
 * User callbacks never run under an arena lock: packets are copied out (one copy of the
   payload, into the bytes object the callback gets), the lock released, then called.
 * Every callback :class:`Subscriber` and :func:`aio_sub` of a process is served by the
@@ -26,20 +29,21 @@ import logging
 from .. import _core
 from ..errors import ArgumentError, PacketCorruptError
 from . import _dispatch
+from ._subscriber import reader_start
 from .topic import PUBSUB, Topic
 
 __all__ = [
-    "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
+    "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
     "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
 ]
 
 INIT_OLDEST = "oldest"
 INIT_MOST_RECENT = "most_recent"
 INIT_AWAIT_NEW = "await_new"
+INIT_FIRST = "first"
 ITER_NEXT = "next"
 ITER_NEWEST = "newest"
 
-_INIT_CODES = {INIT_OLDEST: 0, INIT_MOST_RECENT: 1, INIT_AWAIT_NEW: 2}
 _ITER_CODES = {ITER_NEXT: 0, ITER_NEWEST: 1}
 
 # Packets a callback subscriber copies out under one lock before calling back.
@@ -49,14 +53,6 @@ _BATCH = 64
 _BATCH_BYTES = 256 * 1024
 
 _log = logging.getLogger("a0py.pubsub")
-
-
-def _init_code(init):
-    code = _INIT_CODES.get(init) if isinstance(init, str) else None
-    if code is None:
-        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW "
-                            f"({', '.join(map(repr, _INIT_CODES))}), not {init!r}")
-    return code
 
 
 def _iter_code(iter):
@@ -104,8 +100,11 @@ class SubscriberSync(_core.PacketReader):
     """Reads `topic`'s packets when asked (pull), creating the topic if needed.
 
     `init`: :data:`INIT_AWAIT_NEW` (default: packets written from now on),
-    :data:`INIT_MOST_RECENT` (start with the newest packet present now), or
-    :data:`INIT_OLDEST` (start with the oldest still in the arena). `iter`:
+    :data:`INIT_MOST_RECENT` (start with the newest packet present now),
+    :data:`INIT_OLDEST` (start with the oldest still in the arena), or
+    :data:`INIT_FIRST` (the topic's first packet: every packet ever published,
+    those already evicted counted in ``missed``). A topic that does not exist yet is
+    read from its first packet whatever `init` says. `iter`:
     :data:`ITER_NEXT` (default: every packet, in order) or :data:`ITER_NEWEST` (skip to
     the newest each time).
 
@@ -121,7 +120,9 @@ class SubscriberSync(_core.PacketReader):
 
     def __init__(self, topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
         self.topic = Topic.of(topic)
-        self._bind(self.topic.arena(PUBSUB), _init_code(init), _iter_code(iter), _label(self.topic))
+        iter_code = _iter_code(iter)
+        arena, start = reader_start(self.topic, PUBSUB, init)
+        self._bind(arena, start, iter_code, _label(self.topic))
 
     def __iter__(self):
         while True:
@@ -150,8 +151,9 @@ class Subscriber:
             raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
         self.topic = Topic.of(topic)
         self._callback = callback
-        self._reader = _core.PacketReader(self.topic.arena(PUBSUB), _init_code(init),
-                                          _iter_code(iter), _label(self.topic))
+        iter_code = _iter_code(iter)
+        arena, start = reader_start(self.topic, PUBSUB, init)
+        self._reader = _core.PacketReader(arena, start, iter_code, _label(self.topic))
         self._watch = _dispatch.watch(self._reader.arena, self._deliver)
 
     def _deliver(self):
