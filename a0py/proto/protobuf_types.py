@@ -17,7 +17,7 @@ from .errors import ExtraNotInstalledError, SchemaError
 
 __all__ = [
     "canonical_descriptor_set", "descriptor_set_of", "is_message", "message_class",
-    "message_descriptor", "require_protobuf",
+    "message_descriptor", "message_fields", "require_protobuf", "schema_parts_of",
 ]
 
 _lock = threading.Lock()
@@ -200,3 +200,35 @@ def schema_parts_of(message):
         raise ArgumentError(f"not a protobuf message: {type(message).__name__}")
     descriptor = type(message).DESCRIPTOR
     return descriptor.full_name, descriptor_set_of(descriptor)
+
+
+def message_fields(message, bytes_shown=16):
+    """`message` as plain data for display: a dict of its set fields (nested messages
+    as dicts, enums by name, repeated fields as lists), bytes fields longer than
+    `bytes_shown` as ``"<N bytes>"`` (an image's pixels are not text)."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    def value_of(field, value):
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            return message_fields(value, bytes_shown)
+        if field.type == FieldDescriptor.TYPE_ENUM:
+            named = field.enum_type.values_by_number.get(value)
+            return named.name if named is not None else value
+        if field.type == FieldDescriptor.TYPE_BYTES:
+            return value.hex() if len(value) <= bytes_shown else f"<{len(value)} bytes>"
+        return value
+
+    out = {}
+    for field, value in message.ListFields():
+        repeated = getattr(field, "is_repeated", None)
+        if repeated is None:
+            repeated = field.label == FieldDescriptor.LABEL_REPEATED
+        if repeated and not (field.type == FieldDescriptor.TYPE_MESSAGE
+                             and field.message_type.GetOptions().map_entry):
+            out[field.name] = [value_of(field, v) for v in value]
+        elif repeated:  # a map
+            out[field.name] = {k: (message_fields(v, bytes_shown) if hasattr(v, "ListFields") else v)
+                               for k, v in value.items()}
+        else:
+            out[field.name] = value_of(field, value)
+    return out

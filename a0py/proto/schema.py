@@ -36,8 +36,8 @@ from .errors import SchemaConflictError, SchemaError
 from .topic import SCHEMA, Topic, topic_arena
 
 __all__ = [
-    "MESSAGE_ENCODINGS", "SCHEMA_ENCODINGS", "Schema", "declare_schema", "schema_record",
-    "topic_schema",
+    "MESSAGE_ENCODINGS", "SCHEMA_ENCODINGS", "Schema", "declare_schema", "read_schema_arena",
+    "schema_record", "topic_schema",
 ]
 
 #: The schema encodings a Schema takes (MCAP's well-known ones; "" for no schema), each
@@ -297,11 +297,21 @@ def topic_schema(topic):
         return None
     if known is not None and known[0] is arena:
         return known[1]
+    found = read_schema_arena(arena, topic)
+    if found is None:
+        return None  # created, record not yet written: none so far
+    _remember(topic, arena, found[0])
+    return found[0]
+
+
+
+
+def read_schema_arena(arena, topic):
+    """``(Schema, inferred)`` from `topic`'s schema arena `arena` (an open Arena: how
+    tools that open arenas by name and close them read it), or None if it holds no
+    record yet; `inferred` tells a schema ``pub_json`` inferred from a message. Nothing
+    is cached. Raises SchemaError for a record that is not valid."""
     frame = _core().Transport(arena).read_next()
     if frame is None:
-        return None  # created, record not yet written: none so far
-    schema, _inferred = _parse_record(topic, frame[1])
-    _remember(topic, arena, schema)
-    return schema
-
-
+        return None
+    return _parse_record(Topic.of(topic), frame[1])
