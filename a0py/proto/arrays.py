@@ -59,12 +59,12 @@ _IMG_TIMESTAMP, _IMG_WIDTH, _IMG_HEIGHT, _IMG_ENCODING, _IMG_STEP, _IMG_DATA, _I
 _ND_DTYPE, _ND_SHAPE, _ND_STRIDES, _ND_DATA = 1, 2, 3, 4
 
 
-def numpy(what="arrays"):
+def numpy(what="reading arrays"):
     """The numpy module, or ExtraNotInstalledError naming the extra."""
     try:
         import numpy
     except ImportError:
-        raise ExtraNotInstalledError(f"{what} need numpy: pip install 'a0py[typed]' "
+        raise ExtraNotInstalledError(f"{what} needs numpy: pip install 'a0py[typed]' "
                                      "(or pip install numpy)") from None
     return numpy
 
@@ -134,7 +134,7 @@ def parse_array_prefix(buf, where):
         raise DecodeError(f"{where}: not an a0py.NDArray message ({e})") from None
     if dtype is None or data is None:
         raise DecodeError(f"{where}: not an a0py.NDArray message (no {'dtype' if dtype is None else 'data'})")
-    np = numpy("reading arrays")
+    np = numpy("reading an array")
     try:
         dt = np.dtype(dtype)
     except (TypeError, ValueError):
@@ -163,7 +163,7 @@ def parse_array_prefix(buf, where):
 def view_array(buf, parsed):
     """A read-only array over ``buf`` (bytes or a read-only memoryview) as `parsed`
     (from :func:`parse_array_prefix`) says."""
-    np = numpy("reading arrays")
+    np = numpy("reading an array")
     dt, shape, strides, begin, _end = parsed
     return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
 
@@ -194,7 +194,7 @@ def check_image(array, encoding, topic_name):
         raise ArgumentError(f"topic {topic_name!r}: image encoding {encoding!r} is not one of "
                             f"{', '.join(IMAGE_ENCODINGS)}")
     sample, channels = IMAGE_ENCODINGS[encoding]
-    np = numpy("images")
+    np = numpy("publishing an image")
     want = (array.ndim == 2 and channels == 1) or (array.ndim == 3 and array.shape[2] == channels)
     if not want or array.dtype.newbyteorder("<") != np.dtype(sample).newbyteorder("<") or \
             (array.dtype.itemsize > 1 and array.dtype.byteorder == ">"):
@@ -245,7 +245,7 @@ def image_pixels(buf, where):
     if encoding not in IMAGE_ENCODINGS:
         raise DecodeError(f"{where}: RawImage encoding {encoding!r} is not one a0py reads as an "
                           f"array ({', '.join(IMAGE_ENCODINGS)}); pkt.decode() gives the message")
-    np = numpy("reading images")
+    np = numpy("reading an image")
     sample, channels = IMAGE_ENCODINGS[encoding]
     dt = np.dtype(sample)
     row = width * channels * dt.itemsize

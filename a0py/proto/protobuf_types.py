@@ -178,9 +178,9 @@ def message_class(schema, where=""):
     cls = _classes.get(key)
     if cls is not None:
         return cls
+    descriptor = message_descriptor(schema, where)
     from google.protobuf import descriptor_pool, message_factory
 
-    descriptor = message_descriptor(schema, where)
     try:
         own = descriptor_pool.Default().FindMessageTypeByName(schema.name)
     except KeyError:
