@@ -31,7 +31,7 @@ from .errors import DecodeError, ExtraNotInstalledError
 __all__ = [
     "IMAGE_ENCODINGS", "RAW_IMAGE_NAME", "array_prefix", "body_of", "check_array", "check_image",
     "compressed_image_prefix", "image_encoding_for", "image_pixels", "image_prefix", "numpy",
-    "parse_array_prefix", "view_array",
+    "array_viewer", "parse_array_prefix", "view_array",
 ]
 
 RAW_IMAGE_NAME = "foxglove.RawImage"
@@ -166,6 +166,20 @@ def view_array(buf, parsed):
     np = numpy("reading an array")
     dt, shape, strides, begin, _end = parsed
     return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
+
+
+def array_viewer(parsed):
+    """A function of a payload that views it as `parsed` says, the fastest numpy way
+    (``frombuffer``, reshaped), for payloads whose first bytes equal those parsed."""
+    np = numpy("reading an array")
+    dt, shape, strides, begin, end = parsed
+    count = (end - begin) // dt.itemsize if dt.itemsize else 0
+    frombuffer = np.frombuffer
+    if len(shape) == 1:
+        return lambda payload: frombuffer(payload, dt, count, begin)
+    if count == 0 or len(shape) == 0 or strides != _contiguous_strides(shape, dt.itemsize)[0]:
+        return lambda payload: view_array(payload, parsed)
+    return lambda payload: frombuffer(payload, dt, count, begin).reshape(shape)
 
 
 # -- images (foxglove.RawImage)

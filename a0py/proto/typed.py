@@ -158,7 +158,8 @@ class PublisherTyping:
         self.declare = declare
         self._encoders = {}
         self._accepted = {}   # value class -> True once its schema matched the topic's
-        self._prefixes = {}   # (dtype str, shape, C order) -> NDArray prefix
+        self._prefixes = {}   # (dtype, shape, strides) -> (NDArray prefix, C order), checked
+        self._array_type = None  # numpy.ndarray, once this publisher has published an array
         self._json_ready = False
         if schema is not None:
             if not isinstance(schema, Schema):
@@ -207,6 +208,11 @@ class PublisherTyping:
     def encode(self, value):
         """The payload for `value` (bytes-like, or (prefix, body)); raises for values
         that cannot be published on this topic."""
+        if type(value) is self._array_type:
+            # An array of a layout published before: checked then, prefix made then.
+            known = self._prefixes.get((value.dtype, value.shape, value.strides))
+            if known is not None:
+                return known[0], (value if known[1] else value.T)
         encoder = self._encoders.get(type(value))
         if encoder is None:
             encoder = self._encoder_for(value)
@@ -247,13 +253,11 @@ class PublisherTyping:
                 return self._encode_ready(self.image(array))
             self.adopt(NDARRAY_SCHEMA)
         c_order = array.flags.c_contiguous
-        cache_key = (array.dtype.str, array.shape, c_order)
-        prefix = self._prefixes.get(cache_key)
-        if prefix is None:
-            prefix = arrays.array_prefix(array)
-            if len(self._prefixes) < 64:
-                self._prefixes[cache_key] = prefix
+        prefix = arrays.array_prefix(array)
         self.check_size(len(prefix) + array.nbytes)
+        if len(self._prefixes) < 64:  # layouts checked and measured: encode() reuses them
+            self._prefixes[(array.dtype, array.shape, array.strides)] = (prefix, c_order)
+            self._array_type = type(array)
         return prefix, (array if c_order else array.T)
 
     def _encode_protobuf(self, message):
@@ -404,11 +408,12 @@ class _ArrayCodec(_OpaqueCodec):
     def array(self, pkt):
         payload = pkt.payload
         last = self._last
-        if last is not None and len(payload) == last[1] and payload[:len(last[0])] == last[0]:
-            return arrays.view_array(payload, last[2])
+        if last is not None and len(payload) == last[1] and payload[:last[2]] == last[0]:
+            return last[3](payload)
         parsed = arrays.parse_array_prefix(payload, self.typing.where(pkt))
         if parsed[4] == len(payload):  # the data ends the message: its header is all before
-            self._last = (bytes(payload[:parsed[3]]), len(payload), parsed)
+            self._last = (bytes(payload[:parsed[3]]), len(payload), parsed[3],
+                          arrays.array_viewer(parsed))
         return arrays.view_array(payload, parsed)
 
     def decode(self, pkt):
@@ -464,10 +469,10 @@ class TopicTyping:
         return codec
 
     def decode(self, pkt):
-        return self.codec().decode(pkt)
+        return (self._codec or self.codec()).decode(pkt)
 
     def array(self, pkt):
-        return self.codec().array(pkt)
+        return (self._codec or self.codec()).array(pkt)
 
 
 _typings = {}
