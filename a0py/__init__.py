@@ -40,7 +40,10 @@ _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic",
                 "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError",
                 "RpcServerDiedError", "RpcRemoteError", "PrpcServer", "PrpcClient",
                 "PrpcConnection", "Logger", "LogLevel", "LogListener", "LogHandler", "Cfg",
-                "CfgWatcher", "CfgView", "CfgError", "Deadman", "DeadmanState", "Discovery")
+                "CfgWatcher", "CfgView", "CfgError", "Deadman", "DeadmanState", "Discovery",
+                # typed topics
+                "Schema", "SchemaError", "SchemaConflictError", "DecodeError",
+                "ExtraNotInstalledError")
 
 __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "BufferTooSmallError",
@@ -53,7 +56,8 @@ __all__ = [  # noqa: RUF022 - errors first, then the core names
     "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError", "RpcServerDiedError",
     "RpcRemoteError", "PrpcServer", "PrpcClient", "PrpcConnection", "Logger", "LogLevel",
     "LogListener", "LogHandler", "Cfg", "CfgWatcher", "CfgView", "CfgError", "Deadman",
-    "DeadmanState", "Discovery",
+    "DeadmanState", "Discovery", "Schema", "SchemaError", "SchemaConflictError", "DecodeError",
+    "ExtraNotInstalledError",
 ]
 
 

@@ -65,7 +65,8 @@ def test_every_proto_error_class_is_defined_in_proto_errors():
 def test_proto_errors_are_the_ones_users_import_from_every_documented_path():
     names = a0py.proto.errors.__all__
     assert set(names) == {"CfgError", "RpcCancelledError", "RpcError", "RpcRemoteError",
-                          "RpcServerDiedError"}
+                          "RpcServerDiedError", "SchemaError", "SchemaConflictError",
+                          "DecodeError", "ExtraNotInstalledError"}
     for name in names:
         error = getattr(a0py.proto.errors, name)
         assert issubclass(error, a0py.A0Error), name

@@ -15,6 +15,13 @@
 #  - A reader's `last` is the seq of the last packet it returned (or the one
 #    before the first it should return); a returned seq above last + 1 in
 #    ITER_NEXT means packets were evicted unread, and the gap is counted.
+#  - A zero-copy packet (PacketReader.read_view) lends its payload from the
+#    arena only while its block is open: the cursor moves, and the packet
+#    counts as read, when the block ends and its frame is found still live;
+#    an eviction meanwhile is a FrameEvictedError, never a silent torn read.
+#  - A packet's schema, decode() and array() are its topic's business: the
+#    protocol layer hands readers a `typing` object (schema, decode, array)
+#    and packets only delegate to it.
 
 STANDARD_HEADERS = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_seq",
                     "a0_transport_seq")
@@ -256,6 +263,9 @@ cdef class Headers:
         return f"Headers({list(self._items)!r})"
 
 
+cdef class PacketView  # below: the zero-copy read whose block lends a packet its payload
+
+
 @cython.freelist(64)
 cdef class Packet:
     """A packet: an id (a UUID), headers (an ordered multimap str -> str) and
@@ -278,6 +288,8 @@ cdef class Packet:
     cdef bytes _id
     cdef object _seq
     cdef uint64_t _missed
+    cdef object _typing       # the reader's typing (a0py.proto): schema, decode, array; or None
+    cdef object _lease        # the PacketView whose block lends the payload (zero-copy), or None
 
     def __init__(self, headers=None, payload=None, *, id=None):
         if payload is None and isinstance(headers, (str, bytes, bytearray, memoryview)):
@@ -312,7 +324,7 @@ cdef class Packet:
         included; one made here has no standard block."""
         cdef Py_buffer buf
         if self._meta is not None:
-            return self._meta + self._payload
+            return self._meta + self._lent_payload()
         cdef uint64_t meta, total
         cdef a0_packet_header_t* h
         cdef tuple items = (<Headers>self.headers)._items
@@ -350,11 +362,80 @@ cdef class Packet:
             self._headers = Headers._wrap(_decode_headers(self._meta, what, True))
         return self._headers
 
+    cdef object _lent_payload(self):
+        if self._lease is not None and (<PacketView>self._lease).state != 1:
+            raise ClosedError(
+                f"packet seq {self._seq}: its payload was a zero-copy view into the arena, "
+                "valid only inside its read_view block (or the callback it was given to); "
+                "keep a copy made inside it (bytes(pkt.payload), pkt.decode(), arr.copy())")
+        return self._payload
+
     @property
     def payload(self):
         """The payload: bytes (for a packet read from a topic, the one copy
-        made out of the arena), or the bytes-like object it was made with."""
-        return self._payload
+        made out of the arena), or the bytes-like object it was made with.
+        For a zero-copy packet (:meth:`PacketReader.read_view`), a read-only
+        memoryview into the arena, valid inside its block only (ClosedError
+        after it)."""
+        return self._lent_payload()
+
+    @property
+    def zero_copy(self):
+        """Whether the payload is lent from the arena (a read_view packet)."""
+        return self._lease is not None
+
+    def check_intact(self):
+        """For a zero-copy packet: raises FrameEvictedError if its frame has
+        been evicted since it was read, so what was read from the payload may
+        be torn (ClosedError once its block has ended). Nothing for a copied
+        packet, whose bytes were checked when they were copied. The end of a
+        read_view block makes this check itself; a callback that acts on what
+        it read before returning calls it first."""
+        cdef PacketView lease
+        cdef c_bool live = True
+        cdef a0_err_t err
+        if self._lease is None:
+            return
+        self._lent_payload()
+        lease = <PacketView>self._lease
+        err = a0_transport_read_live(&lease.reader.t, &lease.r, &live)
+        if err:
+            _raise_reader(err, lease.reader._label)
+        if not live:
+            raise FrameEvictedError(_evicted_message(lease.reader._label, lease.r.seq))
+
+    @property
+    def schema(self):
+        """The schema of the topic the packet was read from (an
+        ``a0py.Schema``), or None: the topic has none, or the packet was not
+        read from a topic."""
+        if self._typing is None:
+            return None
+        return self._typing.schema
+
+    def decode(self):
+        """The message, decoded with its topic's schema: a dict (or other JSON
+        value) for JSON, a protobuf message for protobuf (Foxglove's well-known
+        types included), a numpy array (a copy) for an array topic; the
+        payload itself when the topic has no schema. Raises the errors of the
+        topic's decoder (``a0py.DecodeError`` for a payload that does not
+        decode, ``a0py.SchemaError`` for an encoding a0py does not decode)."""
+        if self._typing is None:
+            return self._lent_payload()
+        return self._typing.decode(self)
+
+    def array(self):
+        """A read-only numpy array over the payload, with no copy: the array of
+        an array topic (dtype, shape and strides as published), the pixels of
+        a ``foxglove.RawImage``. For a packet from ``read_view`` it lies in the
+        arena and is valid inside the block only (its end checks that the
+        frame was not evicted meanwhile); for a copied packet it lies in the
+        packet's bytes. Raises ``a0py.SchemaError`` for a topic that carries
+        no arrays, ``a0py.DecodeError`` for a payload that is not one."""
+        if self._typing is None:
+            raise ArgumentError("this packet was not read from a topic, so it has no schema to "
+                                "read an array with")
+        return self._typing.array(self)
 
     @property
     def seq(self):
@@ -368,13 +449,15 @@ cdef class Packet:
 
     def json(self):
         """The payload decoded as JSON (json.loads). ValueError if it is not JSON."""
-        payload = self._payload
+        payload = self._lent_payload()
         if not isinstance(payload, (bytes, bytearray)):
             payload = bytes(payload)
         return _json.loads(payload)
 
     def __repr__(self):
         seq = "" if self._seq is None else f" seq={self._seq}"
+        if self._lease is not None and (<PacketView>self._lease).state != 1:
+            return f"<a0py.Packet {self.id}{seq} (zero-copy, its block ended)>"
         return f"<a0py.Packet {self.id}{seq} headers={len(self.headers)} payload={len(self._payload)} bytes>"
 
 
@@ -409,13 +492,20 @@ cdef int _fill_headers(a0_packet_header_t* h, tuple items) except -1:
     return 0
 
 
-cdef Packet _packet_from_view(a0_packet_view_t* v, object seq, uint64_t missed):
+cdef Packet _packet_from_view(a0_packet_view_t* v, object seq, uint64_t missed, object typing=None):
     cdef Packet pkt = Packet.__new__(Packet)
     pkt._meta = PyBytes_FromStringAndSize(<const char*>v.base, <Py_ssize_t>v.meta_size)
     pkt._payload = PyBytes_FromStringAndSize(<const char*>v.payload, <Py_ssize_t>v.payload_size)
     pkt._seq = seq
     pkt._missed = missed
+    pkt._typing = typing
     return pkt
+
+
+cdef str _evicted_message(object label, uint64_t seq):
+    return (f"{label}: packet seq {seq} was evicted while its zero-copy payload was in use: "
+            "what was read from it may be torn, so discard it and read again. The reader fell "
+            "behind the publisher: give the topic a larger arena, or read sooner")
 
 
 cdef int _lock_arena(Arena arena, a0_transport_t* t, a0_locked_t* lk) except -1:
@@ -474,12 +564,23 @@ cdef class PacketWriter:
     cdef int64_t wall_offset
     cdef uint64_t wall_synced
     cdef object _label
+    cdef object _encoder
 
     def __cinit__(self, *args, **kwargs):
         self.arena = None
 
     def __init__(self, arena, label=None):
         self._bind(arena, label)
+
+    def _set_encoder(self, encoder):
+        """`encoder(value)` is called by :meth:`pub` for every value that is
+        not bytes, a str or a Packet (how a0py.proto publishes typed values:
+        protobuf messages, arrays). It returns the payload, bytes-like, or a
+        pair ``(prefix, body)`` of bytes-like objects written back to back
+        (one copy of the body, straight into the frame); or raises."""
+        if encoder is not None and not callable(encoder):
+            raise ArgumentError(f"encoder must be callable, not {type(encoder).__name__}")
+        self._encoder = encoder
 
     def _bind(self, arena, label=None):
         """Binds the writer to `arena` (for subclasses that find the arena
@@ -581,10 +682,16 @@ cdef class PacketWriter:
         headers, a mapping or (key, value) pairs of str, added after the
         packet's own.
 
+        Any other value goes to the writer's encoder, if it has one (see
+        :meth:`_set_encoder`: how :class:`a0py.Publisher` takes protobuf
+        messages and numpy arrays), which raises for what it does not take.
+
         Raises ArgumentError (bad data or headers, a standard header in
         `headers`), FrameTooLargeError (the packet cannot fit the arena),
-        LockError, ClosedError."""
+        LockError, ClosedError, and the encoder's errors."""
         cdef Py_buffer buf
+        cdef Py_buffer pre
+        cdef bint has_prefix = False
         cdef tuple user
         cdef const uint8_t* id = NULL
         cdef uint8_t idbuf[16]
@@ -594,6 +701,7 @@ cdef class PacketWriter:
         cdef uint64_t seq
         cdef a0_err_t err
         cdef Packet pkt
+        pre.len = 0
         self._check_bound()
         cdef Arena arena = self.arena  # close() from another thread must not pull it away
         user = _check_headers(headers, True) if headers is not None else ()
@@ -606,25 +714,36 @@ cdef class PacketWriter:
             user = own + user if user else own
             id_bytes = pkt._id if pkt._id is not None else pkt._meta[8:24]
             id = <const uint8_t*><const char*>id_bytes
-            data = pkt._payload
+            data = pkt._lent_payload()
         elif isinstance(data, str):
             data = _payload_object(data)
+        elif type(data) is not bytes and self._encoder is not None:
+            data = self._encoder(data)
+            if type(data) is tuple:
+                prefix, data = data
+                _get_buffer(prefix, &pre)
+                has_prefix = True
         if id == NULL:
             a0_packet_id_next(&self.idgen, idbuf)
             id = idbuf
         try:
             PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
         except (TypeError, BufferError):
+            if has_prefix:
+                PyBuffer_Release(&pre)
             raise ArgumentError(f"pub() takes bytes, a bytes-like object, str or a Packet, "
                                 f"not {type(data).__name__}") from None
         try:
             t = self.proto_t
             _lock_arena(arena, &t, &lk)
             try:
-                self._encode_locked(lk, id, user, <uint64_t>buf.len, &dst, &seq)
+                self._encode_locked(lk, id, user, <uint64_t>(buf.len + pre.len), &dst, &seq)
             except BaseException:
                 _unlock_arena(arena, lk)
                 raise
+            if has_prefix:
+                memcpy(dst, pre.buf, pre.len)
+                dst += pre.len
             if buf.len >= _NOGIL_COPY:
                 with nogil:
                     memcpy(dst, buf.buf, buf.len)
@@ -640,6 +759,8 @@ cdef class PacketWriter:
             return seq
         finally:
             PyBuffer_Release(&buf)
+            if has_prefix:
+                PyBuffer_Release(&pre)
 
     def alloc(self, size, headers=None):
         """Zero-copy write: ``with writer.alloc(n) as buf:`` gives a writable
@@ -777,12 +898,21 @@ cdef class PacketReader:
     cdef int iter_mode
     cdef bint first
     cdef bint busy
+    cdef bint view_open
     cdef uint64_t _missed
     cdef uint64_t _corrupt
     cdef object _label
+    cdef object _typing
 
     def __cinit__(self, *args, **kwargs):
         self.arena = None
+
+    def _set_typing(self, typing):
+        """Packets this reader returns delegate ``schema``, ``decode()`` and
+        ``array()`` to `typing` (an object with a ``schema`` attribute and
+        ``decode(pkt)``, ``array(pkt)`` methods: how a0py.proto gives a
+        topic's packets their schema), or to nothing (None)."""
+        self._typing = typing
 
     def __init__(self, arena, init=PACKET_INIT_AWAIT_NEW, iter=PACKET_ITER_NEXT, label=None):
         self._bind(arena, init, iter, label)
@@ -844,7 +974,35 @@ cdef class PacketReader:
         if self.busy:
             raise LockError(f"{self._label}: this reader is in use by another thread "
                             "(use one subscriber per thread)")
+        if self.view_open:
+            raise LockError(f"{self._label}: a read_view block of this reader is open; its "
+                            "cursor moves when the block ends: read on after it")
         self.busy = True
+        return 0
+
+    cdef int _aim_newest(self) except -1:
+        """ITER_NEWEST for a lock-free read: puts the cursor just before the
+        newest frame (under the lock, for that moment), so the read that
+        follows starts at the newest frame or a newer one."""
+        cdef a0_locked_t lk
+        cdef uint64_t low, high
+        cdef a0_err_t err = A0_OK
+        if self.first and self.init_mode == PACKET_INIT_OLDEST:
+            return 0  # the oldest comes first, as in _take
+        _lock_arena(self.arena, &self.t, &lk)
+        try:
+            if not a0_transport_empty(lk):
+                low = a0_transport_seq_low(lk)
+                high = a0_transport_seq_high(lk)
+                if high > self.last:
+                    if high - 1 >= low:
+                        err = a0_transport_jump(lk, high - 1)
+                    else:
+                        self.t.cur_seq = 0  # before every frame: the next read is the oldest, the newest
+        finally:
+            _unlock_arena(self.arena, lk)
+        if err:
+            _raise(err, f"reading {self._label}")
         return 0
 
     cdef object _take(self, a0_locked_t lk):
@@ -889,7 +1047,7 @@ cdef class PacketReader:
             return PacketCorruptError(
                 f"{self._label}: frame seq {fr.seq} ({fr.size} bytes) is not an a0py packet: "
                 f"{_corrupt_reason(&info)}")
-        return _packet_from_view(&v, fr.seq, gap)
+        return _packet_from_view(&v, fr.seq, gap, self._typing)
 
     cdef object _take_free(self):
         """ITER_NEXT without the lock: the next packet, None if there is none,
@@ -928,7 +1086,7 @@ cdef class PacketReader:
                 if corrupt:
                     reason = _corrupt_reason(&info)
                 else:
-                    item = _packet_from_view(&v, r.seq, gap)
+                    item = _packet_from_view(&v, r.seq, gap, self._typing)
                 err = a0_transport_read_end(&self.t, &r, &r)
                 if err == A0_ERR_EVICTED:
                     continue  # overwritten while copied: whatever was seen is discarded
@@ -1118,6 +1276,34 @@ cdef class PacketReader:
             self.busy = False
         return out
 
+    def read_view(self, timeout=None):
+        """A zero-copy read of the next packet (per `iter`), checked when it
+        ends::
+
+            with reader.read_view(timeout=1.0) as pkt:
+                frame = pkt.array()   # or pkt.payload: read-only, in the arena
+
+        Waits as :meth:`read_blocking` (timeout None: as long as it takes;
+        0: not at all). The packet's payload is a read-only memoryview into
+        the arena, valid inside the block only; no lock is held. When the
+        block ends the frame is checked: if a writer evicted it meanwhile
+        (so what the block read may be torn), FrameEvictedError is raised
+        and the packet counts as missed; otherwise the reader moves past it.
+        Other reads of this reader wait for the block's end (LockError).
+
+        Raises A0TimeoutError (no packet in time), PacketCorruptError (a
+        frame that is not a packet: the reader moves past it), LockError,
+        ClosedError, FrameEvictedError (at the end of the block)."""
+        cdef PacketView view = PacketView.__new__(PacketView)
+        view.reader = self
+        if timeout is not None:
+            if (type(timeout) is int or type(timeout) is float) and timeout == 0:
+                view.has_deadline = -1
+            else:
+                view.has_deadline = _make_deadline(timeout, &view.deadline)
+        view.timeout = timeout
+        return view
+
     @property
     def missed(self):
         """Packets evicted before this reader read them, in total."""
@@ -1137,8 +1323,9 @@ cdef class PacketReader:
     def close(self):
         """Unbinds the reader (idempotent): later reads raise ClosedError.
         LockError if another thread is reading through it right now."""
-        if self.busy:
-            raise LockError(f"{self._label}: cannot close a reader while another thread reads through it")
+        if self.busy or self.view_open:
+            raise LockError(f"{self._label}: cannot close a reader while a read through it is in "
+                            "progress (another thread's, or an open read_view block)")
         self.arena = None
 
     @property
@@ -1154,3 +1341,128 @@ cdef class PacketReader:
 
     def __repr__(self):
         return f"<a0py.PacketReader {self._label}>"
+
+
+cdef class PacketView:
+    """A zero-copy packet read, from :meth:`PacketReader.read_view`: ``with
+    view as pkt`` gives the packet, its payload lent from the arena until the
+    block ends; the end checks the frame was not evicted meanwhile."""
+
+    cdef PacketReader reader
+    cdef a0_read_t r
+    cdef uint64_t gap
+    cdef object _view
+    cdef timespec deadline
+    cdef int has_deadline  # 1 deadline, 0 none (wait forever), -1 don't wait
+    cdef object timeout
+    cdef int state  # 0 new, 1 entered, 2 ended
+
+    def __init__(self):
+        raise TypeError("packet views come from PacketReader.read_view()")
+
+    def __enter__(self):
+        cdef PacketReader rd = self.reader
+        cdef a0_packet_view_t v
+        cdef a0_check_info_t info
+        cdef a0_err_t err
+        cdef _Buffer buf
+        cdef Packet pkt
+        if self.state != 0:
+            raise LockError("a read_view() is entered once; call read_view() again for the next packet")
+        rd._enter()
+        try:
+            rd.arena._check_open()
+            if rd.iter_mode == PACKET_ITER_NEWEST:
+                rd._aim_newest()
+            while True:
+                err = a0_transport_read_begin(&rd.t, &self.r)
+                if err == A0_ERR_NO_FRAME:
+                    timed_out = self.has_deadline < 0 or (self.has_deadline and a0_deadline_passed(&self.deadline))
+                    if timed_out or not rd._wait_free(&self.deadline if self.has_deadline else NULL):
+                        raise A0TimeoutError(f"{rd._label}: no packet within {self.timeout} s")
+                    if rd.iter_mode == PACKET_ITER_NEWEST:
+                        rd._aim_newest()
+                    continue
+                if err == A0_ERR_CORRUPT:
+                    skipped = _skip_damaged(&rd.t, rd._label)
+                    if skipped is None:  # the arena changed meanwhile: read again
+                        continue
+                    raise rd._skipped(skipped[0], skipped[1])
+                if err:
+                    _raise_reader(err, rd._label)
+                self.gap = 0
+                if rd.iter_mode == PACKET_ITER_NEXT and self.r.seq > rd.last + 1:
+                    self.gap = self.r.seq - rd.last - 1
+                info.field = NULL
+                if a0_packet_view(self.r.data, self.r.size, &v, &info) == A0_OK:
+                    break
+                reason = _corrupt_reason(&info)
+                err = a0_transport_read_end(&rd.t, &self.r, &self.r)
+                if err == A0_ERR_EVICTED:
+                    continue  # overwritten while looked at: what was seen says nothing
+                if err:
+                    _raise_reader(err, rd._label)
+                rd._missed += self.gap
+                rd._corrupt += 1
+                rd.first = False
+                rd.last = self.r.seq
+                raise PacketCorruptError(
+                    f"{rd._label}: frame seq {self.r.seq} ({self.r.size} bytes) is not an a0py "
+                    f"packet: {reason}")
+            pkt = Packet.__new__(Packet)
+            pkt._meta = PyBytes_FromStringAndSize(<const char*>v.base, <Py_ssize_t>v.meta_size)
+            buf = _Buffer.__new__(_Buffer)
+            buf.arena = rd.arena
+            buf.ptr = <uint8_t*>v.payload
+            buf.size = <Py_ssize_t>v.payload_size
+            buf.writable = False
+            self._view = memoryview(buf)
+            pkt._payload = self._view
+            pkt._seq = self.r.seq
+            pkt._missed = self.gap
+            pkt._typing = rd._typing
+            pkt._lease = self
+            self.state = 1
+            rd.view_open = True
+        finally:
+            rd.busy = False
+        return pkt
+
+    def __exit__(self, exc_type, exc, tb):
+        cdef PacketReader rd = self.reader
+        cdef Arena arena
+        cdef a0_err_t err
+        if self.state != 1:
+            return False
+        self.state = 2
+        rd.view_open = False
+        arena = rd.arena
+        arena.busy += 1  # releasing the view must not let a close() unmap before the check
+        try:
+            try:
+                self._view.release()
+            except BufferError:
+                pass  # a derived view (numpy) keeps the mapping alive: memory-safe, not revocable
+            err = a0_transport_read_end(&rd.t, &self.r, &self.r)
+        finally:
+            arena.busy -= 1
+            arena._maybe_unmap()
+        if err == A0_OK:
+            rd._missed += self.gap
+            rd.first = False
+            rd.last = self.r.seq
+            return False
+        if exc_type is not None:
+            return False  # the block's own exception goes first
+        if err == A0_ERR_EVICTED:
+            raise FrameEvictedError(_evicted_message(rd._label, self.r.seq))
+        _raise_reader(err, rd._label)
+
+    @property
+    def seq(self):
+        """The packet's seq (0 before the block is entered)."""
+        return self.r.seq if self.state else 0
+
+    def __repr__(self):
+        state = ("not entered", "open", "ended")[self.state]
+        return f"<a0py.PacketView {self.reader._label} {state}>"

@@ -65,6 +65,39 @@ def payload_text(pkt, as_json=False, as_hex=False):
     return escape_text(pkt.payload)
 
 
+def typed_text(pkt, label):
+    """A typed packet's message as one line (None for a packet without a schema, or
+    one a0py does not decode): JSON messages as JSON, protobuf messages as JSON of
+    their fields (long bytes as ``"<N bytes>"``), arrays and images summed up. A
+    payload that does not decode is said on stderr and shown as text."""
+    schema = getattr(pkt, "schema", None)
+    if schema is None or schema.encoding not in ("jsonschema", "protobuf"):
+        return None
+    from a0py.proto import arrays, protobuf_types
+    from a0py.proto.errors import DecodeError, ExtraNotInstalledError
+
+    try:
+        if schema.name == "a0py.NDArray":
+            return _array_text(pkt.array())
+        value = pkt.decode()
+        if schema.encoding == "jsonschema":
+            return json.dumps(value, ensure_ascii=False)
+        fields = protobuf_types.message_fields(value)
+        if schema.name == arrays.RAW_IMAGE_NAME:
+            fields["data"] = f"<{len(value.data)} bytes: {value.width}x{value.height} {value.encoding}>"
+        return json.dumps(fields, ensure_ascii=False, default=str)
+    except (DecodeError, ExtraNotInstalledError) as e:
+        click.echo(f"a0py: {label}: {e}; shown as text", err=True)
+        return None
+
+
+def _array_text(array):
+    import numpy as np
+
+    body = np.array2string(array, threshold=16, edgeitems=2, max_line_width=10**6)
+    return f"{array.dtype} {tuple(array.shape)} " + " ".join(body.split())
+
+
 def print_packet(pkt, body):
     """A packet as a block (``echo -v``): seq, id, headers (the wall time
     also as local time), the payload shown as ``body``, then ``---``."""
@@ -161,7 +194,9 @@ def show_packet(pkt, label, fmt):
         write_raw(pkt.payload)
         return
     try:
-        body = payload_text(pkt, fmt.json, fmt.hex)
+        body = None if fmt.hex else typed_text(pkt, label)
+        if body is None:
+            body = payload_text(pkt, fmt.json, fmt.hex)
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
         click.echo(f"a0py: {label}: packet seq {pkt.seq} is not JSON ({e}); not shown "
                    "(leave out --json to see it)", err=True)

@@ -53,6 +53,7 @@ from a0py.cli._output import (
 from a0py.errors import A0Error, A0TimeoutError, PacketCorruptError
 
 PUBSUB = "pubsub"
+SCHEMA = "schema"
 _INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
 _REPORT_PERIOD_S = 1.0
 # The most packets hz and bw compute over (each report walks the whole window).
@@ -187,8 +188,9 @@ def ls(root, quiet):
 @click.option("--shm", metavar="NAME", help="Show this shared memory arena instead (as in /dev/shm).")
 @click.option("--file", "path", metavar="PATH", help="Show this file arena instead.")
 def info(topic, root, shm, path):
-    """Show a topic: its arenas, its packets, the writers seen in its ring,
-    and the processes that have it open.
+    """Show a topic: its schema (name and encoding, for a typed topic), its
+    arenas, its packets, the writers seen in its ring, and the processes that
+    have it open.
 
     With --shm NAME or --file PATH instead of TOPIC: an arena's header and
     ring state.
@@ -210,7 +212,11 @@ def info(topic, root, shm, path):
     paths = _arena_paths(topic, protocols)
     attached = _procs.attached(paths.values())
     rows = [("topic", topic.name), ("root", topic.root.spec())]
+    if SCHEMA in protocols:
+        rows.append(("schema", _schema_text(topic)))
     for protocol in protocols:
+        if protocol == SCHEMA:
+            continue
         try:
             with _open_arena(topic, protocol) as arena:
                 state = _RingState(arena, all_packets=protocol == PUBSUB)
@@ -240,6 +246,26 @@ def info(topic, root, shm, path):
         uses = ",".join(p for p in protocols if pid in attached.get(paths[p], ()))
         rows.append(("processes" if i == 0 else "", f"{_procs.describe(pid)} ({uses})"))
     print_fields(rows)
+
+
+def _schema_text(topic):
+    """The ``schema`` row of ``info``: name, encodings, size; or what is wrong."""
+    from a0py.proto.errors import SchemaError
+    from a0py.proto.schema import read_schema_arena
+
+    try:
+        with _open_arena(topic, SCHEMA) as arena:
+            found = read_schema_arena(arena, topic)
+    except (A0Error, SchemaError) as e:
+        return f"unreadable: {e}"
+    if found is None:
+        return "none yet (its record is being written)"
+    schema, inferred = found
+    if not schema.encoding:
+        return f"raw bytes{f' ({schema.name})' if schema.name else ''}"
+    origin = ", inferred by pub_json" if inferred else ""
+    return (f"{schema.name}, encoding {schema.encoding} ({human_bytes(len(schema.data))}{origin}); "
+            f"messages {schema.message_encoding}")
 
 
 def _count(n, noun):
@@ -282,7 +308,9 @@ def _owner_rows(topic, protocol):
 @packet_format_options
 def echo(topic, root, init, newest, count, once, timeout, fmt):
     """Print a topic's packets as they arrive, one line each: the payload
-    as text (bytes that are not UTF-8 and control characters escaped).
+    as text (bytes that are not UTF-8 and control characters escaped), or,
+    on a typed topic, the decoded message (JSON and protobuf messages as
+    JSON, long bytes fields as their size; arrays and images summed up).
 
     Waits for the topic if it does not exist yet, and then prints it from
     its first packet. Ctrl-C ends it.

@@ -4,7 +4,11 @@
 :mod:`~a0py.proto.reqrep_wire`, :mod:`~a0py.proto.reqrep_server` and
 :mod:`~a0py.proto.reqrep_client`), logs (:mod:`a0py.proto.log`), configuration
 (:mod:`a0py.proto.cfg`), deadmen (:mod:`a0py.proto.deadman`) and discovery
-(:mod:`a0py.proto.discovery`); their errors are in :mod:`a0py.proto.errors`.
+(:mod:`a0py.proto.discovery`); their errors are in :mod:`a0py.proto.errors`. Typed
+topics: schemas (:mod:`a0py.proto.schema`: :class:`Schema`, :func:`topic_schema`), the
+values publishers take and subscribers decode (:mod:`a0py.proto.typed`, with
+:mod:`~a0py.proto.arrays`, :mod:`~a0py.proto.json_schema`,
+:mod:`~a0py.proto.protobuf_wire` and :mod:`~a0py.proto.protobuf_types`).
 
 The "sugar" over the compiled binding, as pyzmq's ``sugar`` is over its backend; the
 public names are re-exported from :mod:`a0py`.
@@ -15,10 +19,14 @@ from .deadman import Deadman, DeadmanState, DeadmanToken
 from .discovery import Discovery
 from .errors import (
     CfgError,
+    DecodeError,
+    ExtraNotInstalledError,
     RpcCancelledError,
     RpcError,
     RpcRemoteError,
     RpcServerDiedError,
+    SchemaConflictError,
+    SchemaError,
 )
 from .log import Logger, LogHandler, LogLevel, LogListener
 from .prpc import PrpcClient, PrpcConnection, PrpcServer
@@ -35,6 +43,7 @@ from .pubsub import (
     aio_sub,
 )
 from .rpc import RpcClient, RpcRequest, RpcServer
+from .schema import Schema, declare_schema, topic_schema
 from .topic import PROTOCOLS, Root, Topic, close_arenas, list_topics, unlink_topic
 
 __all__ = [
@@ -45,4 +54,6 @@ __all__ = [
     "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
     "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "aio_sub",
     "close_arenas", "list_topics", "unlink_topic",
+    "DecodeError", "ExtraNotInstalledError", "Schema", "SchemaConflictError", "SchemaError",
+    "declare_schema", "topic_schema",
 ]

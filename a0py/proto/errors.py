@@ -12,7 +12,8 @@ import concurrent.futures
 
 from ..errors import A0Error
 
-__all__ = ["CfgError", "RpcCancelledError", "RpcError", "RpcRemoteError", "RpcServerDiedError"]
+__all__ = ["CfgError", "DecodeError", "ExtraNotInstalledError", "RpcCancelledError", "RpcError",
+           "RpcRemoteError", "RpcServerDiedError", "SchemaConflictError", "SchemaError"]
 
 
 class RpcError(A0Error):
@@ -37,3 +38,27 @@ class RpcRemoteError(RpcError):
 class CfgError(A0Error, ValueError):
     """A configuration is not what was asked of it: not JSON, no value at a JSON
     pointer, a value of the wrong type for a typed view."""
+
+
+class SchemaError(A0Error, ValueError):
+    """A typed topic's schema is not usable, or a value does not match it: a schema
+    whose data does not parse as its encoding says (or lacks the type it names), a
+    value of another type than the topic's schema (a protobuf message of another
+    type, an array on a JSON topic...), an encoding a0py does not decode. The message
+    names the topic."""
+
+
+class SchemaConflictError(SchemaError):
+    """A publisher declared a schema for a topic that already has another one (the
+    first declaration stands until the topic is removed)."""
+
+
+class DecodeError(A0Error, ValueError):
+    """A packet's payload does not decode with its topic's schema (not the protobuf
+    message, JSON or array its schema says). The message names the topic and seq."""
+
+
+class ExtraNotInstalledError(A0Error, ImportError):
+    """A typed value needs a library that is not installed (numpy for arrays,
+    protobuf for protobuf messages...). The message names the package and the a0py
+    extra that brings it (``pip install 'a0py[typed]'``)."""

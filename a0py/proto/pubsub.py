@@ -19,6 +19,11 @@ Invariants:
 * Every callback :class:`Subscriber` and :func:`aio_sub` of a process is served by the
   dispatcher (:mod:`a0py.proto._dispatch`): one thread sleeping on up to 127 arenas at
   once, not a thread per subscriber.
+* Typed topics (:mod:`a0py.proto.typed`): a publisher turns values into payloads before
+  it takes the lock, so a refused value publishes nothing; a subscriber's packets learn
+  their topic's schema when asked (``pkt.schema``, ``decode()``, ``array()``). Zero-copy
+  packets (``read_view``, ``Subscriber(zero_copy=True)``) lend their payload only for
+  their block or callback, checked at its end.
 """
 
 import asyncio
@@ -27,10 +32,12 @@ import json
 import logging
 
 from .. import _core
-from ..errors import ArgumentError, PacketCorruptError
+from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
 from ._subscriber import reader_start
-from .topic import PUBSUB, Topic
+from .schema import Schema, declare_schema
+from .topic import PUBSUB, Topic, topic_arena
+from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
 
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
@@ -67,33 +74,115 @@ def _label(topic):
     return f"topic {topic.name!r}"
 
 
+# Room left for a publisher's own headers when it sizes a frame from an example value.
+_HEADER_ROOM = 256
+
+
 class Publisher(_core.PacketWriter):
     """Publishes packets to `topic` (a name or :class:`a0py.proto.Topic`), creating
     the topic if it does not exist yet.
 
-    ``pub(data, headers=None)`` writes bytes, a bytes-like object, a str (UTF-8) or a
-    :class:`a0py.Packet`, and returns the packet's transport seq. ``with
-    pub.alloc(n) as buf:`` fills an n-byte payload in place (zero-copy).
-    :meth:`pub_json` sends an object as JSON. Every packet carries the standard headers
-    (``a0py.STANDARD_HEADERS``). Thread-safe; usable as a context manager.
+    ``pub(value, headers=None)`` writes bytes, a bytes-like object, a str (UTF-8), a
+    :class:`a0py.Packet`, or a typed value — a numpy array, a protobuf message, a
+    Foxglove SDK message (``foxglove.messages.RawImage(...)``) — and returns the
+    packet's transport seq. :meth:`pub_json` sends an object as JSON, :meth:`pub_image`
+    an image. ``with pub.alloc(n) as buf:`` fills an n-byte payload in place
+    (zero-copy). Every packet carries the standard headers (``a0py.STANDARD_HEADERS``).
+    Thread-safe; usable as a context manager.
 
-    Raises ArgumentError (bad topic name), and the errors of :meth:`pub`."""
+    `schema`: an :class:`a0py.Schema` declared for the topic now (else the first typed
+    value declares its own; docs/typed.md). A topic has one schema: a publisher
+    declaring another is a SchemaConflictError, a value of another type a SchemaError.
+    `like`: an example of the values to come (an array of the shape and dtype to
+    publish, a message): its schema is declared now, and a topic arena too small for
+    one such frame is an error now, naming the size to use (a topic this publisher
+    creates is made large enough: four such frames).
 
-    def __init__(self, topic):
+    Raises ArgumentError (bad topic name, schema or example), SchemaError,
+    SchemaConflictError, FrameTooLargeError (`like` does not fit the topic's arena),
+    and the errors of :meth:`pub`."""
+
+    def __init__(self, topic, schema=None, *, like=None):
         self.topic = Topic.of(topic)
-        self._bind(self.topic.arena(PUBSUB), _label(self.topic))
+        if schema is not None:
+            if not isinstance(schema, Schema):
+                raise ArgumentError(f"schema must be an a0py.Schema, not {type(schema).__name__}")
+            schema.check(self.topic)
+        typing = PublisherTyping(self.topic)
+        like_size = None if like is None else _example_size(typing, like)
+        arena = self._pubsub_arena(like_size)
+        self._bind(arena, _label(self.topic))
+        typing.max_payload = _core.Transport(arena).max_frame_size - PACKET_OVERHEAD
+        if like_size is not None:
+            typing.check_size(like_size)
+        if schema is not None:
+            typing.schema = declare_schema(self.topic, schema)
+        if like is not None:
+            typing.encode(like)  # declares its schema, as its first publish would
+        self._typing = typing
+        self._set_encoder(typing.encode)
+
+    def _pubsub_arena(self, like_size):
+        topic = self.topic
+        if like_size is None or topic.exists(PUBSUB):
+            return topic.arena(PUBSUB)
+        # Creating it: large enough for the frames announced, unless already so.
+        need = _core.FRAME_HEADER_SIZE + PACKET_OVERHEAD + like_size + 16
+        if topic.size_for(PUBSUB) - _core.HEADER_SIZE >= need:
+            return topic.arena(PUBSUB)
+        sized = Topic(topic.name, root=topic.root,
+                      size={PUBSUB: suggested_arena_size(like_size)})
+        return topic_arena(sized, PUBSUB)
+
+    @property
+    def schema(self):
+        """The topic's schema (an :class:`a0py.Schema`), or None while it has none."""
+        return self._typing.topic_schema()
 
     def pub_json(self, obj, headers=None):
         """Publishes ``json.dumps(obj)`` (UTF-8) with the header ``content-type:
-        application/json``; returns the seq. TypeError if `obj` is not serializable."""
+        application/json``; returns the seq. The topic is a typed JSON topic (message
+        encoding ``json``): the first ``pub_json`` declares a JSON Schema inferred from
+        `obj` (docs/typed.md says how), unless the topic has one already.
+
+        Raises TypeError (`obj` is not serializable), ArgumentError (`obj` is not a
+        dict: a JSON topic's messages are objects), SchemaError (the topic carries
+        another encoding), and the errors of :meth:`pub`."""
         data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        self._typing.prepare_json(obj, data)
         extra = [("content-type", "application/json")]
         if headers is not None:
             extra += list(headers.items() if hasattr(headers, "items") else headers)
         return self.pub(data, extra)
 
+    def pub_image(self, image, encoding=None, *, format=None, frame_id="", timestamp=None,
+                  headers=None):
+        """Publishes an image; returns the seq. `image`: a numpy array of pixels, sent as
+        a ``foxglove.RawImage`` (`encoding`: ``rgb8``, ``bgr8``, ``mono8``, ``mono16``...,
+        inferred from the dtype and shape if left out: HxWx3 uint8 is ``rgb8``), or the
+        bytes of a JPEG/PNG with ``format="jpeg"``/``"png"``, sent as a
+        ``foxglove.CompressedImage``. `frame_id`: the image's frame of reference;
+        `timestamp`: nanoseconds since the epoch (default: now). The pixels are copied
+        once, into the frame; subscribers read them with ``pkt.array()``.
+
+        Raises ArgumentError (an array that is not an image of `encoding`, a bad
+        format), SchemaError (the topic carries something else),
+        ExtraNotInstalledError (no Foxglove schemas installed), and the errors of
+        :meth:`pub`."""
+        payload = self._typing.image(image, encoding, frame_id, timestamp, format)
+        return self.pub(payload, headers)
+
     def __repr__(self):
         return f"<a0py.Publisher {self.topic.name!r}>"
+
+
+def _example_size(typing, like):
+    """The frame payload an example value needs (plus room for headers); its schema is
+    checked against the topic's, and declared later, by the constructor."""
+    if isinstance(like, (bytes, bytearray, memoryview, str)):
+        raise ArgumentError("like= is an example of the typed values to publish (an array, a "
+                            "message); for bytes, size the topic: a0py.Topic(name, size=...)")
+    return PublisherTyping(typing.topic, declare=False).payload_size(like) + _HEADER_ROOM
 
 
 class SubscriberSync(_core.PacketReader):
@@ -113,8 +202,11 @@ class SubscriberSync(_core.PacketReader):
     sub:`` (waits for each), ``missed`` (packets lost to eviction so far), ``corrupt``
     (frames skipped as corrupt so far). A corrupt frame (not a packet, or a damaged frame
     header) is raised once as PacketCorruptError by the read that meets it; the reader
-    has then moved past it, and the next read goes on. One thread at a time (LockError
-    otherwise); usable as a context manager.
+    has then moved past it, and the next read goes on. ``with
+    sub.read_view(timeout=None) as pkt:`` reads without copying: ``pkt.payload`` and
+    ``pkt.array()`` lie in the arena, valid inside the block, and its end raises
+    FrameEvictedError if the publisher wrote over them meanwhile. One thread at a time
+    (LockError otherwise); usable as a context manager.
 
     Raises ArgumentError for a bad topic, init or iter."""
 
@@ -123,6 +215,12 @@ class SubscriberSync(_core.PacketReader):
         iter_code = _iter_code(iter)
         arena, start = reader_start(self.topic, PUBSUB, init)
         self._bind(arena, start, iter_code, _label(self.topic))
+        self._set_typing(typing_for(self.topic))
+
+    @property
+    def schema(self):
+        """The topic's schema (an :class:`a0py.Schema`), or None while it has none."""
+        return typing_for(self.topic).schema
 
     def __iter__(self):
         while True:
@@ -144,17 +242,26 @@ class Subscriber:
     damaged frame header) is logged, counted in ``corrupt`` and skipped, and the packets
     around it are delivered.
 
+    `zero_copy=True`: each packet's payload (and ``pkt.array()``) is lent from the
+    arena for the callback's duration instead of copied; after the callback the frame
+    is checked, and if the publisher wrote over it meanwhile the callback's packet is
+    counted in ``evicted`` and logged (a callback that acts on what it read before
+    returning calls ``pkt.check_intact()`` first, which raises FrameEvictedError).
+
     Raises ArgumentError for a bad topic, init, iter or a callback that is not callable."""
 
-    def __init__(self, topic, callback, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
+    def __init__(self, topic, callback, init=INIT_AWAIT_NEW, iter=ITER_NEXT, *, zero_copy=False):
         if not callable(callback):
             raise ArgumentError(f"callback must be callable, not {type(callback).__name__}")
         self.topic = Topic.of(topic)
+        self.evicted = 0
         self._callback = callback
         iter_code = _iter_code(iter)
         arena, start = reader_start(self.topic, PUBSUB, init)
         self._reader = _core.PacketReader(arena, start, iter_code, _label(self.topic))
-        self._watch = _dispatch.watch(self._reader.arena, self._deliver)
+        self._reader._set_typing(typing_for(self.topic))
+        self._watch = _dispatch.watch(self._reader.arena,
+                                      self._deliver_views if zero_copy else self._deliver)
 
     def _deliver(self):
         # On the dispatcher thread; no lock held while calling back.
@@ -172,6 +279,28 @@ class Subscriber:
             except Exception:
                 _log.exception("callback of the subscriber on topic %r raised", self.topic.name)
         return bool(batch)  # there may be more: the dispatcher calls again before it waits
+
+    def _deliver_views(self):
+        # As _deliver, one packet at a time, its payload lent for the callback's duration.
+        reader = self._reader
+        watch = self._watch
+        for _ in range(_BATCH):
+            if not watch.active or not reader.can_read():
+                return False
+            try:
+                with reader.read_view(0) as pkt:
+                    try:
+                        self._callback(pkt)
+                    except Exception:
+                        _log.exception("callback of the subscriber on topic %r raised", self.topic.name)
+            except A0TimeoutError:
+                return False  # the topic was cleared since can_read()
+            except PacketCorruptError as e:  # counted by the reader
+                _log.warning("%s (skipped)", e)
+            except FrameEvictedError as e:
+                self.evicted += 1
+                _log.warning("%s", e)
+        return True
 
     @property
     def missed(self):

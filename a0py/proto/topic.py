@@ -1,7 +1,8 @@
 """Topics: a name, one arena per protocol, under a root; the arenas this process has open.
 
 Topic ``T`` is stored as one arena per protocol — ``T.pubsub``, ``T.rpc``, ``T.prpc``,
-``T.log``, ``T.cfg``, ``T.deadman`` — under a *root* taken from ``A0PY_ROOT``:
+``T.log``, ``T.cfg``, ``T.deadman``, and ``T.schema`` for a typed topic's schema
+(:mod:`a0py.proto.schema`) — under a *root* taken from ``A0PY_ROOT``:
 
 * unset or empty: POSIX shared memory, objects named ``/a0py.<T>.<protocol>`` (a ``/`` in
   the topic becomes ``:``), i.e. files in ``/dev/shm``;
@@ -36,7 +37,7 @@ import threading
 from ..errors import A0Error, A0OSError, ArenaExistsError, ArenaPermissionError, ArgumentError
 
 __all__ = [
-    "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC",
+    "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC", "SCHEMA",
     "Root", "Topic", "close_arenas", "current_root", "forget_arena", "list_topics",
     "make_private_dirs", "thread_transport", "topic_arena", "unlink_topic",
 ]
@@ -47,7 +48,8 @@ PRPC = "prpc"
 LOG = "log"
 CFG = "cfg"
 DEADMAN = "deadman"
-PROTOCOLS = (PUBSUB, RPC, PRPC, LOG, CFG, DEADMAN)
+SCHEMA = "schema"
+PROTOCOLS = (PUBSUB, RPC, PRPC, LOG, CFG, DEADMAN, SCHEMA)
 
 _MIB = 1 << 20
 #: Arena size a creator uses when nothing else says (bytes).
@@ -58,6 +60,7 @@ DEFAULT_SIZES = {
     LOG: 1 * _MIB,
     CFG: 1 * _MIB,
     DEADMAN: 4096,  # the deadman lives in the header: no frames needed
+    SCHEMA: 64 * 1024,  # one record; a publisher whose schema is larger creates it larger
 }
 _OTHER_PROTOCOL_SIZE = 1 * _MIB
 
