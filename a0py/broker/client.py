@@ -630,7 +630,10 @@ class BrokerClient:
         if timeout is None:
             timeout = self.timeout
         try:
-            self._queue.put_many(frames, timeout=timeout, alive=self._broker_alive)
+            if len(frames) == 1:       # the usual case: put's fast path, one lock round trip
+                self._queue.put(frames[0], timeout, self._broker_alive)
+            else:
+                self._queue.put_many(frames, timeout, self._broker_alive)
         except A0TimeoutError:
             self._resync_due = True
             raise BrokerTimeoutError(

@@ -67,7 +67,7 @@ class _CommandTable(click.Group):
 def _unavailable(name, error):
     """A stand-in for a command whose module cannot be imported: listed in
     --help as unavailable, and an error saying why when run."""
-    from a0py.cli._common import CliError
+    from a0py.cli.errors import CliError
 
     def fail(args):
         raise CliError(f"`a0py {name}` is unavailable: {error}; install what it needs "
