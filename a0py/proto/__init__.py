@@ -1,5 +1,7 @@
-"""Protocols on topics: topic naming and the per-process arena cache
-(:mod:`a0py.proto.topic`), pub/sub (:mod:`a0py.proto.pubsub`), RPC and PRPC
+"""Protocols on topics: topic naming (:mod:`a0py.proto.topic`), the per-process arena
+cache (:mod:`a0py.proto.arena_cache`), the backpressured queue on an arena
+(:mod:`a0py.proto.queue`), the names of packets (:mod:`a0py.proto.packets`), pub/sub
+(:mod:`a0py.proto.pubsub`), RPC and PRPC
 (:mod:`a0py.proto.rpc`, :mod:`a0py.proto.prpc`), logs (:mod:`a0py.proto.log`),
 configuration (:mod:`a0py.proto.cfg`), deadmen (:mod:`a0py.proto.deadman`) and
 discovery (:mod:`a0py.proto.discovery`).
