@@ -18,8 +18,8 @@
 3. **The floor** (``--workload floor``): the same three processes and the same
    transports with nothing of the broker in between: a claimer writes 16-byte frames
    (its clock and a count) to a request arena as the client writes requests (no
-   eviction), a relay process drains it as the broker does (``read_next`` then
-   ``read_many``, clearing when it has read everything) and copies each frame into the
+   eviction), a relay process drains it as the broker does (the request queue's
+   ``take``, which gives each batch's room back) and copies each frame into the
    subscriber's arena (``write_many``), whose reader thread takes the clock. Latency at
    the same rate as (1), and frames/s when the claimer writes one frame a request as fast
    as it can: what the machine and the transport allow before any decoding, indexing or
@@ -53,6 +53,7 @@ import a0py
 from a0py.broker import Broker, BrokerClient, Engine, wire
 from a0py.broker.engine import CLAIM, RETRACT, SUBSCRIBE
 from a0py.dataspace import Record, decode, encode, parse
+from a0py.proto.queue import ArenaQueue
 
 
 def _broker_main(name, ready, gc_threshold):
@@ -284,23 +285,23 @@ def broker_work(threshold, n, rounds=3):
 FLOOR_END = b"end"
 
 
+def _floor_queue(requests, size=None):
+    """The request arena as the broker and its clients use it: a backpressured queue."""
+    return ArenaQueue(("bench-floor", requests), a0py.Arena.shm, requests, size)
+
+
 def _floor_relay(requests, subscriber):
-    """The broker's loop with nothing in it: drain the request arena, copy every frame to
-    the subscriber's arena, clear the request arena once read (as the broker does)."""
-    tr = a0py.Transport(a0py.Arena.shm(requests))
+    """The broker's loop with nothing in it: take batches from the request queue (which
+    gives their room back, as the broker's does) and copy every frame to the
+    subscriber's arena."""
+    queue = _floor_queue(requests)
+    queue.open_reader()
     out = a0py.Transport(a0py.Arena.shm(subscriber))
-    quarter = wire.REQUEST_ARENA_SIZE // 4
     while True:
-        first = tr.read_next(timeout=None)
-        frames = tr.read_many(4096)
-        frames.insert(0, first)
+        frames = queue.take(4096, timeout=None)
         out.write_many([data for _seq, data in frames])
         if frames[-1][1] == FLOOR_END:
             return
-        if tr.waiter_count or len(frames) > 64:
-            with tr.lock() as t:
-                if t.seq_high == tr.cursor_seq and (tr.waiter_count or t.used_space > quarter):
-                    t.clear()
 
 
 def _floor_subscriber(arena_name, out, ready):
@@ -335,7 +336,8 @@ def floor(n, rate):
     claimer writes them when ``rate`` is None (throughput)."""
     tag = f"a0py.benchfloor.{os.getpid()}.{uuid.uuid4().hex[:6]}"
     requests, subscriber = tag + ".req", tag + ".sub"
-    tr = a0py.Transport(a0py.Arena.shm(requests, wire.REQUEST_ARENA_SIZE))
+    queue = _floor_queue(requests, wire.REQUEST_ARENA_SIZE)
+    queue.arena  # noqa: B018 - creates the request arena before the relay attaches
     a0py.Arena.shm(subscriber, wire.CLIENT_ARENA_SIZE).close()
     ctx = mp.get_context("spawn")
     out, ready = ctx.Queue(), ctx.Event()
@@ -345,19 +347,21 @@ def floor(n, rate):
         sub.start()
         relay.start()
         ready.wait(60)
+        while not queue.reader_alive():
+            time.sleep(0.01)
         time.sleep(0.2)                      # both are asleep on their arenas
         period = None if rate is None else 1.0 / rate
         next_t = time.perf_counter()
         t0 = time.monotonic_ns()
         for i in range(n):
             data = time.monotonic_ns().to_bytes(8, "little") + i.to_bytes(8, "little")
-            wire.write_frames(tr, [data])
+            queue.put(data)
             if period is not None:
                 next_t += period
                 delay = next_t - time.perf_counter()
                 if delay > 0:
                     time.sleep(delay)
-        wire.write_frames(tr, [FLOOR_END])
+        queue.put(FLOOR_END)
         samples, end_ns = out.get(timeout=300)
         elapsed = (end_ns - t0) / 1e9         # first write to the end marker's arrival
         count = len(samples)

@@ -25,6 +25,7 @@ from a0py.broker import (
     BrokerRunningError,
     BrokerTimeoutError,
     BrokerTypeError,
+    ResultTooLargeError,
     UnknownSubscriptionError,
     wire,
 )
@@ -545,3 +546,83 @@ def test_big_batches_and_results_span_several_frames(broker, clients):
     assert len(me.facts(parse('big(_, _)'), timeout=WAIT)) == n
     me.retract(parse('big(_, _)'))
     results.wait_for(lambda r: r == [])
+
+
+# ------------------------------------------------------------------ backpressure and bounds
+
+STUCK_BROKER = """
+import sys, time
+import a0py
+from a0py.broker import wire
+deadman = a0py.Deadman(wire.open_request_arena(sys.argv[1]))
+assert deadman.try_take()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+BLOB = b"x" * 180_000
+
+
+def test_many_large_claims_to_a_fresh_broker_all_arrive_and_never_wedge_the_client():
+    # 120 claims of 180 KB fill the 8 MiB request arena 2.6 times over, so the client
+    # waits for room again and again, also right after the broker's last read of a
+    # round: the writer the broker used to leave asleep. Every call is bounded, so a
+    # wedge fails here with BrokerTimeoutError instead of hanging.
+    for _attempt in range(3):
+        n = f"t{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        proc = start_broker(n)
+        try:
+            with BrokerClient(n, timeout=WAIT) as c:
+                for i in range(120):
+                    c.claim(Record("blob", i, BLOB))
+                c.ping(WAIT)
+                results = Results()
+                c.subscribe(parse("blob($i, _)"), callback=results)
+                results.wait_for(lambda rows: len(rows) == 120)
+        finally:
+            proc.stop()
+            a0py.Arena.unlink_shm(wire.request_arena_name(n))
+
+
+def test_a_broker_that_does_not_drain_is_an_error_naming_it_and_the_state_follows_later(name):
+    stuck = Proc(STUCK_BROKER, name)      # holds the broker's deadman, never reads
+    stuck.expect("ready")
+    c = BrokerClient(name, timeout=0.5)
+    try:
+        with pytest.raises(BrokerTimeoutError,
+                           match=rf"broker '{name}' \(pid {stuck.p.pid}\) did not take a request"):
+            for i in range(100):          # 18 MB: more than the request arena holds
+                c.claim(Record("blob", i, BLOB))
+        assert len(c.claims()) == i + 1   # the one that timed out is kept in the state
+        stuck.kill()
+        broker = start_broker(name)
+        try:
+            c.ping(WAIT)                  # the whole state went to the new broker first
+            results = Results()
+            c.subscribe(parse("blob($i, _)"), callback=results)
+            results.wait_for(lambda rows: sorted(r["i"] for r in rows) == list(range(i + 1)))
+        finally:
+            broker.stop()
+    finally:
+        c.close()
+        stuck.kill()
+
+
+def test_facts_larger_than_the_client_arena_is_an_error_that_says_how_to_ask_for_less(broker, name):
+    with BrokerClient(name, arena_size=64 << 10) as small:
+        small.claim(*[Record("big", i, "y" * 1000) for i in range(100)])    # ~100 KB of facts
+        small.claim(Record("small", 1))
+        small.ping(WAIT)
+        with pytest.raises(ResultTooLargeError, match=r"narrower pattern.*arena_size=\d+") as info:
+            small.facts(timeout=WAIT)     # an answer, not a timeout
+        assert info.value.size > info.value.limit
+        assert small.facts(parse("small(_)"), timeout=WAIT) == [Record("small", 1)]
+        with pytest.raises(ResultTooLargeError, match="they were revoked"):
+            small.revoke(parse("big(_, _)"), timeout=WAIT)
+        assert small.facts(parse("big(_, _)"), timeout=WAIT) == []
+
+
+def test_a_client_timeout_that_is_not_a_positive_number_is_refused(name):
+    for bad in (0, -1, None, "5", True):
+        with pytest.raises(BrokerTypeError, match="timeout"):
+            BrokerClient(name, timeout=bad)

@@ -14,6 +14,7 @@ import pytest
 
 import a0py
 from a0py import ArenaNotFoundError, ArgumentError
+from a0py.proto import arena_cache
 from a0py.proto import topic as tp
 
 CTX = mp.get_context("fork")
@@ -222,7 +223,7 @@ def _hold_lock_then_fork(conn):
     release = threading.Event()
 
     def holder():
-        with tp._lock:
+        with arena_cache._lock:
             held.set()
             release.wait()
 

@@ -242,6 +242,30 @@ def test_packets_mode_sends_whole_packets_with_their_headers(view, publisher):
     run(main())
 
 
+def test_server_info_names_packets_for_the_page_as_the_protocols_define_them(view, publisher):
+    from a0py.proto.packets import PACKET_ENCODING, STANDARD_HEADERS
+
+    publisher.call(op="json", topic="t/v", objs=[{"a": 1}])
+    v = view()
+
+    async def main():
+        from a0py import Packet
+
+        c = await Client.open(v.ws_url + "?packets=1")
+        meta = c.server_info["metadata"]
+        assert meta["a0py.packetEncoding"] == PACKET_ENCODING == "a0py/packet"
+        names = meta["a0py.standardHeaders"].split(",")
+        assert names == list(STANDARD_HEADERS)
+        ch = await c.channel("t/v")
+        assert ch["encoding"] == meta["a0py.packetEncoding"]
+        await c.subscribe([(1, ch["id"])])
+        pkt = Packet.from_bytes((await c.data(1))[2])
+        assert [k for k, _v in pkt.headers.items()][:5] == names   # the standard block, in order
+        await c.close()
+
+    run(main())
+
+
 def test_unadvertise_when_the_topic_is_removed(view, publisher):
     publisher.call(op="json", topic="t/gone", objs=[{"a": 1}])
     v = view()

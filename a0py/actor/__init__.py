@@ -35,6 +35,7 @@ from .errors import (
     NotInActorError,
     NotPicklableRefError,
     OrderingWindowError,
+    RemoteFailureError,
 )
 from .gather import (
     Gather,
@@ -59,7 +60,8 @@ __all__ = [
     "ArenaRef", "ContentRouter", "Failure", "Gather", "GatherError", "GatherResult",
     "Labeller", "LocalRef", "Mailbox", "MailboxFullError", "MessageTooLargeError",
     "NotInActorError", "NotPicklableRefError", "OrderedProxy", "OrderingWindowError",
-    "ProcessActors", "QueueMailbox", "Register", "Registrar", "Reply", "Request", "Stop",
+    "ProcessActors", "QueueMailbox", "Register", "Registrar", "RemoteFailureError", "Reply",
+    "Request", "Stop",
     "Timer", "Unregister", "become", "current", "cyclic", "new_correlation_id",
     "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
 ]

@@ -6,12 +6,13 @@ The actor's own thread is the only reader.
 
 Invariants:
 
-* **No message is evicted unread.** Every message goes through one send path,
-  :func:`_send`, which appends its frame only where nothing would be evicted, else sleeps
-  on the arena (lock released) until the reader makes room: the core's
-  ``Transport.write(data, evict=False)``. The reader makes room by dropping the frames
-  it has read: :meth:`ArenaMailbox.take` copies a batch out, then drops through the last
-  seq it read (``drop_through``), so nothing unread is ever removed. The
+* **No message is evicted unread.** The mailbox is a backpressured queue on the arena
+  (:class:`a0py.proto.queue.ArenaQueue`), and every message goes through one send path,
+  :func:`_send`, which puts its frame only where nothing would be evicted, else sleeps
+  on the arena (lock released) until the reader makes room. The reader makes room by
+  dropping the frames it has read: :meth:`ArenaMailbox.take` copies a batch out, then
+  gives its room back (drops through the last seq it read) under one lock, after every
+  batch, so nothing unread is ever removed and no sender waits for nothing. The
   mailbox is therefore a bounded queue: a full one makes senders wait (backpressure),
   up to their send timeout (:class:`MailboxFullError`). Sending to a full mailbox whose
   actor is dead drops the message (like any send to a dead actor). Only the close marker
@@ -22,8 +23,9 @@ Invariants:
   :meth:`ArenaRef.is_alive` turns false immediately (no heartbeat, no timeout).
   A second live reader of the same name is refused (:class:`ActorNameTakenError`).
 * **One Transport per thread.** A transport holds a cursor and the lock state, so each
-  thread of a process sends through its own (kept in a thread-local cache); mapped arenas
-  are shared by the threads of a process. Caches are dropped in a forked child.
+  thread of a process sends through its own; mapped arenas are shared by the threads of
+  a process. Both come from the process's arena cache (:mod:`a0py.proto.arena_cache`,
+  emptied in a forked child), imported on first use.
 * Messages already in the arena when the actor starts are delivered (a parent may send
   before the child process is up). Stale close markers of an earlier reader are ignored.
 """
@@ -35,7 +37,7 @@ import time
 
 import a0py  # its core names (Arena, Transport, Deadman) load on first use
 
-from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, ClosedError, FrameTooLargeError
+from ..errors import A0Error, A0TimeoutError, ArenaNotFoundError, FrameTooLargeError
 from .errors import (
     ActorConfigError,
     ActorNameTakenError,
@@ -68,67 +70,52 @@ def arena_name(name):
     return full
 
 
-class _Cache(threading.local):
-    def __init__(self):
-        self.transports = {}
+def _key(name):
+    return ("actor", name)
 
 
-_arenas = {}               # actor name -> Arena (shared by the threads of this process)
-_deadmen = {}              # actor name -> Deadman
-_arenas_lock = threading.Lock()
-_local = _Cache()
+_arena_cache = None
 
 
-def _reset_after_fork():
-    global _arenas_lock, _local
-    _arenas.clear()
-    _deadmen.clear()
-    _arenas_lock = threading.Lock()
-    _local = _Cache()
+def _cache():
+    """The process's arena cache (:mod:`a0py.proto.arena_cache`), imported on first use:
+    actors that stay in one process need nothing of the protocols."""
+    global _arena_cache
+    if _arena_cache is None:
+        from ..proto import arena_cache
+
+        _arena_cache = arena_cache
+    return _arena_cache
 
 
-os.register_at_fork(after_in_child=_reset_after_fork)
+def _open(name, size):
+    try:
+        return a0py.Arena.shm(arena_name(name), size)
+    except ArenaNotFoundError:
+        raise ActorNotFoundError(f"no mailbox for actor {name!r} "
+                                 f"(shared memory {arena_name(name)!r} does not exist)") from None
 
 
 def _arena(name, size=None):
-    """The mapped arena of actor ``name`` (created with ``size`` if given and missing)."""
-    arena = _arenas.get(name)
-    if arena is not None and not arena.closed:
-        return arena
-    with _arenas_lock:
-        arena = _arenas.get(name)
-        if arena is None or arena.closed:
-            try:
-                arena = a0py.Arena.shm(arena_name(name), size)
-            except ArenaNotFoundError:
-                raise ActorNotFoundError(f"no mailbox for actor {name!r} "
-                                         f"(shared memory {arena_name(name)!r} does not exist)") from None
-            _arenas[name] = arena
-            _deadmen.pop(name, None)
-    return arena
+    """The mapped arena of actor ``name`` (created with ``size`` if given and missing),
+    from the process's arena cache."""
+    return _cache().arena(_key(name), _open, name, size)
 
 
 def _forget(name):
-    with _arenas_lock:
-        _arenas.pop(name, None)
-        _deadmen.pop(name, None)
-    _local.transports.pop(name, None)
-
-
-def _transport(name):
-    transport = _local.transports.get(name)
-    if transport is None or transport.arena.closed:
-        transport = a0py.Transport(_arena(name))
-        _local.transports[name] = transport
-    return transport
+    _cache().forget(_key(name))
 
 
 def _deadman(name):
-    deadman = _deadmen.get(name)
-    if deadman is None:
-        deadman = a0py.Deadman(_arena(name))
-        _deadmen[name] = deadman
-    return deadman
+    return _cache().deadman(_key(name), _open, name, None)
+
+
+def _queue(name):
+    """The backpressured queue (:class:`a0py.proto.queue.ArenaQueue`) that is actor
+    ``name``'s mailbox."""
+    from ..proto.queue import ArenaQueue
+
+    return ArenaQueue(_key(name), _open, name, None, name=f"the mailbox of actor {name!r}")
 
 
 class _CloseMarker:
@@ -141,52 +128,25 @@ class _CloseMarker:
         return (_CloseMarker, (self.token,))
 
 
-def _send(name, message, timeout):
+def _send(queue, message, timeout):
     """The one send path of arena mailboxes (:meth:`ArenaRef.send`,
-    :meth:`ArenaMailbox.put`): pickle ``message`` into one frame of actor ``name``'s arena
-    without evicting anything. While it is full, wait in slices of ``_WAIT_SLICE`` seconds,
-    checking between two that its reader is alive. Returns True once written, False if the
-    mailbox is full and its reader dead (the message is dropped). Raises
-    :class:`MailboxFullError` after ``timeout`` seconds (None: never),
+    :meth:`ArenaMailbox.put`): pickle ``message`` into one frame of the mailbox
+    ``queue`` without evicting anything (:meth:`a0py.proto.queue.ArenaQueue.put`: while
+    it is full, wait in slices, checking between two that its reader is alive). Returns
+    True once written, False if the mailbox is full and its reader dead (the message is
+    dropped). Raises :class:`MailboxFullError` after ``timeout`` seconds (None: never),
     :class:`MessageTooLargeError`, :class:`ActorNotFoundError` (no such mailbox), and
     pickling errors."""
     data = pickle.dumps(message, protocol=5)
-    transport = _local.transports.get(name)
-    if transport is None:
-        transport = _transport(name)
-    if timeout is None or timeout >= _WAIT_SLICE:
-        step = _WAIT_SLICE
-    else:
-        step = timeout if timeout > 0 else 0.0
-    deadline = None
-    remapped = False
-    while True:
-        try:
-            transport.write(data, evict=False, timeout=step)
-            return True
-        except A0TimeoutError:
-            pass
-        except ClosedError:
-            if remapped:
-                raise
-            # This process closed that mapping (close_cached_arenas): map it again, once.
-            transport = _transport(name)
-            remapped = True
-            continue
-        except FrameTooLargeError:
-            raise MessageTooLargeError(
-                f"a message of {len(data)} bytes (pickled) does not fit the mailbox of actor "
-                f"{name!r}: at most {transport.max_frame_size} bytes per message; spawn it "
-                f"with a larger arena_size") from None
-        if not _deadman(name).is_taken():
-            return False
-        if timeout is not None:
-            now = time.monotonic()
-            if deadline is None:
-                deadline = now + timeout - step   # the first slice is already spent
-            if now >= deadline:
-                raise MailboxFullError(f"the mailbox of actor {name!r} stayed full for {timeout}s")
-            step = min(_WAIT_SLICE, deadline - now)
+    try:
+        return queue.put(data, timeout)
+    except FrameTooLargeError:
+        raise MessageTooLargeError(
+            f"a message of {len(data)} bytes (pickled) does not fit {queue.name}: at most "
+            f"{queue.max_frame_size} bytes per message; spawn it with a larger "
+            "arena_size") from None
+    except A0TimeoutError:
+        raise MailboxFullError(f"{queue.name} stayed full for {timeout}s") from None
 
 
 class ArenaRef(ActorRef):
@@ -198,13 +158,14 @@ class ArenaRef(ActorRef):
     Raises :class:`ActorConfigError` for a bad name or timeout.
     """
 
-    __slots__ = ("_name", "send_timeout")
+    __slots__ = ("_name", "_queue", "send_timeout")
 
     def __init__(self, name, send_timeout=DEFAULT_SEND_TIMEOUT):
         arena_name(name)
         if send_timeout is not None and (not isinstance(send_timeout, (int, float)) or send_timeout < 0):
             raise ActorConfigError(f"send_timeout must be a number >= 0 or None, got {send_timeout!r}")
         self._name = name
+        self._queue = None
         self.send_timeout = send_timeout
 
     @property
@@ -228,7 +189,10 @@ class ArenaRef(ActorRef):
         Raises :class:`ActorNotFoundError` (no mailbox of that name),
         :class:`MailboxFullError` (still full at the timeout), :class:`MessageTooLargeError`,
         :class:`pickle.PicklingError` or :class:`TypeError` for an unpicklable message."""
-        return _send(self._name, message, self.send_timeout if timeout is ... else timeout)
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = _queue(self._name)
+        return _send(queue, message, self.send_timeout if timeout is ... else timeout)
 
     def is_alive(self):
         """Whether a live thread holds the actor's liveness lock (False if its mailbox does
@@ -320,10 +284,9 @@ class ArenaMailbox(Mailbox):
         self.address = name
         self._name = name
         self._arena = _arena(name, size if create else None)
+        self._queue = _queue(name)
         self._batch = batch
-        self._reader = None
         self._reader_thread = None
-        self._deadman = None
         self._closed = False
         self._token = os.urandom(8)
         self.undecodable = 0
@@ -342,61 +305,46 @@ class ArenaMailbox(Mailbox):
         """Send ``message`` to this mailbox: :meth:`ArenaRef.send` with the default send
         timeout (the same errors); nothing once the mailbox is closed."""
         if not self._closed:
-            return _send(self._name, message, DEFAULT_SEND_TIMEOUT)
+            return _send(self._queue, message, DEFAULT_SEND_TIMEOUT)
         return False
 
     def open_reader(self):
         """Take the liveness lock and place the reader. Raises :class:`ActorNameTakenError`
         if a live actor already reads this mailbox."""
-        self._deadman = a0py.Deadman(self._arena)
-        if not self._deadman.try_take():
-            pid = self._deadman.owner_pid
-            self._deadman = None
-            raise ActorNameTakenError(f"actor {self._name!r} is already alive (pid {pid})")
-        self._reader = a0py.Transport(self._arena)
+        if not self._queue.open_reader():
+            raise ActorNameTakenError(f"actor {self._name!r} is already alive (pid {self._queue.reader_pid})")
         self._reader_thread = threading.get_ident()
 
     def close_reader(self):
         """Release the liveness lock (the actor is now seen dead)."""
-        if self._deadman is not None:
-            try:
-                self._deadman.release()
-            finally:
-                self._deadman = None
+        self._queue.close_reader()
 
     def take(self, timeout=None):
         """Block until at least one frame is there (or ``timeout`` seconds passed, or the
         mailbox was closed) and return the messages waiting, at most ``batch`` of them.
-        The frames are copied out, then dropped through the last one read under one lock
-        per call, which gives their room back to the senders; they are unpickled after it. A frame that
-        does not unpickle is returned as an :class:`Undecodable` in its place and counted
-        in :attr:`undecodable`."""
-        if self._closed or self._reader is None:
+        The frames are copied out without the lock, their room is given back to the
+        senders under one lock per call (:meth:`a0py.proto.queue.ArenaQueue.give_back`),
+        and they are unpickled after it. A frame that does not unpickle is returned as
+        an :class:`Undecodable` in its place and counted in :attr:`undecodable`."""
+        if self._closed or self._queue.reader is None:
             return []
-        reader = self._reader
+        queue = self._queue
         deadline = None
         while True:
-            frames = reader.read_many(self._batch)
-            if frames:
-                break
             step = _READER_SLICE
             if timeout is not None:
                 if deadline is None:
                     deadline = time.monotonic() + timeout
-                step = min(step, deadline - time.monotonic())
-            first = reader.read_next(timeout=max(step, 0.0))
-            if first is not None:
-                frames = [first]
-                if self._batch > 1:
-                    frames += reader.read_many(self._batch - 1)
-                break
+                step = max(min(step, deadline - time.monotonic()), 0.0)
+            frames = queue.take(self._batch, timeout=step)
+            if frames:
+                # Every batch's room at once (the queue alone would wait for a sender
+                # seen waiting, or for the reader's next wait): a mailbox's senders
+                # find room as soon as their messages were taken.
+                queue.give_back()
+                return self._decode([data for _, data in frames])
             if self._closed or (deadline is not None and time.monotonic() >= deadline):
                 return []
-        # Everything through the last frame read is consumed: give its room back to
-        # the senders waiting in write(evict=False). The one lock of this batch.
-        with reader.lock() as t:
-            t.drop_through(frames[-1][0])
-        return self._decode([data for _, data in frames])
 
     def _decode(self, frames):
         messages = []
@@ -420,7 +368,7 @@ class ArenaMailbox(Mailbox):
         """Stop the reader: it returns the messages before this point, then ``[]``."""
         if self._closed:
             return
-        if self._reader is not None and threading.get_ident() == self._reader_thread:
+        if self._queue.reader is not None and threading.get_ident() == self._reader_thread:
             # On the reader's own thread: no marker needed, take() sees the flag.
             self._closed = True
             return
@@ -436,7 +384,7 @@ class ArenaMailbox(Mailbox):
         """Unlink the arena (other processes' mappings stay valid until they close), unless
         a live actor that is not ours reads it (a spawn that lost a name race must not
         unlink the winner's mailbox)."""
-        if self._deadman is None:
+        if self._queue.reader is None:
             try:
                 if a0py.Deadman(self._arena).is_taken():
                     return
@@ -462,16 +410,8 @@ def close_cached_arenas():
     the arenas are not left to interpreter finalization). The gathers' death-watch
     threads, which block on these arenas, are ended first."""
     close_death_watches()
-    with _arenas_lock:
-        arenas = list(_arenas.values())
-        _arenas.clear()
-        _deadmen.clear()
-    _local.transports.clear()
-    for arena in arenas:
-        try:
-            arena.close()
-        except A0Error:
-            pass
+    if _arena_cache is not None:
+        _arena_cache.close("actor")
 
 
 def unlink_mailbox(name):

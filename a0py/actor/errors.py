@@ -70,3 +70,16 @@ class NotPicklableRefError(ActorError, TypeError):
 class GatherError(ActorError):
     """A scatter-gather was misused: waiting on a result that did not come in time, or a
     gather cancelled before completion."""
+
+
+class RemoteFailureError(ActorError):
+    """What a supervisor in another process gets as :attr:`Failure.error`: the failed
+    actor's exception may not pickle, so it crosses the process boundary as its type
+    name and message (``"ValueError: bad input"``)."""
+
+    def __init__(self, error):
+        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        super().__init__(text)
+
+    def __reduce__(self):
+        return (RemoteFailureError, (str(self),))

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from .arena import ArenaMailbox, ArenaRef
-from .errors import ActorConfigError, ActorStoppedError
+from .errors import ActorConfigError, ActorStoppedError, RemoteFailureError
 from .mailbox import Mailbox, QueueMailbox
 from .message_loop import AsyncActor, ThreadActor, as_handler
 from .ref import STOP
@@ -55,19 +55,8 @@ class Failure:
     def __reduce__(self):
         # Exceptions and messages may not pickle; a Failure sent to a supervisor in another
         # process carries their repr instead.
-        return (Failure, (self.actor, _safe_repr(self.message), _PicklableError(self.error),
+        return (Failure, (self.actor, _safe_repr(self.message), RemoteFailureError(self.error),
                           self.traceback, self.pid))
-
-
-class _PicklableError(Exception):
-    """A stand-in for an exception that crossed a process boundary in a Failure."""
-
-    def __init__(self, error):
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        super().__init__(text)
-
-    def __reduce__(self):
-        return (_PicklableError, (str(self),))
 
 
 def _safe_repr(value, limit=200):

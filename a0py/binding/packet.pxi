@@ -23,9 +23,13 @@
 #    protocol layer hands readers a `typing` object (schema, decode, array)
 #    and packets only delegate to it.
 
+# The names of the standard block's fields, in its order: their one definition
+# (a0py.proto.packets names each one for the layers above).
 STANDARD_HEADERS = ("a0_time_mono", "a0_time_wall", "a0_writer_id", "a0_writer_seq",
                     "a0_transport_seq")
 _STANDARD_SET = frozenset(STANDARD_HEADERS)
+cdef str _H_TIME_MONO, _H_TIME_WALL, _H_WRITER_ID, _H_WRITER_SEQ, _H_TRANSPORT_SEQ
+_H_TIME_MONO, _H_TIME_WALL, _H_WRITER_ID, _H_WRITER_SEQ, _H_TRANSPORT_SEQ = STANDARD_HEADERS
 
 cdef enum:
     _STACK_HEADERS = 32
@@ -80,11 +84,11 @@ cdef str _u64_str(uint64_t v):
 
 cdef list _standard_items(const a0_packet_std_t* std):
     """The standard block as the five str headers readers see."""
-    return [("a0_time_mono", _u64_str(std.time_mono)),
-            ("a0_time_wall", _u64_str(std.time_wall)),
-            ("a0_writer_id", _format_id(std.writer_id)),
-            ("a0_writer_seq", _u64_str(std.writer_seq)),
-            ("a0_transport_seq", _u64_str(std.transport_seq))]
+    return [(_H_TIME_MONO, _u64_str(std.time_mono)),
+            (_H_TIME_WALL, _u64_str(std.time_wall)),
+            (_H_WRITER_ID, _format_id(std.writer_id)),
+            (_H_WRITER_SEQ, _u64_str(std.writer_seq)),
+            (_H_TRANSPORT_SEQ, _u64_str(std.transport_seq))]
 
 
 cdef tuple _decode_headers(bytes meta, str what, bint with_standard):

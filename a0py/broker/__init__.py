@@ -3,7 +3,7 @@
 See docs/broker.md.
 """
 
-from ._impl import COMPILED, impl
+from ._build_choice import COMPILED, engine_build
 from .client import BrokerClient, Subscription
 from .errors import (
     BatchRejectedError,
@@ -13,12 +13,13 @@ from .errors import (
     BrokerRunningError,
     BrokerTimeoutError,
     BrokerTypeError,
+    ResultTooLargeError,
     UnknownSubscriptionError,
 )
 from .server import Broker
 
-Engine = impl.Engine
-Change = impl.Change
+Engine = engine_build.Engine
+Change = engine_build.Change
 
 __all__ = [
     "Broker",
@@ -34,5 +35,6 @@ __all__ = [
     "COMPILED",
     "Change",
     "Engine",
+    "ResultTooLargeError",
     "UnknownSubscriptionError",
 ]

@@ -7,7 +7,7 @@ module includes all three, so Cython compiles them into one extension module (th
 engine's classes become extension types with C fields, and its calls to the term helpers
 C calls; the framing reads and writes bytes with C integers). Imported as they are, the
 same files are the interpreted builds (``a0py.broker.engine``, ``a0py.broker.framing``),
-which the tests hold this one to. ``a0py.broker._impl`` picks the build. See
+which the tests hold this one to. ``a0py.broker._build_choice`` picks the build. See
 docs/broker.md, "The engine".
 
 Bounds and wraparound checks stay on: the engine indexes items handed to

@@ -39,6 +39,7 @@ from .errors import (
     BrokerNameError,
     BrokerTimeoutError,
     BrokerTypeError,
+    ResultTooLargeError,
     UnknownSubscriptionError,
 )
 from .terms import (
@@ -266,13 +267,24 @@ class BrokerClient:
     The broker need not be running: the client's claims and subscriptions are sent when
     one starts, and again after any restart.
 
-    Raises :class:`BrokerNameError` (bad or taken names) and :class:`a0py.A0Error` from
-    the shared memory.
+    ``timeout``: how long (seconds) a request may wait for room in the broker's request
+    arena. A running broker that does not take it in time (stuck, or far behind) makes
+    the call raise :class:`BrokerTimeoutError` naming the broker; what the request
+    changed stays in this client's state, which goes whole to the broker with the next
+    request (or within a fraction of a second, once it drains).
+
+    Raises :class:`BrokerNameError` (bad or taken names), :class:`BrokerTypeError` (a
+    timeout that is not a positive number) and :class:`a0py.A0Error` from the shared
+    memory.
     """
 
-    def __init__(self, name, *, client=None, arena_size=None, on_revoked=None):
+    def __init__(self, name, *, client=None, arena_size=None, on_revoked=None,
+                 timeout=DEFAULT_TIMEOUT):
         wire.check_name(name)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            raise BrokerTypeError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         self.broker = name
+        self.timeout = timeout
         self.name = wire.check_name(client, "client name") if client is not None else \
             f"{os.getpid()}-{secrets.token_hex(4)}"
         self.on_revoked = on_revoked
@@ -288,14 +300,22 @@ class BrokerClient:
         # Threads inside a batch() block: while there are none, claim and retract need not
         # look at the thread-local batch (a thread-local lookup costs half a microsecond).
         self._batching = 0
-        self._main_thread = threading.get_ident()
-        self._main_transport = None   # the Transport of the thread that made the client
         self._closed = False
+        # A request that timed out: the broker may hold less than this client's state,
+        # so the next write sends the whole state instead (the watcher retries it too).
+        self._resync_due = False
         self.resyncs = 0
         self.gaps = 0
-        self._requests = core.Arena.shm(wire.request_arena_name(name), wire.REQUEST_ARENA_SIZE)
-        self._broker_deadman = core.Deadman(self._requests)
-        self._arena = self._create_arena(core, arena_size or wire.CLIENT_ARENA_SIZE)
+        self._requests = wire.hold_request_arena(name)
+        self._queue = wire.request_queue(name)
+        try:
+            self._broker_deadman = core.Deadman(self._requests)
+            self._arena = self._create_arena(core, arena_size or wire.CLIENT_ARENA_SIZE)
+            # The most the broker sends in one answer: half of what the arena takes.
+            self._result_limit = core.Transport(self._arena).max_frame_size // 2
+        except BaseException:
+            wire.release_request_arena(name)
+            raise
         self._ready = threading.Event()
         self._reader_error = None
         self._reader = threading.Thread(target=self._read_loop, daemon=True,
@@ -304,9 +324,10 @@ class BrokerClient:
         self._ready.wait()
         if self._reader_error is not None:
             self._arena.close()
+            wire.release_request_arena(name)
             raise self._reader_error
         self._broker_pid = self._broker_deadman.owner_pid
-        self._resync()            # the hello: an empty state introduces this client
+        self._resync(background=True)   # the hello: an empty state introduces this client
         self._watcher = threading.Thread(target=self._watch_broker, daemon=True,
                                          name=f"a0py-broker-watch-{self.name}")
         self._watcher.start()
@@ -440,7 +461,10 @@ class BrokerClient:
     def facts(self, pattern=None, timeout=DEFAULT_TIMEOUT, *, owners=False):
         """The facts in the broker matching ``pattern`` (all when None), sorted by their
         canonical encoding. With ``owners=True``, a list of ``(fact, [client names])``.
-        Raises :class:`BrokerTimeoutError`, :class:`a0py.dataspace.ParseError`."""
+        Raises :class:`BrokerTimeoutError`, :class:`a0py.dataspace.ParseError`, and
+        :class:`ResultTooLargeError` when the answer is larger than this client's arena
+        takes at once (half of ``arena_size``): ask for less with a narrower pattern,
+        or use a client with a larger ``arena_size``."""
         items = []
         if pattern is not None:
             items.append(wire.item(wire.IT_PATTERN, pattern_text(to_pattern(pattern, "pattern", "BrokerClient.facts")).encode()))
@@ -453,7 +477,8 @@ class BrokerClient:
         matches one of ``patterns``, of every client or only of client ``owner``. The
         owners are told (their ``on_revoked``) and stop re-asserting them. Returns the
         ``(fact, [owner])`` pairs retracted. Raises :class:`BrokerTimeoutError`,
-        :class:`BrokerTypeError`."""
+        :class:`BrokerTypeError`, and :class:`ResultTooLargeError` when the list is
+        larger than this client's arena takes at once (the claims were revoked)."""
         if not patterns:
             raise BrokerTypeError("revoke needs at least one pattern")
         items = [wire.item(wire.IT_PATTERN, pattern_text(to_pattern(p, "pattern", "BrokerClient.revoke")).encode()) for p in patterns]
@@ -484,8 +509,8 @@ class BrokerClient:
         try:
             if self.connected:
                 frames = wire.request_frames(wire.REQ_BYE, self._take_id(), self.name, [])
-                wire.write_frames(self._transport(), frames, alive=lambda: self.connected,
-                                  timeout=1.0)
+                self._queue.put_many(frames, timeout=min(self.timeout, 1.0),
+                                     alive=lambda: self.connected)
         except _core().A0Error:
             pass
         for thread in (self._reader, self._watcher):
@@ -495,7 +520,7 @@ class BrokerClient:
             self._arena.unlink()
         finally:
             self._arena.close()
-            self._requests.close()
+            wire.release_request_arena(self.broker)
 
     def __enter__(self):
         return self
@@ -508,19 +533,6 @@ class BrokerClient:
         return f"BrokerClient({self.broker!r}, client={self.name!r})"
 
     # ---------------------------------------------------------------- sending
-
-    def _transport(self):
-        # One Transport per thread (each has its own lock state); the creating thread's is
-        # kept at hand, since that thread usually sends everything.
-        if threading.get_ident() == self._main_thread:
-            tr = self._main_transport
-            if tr is None:
-                tr = self._main_transport = _core().Transport(self._requests)
-            return tr
-        tr = getattr(self._local, "transport", None)
-        if tr is None:
-            tr = self._local.transport = _core().Transport(self._requests)
-        return tr
 
     def _take_id(self):
         with self._lock:
@@ -604,16 +616,31 @@ class BrokerClient:
             self._next_req += 1
             self._write(frames)
 
-    def _write(self, frames):
-        tr = self._transport()
-        if len(frames) == 1:
-            try:
-                tr.write(frames[0], evict=False, timeout=0)   # room now: the usual case
-                return
-            except A0TimeoutError:
-                pass
-        # Dropped when no broker runs: the state goes whole to the next one.
-        wire.write_frames(tr, frames, alive=self._broker_alive)
+    def _write(self, frames, timeout=None):
+        """Puts ``frames`` into the request queue (with the client's lock held), waiting at
+        most ``timeout`` seconds (None: the client's timeout) for room. Dropped when no
+        broker runs: the state goes whole to the next one. Raises
+        :class:`BrokerTimeoutError` when a running broker does not take them in time."""
+        if self._resync_due:
+            # The broker may miss an earlier request: the whole state (which holds what
+            # these frames change, and the calls still waiting) replaces them.
+            self._resync_due = False
+            self._resync(timeout=timeout)
+            return
+        if timeout is None:
+            timeout = self.timeout
+        try:
+            if len(frames) == 1:       # the usual case: put's fast path, one lock round trip
+                self._queue.put(frames[0], timeout, self._broker_alive)
+            else:
+                self._queue.put_many(frames, timeout, self._broker_alive)
+        except A0TimeoutError:
+            self._resync_due = True
+            raise BrokerTimeoutError(
+                f"broker {self.broker!r} (pid {self._queue.reader_pid}) did not take a request of "
+                f"client {self.name!r} within {timeout}s: its request arena stayed full (the broker "
+                "is stuck or far behind). The change is kept in this client's state, which goes "
+                "to the broker whole with the next request") from None
 
     def _broker_alive(self):
         return not self._closed and self.connected
@@ -625,16 +652,18 @@ class BrokerClient:
         if self._closed:
             raise BrokerClosedError(f"the client {self.name!r} was closed")
         pending = _Pending(kind, items, flags)
+        deadline = time.monotonic() + timeout
         with self._lock:
             req_id = self._next_req
             self._next_req += 1
             self._pending[req_id] = pending
-            self._write(wire.request_frames(kind, req_id, self.name, items, flags))
-        if not pending.done.wait(timeout):
-            with self._lock:
-                for k, p in list(self._pending.items()):
-                    if p is pending:
-                        del self._pending[k]
+            try:
+                self._write(wire.request_frames(kind, req_id, self.name, items, flags), timeout)
+            except BaseException:
+                self._forget_pending(pending)
+                raise
+        if not pending.done.wait(max(deadline - time.monotonic(), 0.0)):
+            self._forget_pending(pending)
             raise BrokerTimeoutError(
                 f"no answer from broker {self.broker!r} within {timeout}s "
                 f"(is `a0py broker {self.broker}` running?)")
@@ -642,10 +671,26 @@ class BrokerClient:
             raise pending.error
         return pending.reply
 
-    def _resync(self):
-        """Send this client's whole state (replaces what the broker holds for it), then
-        the requests still waiting for an answer, with new ids."""
+    def _forget_pending(self, pending):
         with self._lock:
+            for k, p in list(self._pending.items()):
+                if p is pending:
+                    del self._pending[k]
+
+    def _resync(self, timeout=None, background=False):
+        """Send this client's whole state (replaces what the broker holds for it), then
+        the requests still waiting for an answer, with new ids. ``background``: on a
+        thread of the client's own (the hello, the reader, the watcher), where a broker
+        that does not drain in time leaves the resync due (the watcher retries it) instead
+        of raising."""
+        if background:
+            try:
+                self._resync(timeout)
+            except BrokerTimeoutError as exc:
+                log.warning("client %s: %s; retrying", self.name, exc)
+            return
+        with self._lock:
+            self._resync_due = False
             if self._closed:
                 return
             self.resyncs += 1
@@ -664,7 +709,7 @@ class BrokerClient:
                 self._pending[new_id] = p
                 p.reply = []
                 frames += wire.request_frames(p.kind, new_id, self.name, p.items, p.flags)
-            self._write(frames)
+            self._write(frames, timeout)
 
     # ---------------------------------------------------------------- threads
 
@@ -673,6 +718,8 @@ class BrokerClient:
         core = _core()
         dm = self._broker_deadman
         while not self._closed:
+            if self._resync_due and self.connected:
+                self._resync(background=True)
             try:
                 dm.wait_taken(_SLICE)
             except core.A0TimeoutError:
@@ -688,7 +735,7 @@ class BrokerClient:
                 log.info("client %s: broker %r (pid %s) is up; re-asserting", self.name,
                          self.broker, pid)
                 try:
-                    self._resync()
+                    self._resync(background=True)
                 except core.A0Error:
                     log.warning("client %s: resync failed", self.name, exc_info=True)
             try:
@@ -723,7 +770,7 @@ class BrokerClient:
                     if last is not None and seq != last + 1:
                         self.gaps += 1
                         log.info("client %s: notifications overrun; resyncing", self.name)
-                        self._resync()
+                        self._resync(background=True)
                     last = seq
                     try:
                         self._on_frame(data)
@@ -766,14 +813,22 @@ class BrokerClient:
             pending.done.set()
         elif kind == wire.REP_ERROR:
             index = None
+            size = None
             text = "rejected"
             for op, payload in items:
                 if op == wire.IT_INDEX:
                     index = wire.parse_varint(payload)
+                elif op == wire.IT_SIZE:
+                    size = wire.parse_varint(payload)
                 elif op == wire.IT_TEXT:
                     text = payload.decode("utf-8", "replace")
-            error = BatchRejectedError(f"broker {self.broker!r} rejected request {ident}: {text}",
-                                       index)
+            if size is not None:
+                error = ResultTooLargeError(
+                    f"broker {self.broker!r} cannot answer request {ident}: {text}", size,
+                    self._result_limit)
+            else:
+                error = BatchRejectedError(
+                    f"broker {self.broker!r} rejected request {ident}: {text}", index)
             with self._lock:
                 pending = self._pending.pop(ident, None)
                 if pending is None:
@@ -797,7 +852,7 @@ class BrokerClient:
                 except Exception:
                     log.exception("client %s: on_revoked raised", self.name)
         elif kind == wire.REP_RESYNC:
-            self._resync()
+            self._resync(background=True)
         elif kind == wire.REP_SUB_ERROR:
             sub = self._subs.get(ident)
             text = b"".join(p for op, p in items if op == wire.IT_TEXT).decode("utf-8", "replace")

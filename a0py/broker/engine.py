@@ -40,7 +40,7 @@ Written in Cython's pure-Python mode and built twice, as the dataspace's index i
 (docs/dataspace.md, "Two builds of one source"): ``a0py/broker/_compiled.pyx`` includes
 this file (and ``terms.py``) into one extension module, the build the broker uses;
 imported as it is, this module is the interpreted build, the reference the tests hold the
-compiled one to. ``a0py.broker._impl`` says which one is loaded.
+compiled one to. ``a0py.broker._build_choice`` says which one is loaded.
 """
 
 import cython

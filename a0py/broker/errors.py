@@ -28,7 +28,21 @@ class BatchRejectedError(BrokerError, ValueError):
 
 
 class BrokerTimeoutError(BrokerError, A0TimeoutError):
-    """No broker answered in time (none is running, or it is overloaded)."""
+    """No broker answered in time (none is running, or it is overloaded), or a running
+    broker did not take a request within the client's timeout (its request arena stayed
+    full). The message names the broker."""
+
+
+class ResultTooLargeError(BrokerError):
+    """An answer (the facts asked for, the claims a revoke retracted) is larger than the
+    client's arena takes at once. ``size`` is its size in bytes, ``limit`` the most the
+    client takes; the message says how to ask for less (a narrower pattern) or take more
+    (a client with a larger ``arena_size``)."""
+
+    def __init__(self, message, size=None, limit=None):
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
 
 
 class BrokerRunningError(BrokerError):
@@ -55,6 +69,7 @@ __all__ = [
     "BrokerRunningError",
     "BrokerTimeoutError",
     "BrokerTypeError",
+    "ResultTooLargeError",
     "UnknownSubscriptionError",
     "WireError",
 ]

@@ -30,7 +30,7 @@ from .errors import BrokerError, WireError
 __all__ = [
     "FLAG_FULL", "FLAG_MORE", "FLAG_OWNERS", "MAGIC", "MAX_FRAME", "MAX_VARINT",
     "IT_ADD", "IT_CLAIM", "IT_DEL", "IT_FACT", "IT_INDEX", "IT_OWNER", "IT_PATTERN",
-    "IT_RETRACT", "IT_RETRACT_PATTERN", "IT_SUBSCRIBE", "IT_TEXT", "IT_UNSUBSCRIBE",
+    "IT_RETRACT", "IT_RETRACT_PATTERN", "IT_SIZE", "IT_SUBSCRIBE", "IT_TEXT", "IT_UNSUBSCRIBE",
     "REP_ACK", "REP_ERROR", "REP_FACTS", "REP_NOTIFY", "REP_PONG", "REP_RESYNC",
     "REP_REVOKED", "REP_SUB_ERROR",
     "REQ_BATCH", "REQ_BYE", "REQ_DIED", "REQ_FACTS", "REQ_PING", "REQ_REVOKE", "REQ_STATE",
@@ -57,7 +57,7 @@ REQ_WAKE = 8       # from the broker itself: look at the stop flag
 
 # reply kinds
 REP_ACK = 1        # id: the client's last request processed
-REP_ERROR = 2      # id: the rejected request; IT_INDEX (the bad item), IT_TEXT
+REP_ERROR = 2      # id: the rejected request; IT_INDEX (the bad item) or IT_SIZE, IT_TEXT
 REP_PONG = 3       # id: the ping (the "empty notification")
 REP_FACTS = 4      # id: the request; IT_FACT..., each optionally followed by IT_OWNER...
 REP_NOTIFY = 5     # id: the subscription; IT_ADD / IT_DEL rows; FLAG_FULL
@@ -78,6 +78,7 @@ IT_TEXT = 9             # UTF-8
 IT_FACT = 10            # encoded value
 IT_ADD = 11             # encoded tuple of values (a result row)
 IT_DEL = 12             # encoded tuple of values
+IT_SIZE = 13            # varint: bytes of an answer too large for the client's arena
 
 MAX_FRAME = 256 << 10       # requests and replies are cut into frames of at most this
 MAX_VARINT = (1 << 63) - 1  # the largest number a varint carries

@@ -30,7 +30,7 @@ import threading
 from a0py.dataspace import DecodeError, InvalidValueError, ParseError, decode, encode, parse
 
 from . import wire
-from ._impl import impl
+from ._build_choice import engine_build
 from .errors import BatchRejectedError, BrokerError, BrokerRunningError, BrokerTypeError
 from .wire import (
     FLAG_MORE,
@@ -51,8 +51,9 @@ from .wire import (
 
 log = logging.getLogger("a0py.broker")
 
-Engine = impl.Engine
-CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE = impl.CLAIM, impl.RETRACT, impl.SUBSCRIBE, impl.UNSUBSCRIBE
+Engine = engine_build.Engine
+CLAIM, RETRACT, SUBSCRIBE, UNSUBSCRIBE = (engine_build.CLAIM, engine_build.RETRACT,
+                                          engine_build.SUBSCRIBE, engine_build.UNSUBSCRIBE)
 
 __all__ = ["GC_THRESHOLD", "Broker"]
 
@@ -137,6 +138,7 @@ class Broker:
         self._thread = None
         self._error = None
         self._arena = None
+        self._queue = None
         self._last_seq = None
         self.stats = {"requests": 0, "notifications": 0, "rounds": 0, "gaps": 0}
 
@@ -145,30 +147,26 @@ class Broker:
     def run(self):
         """Serve in this thread until :meth:`stop` (or Ctrl-C, which raises
         KeyboardInterrupt after cleaning up). The deadman is held by this thread."""
-        core = _core()
-        arena = core.Arena.shm(wire.request_arena_name(self.name), self.arena_size)
+        arena = wire.hold_request_arena(self.name, self.arena_size)
         self._arena = arena
-        tr = core.Transport(arena)
-        deadman = core.Deadman(arena)
+        queue = self._queue = wire.request_queue(self.name, self.arena_size)
         gc_saved = gc.get_threshold()
         if self.gc_threshold is not None:
             gc.set_threshold(self.gc_threshold, *gc_saved[1:])
         try:
-            with tr.lock() as t:
-                if not deadman.try_take():
-                    raise BrokerRunningError(
-                        f"a broker named {self.name!r} is already running (pid {deadman.owner_pid})")
-                if not t.empty:
-                    t.clear()   # requests to the previous broker: their clients resync
+            # Requests to the previous broker are cleared (their clients resync) in the
+            # lock that takes the deadman.
+            if not queue.open_reader(discard=True):
+                raise BrokerRunningError(
+                    f"a broker named {self.name!r} is already running (pid {queue.reader_pid})")
             self._ready.set()
             log.info("broker %r serving (request arena %s)", self.name, arena.name)
-            self._serve(tr)
+            self._serve(queue)
         finally:
             self._stop.set()
             self._ready.set()
             try:
-                if deadman.is_mine:
-                    deadman.release()
+                queue.close_reader()
             finally:
                 try:
                     self._shutdown()
@@ -195,11 +193,11 @@ class Broker:
     def stop(self, timeout=10.0):
         """Stop serving (from any thread); joins the thread :meth:`start` made."""
         self._stop.set()
-        arena = self._arena
-        if arena is not None and not arena.closed:
+        queue = self._queue
+        if queue is not None and self._arena is not None:
             try:
                 frames = wire.request_frames(wire.REQ_WAKE, 0, _BROKER_SOURCE, [])
-                wire.write_frames(_core().Transport(arena), frames, timeout=1.0)
+                queue.put_many(frames, timeout=1.0)
             except Exception:  # the loop also wakes on its own within a second
                 pass
         if self._thread is not None and self._thread is not threading.current_thread():
@@ -217,20 +215,22 @@ class Broker:
             self._close_conn(conn, unlink=False)
         self._conns.clear()
         if self._arena is not None:
-            self._arena.close()
+            self._arena = None
+            wire.release_request_arena(self.name)
 
     # ---------------------------------------------------------------- the loop
 
-    def _serve(self, tr):
-        arena_quarter = self._arena.size // 4
+    def _serve(self, queue):
         handle = self._handle
         stats = self.stats
         while not self._stop.is_set():
-            first = tr.read_next(timeout=_WATCH_SLICE)
-            if first is None:
+            # Copies a batch out; its room goes back at once to a writer seen waiting,
+            # and in any case before the broker waits for more: a writer that starts
+            # waiting after a check of ours would otherwise wait for a broker that
+            # waits for it (docs/broker.md, "Requests are never evicted unread").
+            frames = queue.take(_DRAIN_MAX, timeout=_WATCH_SLICE)
+            if not frames:
                 continue
-            frames = tr.read_many(_DRAIN_MAX)
-            frames.insert(0, first)
             stats["rounds"] += 1
             stats["requests"] += len(frames)
             last_seq = self._last_seq
@@ -244,11 +244,6 @@ class Broker:
                     log.warning("broker %r: dropped a malformed frame: %s", self.name, exc)
             self._last_seq = last_seq
             self._flush()
-            # Make room for blocked writers once everything in the arena has been read.
-            if tr.waiter_count or len(frames) > 64:
-                with tr.lock() as t:
-                    if t.seq_high == tr.cursor_seq and (tr.waiter_count or t.used_space > arena_quarter):
-                        t.clear()
 
     def _on_gap(self, seq):
         # Requests were evicted unread (a writer that did not wait for room): whose is
@@ -345,8 +340,7 @@ class Broker:
                 return
             try:
                 frames = wire.request_frames(wire.REQ_DIED, 0, conn.name, [])
-                wire.write_frames(core.Transport(self._arena), frames,
-                                  alive=lambda: not self._stop.is_set())
+                self._queue.put_many(frames, alive=lambda: not self._stop.is_set())
             except core.A0Error:
                 pass
             return
@@ -376,10 +370,27 @@ class Broker:
 
     # ---------------------------------------------------------------- requests
 
-    def _reject(self, conn, req_id, message, index=None):
+    def _reject(self, conn, req_id, message, index=None, size=None):
         items = [] if index is None else [wire.item(wire.IT_INDEX, wire.varint(index))]
+        if size is not None:
+            items.append(wire.item(wire.IT_SIZE, wire.varint(size)))
         items.append(wire.item(wire.IT_TEXT, message.encode("utf-8")))
         conn.outbox.extend(wire.reply_frames(wire.REP_ERROR, req_id, items))
+
+    def _too_large(self, conn, out, what):
+        """Whether the answer ``out`` (items) is too large to reach ``conn`` (then it is
+        refused with ``IT_SIZE``, saying how to ask for less or take more): a reply
+        larger than half the client's arena would be overrun before it is read, and the
+        client would ask for it again and again."""
+        size = sum(map(len, out))
+        if size <= conn.result_limit:
+            return None
+        overhead = conn.arena.size - conn.transport.max_frame_size
+        return size, (
+            f"{what} come to {size} bytes, more than client {conn.name!r} takes in one answer "
+            f"({conn.result_limit} bytes, half its arena): ask for less with a narrower "
+            f"pattern (one label, or constants in place of '_'), or make the client with "
+            f"arena_size={2 * size + overhead} or more")
 
     def _batch(self, conn, req_id, items):
         ops = []
@@ -433,20 +444,28 @@ class Broker:
 
     def _facts(self, conn, req_id, flags, items):
         pattern = None
+        text = None
         for op, payload in items:
             if op == wire.IT_PATTERN:
                 try:
-                    pattern = parse(payload.decode("utf-8"))
+                    text = payload.decode("utf-8")
+                    pattern = parse(text)
                 except (ParseError, UnicodeDecodeError) as exc:
                     self._reject(conn, req_id, f"pattern: {exc}", 0)
                     return
         self._collect_changes()
         out = []
-        for fact in self.engine.facts(pattern):
+        facts = self.engine.facts(pattern)
+        for fact in facts:
             out.append(wire.item(wire.IT_FACT, encode(fact)))
             if flags & wire.FLAG_OWNERS:
                 out.extend(wire.item(wire.IT_OWNER, o.encode("utf-8"))
                            for o in self.engine.owners(fact))
+        what = "the facts" if text is None else f"the facts matching {text}"
+        too_large = self._too_large(conn, out, f"{what} ({len(facts)} of them)")
+        if too_large is not None:
+            self._reject(conn, req_id, too_large[1], size=too_large[0])
+            return
         conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
 
     def _revoke(self, conn, req_id, items):
@@ -473,6 +492,11 @@ class Broker:
                 out.append(it)
                 out.append(wire.item(wire.IT_OWNER, name.encode("utf-8")))
         self._collect_changes()
+        too_large = self._too_large(conn, out, f"the list of the {len(out) // 2} claims revoked "
+                                               "(they were revoked)")
+        if too_large is not None:
+            self._reject(conn, req_id, too_large[1], size=too_large[0])
+            return
         conn.outbox.extend(wire.reply_frames(wire.REP_FACTS, req_id, out, limit=conn.frame_limit))
 
     # ---------------------------------------------------------------- answers

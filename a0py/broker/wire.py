@@ -30,11 +30,14 @@ atomic).
 
 Invariants:
 
-* **No request is evicted unread.** A writer allocates only when ``alloc_evicts`` says
-  nothing would be evicted; otherwise it sleeps on the arena until the broker makes room
-  (the broker clears the arena once it has read every frame in it, under the lock). If
-  the broker is dead the write is dropped: the client re-sends its whole state when a
-  broker takes the deadman again, so nothing is lost that matters.
+* **No request is evicted unread.** The request arena is a backpressured queue
+  (:func:`request_queue`, an :class:`a0py.proto.queue.ArenaQueue`): a writer appends only
+  where nothing would be evicted; otherwise it sleeps on the arena until the broker
+  makes room, which it does after every batch it reads (so no writer waits for a broker
+  that waits for it), for at most the client's timeout (then
+  :class:`BrokerTimeoutError` names the broker). If the broker is dead the write is
+  dropped: the client re-sends its whole state when a broker takes the deadman again,
+  so nothing is lost that matters.
 * **A client never trusts its arena to keep every frame.** The broker never waits for a
   slow client: its arena is a ring, and an overrun shows as a gap in the frame seqs. The
   client then asks for a resync (its whole state again, every result in full).
@@ -43,12 +46,10 @@ Invariants:
 """
 
 import re
-import time
 
 from a0py.dataspace import decode
-from a0py.errors import A0TimeoutError
 
-from ._impl import framing as _framing
+from ._build_choice import framing_build as _framing
 from .errors import BrokerError, BrokerNameError, WireError  # noqa: F401 - re-exported
 
 # The frame layout and codec (a0py/broker/framing.py, compiled): re-exported, so that
@@ -87,6 +88,7 @@ IT_TEXT = _framing.IT_TEXT
 IT_FACT = _framing.IT_FACT
 IT_ADD = _framing.IT_ADD
 IT_DEL = _framing.IT_DEL
+IT_SIZE = _framing.IT_SIZE
 varint = _framing.varint
 item = _framing.item
 subscribe_payload = _framing.subscribe_payload
@@ -105,7 +107,6 @@ ARENA_PREFIX = "a0py.broker."
 REQUEST_ARENA_SIZE = 8 << 20
 CLIENT_ARENA_SIZE = 4 << 20
 _NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}\Z")
-_WAIT_SLICE = 0.05          # how often a blocked writer re-checks the broker's liveness
 
 
 def check_name(name, what="broker name"):
@@ -135,30 +136,48 @@ def decode_value(data):
     return decode(data)
 
 
-# ---------------------------------------------------------------- writing
+# ---------------------------------------------------------------- the request arena
 
 
-def write_frames(transport, frames, alive=None, timeout=None):
-    """Append ``frames`` to a request arena without evicting any unread frame.
+def open_request_arena(broker, size=None):
+    """Maps broker ``broker``'s request arena: creates it (``size`` bytes, default
+    :data:`REQUEST_ARENA_SIZE`, mode 0600) or attaches to it at the size it has."""
+    import a0py
 
-    While the arena is too full, sleep on it (lock released) until the reader clears
-    it. ``alive()`` is asked every few milliseconds while waiting: when it says the
-    reader is gone, the rest is dropped and False returned. Returns True once written.
-    Raises :class:`a0py.A0TimeoutError` after ``timeout`` seconds of waiting."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    for data in frames:
-        while True:
-            step = _WAIT_SLICE
-            if deadline is not None:
-                step = min(step, deadline - time.monotonic())
-                if step <= 0:
-                    raise A0TimeoutError("the broker's request arena stayed full")
-            try:
-                # One lock round trip when there is room (the usual case); otherwise the
-                # core sleeps on the arena, without the GIL, until there is.
-                transport.write(data, evict=False, timeout=step)
-                break
-            except A0TimeoutError:
-                if alive is not None and not alive():
-                    return False
-    return True
+    name = request_arena_name(broker)
+    try:
+        return a0py.Arena.shm(name, size or REQUEST_ARENA_SIZE)
+    except a0py.ArenaExistsError:   # made by a broker with another arena_size
+        return a0py.Arena.shm(name)
+
+
+def request_key(broker):
+    """The key of broker ``broker``'s request arena in the process's arena cache
+    (:mod:`a0py.proto.arena_cache`)."""
+    return ("broker", check_name(broker))
+
+
+def hold_request_arena(broker, size=None):
+    """Broker ``broker``'s request arena from the process's arena cache (mapped, or
+    created with ``size``, on first use), held until :func:`release_request_arena`: the
+    clients and the broker of one process share one mapping, unmapped with the last."""
+    from a0py.proto import arena_cache
+
+    return arena_cache.hold(request_key(broker), open_request_arena, broker, size)
+
+
+def release_request_arena(broker):
+    """Gives back one :func:`hold_request_arena`."""
+    from a0py.proto import arena_cache
+
+    arena_cache.release(request_key(broker))
+
+
+def request_queue(broker, size=None):
+    """The backpressured queue (:class:`a0py.proto.queue.ArenaQueue`) on broker
+    ``broker``'s request arena: clients put requests, the broker takes them and gives
+    their room back after every batch."""
+    from a0py.proto.queue import ArenaQueue
+
+    return ArenaQueue(request_key(broker), open_request_arena, broker, size,
+                      name=f"the request arena of broker {broker!r}")

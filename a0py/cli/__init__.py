@@ -93,7 +93,7 @@ def _unavailable(name, why, extra, reason):
     """A stand-in for a command that cannot run here: listed in --help as
     unavailable with the pip line of its extra (else the short ``reason``),
     and one error line saying so when run (``why`` completes "it ...")."""
-    from a0py.cli._common import CliError
+    from a0py.cli.errors import CliError
 
     todo = pip_line(extra) if extra else "install what it needs (see docs/cli.md)"
 

@@ -1,4 +1,4 @@
-"""What every command group shares: the error a user can act on, the arena
+"""What every command group shares: the arena
 options (``--shm NAME | --file PATH``), topic names and ``--root``, the
 parameter types of :mod:`a0py.clitypes` (sizes with units, finite seconds and
 rates, bounded integers and counts, roots), and the mapping of a0py's exceptions to messages that name the
@@ -7,7 +7,7 @@ arena or topic and say what to do.
 Invariant: a command never lets an :class:`a0py.A0Error` reach the user as a
 traceback; it leaves through :func:`errors_about` (arenas) or
 :func:`errors_about_topic` (topics), which turn it into a :class:`CliError`
-(one line on stderr, exit status 1).
+(``a0py/cli/errors.py``: one line on stderr, exit status 1).
 """
 
 import contextlib
@@ -42,12 +42,7 @@ from a0py.errors import (
     PacketCorruptError,
 )
 
-
-class CliError(click.ClickException):
-    """An error the user can act on: ``a0py: error: MESSAGE`` on stderr, exit 1."""
-
-    def show(self, file=None):
-        click.echo(f"a0py: error: {self.format_message()}", err=True)
+from .errors import CliError
 
 
 @dataclass(frozen=True)

@@ -101,12 +101,14 @@ def _array_text(array):
 def print_packet(pkt, body):
     """A packet as a block (``echo -v``): seq, id, headers (the wall time
     also as local time), the payload shown as ``body``, then ``---``."""
+    from a0py.proto.packets import TIME_WALL  # the protocols load with the first packet
+
     click.echo(f"seq: {pkt.seq}")
     click.echo(f"id: {pkt.id}")
     click.echo("headers:")
     for key, value in pkt.headers.items():
         shown = escape_text(value)
-        if key == "a0_time_wall" and value.isdigit():
+        if key == TIME_WALL and value.isdigit():
             shown += f" ({wall_time(int(value))})"
         click.echo(f"  {escape_text(key)}: {shown}")
     click.echo(f"payload: {body}")

@@ -51,6 +51,7 @@ from a0py.cli._output import (
     wall_time,
 )
 from a0py.errors import A0Error, A0TimeoutError, PacketCorruptError
+from a0py.proto.packets import TIME_MONO, TIME_WALL, WRITER_ID
 
 PUBSUB = "pubsub"
 SCHEMA = "schema"
@@ -108,8 +109,8 @@ class _RingState:
         for seq, data in frames:
             try:
                 headers = Packet.from_bytes(data).headers
-                wall = int(headers.get("a0_time_wall", 0))
-                writer = headers.get("a0_writer_id", "?")
+                wall = int(headers.get(TIME_WALL, 0))
+                writer = headers.get(WRITER_ID, "?")
             except (A0Error, ValueError):
                 self.corrupt += 1
                 continue
@@ -455,7 +456,7 @@ class _Window:
     def add(self, pkt):
         # The writer's monotonic clock (system-wide) times the publishing,
         # not this process's scheduling; receipt time only if it is missing.
-        stamp = pkt.headers.get("a0_time_mono")
+        stamp = pkt.headers.get(TIME_MONO)
         t = int(stamp) / 1e9 if stamp is not None and stamp.isdigit() else time.monotonic()
         with self._lock:
             self.times.append(t)

@@ -1,5 +1,7 @@
-"""Protocols on topics: topic naming and the per-process arena cache
-(:mod:`a0py.proto.topic`), pub/sub (:mod:`a0py.proto.pubsub`), RPC and PRPC
+"""Protocols on topics: topic naming (:mod:`a0py.proto.topic`), the per-process arena
+cache (:mod:`a0py.proto.arena_cache`), the backpressured queue on an arena
+(:mod:`a0py.proto.queue`), the names of packets (:mod:`a0py.proto.packets`), pub/sub
+(:mod:`a0py.proto.pubsub`), RPC and PRPC
 (:mod:`a0py.proto.rpc`, :mod:`a0py.proto.prpc`, both made of the request/reply modules
 :mod:`~a0py.proto.reqrep_wire`, :mod:`~a0py.proto.reqrep_server` and
 :mod:`~a0py.proto.reqrep_client`), logs (:mod:`a0py.proto.log`), configuration

@@ -18,6 +18,7 @@ import time
 from .. import _core
 from ..errors import ArgumentError
 from ._subscriber import ProtocolSubscriber
+from .packets import TIME_WALL
 from .pubsub import INIT_AWAIT_NEW
 from .topic import LOG, Topic
 
@@ -74,7 +75,7 @@ def log_level(pkt):
 
 def format_line(pkt):
     """One line for a log packet: wall time, level, text (and the logger, if known)."""
-    wall = pkt.headers.get("a0_time_wall")
+    wall = pkt.headers.get(TIME_WALL)
     if wall is not None and wall.isdigit():
         ns = int(wall)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ns // 1_000_000_000))

@@ -21,10 +21,10 @@ Invariants:
   size=)``), ``A0PY_TOPIC_SIZES`` (``"camera=64M,lidar/points=32M"``), the protocol's
   from ``A0PY_ARENA_SIZE_<PROTOCOL>``, ``A0PY_ARENA_SIZE``, then :data:`DEFAULT_SIZES`.
 * **One mapping per arena per process.** Arenas are cached by (root, topic, protocol)
-  and shared by every publisher, subscriber and thread of the process; the cache is
-  guarded by one lock, and a forked child starts with an empty cache and a fresh lock
-  (the parent's lock may have been held by a thread that does not exist in the child).
-  Cached arenas stay mapped until :func:`close_arenas` (or process exit).
+  in the process's one arena cache (:mod:`a0py.proto.arena_cache`: one lock, one
+  Transport per thread, emptied in a forked child) and shared by every publisher,
+  subscriber and thread of the process. They stay mapped until :func:`close_arenas`
+  (or process exit).
 * **Names are checked** before anything is created: segments of letters, digits, ``_``,
   ``-`` and ``.`` separated by ``/``; a leading ``/`` (ROS style) is dropped.
 """
@@ -32,9 +32,9 @@ Invariants:
 import os
 import re
 import stat
-import threading
 
 from ..errors import A0Error, A0OSError, ArenaExistsError, ArenaPermissionError, ArgumentError
+from . import arena_cache
 
 __all__ = [
     "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC", "SCHEMA",
@@ -282,28 +282,6 @@ class Topic:
         return f"Topic({self.name!r}, root={self.root.spec()!r})"
 
 
-_lock = threading.Lock()
-_arenas = {}  # (root, topic name, protocol) -> Arena
-
-
-class _Local(threading.local):
-    def __init__(self):
-        self.transports = {}
-
-
-_local = _Local()
-
-
-def _reset_after_fork():
-    global _lock, _local
-    _lock = threading.Lock()
-    _arenas.clear()
-    _local = _Local()
-
-
-os.register_at_fork(after_in_child=_reset_after_fork)
-
-
 def _open(topic, protocol, create):
     """Creates the arena at the topic's size, or attaches to it as it is: whoever came
     first chose the size (a later side asking another size still joins it)."""
@@ -322,63 +300,41 @@ def _open(topic, protocol, create):
         return core.Arena.file(where)
 
 
+def _key(topic, protocol):
+    return ("topic", topic.root, topic.name, protocol)
+
+
 def topic_arena(topic, protocol, *, create=True):
     """The arena of `topic`'s `protocol` (a name or :class:`Topic`), mapped once per
-    process and cached. ``create=True`` creates it if missing (either side may), else it
-    must exist.
+    process and cached (:mod:`a0py.proto.arena_cache`). ``create=True`` creates it if
+    missing (either side may), else it must exist.
 
     Raises :class:`ArgumentError` (bad name or protocol), :class:`a0py.ArenaNotFoundError`
     (``create=False`` and missing), and the errors of :meth:`a0py.Arena.shm` /
     :meth:`a0py.Arena.file` (another version's arena, no space in ``/dev/shm``...)."""
     topic = Topic.of(topic)
     check_protocol(protocol)
-    key = (topic.root, topic.name, protocol)
-    arena = _arenas.get(key)
-    if arena is not None and not arena.closed:
-        return arena
-    with _lock:
-        arena = _arenas.get(key)
-        if arena is None or arena.closed:
-            arena = _open(topic, protocol, create)
-            _arenas[key] = arena
-    return arena
+    return arena_cache.arena(_key(topic, protocol), _open, topic, protocol, create)
 
 
 def forget_arena(topic, protocol):
     """Drops `topic`'s `protocol` arena from this process's cache (without closing it:
     objects using it keep it); returns it, or None. The next opener maps it afresh."""
-    topic = Topic.of(topic)
-    with _lock:
-        arena = _arenas.pop((topic.root, topic.name, protocol), None)
-    _local.transports.pop((topic.root, topic.name, protocol), None)
-    return arena
+    return arena_cache.forget(_key(Topic.of(topic), protocol))
 
 
 def thread_transport(topic, protocol, *, create=True):
     """A :class:`a0py.Transport` on `topic`'s `protocol` arena for the calling thread
     (a Transport holds a cursor and lock state, so each thread gets its own; cached)."""
     topic = Topic.of(topic)
-    key = (topic.root, topic.name, protocol)
-    transport = _local.transports.get(key)
-    if transport is None or transport.arena.closed:
-        transport = _core().Transport(topic_arena(topic, protocol, create=create))
-        _local.transports[key] = transport
-    return transport
+    return arena_cache.transport(_key(topic, protocol), _open, topic, protocol, create)
 
 
 def close_arenas():
     """Unmaps every arena this process opened through topics. Only once nothing of
     this process uses them any more (subscribers closed): a node on its way out, or a
     test. Errors closing one (a lock still held) leave it to process exit."""
-    with _lock:
-        arenas = list(_arenas.values())
-        _arenas.clear()
-    _local.transports.clear()
-    for arena in arenas:
-        try:
-            arena.close()
-        except A0Error:
-            pass
+    arena_cache.close("topic")
 
 
 def unlink_topic(topic, protocols=None):

@@ -11,9 +11,10 @@ connect too). See docs/view.md.
 import os
 
 from ._protocol import SUBPROTOCOL
-from ._server import DEFAULT_ORIGINS, ViewError
+from ._server import DEFAULT_ORIGINS
+from .errors import ProtocolError, ViewError
 
-__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ViewError", "make_server", "serve", "start"]
+__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "make_server", "serve", "start"]
 
 
 def _is_recording(spec):

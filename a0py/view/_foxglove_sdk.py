@@ -14,7 +14,8 @@ import threading
 
 from ._live import _matcher, list_pubsub_topics
 from ._schema import kind_of
-from ._server import ViewError, is_loopback
+from ._server import is_loopback
+from .errors import ViewError
 
 __all__ = ["FoxgloveBridge"]
 

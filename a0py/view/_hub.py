@@ -30,6 +30,7 @@ import json
 import logging
 import time
 
+from ..proto.packets import PACKET_ENCODING, page_vocabulary
 from . import _protocol as P
 from ._schema import PayloadKind
 
@@ -40,7 +41,6 @@ _log = logging.getLogger("a0py.view")
 #: The channel on which the server publishes, twice a second, the rate,
 #: bandwidth and missed count of every topic (JSON).
 STATS_TOPIC = "/a0py/view/stats"
-PACKET_ENCODING = "a0py/packet"
 MAX_CONTROL = 10_000
 #: Bytes of control messages a client may leave unsent before it is disconnected.
 CONTROL_BYTES = 16 << 20
@@ -260,6 +260,10 @@ class Hub:
         self.capabilities = list(capabilities)
         self.data_range = data_range
         self.metadata = dict(metadata or {})
+        # The page decodes packets itself: it learns their names here, not by heart.
+        vocabulary = page_vocabulary()
+        self.metadata["a0py.packetEncoding"] = vocabulary["packetEncoding"]
+        self.metadata["a0py.standardHeaders"] = ",".join(vocabulary["standardHeaders"])
         self.controller = controller
         self.session_id = f"{time.time_ns()}"
         self.channels = {}  # id -> Channel

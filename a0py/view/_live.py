@@ -27,6 +27,7 @@ import time
 
 from ..errors import A0Error
 from ..proto import aio_sub
+from ..proto.packets import TIME_WALL
 from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
 from ..proto.topic import PUBSUB, Topic, forget_arena, list_topics, topic_arena
 from ._schema import kind_of
@@ -123,7 +124,7 @@ class LiveSource:
                 if pkt.missed:
                     ch.missed += pkt.missed
                 try:
-                    log_time = int(pkt.headers.get("a0_time_wall", 0)) or time.time_ns()
+                    log_time = int(pkt.headers.get(TIME_WALL, 0)) or time.time_ns()
                 except ValueError:
                     log_time = time.time_ns()
                 hub.publish(ch, log_time, pkt)

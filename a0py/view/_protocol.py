@@ -22,6 +22,8 @@ import json
 import math
 import struct
 
+from .errors import ProtocolError
+
 __all__ = [
     "LEGACY_SUBPROTOCOL", "SUBPROTOCOL", "SUBPROTOCOLS", "PlaybackControl", "ProtocolError",
     "Subscribe", "Unsubscribe", "advertise", "message_data", "parse_client_binary",
@@ -79,11 +81,6 @@ _UNSUPPORTED = {
     "subscribeConnectionGraph": "connectionGraph", "unsubscribeConnectionGraph": "connectionGraph",
     "fetchAsset": "assets",
 }
-
-
-class ProtocolError(Exception):
-    """A client message that is not valid; the text is sent back to it as an
-    error status."""
 
 
 def _dumps(obj):

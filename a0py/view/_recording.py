@@ -33,13 +33,13 @@ import collections
 import os
 import time
 
+from ..proto.packets import PACKET_ENCODING
 from . import _protocol as P
 from ._schema import PayloadKind, kind_of
-from ._server import ViewError
+from .errors import ViewError
 
 __all__ = ["RecordingSource"]
 
-PACKET_ENCODING = "a0py/packet"
 TICK = 0.02
 TIME_PERIOD = 0.05
 MAX_PER_TICK = 20_000

@@ -32,8 +32,9 @@ import secrets
 import threading
 import urllib.parse
 
-from ..errors import A0Error, ArgumentError
+from ..errors import ArgumentError
 from . import _protocol as P
+from .errors import ViewError
 
 __all__ = ["DEFAULT_ORIGINS", "ViewError", "ViewServer"]
 
@@ -50,11 +51,6 @@ WRITE_LIMIT = 256 << 10
 # Frames joined into one socket write (one system call for many small messages).
 _BATCH_BYTES = 64 << 10
 _BATCH_FRAMES = 256
-
-
-class ViewError(A0Error):
-    """The view cannot start as asked (an address it may not or cannot bind,
-    a recording it cannot read)."""
 
 
 def is_loopback(host):

@@ -12,13 +12,7 @@ import click
 
 from ..clitypes import BoundedInt, RootSpec
 from ..errors import A0Error
-
-
-class ViewCliError(click.ClickException):
-    """An error the user can act on: ``a0py: error: MESSAGE``, exit status 1."""
-
-    def show(self, file=None):
-        click.echo(f"a0py: error: {self.format_message()}", err=True)
+from .errors import ViewCliError
 
 
 def _is_recording_arg(arg):

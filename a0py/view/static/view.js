@@ -34,6 +34,11 @@
     ws: null,
     connected: false,
     serverInfo: null,
+    // What packets are called (the server's a0py.packetEncoding and
+    // a0py.standardHeaders metadata): the encoding of channels of whole
+    // packets, and the standard headers in the order of the standard block.
+    packetEncoding: null,
+    standardHeaders: [],
     recording: false,
     channels: new Map(),      // id -> channel (as advertised)
     byTopic: new Map(),       // topic -> channel
@@ -135,6 +140,9 @@
 
   function onServerInfo(msg) {
     state.serverInfo = msg;
+    const meta = msg.metadata || {};
+    state.packetEncoding = meta["a0py.packetEncoding"] || null;
+    state.standardHeaders = (meta["a0py.standardHeaders"] || "").split(",").filter((h) => h);
     const caps = msg.capabilities || [];
     state.recording = caps.includes("rangedPlayback");
     $("source").textContent = state.recording ? "recording" : "live";
@@ -293,11 +301,13 @@
     if (payloadOff < 96 + 16 * n || payloadOff + payloadSize !== size) throw new Error("corrupt a0py packet");
     const headers = [];
     if (flags & 1) {
-      headers.push(["a0_time_mono", dv.getBigUint64(48, true).toString()]);
-      headers.push(["a0_time_wall", dv.getBigUint64(56, true).toString()]);
-      headers.push(["a0_writer_id", uuid(new Uint8Array(buf, offset + 64, 16))]);
-      headers.push(["a0_writer_seq", dv.getBigUint64(80, true).toString()]);
-      headers.push(["a0_transport_seq", dv.getBigUint64(88, true).toString()]);
+      // The standard block, in the order of the server's standardHeaders.
+      const [mono, wall, writerId, writerSeq, transportSeq] = state.standardHeaders;
+      headers.push([mono, dv.getBigUint64(48, true).toString()]);
+      headers.push([wall, dv.getBigUint64(56, true).toString()]);
+      headers.push([writerId, uuid(new Uint8Array(buf, offset + 64, 16))]);
+      headers.push([writerSeq, dv.getBigUint64(80, true).toString()]);
+      headers.push([transportSeq, dv.getBigUint64(88, true).toString()]);
     }
     const str = (off, len) => {
       if (off < 96 + 16 * n || off + len > payloadOff) throw new Error("corrupt a0py packet header");
@@ -314,7 +324,7 @@
 
   function packetOf(msg) {
     if (msg.pkt === null) {
-      if (msg.ch.encoding === "a0py/packet") {
+      if (isPacketChannel(msg.ch)) {
         try { msg.pkt = decodePacket(msg.buf, msg.offset); }
         catch (e) { msg.pkt = { id: "", headers: [], payload: new Uint8Array(msg.buf, msg.offset), error: String(e) }; }
       } else {
@@ -324,12 +334,14 @@
     return msg.pkt;
   }
 
-  function payloadEncoding(ch) { return ch.encoding === "a0py/packet" ? ch.payloadEncoding : ch.encoding; }
+  function isPacketChannel(ch) { return state.packetEncoding !== null && ch.encoding === state.packetEncoding; }
+
+  function payloadEncoding(ch) { return isPacketChannel(ch) ? ch.payloadEncoding : ch.encoding; }
 
   // The payload bytes, without decoding the headers (packetOf decodes them).
   function payloadOf(msg) {
     if (msg.pkt !== null) return msg.pkt.payload;
-    if (msg.ch.encoding !== "a0py/packet") return new Uint8Array(msg.buf, msg.offset);
+    if (!isPacketChannel(msg.ch)) return new Uint8Array(msg.buf, msg.offset);
     const size = msg.buf.byteLength - msg.offset;
     if (size < 96) return packetOf(msg).payload;
     const dv = new DataView(msg.buf, msg.offset, 48);
@@ -545,7 +557,8 @@
     if (!shown.length) { box.replaceChildren(el("p", { class: "hint" }, "Waiting for a message…")); return; }
     const nodes = shown.map((msg) => {
       const pkt = packetOf(msg);
-      const seq = (pkt.headers.find(([k]) => k === "a0_transport_seq") || [])[1];
+      const transportSeq = state.standardHeaders[4];
+      const seq = (pkt.headers.find(([k]) => k === transportSeq) || [])[1];
       const meta = el("div", { class: "meta" },
         el("span", { class: "time", text: fmtTime(msg.logMs) }),
         el("span", { text: seq !== undefined ? `seq ${seq}` : "" }),
