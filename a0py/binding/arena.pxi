@@ -289,6 +289,11 @@ cdef class _Buffer:
         self.arena._maybe_unmap()
 
 
+# no_gc_clear: __dealloc__ reads `_kind` to know whether `base` is heap memory
+# (free) or a mapping (munmap). The cycle collector's tp_clear would first set
+# it to None when an Arena is garbage together with a Transport cycle, and
+# heap memory was then munmap()ed: the process's malloc heap corrupted.
+@cython.no_gc_clear
 cdef class Arena:
     """A mapped arena: POSIX shared memory, a file, or heap memory.
 
@@ -612,12 +617,22 @@ cdef class Arena:
 
     def __dealloc__(self):
         # Exporters and transports keep us alive, so nothing uses the mapping now.
+        # `_kind` is still set here: the class is no_gc_clear (see above).
         if self.base != NULL:
-            if self._kind == "heap":
-                free(self.base)
-            else:
-                munmap(self.base, <size_t>self.size)
-            self.base = NULL
+            if self.deadman_held and a0_deadman_release(self.base) != A0_OK:
+                # Another thread holds the deadman: glibc's robust-mutex list
+                # of that thread points into this memory. Freeing heap memory
+                # under it would corrupt malloc's heap at that thread's next
+                # lock or exit, so a heap arena is leaked instead; a mapping
+                # the kernel owns is safe to drop.
+                if self._kind == "heap":
+                    self.base = NULL
+            if self.base != NULL:
+                if self._kind == "heap":
+                    free(self.base)
+                else:
+                    munmap(self.base, <size_t>self.size)
+                self.base = NULL
         if self.fd >= 0:
             # C close(): at interpreter exit the os module may be gone already.
             c_close(self.fd)
