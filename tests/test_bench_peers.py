@@ -14,6 +14,8 @@ import uuid
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)  # bench/ is not installed: the harness is imported from the checkout
 MODULE = ["-m", "bench.peers"]
 WORKLOADS = {"pingpong", "64b", "4kib", "1mib", "fanout"}
 LOSSLESS = ("mp-pipe", "mp-queue", "os-pipe", "posix-mq", "shm-ring")
@@ -178,6 +180,41 @@ def test_installed_third_party_peers_run_ping_pong_streams_and_fan_out(tmp_path)
                 assert run["received"] == [run["sent"]], what
             if c["peer"] == "iceoryx2":
                 assert len(run["empty_wakes"]) == w["receivers"], what
+
+
+def _failing_pipe():
+    """An os.pipe peer whose receivers raise at their 20th message."""
+    from bench.peers.os_pipe import OsPipe
+
+    class FailingPipe(OsPipe):
+        key = "failing-pipe"
+
+        def receiver(self, state, index):
+            recv, close = super().receiver(state, index)
+            seen = [0]
+
+            def failing_recv():
+                seen[0] += 1
+                if seen[0] == 20:
+                    raise ValueError("receiver gave up at message 20")
+                return recv()
+            return failing_recv, close
+    return FailingPipe()
+
+
+@pytest.mark.parametrize("workload", ["pingpong", "stream"])
+def test_a_side_that_fails_is_reported_with_its_traceback_and_nothing_is_left(workload):
+    import multiprocessing
+
+    from bench.peers import run_pingpong, run_stream
+
+    peer = _failing_pipe()
+    with pytest.raises(RuntimeError, match="receiver gave up at message 20"):
+        if workload == "pingpong":
+            run_pingpong(peer, 200, 10, 64)
+        else:
+            run_stream(peer, 64, 2, 0.2, buffer=1 << 20)
+    assert multiprocessing.active_children() == []
 
 
 def test_the_peers_package_refuses_to_run_as_a_folder():

@@ -20,17 +20,7 @@ from .a0py_pubsub import A0pyCallback, A0pyPubSub
 from .a0py_transport import A0pyTransport
 from .alephzero import AlephZero
 from .faster_fifo import FasterFifo
-from .harness import (
-    BUFFER_BYTES,
-    JOIN_S,
-    Missing,
-    Peer,
-    Unsupported,
-    machine,
-    run_pingpong,
-    run_stream,
-    summarize,
-)
+from .harness import Missing, Peer, Unsupported, machine, run_pingpong, run_stream, summarize
 from .iceoryx2 import Iceoryx2, Iceoryx2Polling
 from .mp_pipe import MpPipe
 from .mp_queue import MpQueue
@@ -48,5 +38,5 @@ PEERS = {p.key: p for p in (
     Zenoh(), ZenohShm(), Pyzmq(), MpPipe(), MpQueue(), FasterFifo(), PosixMq(), OsPipe(),
     ShmRing())}
 
-__all__ = ["BUFFER_BYTES", "JOIN_S", "PEERS", "Missing", "Peer", "Unsupported", "machine",
-           "run_pingpong", "run_stream", "summarize"]
+__all__ = ["PEERS", "Missing", "Peer", "Unsupported", "machine", "run_pingpong", "run_stream",
+           "summarize"]

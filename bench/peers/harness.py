@@ -468,11 +468,20 @@ def run_pingpong(peer, n, warmup, size, cpus=None):
         go.set()
         for c, p in zip(conns, procs):
             _expect(c, p, "ready", JOIN_S)
-        # Generous: about 10x the slowest peer's round trip here.
+        # Both sides report; whichever fails first is the error raised. The
+        # budget is generous: about 10x the slowest peer's round trip here.
         budget = JOIN_S + (warmup + n) * 2e-3
+        deadline = time.monotonic() + budget
+        pending, results = dict(zip(conns, procs)), {}
+        while pending:
+            ready = mp.connection.wait(list(pending), timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise RuntimeError(f"{peer.label} ping-pong did not finish within {budget:.0f} s "
+                                   "(a message lost?)")
+            for c in ready:
+                results[c] = _expect(c, pending.pop(c), "result", 0)
         lat = array("q")
-        lat.frombytes(_expect(conns[1], procs[1], "result", budget))
-        _expect(conns[0], procs[0], "result", JOIN_S)
+        lat.frombytes(results[conns[1]])
         for p in procs:
             p.join(JOIN_S)
             if p.exitcode != 0:
