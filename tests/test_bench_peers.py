@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -39,7 +40,8 @@ def _bench_names():
 
 
 def _session_processes(sid):
-    """Live processes in session `sid` (the bench's children, if any are left)."""
+    """Live processes in session `sid` (the bench's children, if any are
+    left), as "pid command line"."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -47,11 +49,23 @@ def _session_processes(sid):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             continue
         if int(fields[3]) == sid and fields[0] != "Z":
-            found.append(int(pid))
+            found.append(f"{pid} {cmdline}")
     return found
+
+
+def _left_in_session(sid, grace=5.0):
+    """What is still running in session `sid` `grace` seconds after its
+    leader exited (a helper such as multiprocessing's resource tracker
+    leaves a moment after the process it serves)."""
+    deadline = time.monotonic() + grace
+    while (left := _session_processes(sid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
 
 
 def _run(args, code=None, timeout=120):
@@ -67,8 +81,7 @@ def _run(args, code=None, timeout=120):
         os.killpg(proc.pid, 9)
         proc.communicate()
         raise
-    left = _session_processes(proc.pid)
-    return proc.returncode, out, err, left
+    return proc.returncode, out, err, _left_in_session(proc.pid)
 
 
 def test_quick_run_reports_every_workload_and_leaves_nothing_behind(tmp_path):
