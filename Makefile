@@ -86,11 +86,12 @@ $(VENV)/.installed-test+bench: $(VENV)/.created pyproject.toml setup.py
 BENCH_ARGS ?=
 PEERS_ARGS ?= --json build/peers.json --markdown build/peers.md --chart build/peers.png
 
-# The transport's own figures, then a0py against every peer (bench/peers.py).
+# The transport's own figures, then a0py against every peer (bench/peers/,
+# run as a module). Figures of record and how to read them: docs/performance.md.
 bench: build $(VENV)/.installed-test+bench
 	$(VPY) bench/transport.py $(BENCH_ARGS)
 	@mkdir -p build
-	$(VPY) bench/peers.py $(PEERS_ARGS)
+	$(VPY) -m bench.peers $(PEERS_ARGS)
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples

@@ -3,7 +3,7 @@
     .venv/bin/python bench/actors.py [--quick] [--repeats 5] [--only send ...]
 
 Every figure is the median (and where it says so, p99) of ``--repeats`` runs; the machines
-are noisy (see ../shared/NOTES.md), so compare figures from one run of this script only.
+are noisy (see docs/performance.md, "Method"), so compare figures from one run of this script only.
 
 1. Messages/s through an ordered channel (labeller -> reordering proxy -> delegate):
    the bare objects called directly (CPU time of the calling thread); as thread actors in one process; with the proxy in

@@ -34,7 +34,7 @@
 Every result line ends with the load average (1 min) when it was taken; the 2-core
 machines here are shared, and the figures move with it.
 
-Targets (issue 11): p50 below 50 µs; at least 100 k claims/s.
+Targets: p50 below 50 µs; at least 100 k claims/s.
 """
 
 import argparse

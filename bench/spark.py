@@ -12,7 +12,7 @@ Workloads (medians of --repeats runs):
            consumed by the ``noop`` sink) for 1 M frames of 64 B and 10 k
            frames of 64 KiB, against Spark reading the same rows exported to
            Parquet, and against Spark's floor for the same rows (a source
-           yielding prebuilt Arrow batches), runs alternating, same session;
+           yielding prebuilt Arrow batches), runs alternating, same Spark session;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
@@ -28,7 +28,7 @@ Workloads (medians of --repeats runs):
            (64 B) or 125 k (4 KiB): what it can write, apart from any
            publisher, per wall and per CPU second.
 
-Targets (issue 10): >= 1.5 M rows/s on small frames through local[2], within
+Targets: >= 1.5 M rows/s on small frames through local[2], within
 2x of the Parquet reader on the same rows; the recorder sustains >= 1 M
 frames/s of 64 B with no gap. This is a script: it asserts nothing.
 """

@@ -19,21 +19,22 @@ Measures, each repeated --repeats times (medians reported):
               read_view): msgs/s and MB/s received, fraction delivered;
   ping-pong   cross-process round trips of 64-byte messages: a0py (two
               arenas, read_next(timeout=None)) at the default spin
-              (adaptive) and fixed Transport.spin settings, and the peers that are installed: os.pipe,
-              multiprocessing Pipe/Queue, pyzmq ipc://, faster-fifo, POSIX
-              message queues. p50/p99/mean over >= 20k round trips a run;
+              (adaptive) and fixed Transport.spin settings, and the peers
+              of bench/peers that are installed (the same harness as
+              `python -m bench.peers`). p50/p99/mean over >= 20k round
+              trips a run;
   floors      the same ping-pong in C (bench/pingpong_floor.c, built with
               cc if present): a raw futex pair, and the transport's C path.
 
-This is a script, not a test: it asserts nothing about speed. Targets
-(issue 2) are printed beside the figures.
+This is a script, not a test: it asserts nothing about speed. The
+transport's targets are printed beside the figures.
 """
 
 import argparse
 import itertools
 import json
+import multiprocessing as mp
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -43,17 +44,20 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 if __package__ in (None, ""):
-    # Run as a script from a source checkout: make `import a0py` find it
-    # (after `pip install -e .` it is found anyway).
-    sys.path.insert(1, os.path.dirname(HERE))
-
-import _peers
+    # Run as a script from a source checkout: make `import a0py` and
+    # `import bench.peers` find it (a0py is found anyway after `pip install -e .`).
+    sys.path.insert(0, os.path.dirname(HERE))
 
 import a0py
+from bench.peers import PEERS, Missing, Unsupported, machine, run_pingpong, summarize
+from bench.peers.a0py_transport import A0pyTransport
 
 KiB, MiB = 1024, 1024 * 1024
+FORK = mp.get_context("fork")
+# The peers timed beside a0py in the ping-pong (bench/peers/<peer>.py).
+PINGPONG_PEERS = ("os-pipe", "mp-pipe", "mp-queue", "pyzmq", "faster-fifo", "posix-mq", "alephzero",
+                  "iceoryx2", "zenoh-shm", "zenoh")
 HAS_READ_VIEW = hasattr(a0py.Transport, "read_view")  # (to bench older builds too)
 SIZES = (64, 4 * KiB, 1 * MiB)
 SIZE_NAMES = {64: "64 B", 4 * KiB: "4 KiB", 1 * MiB: "1 MiB"}
@@ -65,14 +69,6 @@ def unique(prefix):
 
 def median(xs):
     return statistics.median(xs)
-
-
-def percentile(sorted_xs, q):
-    """Nearest-rank percentile of an already sorted sequence."""
-    if not sorted_xs:
-        return float("nan")
-    k = max(0, min(len(sorted_xs) - 1, round(q / 100 * len(sorted_xs) + 0.5) - 1))
-    return sorted_xs[k]
 
 
 class ShmArena:
@@ -326,8 +322,8 @@ def syscalls(args):
             futex, total, out = strace_counts(arena.name, n)
             res["no_waiter"] = {"futex_per_write": (futex - base_futex) / n,
                                 "syscalls_per_write": (total - base_total) / n, "writer": out}
-            ready = _peers.CTX.Event()
-            p = _peers.CTX.Process(target=_sleeping_reader, args=(arena.name, ready), daemon=True)
+            ready = FORK.Event()
+            p = FORK.Process(target=_sleeping_reader, args=(arena.name, ready), daemon=True)
             p.start()
             ready.wait(10)
             while a0py.Transport(arena).waiter_count == 0:
@@ -389,9 +385,9 @@ def oneway_run(size, how, duration, arena_size):
     one reader process. Returns (written, received, recv_seconds, missed)."""
     with ShmArena(arena_size) as arena:
         tr = a0py.Transport(arena)
-        go, done = _peers.CTX.Event(), _peers.CTX.Event()
-        here, there = _peers.CTX.Pipe()
-        p = _peers.CTX.Process(target=_oneway_reader, args=(arena.name, how, go, done, there), daemon=True)
+        go, done = FORK.Event(), FORK.Event()
+        here, there = FORK.Pipe()
+        p = FORK.Process(target=_oneway_reader, args=(arena.name, how, go, done, there), daemon=True)
         p.start()
         data = os.urandom(size)
         write = tr.write
@@ -432,46 +428,33 @@ def oneway(args):
 # ------------------------------------------------------------- ping-pong
 
 
-def summarize(runs):
-    """Medians over runs of each run's p50, p99 and mean (µs)."""
-    per = []
-    for lat in runs:
-        s = sorted(lat)
-        per.append((percentile(s, 50) / 1e3, percentile(s, 99) / 1e3, sum(s) / len(s) / 1e3))
-    return {"p50_us": median([p[0] for p in per]), "p99_us": median([p[1] for p in per]),
-            "mean_us": median([p[2] for p in per]),
-            "runs": [{"p50_us": a, "p99_us": b, "mean_us": c} for a, b, c in per]}
-
-
 def pingpong(args):
     n = 2_000 if args.quick else args.round_trips
     warmup = 200 if args.quick else 2_000
     cpus = {"none": None, "cross": (0, 1), "same": (0, 0)}[args.pin]
     if cpus and max(cpus) >= os.cpu_count():
         cpus = None
-    cases = [(f"a0py spin={'default' if s is None else s}",
-              lambda n, w, z, c, s=s: _peers.pingpong_a0py(n, w, z, c, spin=s))
-             for s in args.spins]
+    cases = [(f"a0py spin={'default' if s is None else s}", A0pyTransport(spin=s)) for s in args.spins]
     if not args.no_peers:
-        cases += list(_peers.PEERS.items())
+        cases += [(PEERS[k].label, PEERS[k]) for k in PINGPONG_PEERS]
     # Round-robin over the cases, one run of each per repeat: the machine's
     # phases (a noisy neighbour, where the scheduler puts the two processes)
     # then fall on every case alike instead of on whichever ran at the time.
     runs = {label: [] for label, _ in cases}
     skipped = {}
     for r in range(args.repeats):
-        for label, fn in cases:
+        for label, peer in cases:
             if label in skipped:
                 continue
             try:
-                lat = fn(n, warmup, args.msg_size, cpus)
-            except _peers.Missing as e:
+                lat = run_pingpong(peer, n, warmup, args.msg_size, cpus)
+            except (Missing, Unsupported) as e:
                 skipped[label] = str(e)
-                progress(f"  {label:<16} skipped: {e}")
+                progress(f"  {label:<24} skipped: {e}")
                 continue
             runs[label].append(lat)
             s = summarize([lat])
-            progress(f"  run {r + 1} {label:<16} p50 {s['p50_us']:7.2f} µs  p99 {s['p99_us']:7.2f} µs")
+            progress(f"  run {r + 1} {label:<24} p50 {s['p50_us']:7.2f} µs  p99 {s['p99_us']:7.2f} µs")
     rows = []
     for label, _ in cases:
         if label in skipped:
@@ -526,17 +509,6 @@ def progress(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def machine():
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"cpus": os.cpu_count(), "cpu_model": model, "python": sys.version.split()[0],
-            "kernel": platform.release(), "a0py": a0py.__version__}
-
-
 def report(res, args):
     lines = []
     m = res["machine"]
@@ -575,13 +547,13 @@ def report(res, args):
         first = "default" if args.spins[0] is None else args.spins[0]
         base = next((r for r in res["pingpong"] if r["peer"].startswith("a0py") and "p50_us" in r
                      and r["peer"] == f"a0py spin={first}"), None)
-        lines.append(f"  {'peer':<16} {'p50 µs':>8} {'p99 µs':>8} {'mean µs':>8}  {'p50 vs a0py':>11}")
+        lines.append(f"  {'peer':<24} {'p50 µs':>8} {'p99 µs':>8} {'mean µs':>8}  {'p50 vs a0py':>11}")
         for r in res["pingpong"]:
             if "skipped" in r:
-                lines.append(f"  {r['peer']:<16} skipped: {r['skipped']}")
+                lines.append(f"  {r['peer']:<24} skipped: {r['skipped']}")
                 continue
             ratio = f"{r['p50_us'] / base['p50_us']:10.2f}x" if base else ""
-            lines.append(f"  {r['peer']:<16} {r['p50_us']:8.2f} {r['p99_us']:8.2f} "
+            lines.append(f"  {r['peer']:<24} {r['p50_us']:8.2f} {r['p99_us']:8.2f} "
                          f"{r['mean_us']:8.2f}  {ratio:>11}")
     if isinstance(res.get("floors"), list):
         lines.append("")
@@ -590,7 +562,7 @@ def report(res, args):
             lines.append(f"  {r['peer']:<22} p50 {r['p50_us']:7.2f} µs  p99 {r['p99_us']:7.2f} µs  "
                          f"mean {r['mean_us']:7.2f} µs")
     lines.append("")
-    lines.append("targets (issue 2): 64 B write <= 300 ns and read <= 300 ns; no syscall "
+    lines.append("targets: 64 B write <= 300 ns and read <= 300 ns; no syscall "
                  "when nobody waits; ping-pong p50 <= 12 µs; 1 MiB write >= 10 GB/s")
     return "\n".join(lines)
 
@@ -605,7 +577,7 @@ def main(argv=None):
     ap.add_argument("--spins", type=lambda s: [None if x == "default" else int(x) for x in s.split(",")],
                     default=[None, 0, 2_000],
                     help="Transport.spin values for a0py ping-pong, 'default' for the build's "
-                         "default (adaptive since issue 8); the first is the ratio base")
+                         "default (adaptive); the first is the ratio base")
     ap.add_argument("--pin", choices=("none", "cross", "same"), default="none",
                     help="ping-pong placement: scheduler's choice, one core each, both on one")
     ap.add_argument("--no-peers", action="store_true", help="ping-pong: a0py only")
