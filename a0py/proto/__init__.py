@@ -31,6 +31,7 @@ from .pubsub import (
     Publisher,
     Subscriber,
     SubscriberSync,
+    TopicSizeWarning,
     aio_sub,
 )
 from .rpc import RpcClient, RpcRequest, RpcServer
@@ -42,6 +43,7 @@ __all__ = [
     "PrpcServer", "RpcCancelledError", "RpcClient", "RpcError", "RpcRemoteError", "RpcRequest",
     "RpcServer", "RpcServerDiedError",
     "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
-    "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "aio_sub",
+    "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "TopicSizeWarning",
+    "aio_sub",
     "close_arenas", "list_topics", "unlink_topic",
 ]

@@ -16,12 +16,17 @@ Invariants:
 * Every callback :class:`Subscriber` and :func:`aio_sub` of a process is served by the
   dispatcher (:mod:`a0py.proto._dispatch`): one thread sleeping on up to 127 arenas at
   once, not a thread per subscriber.
+* A publisher whose packets fit fewer than :data:`FEW_PACKETS` times in its topic warns
+  once (:class:`TopicSizeWarning`, naming the size to use): such a ring evicts a packet
+  before a subscriber one or two packets behind has read it. The check is one comparison
+  per publish, made in the compiled writer (``PacketWriter._watch_large``).
 """
 
 import asyncio
 import collections
 import json
 import logging
+import warnings
 
 from .. import _core
 from ..errors import ArgumentError, PacketCorruptError
@@ -30,7 +35,7 @@ from .topic import PUBSUB, Topic
 
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
-    "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
+    "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "TopicSizeWarning", "aio_sub",
 ]
 
 INIT_OLDEST = "oldest"
@@ -49,6 +54,44 @@ _BATCH = 64
 _BATCH_BYTES = 256 * 1024
 
 _log = logging.getLogger("a0py.pubsub")
+
+#: A publisher warns when its packets fit fewer than this many times in the topic's ring.
+FEW_PACKETS = 4
+# ...and names a size that holds at least this many (rounded up to a power of two).
+_ROOMY_PACKETS = 8
+_MIB = 1 << 20
+
+
+class TopicSizeWarning(UserWarning):
+    """A publisher's packets fit only a few times in its topic: subscribers that fall a
+    packet or two behind lose packets. The message names the size to give the topic."""
+
+
+def _mib(n):
+    return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n / 1024:.1f} KiB"
+
+
+def _size_spec(n):
+    """``n`` bytes (a power of two of at least 1 MiB) as Topic(size=) and --size read it."""
+    return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{n >> 20}M"
+
+
+def _size_warning(topic, arena_size, packet_size, frame_size, workspace_size):
+    """The text of the :class:`TopicSizeWarning` for a packet of ``packet_size`` bytes
+    (taking ``frame_size`` of a ring of ``workspace_size``, in an arena of ``arena_size``)."""
+    fits = workspace_size // frame_size
+    wanted = (arena_size - workspace_size) + _ROOMY_PACKETS * frame_size
+    size = max(_MIB, 1 << (wanted - 1).bit_length())
+    spec = _size_spec(size)
+    name = topic.name
+    return (f"topic {name!r}: its {_mib(arena_size)} pubsub arena holds only {fits} packet"
+            f"{'' if fits == 1 else 's'} of {_mib(packet_size)}: a subscriber loses a packet it has "
+            f"not read before {fits} more {'is' if fits == 1 else 'are'} published (counted in missed). "
+            f"Create the topic with size {spec} (it then holds "
+            f"{(size - (arena_size - workspace_size)) // frame_size}): "
+            f"Topic({name!r}, size={spec!r}), A0PY_TOPIC_SIZES='{name}={spec}' or "
+            f"`a0py pub --size {spec}`; an existing topic keeps its size until removed "
+            f"(`a0py rm {name}`)")
 
 
 def _init_code(init):
@@ -81,11 +124,25 @@ class Publisher(_core.PacketWriter):
     :meth:`pub_json` sends an object as JSON. Every packet carries the standard headers
     (``a0py.STANDARD_HEADERS``). Thread-safe; usable as a context manager.
 
+    The first packet that fits fewer than :data:`FEW_PACKETS` times in the topic issues a
+    :class:`TopicSizeWarning` (once per publisher, after the packet is published) naming
+    the size the topic needs.
+
     Raises ArgumentError (bad topic name), and the errors of :meth:`pub`."""
 
     def __init__(self, topic):
         self.topic = Topic.of(topic)
         self._bind(self.topic.arena(PUBSUB), _label(self.topic))
+        self._watch_large(FEW_PACKETS)
+
+    def _large_packet(self, packet_size, frame_size, workspace_size):
+        # Called by the compiled writer after the publish, lock released; stacklevel 2 is
+        # the caller of pub() (or the `with pub.alloc()` block).
+        arena = self.arena
+        if arena is None:
+            return
+        warnings.warn(_size_warning(self.topic, arena.size, packet_size, frame_size, workspace_size),
+                      TopicSizeWarning, stacklevel=2)
 
     def pub_json(self, obj, headers=None):
         """Publishes ``json.dumps(obj)`` (UTF-8) with the header ``content-type:
