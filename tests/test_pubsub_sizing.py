@@ -85,6 +85,23 @@ def test_a_publisher_script_prints_the_warning_on_stderr(root):
 
 
 def test_size_warning_text_names_a_power_of_two_holding_eight():
-    topic = a0py.Topic("lidar/points")
-    text = pubsub._size_warning(topic, 64 << 20, 30_000_000, 30_000_032, (64 << 20) - 512)
+    text = pubsub._size_warning(a0py.Topic("lidar/points"), 64 << 20, 30_000_000)
     assert "holds only 2 packets" in text and "size='256M'" in text and "it then holds 8" in text
+
+
+def test_packets_that_fit_agrees_with_what_the_ring_holds(root):
+    # Fill a 1 MiB topic with packets of one size: the ring keeps exactly that many.
+    for payload in (100, 70_000, 300_000, 1_000_000):
+        pub = a0py.Publisher(a0py.Topic(f"fill{payload}", size="1M"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", a0py.TopicSizeWarning)
+            for _ in range(1 + (1 << 20) // payload):
+                pub.pub(b"x" * payload)
+        kept = 0
+        with a0py.SubscriberSync(pub.topic, init=a0py.INIT_OLDEST) as sub:
+            while sub.read() is not None:
+                kept += 1
+        assert kept == pubsub.packets_that_fit(1 << 20, payload + 96), payload
+    assert pubsub.packets_that_fit(64 << 10, 70_000) == 0
+    assert pubsub.size_for_packets(2_100_096) == 32 << 20
+    assert pubsub.packets_that_fit(pubsub.size_for_packets(2_100_096), 2_100_096) >= 8

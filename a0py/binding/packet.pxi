@@ -498,11 +498,10 @@ cdef class PacketWriter:
         self._new_identity()
 
     def _watch_large(self, fits):
-        """Call ``self._large_packet(packet_size, frame_size, workspace_size)``
-        once, after the write (lock released), for the first packet whose
-        frame fits fewer than `fits` times in the arena's ring (0: never).
-        `frame_size` is what one such packet takes of the ring (frame header
-        and padding included), `workspace_size` what the ring has.
+        """Call ``self._large_packet(packet_size)`` once, after the write
+        (lock released), for the first packet (`packet_size`: its bytes,
+        headers included) whose frame fits fewer than `fits` times in the
+        arena's ring (0: never).
         One comparison per write, so a sizing policy above the binding
         costs nothing on the hot path."""
         cdef uint64_t n = _as_size(fits, "fits")
@@ -516,13 +515,12 @@ cdef class PacketWriter:
         cdef uint64_t slot = (a0_transport_workspace_size(&self.proto_t) // n) & ~(<uint64_t>A0_FRAME_ALIGN - 1)
         self.large_above = slot - A0_FRAME_HDR_SIZE if slot > A0_FRAME_HDR_SIZE else 0
 
-    def _large_packet(self, packet_size, frame_size, workspace_size):
+    def _large_packet(self, packet_size):
         """Called as `_watch_large` says; subclasses say what to do."""
 
     cdef int _after_large(self, uint64_t total) except -1:
-        cdef uint64_t frame = (total + A0_FRAME_HDR_SIZE + A0_FRAME_ALIGN - 1) & ~(<uint64_t>A0_FRAME_ALIGN - 1)
         self.large_above = UINT64_MAX  # once
-        self._large_packet(total, frame, a0_transport_workspace_size(&self.proto_t))
+        self._large_packet(total)
         return 0
 
     cdef _new_identity(self):

@@ -36,6 +36,7 @@ from .topic import PUBSUB, Topic
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
     "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "TopicSizeWarning", "aio_sub",
+    "packets_that_fit", "size_for_packets",
 ]
 
 INIT_OLDEST = "oldest"
@@ -76,19 +77,36 @@ def _size_spec(n):
     return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{n >> 20}M"
 
 
-def _size_warning(topic, arena_size, packet_size, frame_size, workspace_size):
-    """The text of the :class:`TopicSizeWarning` for a packet of ``packet_size`` bytes
-    (taking ``frame_size`` of a ring of ``workspace_size``, in an arena of ``arena_size``)."""
-    fits = workspace_size // frame_size
-    wanted = (arena_size - workspace_size) + _ROOMY_PACKETS * frame_size
-    size = max(_MIB, 1 << (wanted - 1).bit_length())
+def _frame_size(packet_size):
+    # What one packet takes of a ring: the frame header, then the packet, padded to 16
+    # bytes (docs/format.md).
+    return (_core.FRAME_HEADER_SIZE + packet_size + 15) & ~15
+
+
+def packets_that_fit(arena_size, packet_size):
+    """How many packets of ``packet_size`` bytes (headers included: ``len(pkt.to_bytes())``)
+    a pubsub arena of ``arena_size`` bytes holds at once; 0 if one does not fit."""
+    return max(0, arena_size - _core.HEADER_SIZE) // _frame_size(packet_size)
+
+
+def size_for_packets(packet_size, count=_ROOMY_PACKETS):
+    """The arena size to give a topic so that it holds ``count`` packets of
+    ``packet_size`` bytes (headers included): a power of two, at least 1 MiB."""
+    wanted = _core.HEADER_SIZE + count * _frame_size(packet_size)
+    return max(_MIB, 1 << (wanted - 1).bit_length())
+
+
+def _size_warning(topic, arena_size, packet_size):
+    """The text of the :class:`TopicSizeWarning` for a packet of ``packet_size`` bytes in
+    ``topic``'s pubsub arena of ``arena_size`` bytes."""
+    fits = packets_that_fit(arena_size, packet_size)
+    size = size_for_packets(packet_size)
     spec = _size_spec(size)
     name = topic.name
     return (f"topic {name!r}: its {_mib(arena_size)} pubsub arena holds only {fits} packet"
             f"{'' if fits == 1 else 's'} of {_mib(packet_size)}: a subscriber loses a packet it has "
             f"not read before {fits} more {'is' if fits == 1 else 'are'} published (counted in missed). "
-            f"Create the topic with size {spec} (it then holds "
-            f"{(size - (arena_size - workspace_size)) // frame_size}): "
+            f"Create the topic with size {spec} (it then holds {packets_that_fit(size, packet_size)}): "
             f"Topic({name!r}, size={spec!r}), A0PY_TOPIC_SIZES='{name}={spec}' or "
             f"`a0py pub --size {spec}`; an existing topic keeps its size until removed "
             f"(`a0py rm {name}`)")
@@ -135,14 +153,13 @@ class Publisher(_core.PacketWriter):
         self._bind(self.topic.arena(PUBSUB), _label(self.topic))
         self._watch_large(FEW_PACKETS)
 
-    def _large_packet(self, packet_size, frame_size, workspace_size):
+    def _large_packet(self, packet_size):
         # Called by the compiled writer after the publish, lock released; stacklevel 2 is
         # the caller of pub() (or the `with pub.alloc()` block).
         arena = self.arena
         if arena is None:
             return
-        warnings.warn(_size_warning(self.topic, arena.size, packet_size, frame_size, workspace_size),
-                      TopicSizeWarning, stacklevel=2)
+        warnings.warn(_size_warning(self.topic, arena.size, packet_size), TopicSizeWarning, stacklevel=2)
 
     def pub_json(self, obj, headers=None):
         """Publishes ``json.dumps(obj)`` (UTF-8) with the header ``content-type:
