@@ -33,6 +33,8 @@ COMMANDS = {
     "cfg": ("cfg", "cfg"),
     "log": ("log", "log"),
     "rm": ("topics", "rm"),
+    # ls, echo, pub, hz, bw, info under ROS 2's names: a0py topic list, ...
+    "topic": ("topics", "topic_group"),
     "dump": ("arenas", "dump"),
     "write": ("arenas", "write"),
     "tail": ("arenas", "tail"),
