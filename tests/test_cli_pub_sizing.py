@@ -3,8 +3,11 @@ arena it would create fails and creates nothing; a bad ``--size`` is a usage
 error naming the option; a packet that fits only a few times gets the
 publisher's size warning, in the CLI's own form."""
 
+import os
+import re
+
 from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import a0, assert_fails_cleanly
+from _cli_common import REPO, a0, assert_fails_cleanly
 
 import a0py
 from a0py.proto import topic as tp
@@ -43,3 +46,13 @@ def test_pub_of_an_image_into_the_default_size_warns_once_with_the_size_to_use(r
     assert a0py.Topic("cam").exists("pubsub")
     quiet = a0("pub", "roomy", "-", "--size", "32M", input=b"\0" * 2_100_000)
     assert (quiet.returncode, quiet.err) == (0, "")
+
+
+def test_the_messages_docs_cli_md_shows_for_pub_sizes_are_the_ones_printed(root):
+    with open(os.path.join(REPO, "docs", "cli.md"), encoding="utf-8") as f:
+        page = f.read()
+    shown = dict(re.findall(r"^\$ (head -c \d+ /dev/\w+ \| a0py pub .*)\n(a0py: .*)$", page, re.M))
+    nothing = shown["head -c 100000 /dev/zero | a0py pub small - --size 64K"]
+    warned = shown["head -c 2100000 /dev/urandom | a0py pub cam -"]
+    assert a0("pub", "small", "-", "--size", "64K", input=b"\0" * 100_000).err == nothing + "\n"
+    assert a0("pub", "cam", "-", input=os.urandom(2_100_000)).err == warned + "\n"
