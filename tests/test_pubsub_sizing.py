@@ -105,3 +105,14 @@ def test_packets_that_fit_agrees_with_what_the_ring_holds(root):
     assert pubsub.packets_that_fit(64 << 10, 70_000) == 0
     assert pubsub.size_for_packets(2_100_096) == 32 << 20
     assert pubsub.packets_that_fit(pubsub.size_for_packets(2_100_096), 2_100_096) >= 8
+
+
+@pytest.mark.parametrize("call", [
+    lambda: pubsub.packets_that_fit(-1, 10),
+    lambda: pubsub.packets_that_fit(1 << 20, 1.5),
+    lambda: pubsub.size_for_packets(100, count=0),
+    lambda: pubsub.size_for_packets("1M"),
+])
+def test_sizing_helpers_refuse_what_is_not_a_size(call):
+    with pytest.raises(a0py.ArgumentError, match="must be a whole number"):
+        call()

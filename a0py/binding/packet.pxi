@@ -473,7 +473,6 @@ cdef class PacketWriter:
     cdef int64_t wall_offset
     cdef uint64_t wall_synced
     cdef uint64_t large_above  # see _watch_large
-    cdef uint64_t large_fits
     cdef object _label
 
     def __cinit__(self, *args, **kwargs):
@@ -501,12 +500,11 @@ cdef class PacketWriter:
         """Call ``self._large_packet(packet_size)`` once, after the write
         (lock released), for the first packet (`packet_size`: its bytes,
         headers included) whose frame fits fewer than `fits` times in the
-        arena's ring (0: never).
-        One comparison per write, so a sizing policy above the binding
-        costs nothing on the hot path."""
+        arena's ring (0: never). One comparison per write, so a sizing
+        policy above the binding costs nothing on the hot path. Raises
+        ArgumentError for a bad `fits`, ClosedError."""
         cdef uint64_t n = _as_size(fits, "fits")
         self._check_bound()
-        self.large_fits = n
         self.large_above = UINT64_MAX
         if n == 0:
             return

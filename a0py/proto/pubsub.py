@@ -83,16 +83,27 @@ def _frame_size(packet_size):
     return (_core.FRAME_HEADER_SIZE + packet_size + 15) & ~15
 
 
+def _whole(value, what, minimum):
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ArgumentError(f"{what} must be a whole number of at least {minimum}, not {value!r}")
+    return value
+
+
 def packets_that_fit(arena_size, packet_size):
     """How many packets of ``packet_size`` bytes (headers included: ``len(pkt.to_bytes())``)
-    a pubsub arena of ``arena_size`` bytes holds at once; 0 if one does not fit."""
-    return max(0, arena_size - _core.HEADER_SIZE) // _frame_size(packet_size)
+    a topic's arena of ``arena_size`` bytes holds at once; 0 if one does not fit.
+    Raises ArgumentError for a size that is not a whole number of bytes."""
+    arena_size = _whole(arena_size, "arena_size", 0)
+    frame = _frame_size(_whole(packet_size, "packet_size", 0))
+    return max(0, arena_size - _core.HEADER_SIZE) // frame
 
 
 def size_for_packets(packet_size, count=_ROOMY_PACKETS):
     """The arena size to give a topic so that it holds ``count`` packets of
-    ``packet_size`` bytes (headers included): a power of two, at least 1 MiB."""
-    wanted = _core.HEADER_SIZE + count * _frame_size(packet_size)
+    ``packet_size`` bytes (headers included): a power of two, at least 1 MiB.
+    Raises ArgumentError for a size below 0 or a count below 1."""
+    frame = _frame_size(_whole(packet_size, "packet_size", 0))
+    wanted = _core.HEADER_SIZE + _whole(count, "count", 1) * frame
     return max(_MIB, 1 << (wanted - 1).bit_length())
 
 
