@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 _CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION")
 # Packets (compiled) and pub/sub (a0py.proto), also loaded on first use.
 _PACKET_NAMES = ("Packet", "Headers", "STANDARD_HEADERS")
-_PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
+_PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "TopicSizeWarning", "INIT_OLDEST",
                 "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",
                 # RPC, PRPC, log, cfg, deadman, discovery
                 "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError",
@@ -51,7 +51,7 @@ __all__ = [  # noqa: RUF022 - errors first, then the core names
     "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
     "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION",
     "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
-    "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "INIT_OLDEST",
+    "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "TopicSizeWarning", "INIT_OLDEST",
     "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",
     "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError", "RpcServerDiedError",
     "RpcRemoteError", "PrpcServer", "PrpcClient", "PrpcConnection", "Logger", "LogLevel",

@@ -49,13 +49,25 @@ class ArenaPermissionError(A0Error, PermissionError):
     permission beyond the ``mode`` asked for (0600 by default). The message
     names the path, the owner and the mode, and says how to remove it;
     ``path``, ``uid`` and ``mode`` (permission bits; None for a symbolic
-    link) hold the same facts."""
+    link) hold the same facts. ``api_hint``, when set, is the argument that
+    accepts the object on purpose (``pass owner=1000``): the message ends
+    with it, and ``reason`` is the message without it (for front ends, such
+    as the command line, that have no such argument)."""
 
-    def __init__(self, message, path=None, uid=None, mode=None):
+    def __init__(self, message, path=None, uid=None, mode=None, api_hint=None):
         super().__init__(message)
         self.path = path
         self.uid = uid
         self.mode = mode
+        self.api_hint = api_hint
+
+    @property
+    def reason(self):
+        """The message without :attr:`api_hint`."""
+        return super().__str__()
+
+    def __str__(self):
+        return f"{self.reason}; {self.api_hint}" if self.api_hint else self.reason
 
 
 class FrameTooLargeError(A0Error, ValueError):

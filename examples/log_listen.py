@@ -28,10 +28,16 @@ def main():
     ap.add_argument("--oldest", action="store_true", help="start with the oldest message kept")
     ap.add_argument("--count", type=int, default=0, help="stop after this many (0: never)")
     args = ap.parse_args()
+    if args.count < 0:
+        ap.error("--count must be 0 (never stop) or more")
     seen = [0]
     done = threading.Event()
 
     def show(pkt):
+        # The listener runs until the `with` below closes it, so callbacks may come
+        # after the count is reached: they print nothing.
+        if done.is_set():
+            return
         print(format_line(pkt), flush=True)
         seen[0] += 1
         if seen[0] == args.count:

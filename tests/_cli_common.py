@@ -59,9 +59,15 @@ def root(monkeypatch):
         tp.unlink_topic(tp.Topic(name, root=spec))
 
 
+# The checkout under test, first on the children's path: the ``a0py`` script
+# then runs this tree's code, not whatever a0py the environment has installed.
+REPO = str(Path(__file__).resolve().parent.parent)
+
+
 def _env():
     env = dict(os.environ)
     env.pop("COLUMNS", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
     return env
 
 

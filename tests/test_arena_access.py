@@ -452,6 +452,7 @@ def test_a0py_pub_on_a_planted_object_prints_one_error_line(prefix):
     assert r.stderr.startswith("a0py: error: ") and "Traceback" not in r.stderr
     assert path in r.stderr and "uid 65534 (nobody)" in r.stderr and "0o666" in r.stderr
     assert "a0py rm t" in r.stderr
+    assert "owner=" not in r.stderr  # a Python argument: the command line has no such option
     assert facts(path) == (0, OTHER, 0o666, b"")
     r = subprocess.run([sys.executable, "-m", "a0py", "rm", "t"], env=env, capture_output=True,
                        text=True, timeout=JOIN_S)

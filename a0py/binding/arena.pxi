@@ -79,6 +79,7 @@ def _check_access(int fd, where, uint32_t owner, uint32_t mode):
     quoted = shlex.quote(path)
     remove = (f"If you do not know who made {path}, remove it (`rm {quoted}`, as its owner or "
               "root) and try again")
+    api_hint = None
     if err == A0_ERR_NOT_REGULAR:
         kind = next((name for test, name in _FILE_KINDS if test(info.mode)), "special file")
         message = (f"{where.label} is a {kind} ({_user(info.uid)}, mode {found:#o}), not a "
@@ -86,15 +87,15 @@ def _check_access(int fd, where, uint32_t owner, uint32_t mode):
     elif err == A0_ERR_FOREIGN_OWNER:
         message = (f"{where.label} is owned by {_user(info.uid)} with mode {found:#o}, not by "
                    f"{_user(owner)}: refused, a0py attaches only to its own user's objects "
-                   "(another user's could read or write every frame). "
-                   f"{remove}; to share that user's arena on purpose, pass owner={info.uid}")
+                   f"(another user's could read or write every frame). {remove}")
+        api_hint = f"to share that user's arena on purpose, pass owner={info.uid}"
     else:
         message = (f"{where.label} has mode {found:#o} ({_user(info.uid)}), more than the "
                    f"{mode:#o} asked for: refused, other users could read or write its frames. "
                    f"Make it private (`chmod go= {quoted}`) or remove it (`rm {quoted}`; it is "
-                   f"created anew with mode {mode:#o}); if that access is meant, pass "
-                   f"mode={found:#o}")
-    raise ArenaPermissionError(message, path=path, uid=info.uid, mode=found)
+                   f"created anew with mode {mode:#o})")
+        api_hint = f"if that access is meant, pass mode={found:#o}"
+    raise ArenaPermissionError(message, path=path, uid=info.uid, mode=found, api_hint=api_hint)
 
 
 def _refuse_link(where):

@@ -567,11 +567,13 @@ cdef class PacketWriter:
     cdef uint64_t fork_generation
     cdef int64_t wall_offset
     cdef uint64_t wall_synced
+    cdef uint64_t large_above  # see _watch_large
     cdef object _label
     cdef object _encoder
 
     def __cinit__(self, *args, **kwargs):
         self.arena = None
+        self.large_above = UINT64_MAX
 
     def __init__(self, arena, label=None):
         self._bind(arena, label)
@@ -597,7 +599,33 @@ cdef class PacketWriter:
             _raise(err, arena._describe())
         self.arena = arena
         self._label = label if label is not None else arena._describe()
+        self.large_above = UINT64_MAX
         self._new_identity()
+
+    def _watch_large(self, fits):
+        """Call ``self._large_packet(packet_size)`` once, after the write
+        (lock released), for the first packet (`packet_size`: its bytes,
+        headers included) whose frame fits fewer than `fits` times in the
+        arena's ring (0: never). One comparison per write, so a sizing
+        policy above the binding costs nothing on the hot path. Raises
+        ArgumentError for a bad `fits`, ClosedError."""
+        cdef uint64_t n = _as_size(fits, "fits")
+        self._check_bound()
+        self.large_above = UINT64_MAX
+        if n == 0:
+            return
+        # The largest packet whose frame (header + data, aligned) fits n
+        # times in the workspace; larger ones set the hook off.
+        cdef uint64_t slot = (a0_transport_workspace_size(&self.proto_t) // n) & ~(<uint64_t>A0_FRAME_ALIGN - 1)
+        self.large_above = slot - A0_FRAME_HDR_SIZE if slot > A0_FRAME_HDR_SIZE else 0
+
+    def _large_packet(self, packet_size):
+        """Called as `_watch_large` says; subclasses say what to do."""
+
+    cdef int _after_large(self, uint64_t total) except -1:
+        self.large_above = UINT64_MAX  # once
+        self._large_packet(total)
+        return 0
 
     cdef _new_identity(self):
         seed = int.from_bytes(os.urandom(8), "little")
@@ -628,9 +656,11 @@ cdef class PacketWriter:
         return self.wseq
 
     cdef int _encode_locked(self, a0_locked_t lk, const uint8_t* id, tuple user,
-                            uint64_t payload_size, uint8_t** payload_out, uint64_t* seq_out) except -1:
+                            uint64_t payload_size, uint8_t** payload_out, uint64_t* seq_out,
+                            uint64_t* total_out) except -1:
         """Allocates the frame and writes the packet's metadata; the caller
-        holds the lock (and releases it if this raises) and fills the payload."""
+        holds the lock (and releases it if this raises) and fills the payload.
+        `total_out`: the packet's size, headers included."""
         cdef a0_packet_header_t stack_h[_STACK_HEADERS]
         cdef a0_packet_header_t* h = stack_h
         cdef uint32_t n = <uint32_t>len(user)
@@ -675,6 +705,7 @@ cdef class PacketWriter:
                 free(h)
         payload_out[0] = dst + meta
         seq_out[0] = std.transport_seq
+        total_out[0] = total
         return 0
 
     def pub(self, data, headers=None):
@@ -702,7 +733,7 @@ cdef class PacketWriter:
         cdef a0_transport_t t
         cdef a0_locked_t lk
         cdef uint8_t* dst
-        cdef uint64_t seq
+        cdef uint64_t seq, total
         cdef a0_err_t err
         cdef Packet pkt
         pre.len = 0
@@ -741,7 +772,7 @@ cdef class PacketWriter:
             t = self.proto_t
             _lock_arena(arena, &t, &lk)
             try:
-                self._encode_locked(lk, id, user, <uint64_t>(buf.len + pre.len), &dst, &seq)
+                self._encode_locked(lk, id, user, <uint64_t>(buf.len + pre.len), &dst, &seq, &total)
             except BaseException:
                 _unlock_arena(arena, lk)
                 raise
@@ -760,11 +791,13 @@ cdef class PacketWriter:
             arena._maybe_unmap()
             if err:
                 _raise(err, f"committing to {self._label}")
-            return seq
         finally:
             PyBuffer_Release(&buf)
             if has_prefix:
                 PyBuffer_Release(&pre)
+        if total > self.large_above:
+            self._after_large(total)
+        return seq
 
     def alloc(self, size, headers=None):
         """Zero-copy write: ``with writer.alloc(n) as buf:`` gives a writable
@@ -815,6 +848,7 @@ cdef class PacketAlloc:
     cdef a0_locked_t lk
     cdef object view
     cdef bint active
+    cdef uint64_t total
     cdef readonly uint64_t seq
 
     def __init__(self):
@@ -832,7 +866,7 @@ cdef class PacketAlloc:
         self.t = self.writer.proto_t
         _lock_arena(self.arena, &self.t, &self.lk)
         try:
-            self.writer._encode_locked(self.lk, idbuf, self.headers, self.size, &dst, &self.seq)
+            self.writer._encode_locked(self.lk, idbuf, self.headers, self.size, &dst, &self.seq, &self.total)
         except BaseException:
             _unlock_arena(self.arena, self.lk)
             raise
@@ -864,6 +898,8 @@ cdef class PacketAlloc:
         self.arena._maybe_unmap()
         if err:
             _raise(err, f"committing to {self.writer._label}")
+        if self.total > self.writer.large_above:
+            self.writer._after_large(self.total)
         return False
 
 

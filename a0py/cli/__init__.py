@@ -35,6 +35,8 @@ COMMANDS = {
     "cfg": ("cfg", "cfg", None),
     "log": ("log", "log", None),
     "rm": ("topics", "rm", None),
+    # ls, echo, pub, hz, bw, info under ROS 2's names: a0py topic list, ...
+    "topic": ("topics", "topic_group", None),
     "dump": ("arenas", "dump", None),
     "write": ("arenas", "write", None),
     "tail": ("arenas", "tail", None),

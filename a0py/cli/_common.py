@@ -91,6 +91,14 @@ def arena_options(command):
     return with_target
 
 
+def _error_text(error):
+    """An a0py error's message, less advice that names a Python argument the
+    command line has no option for (``pass owner=1000``)."""
+    if isinstance(error, ArenaPermissionError):
+        return error.reason
+    return str(error)
+
+
 def create_hint(target):
     return f"create it with `a0py write {target.flag} --size BYTES DATA`"
 
@@ -120,7 +128,7 @@ def errors_about(target, *, missing_hint=None):
     except ArenaNotFoundError:
         raise CliError(f"{target.label} does not exist: {missing_hint or create_hint(target)}") from None
     except A0Error as error:
-        message = str(error)
+        message = _error_text(error)
         name = target.shm.lstrip("/") if target.shm is not None else target.path
         if name not in message:
             message = f"{target.label}: {message}"
@@ -214,7 +222,7 @@ def errors_about_topic(target, protocol="pubsub", *, timeout_hint=None):
         message = _with_label(str(error), target)
         raise CliError(f"{message}; {timeout_hint}" if timeout_hint else message) from None
     except A0Error as error:
-        message = _with_label(str(error), target)
+        message = _with_label(_error_text(error), target)
         hint = _topic_hint(error, target, protocol)
         raise CliError(f"{message}; {hint}" if hint else message) from None
 

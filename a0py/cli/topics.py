@@ -1,13 +1,17 @@
 """Commands on topics, in the habits of ``ros2 topic``: ``ls``, ``echo``,
 ``pub``, ``hz``, ``bw``, ``info`` and ``rm`` (the last two also take
-``--shm/--file`` and then work on one raw arena, as ``a0py.cli.arenas``).
+``--shm/--file`` and then work on one raw arena, as ``a0py.cli.arenas``);
+``a0py topic list|echo|pub|hz|bw|info`` are the same commands under ROS 2's
+names (:data:`topic_group`).
 
 Invariants:
 
 * Commands that read (``echo``, ``hz``, ``bw``) never create a topic: a
   reader that created it would fix its arena's size before the publisher
   that knows the size it needs. They wait for the topic to appear instead.
-  ``pub`` creates it (``--size`` for the size), as a0py.Publisher does.
+  ``pub`` creates it (``--size`` for the size), as a0py.Publisher does, and
+  only once it has a packet that fits: a bad DATA, or one too large for the
+  arena it would create, creates nothing.
 * ``ls``, ``info`` and ``rm`` open arenas by name and close them before
   they return, and never take a lock for longer than one copy.
 * A streaming command (``echo``, ``hz``, ``bw``, ``pub --rate``) ended by
@@ -15,11 +19,15 @@ Invariants:
   command read it is reported on stderr, never dropped silently.
 """
 
+import contextlib
 import itertools
+import json
 import math
+import re
 import sys
 import threading
 import time
+import warnings
 from collections import deque
 
 import click
@@ -43,14 +51,16 @@ from a0py.cli._common import (
     wait_for_topic,
 )
 from a0py.cli._output import (
+    escape_text,
     human_bytes,
     human_seconds,
     print_fields,
+    print_packet,
     print_table,
     show_packet,
     wall_time,
 )
-from a0py.errors import A0Error, A0TimeoutError, PacketCorruptError
+from a0py.errors import A0Error, A0TimeoutError, ArgumentError, PacketCorruptError
 from a0py.proto.packets import TIME_MONO, TIME_WALL, WRITER_ID
 
 PUBSUB = "pubsub"
@@ -294,6 +304,93 @@ def _owner_rows(topic, protocol):
 # -- echo
 
 
+class FieldPath(click.ParamType):
+    """A path to one field of a JSON payload: names separated by dots, list
+    indexes as ``[N]`` or as a number between dots (``pose.position.x``,
+    ``points[0].x``, ``points.0.x``, ``[-1]``). Converts to a tuple of steps:
+    str (an object member, or a list index if it is a number) or int (``[N]``:
+    a list index)."""
+
+    name = "PATH"
+    _STEP = re.compile(r"\.?([^.\[\]]+)|\[(-?\d+)\]")
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        steps, at = [], 0
+        while at < len(value):
+            match = self._STEP.match(value, at)
+            # a name follows a dot, except the first; an index needs none
+            if match is None or (match.group(1) is not None and (value[at] == ".") != (at > 0)):
+                self.fail(f"{value!r} is not a field path: give names separated by dots and list "
+                          "indexes in brackets, such as pose.position.x or points[0].x", param, ctx)
+            steps.append(match.group(1) if match.group(1) is not None else int(match.group(2)))
+            at = match.end()
+        if not steps:
+            self.fail("give a field path, such as pose.position.x", param, ctx)
+        return tuple(steps)
+
+
+def _field_text(steps):
+    text = ""
+    for step in steps:
+        text += f"[{step}]" if isinstance(step, int) else f".{step}" if text else step
+    return text
+
+
+_JSON_KINDS = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+               bool: "true or false", type(None): "null"}
+
+
+def _field_of(value, steps):
+    """The field of a decoded JSON ``value`` at ``steps`` (:class:`FieldPath`);
+    LookupError saying where the path leaves the document."""
+    seen = ()
+    for step in steps:
+        where = f" at {_field_text(seen)!r}" if seen else ""
+        if isinstance(value, dict) and not isinstance(step, int):
+            if step not in value:
+                raise LookupError(f"no member {step!r} in the object{where}")
+            value = value[step]
+        elif isinstance(value, list) and (isinstance(step, int) or re.fullmatch(r"-?\d+", step)):
+            index = int(step)
+            if not -len(value) <= index < len(value):
+                raise LookupError(f"no index {index} in the list{where} ({_count(len(value), 'item')})")
+            value = value[index]
+        else:
+            kind = _JSON_KINDS.get(type(value), type(value).__name__)
+            wanted = f"index [{step}]" if isinstance(step, int) else f"member {step!r}"
+            raise LookupError(f"{wanted} asked of {kind}{where}")
+        seen += (step,)
+    return value
+
+
+def _show_field(pkt, label, steps, fmt):
+    """Print one field of a packet's JSON payload (``echo --field``): a string
+    as its text (a JSON string with --json), anything else as one line of
+    JSON. A payload that is not JSON, or has no such field, is said on stderr
+    and not shown; a gap before the packet is said as ``show_packet`` says it."""
+    if pkt.missed:
+        click.echo(f"a0py: {label}: {pkt.missed} packets missed before seq {pkt.seq} "
+                   "(evicted before they were read)", err=True)
+    try:
+        value = _field_of(pkt.json(), steps)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        _warn(f"{label}: packet seq {pkt.seq} is not JSON ({e}); not shown (leave out --field to see it)")
+        return
+    except LookupError as e:
+        _warn(f"{label}: packet seq {pkt.seq} has no field {_field_text(steps)!r}: {e}; not shown")
+        return
+    if isinstance(value, str) and not fmt.json:
+        body = escape_text(value)
+    else:
+        body = json.dumps(value, ensure_ascii=False)
+    if fmt.verbose:
+        print_packet(pkt, body)
+    else:
+        click.echo(body)
+
+
 @click.command()
 @click.argument("topic", type=TOPIC)
 @root_option
@@ -306,15 +403,20 @@ def _owner_rows(topic, protocol):
 @click.option("--once", is_flag=True, help="Stop after one packet (-n 1).")
 @click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a packet (an error if -n/--once wanted more).")
+@click.option("--field", type=FieldPath(), default=None, metavar="PATH",
+              help="Print only this field of each JSON payload: names and list indexes, "
+                   "such as pose.position.x or points[0].x.")
 @packet_format_options
-def echo(topic, root, init, newest, count, once, timeout, fmt):
+def echo(topic, root, init, newest, count, once, timeout, field, fmt):
     """Print a topic's packets as they arrive, one line each: the payload
     as text (bytes that are not UTF-8 and control characters escaped), or,
     on a typed topic, the decoded message (JSON and protobuf messages as
     JSON, long bytes fields as their size; arrays and images summed up).
 
-    Waits for the topic if it does not exist yet, and then prints it from
-    its first packet. Ctrl-C ends it.
+    With --field PATH, payloads are read as JSON and only that field is
+    printed (a string as its text, anything else as JSON; with --json,
+    strings too as JSON). Waits for the topic if it does not exist yet, and
+    then prints it from its first packet. Ctrl-C ends it.
     """
     from a0py import INIT_FIRST, ITER_NEWEST, ITER_NEXT, SubscriberSync
 
@@ -322,6 +424,8 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
         if count not in (None, 1):
             raise click.UsageError("--once is -n 1: give one of them")
         count = 1
+    if field is not None and (fmt.hex or fmt.raw):
+        raise click.UsageError("--field prints a field of a JSON payload: leave out --hex and --raw")
     target = TopicTarget(topic, root)
     # A topic that appears after the command started holds nothing older than
     # the command: all of it is new, from its first packet on.
@@ -349,7 +453,10 @@ def echo(topic, root, init, newest, count, once, timeout, fmt):
                     _warn(f"{e} (skipped)")
                     continue
                 got += 1
-                show_packet(pkt, target.label, fmt)
+                if field is None:
+                    show_packet(pkt, target.label, fmt)
+                else:
+                    _show_field(pkt, target.label, field, fmt)
     except KeyboardInterrupt:
         pass
 
@@ -369,14 +476,58 @@ def _paced(payloads, rate):
         yield payload
 
 
+def _size_option(n):
+    """A size in bytes as ``--size`` reads it, in the largest whole unit."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _open_publisher(target, topic, packet_size):
+    """The publisher of ``topic``, creating the topic only if a packet of
+    ``packet_size`` bytes (headers included) fits the arena it would get:
+    CliError (nothing created) if not."""
+    from a0py import Publisher
+    from a0py.proto.pubsub import packets_that_fit, size_for_packets
+
+    if not topic.exists(PUBSUB):
+        size = topic.size_for(PUBSUB)
+        if not packets_that_fit(size, packet_size):
+            raise CliError(f"{target.label}: a packet of {packet_size} bytes (headers included) does not fit "
+                           f"the {human_bytes(size)} pubsub arena this would create; nothing created: give "
+                           f"--size {_size_option(size_for_packets(packet_size))} (holds 8 of them)")
+    return Publisher(topic)
+
+
+@contextlib.contextmanager
+def _size_warnings_on_stderr():
+    """Show the publisher's TopicSizeWarning as ``a0py: warning: ...`` (once),
+    not as Python's ``file:line: TopicSizeWarning`` with a source line."""
+    from a0py.proto.pubsub import TopicSizeWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, TopicSizeWarning):
+                _warn(f"warning: {message}")
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 @click.command()
 @click.argument("topic", type=TOPIC)
 @click.argument("data")
 @root_option
-@click.option("--rate", type=RATE, default=None, metavar="HZ",
+@click.option("-r", "--rate", type=RATE, default=None, metavar="HZ",
               help="Publish HZ times a second (until --times or Ctrl-C).")
-@click.option("--times", type=Count(), default=None, metavar="N",
+@click.option("-t", "--times", type=Count(), default=None, metavar="N",
               help="Publish N times (default 1, or until Ctrl-C with --rate).")
+@click.option("--once", is_flag=True, help="Publish once and exit (--times 1).")
 @click.option("--lines", is_flag=True,
               help="With DATA -: each line of standard input is one packet, published as it is read.")
 @click.option("--json", "as_json", is_flag=True,
@@ -387,25 +538,39 @@ def _paced(payloads, rate):
 @click.option("--size", type=ByteSize(), default=None,
               help="The topic's arena size if this creates the topic (bytes, or 64K, 16M); default 4M.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the seq of each packet published.")
-def pub(topic, data, root, rate, times, lines, as_json, as_hex, headers, size, verbose):
+def pub(topic, data, root, rate, times, once, lines, as_json, as_hex, headers, size, verbose):
     """Publish DATA to a topic (creating the topic if it does not exist).
 
     DATA is text (sent as its UTF-8 bytes), hex digits with --hex, JSON with
     --json, or - for standard input (all of it as one packet, or each line
     as one with --lines). Without --rate or --times it publishes once.
+
+    The topic is created with the first packet, and only if that packet fits
+    it: a DATA too large for --size creates nothing. Packets that fit the
+    topic only a few times get a warning naming the size to give it.
     """
-    from a0py import Publisher
+    from a0py import Packet
 
     if as_json and as_hex:
         raise click.UsageError("choose one of --json and --hex")
     if lines and data != "-":
         raise click.UsageError("--lines reads standard input: give DATA as -")
+    if once:
+        if times not in (None, 1):
+            raise click.UsageError("--once is --times 1: give one of them")
+        if lines:
+            raise click.UsageError("--once publishes DATA once: leave out --lines")
+        times = 1
     if lines and times is not None:
         raise click.UsageError("--lines publishes each line once: leave out --times")
     extra = [parse_header(item) for item in headers]
     if as_json:
         extra.append(("content-type", "application/json"))
     target = TopicTarget(topic, root)
+    try:
+        topic = target.topic(size=size)
+    except ArgumentError as e:  # the size (the name and root are checked already)
+        raise click.BadParameter(str(e), param_hint="'--size'") from None
     if lines:
         def payloads():
             for number, line in enumerate(sys.stdin.buffer, 1):
@@ -425,14 +590,22 @@ def pub(topic, data, root, rate, times, lines, as_json, as_hex, headers, size, v
             while count is None or n < count:
                 yield one
                 n += 1
+    publisher = None
     try:
-        with errors_about_topic(target), Publisher(target.topic(size=size)) as publisher:
+        with errors_about_topic(target), _size_warnings_on_stderr():
             for payload in _paced(payloads(), rate):
+                if publisher is None:
+                    # headers included: the fixed part, these headers, padding
+                    size = len(Packet(extra, b"").to_bytes()) + len(payload)
+                    publisher = _open_publisher(target, topic, size)
                 seq = publisher.pub(payload, extra)
                 if verbose:
                     click.echo(seq)
     except KeyboardInterrupt:
         pass
+    finally:
+        if publisher is not None:
+            publisher.close()
 
 
 # -- hz and bw
@@ -550,7 +723,7 @@ def _monitor(topics, root, window, duration, line):
 @click.command()
 @click.argument("topics", nargs=-1, required=True, type=TOPIC)
 @root_option
-@click.option("--window", type=BoundedInt(2, MAX_WINDOW), default=10000, show_default=True, metavar="N",
+@click.option("-w", "--window", type=BoundedInt(2, MAX_WINDOW), default=10000, show_default=True, metavar="N",
               help="Compute over the last N packets.")
 @click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS (default: run until Ctrl-C).")
@@ -568,7 +741,7 @@ def hz(topics, root, window, duration):
 @click.command()
 @click.argument("topic", type=TOPIC)
 @root_option
-@click.option("--window", type=BoundedInt(2, MAX_WINDOW), default=100, show_default=True, metavar="N",
+@click.option("-w", "--window", type=BoundedInt(2, MAX_WINDOW), default=100, show_default=True, metavar="N",
               help="Compute over the last N packets.")
 @click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS (default: run until Ctrl-C).")
@@ -636,3 +809,16 @@ def rm(topics, every, root, shm, path, force, verbose):
         shown = ", ".join(t.label for t in missing)
         raise CliError(f"{shown} {'does' if len(missing) == 1 else 'do'} not exist under "
                        f"{root.spec()}: nothing to remove (`a0py ls` lists the topics)")
+
+
+# -- a0py topic ...: the commands under ROS 2's names
+
+
+@click.group("topic")
+def topic_group():
+    """The topic commands under the names `ros2 topic` uses: list (ls),
+    echo, pub, hz, bw and info, with the same options."""
+
+
+for _name, _command in (("list", ls), ("echo", echo), ("pub", pub), ("hz", hz), ("bw", bw), ("info", info)):
+    topic_group.add_command(_command, _name)

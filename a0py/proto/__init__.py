@@ -42,6 +42,7 @@ from .pubsub import (
     Publisher,
     Subscriber,
     SubscriberSync,
+    TopicSizeWarning,
     aio_sub,
 )
 from .rpc import RpcClient, RpcRequest, RpcServer
@@ -54,7 +55,8 @@ __all__ = [
     "PrpcServer", "RpcCancelledError", "RpcClient", "RpcError", "RpcRemoteError", "RpcRequest",
     "RpcServer", "RpcServerDiedError",
     "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
-    "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "aio_sub",
+    "PROTOCOLS", "Publisher", "Root", "Subscriber", "SubscriberSync", "Topic", "TopicSizeWarning",
+    "aio_sub",
     "close_arenas", "list_topics", "unlink_topic",
     "DecodeError", "ExtraNotInstalledError", "Schema", "SchemaConflictError", "SchemaError",
     "declare_schema", "topic_schema",

@@ -177,15 +177,22 @@ class LogListener(ProtocolSubscriber):
 
 
 class LogHandler(logging.Handler):
-    """A :class:`logging.Handler` that writes records to `topic`'s log: the formatted
-    message as payload, the level mapped to :class:`LogLevel` (a record between two
-    levels takes the lower), and the headers ``logger``, ``file``, ``line``, ``func``,
-    ``thread``, ``pid``. ``logging.getLogger("app").addHandler(a0py.LogHandler("app"))``.
-    A record that cannot be written goes to :meth:`logging.Handler.handleError`, as in
-    every handler. Raises ArgumentError for a bad topic or level."""
+    """A :class:`logging.Handler` that writes records to `topic`'s log: the message as
+    payload, the level mapped to :class:`LogLevel` (a record between two levels takes
+    the lower), and the headers ``logger``, ``file``, ``line``, ``func``, ``thread``,
+    ``pid``. ``logging.getLogger("app").addHandler(a0py.LogHandler("app"))``.
+
+    The payload is the message and its traceback (a formatter of
+    ``"%(message)s"``), because the level and the logger travel as headers and every
+    reader prints them: ``logging.basicConfig(handlers=[LogHandler(...)])``, which gives
+    handlers without a formatter its ``LEVEL:name:message`` one, leaves this one as it
+    is. :meth:`setFormatter` still replaces it. A record that cannot be written goes to
+    :meth:`logging.Handler.handleError`, as in every handler. Raises ArgumentError for a
+    bad topic or level."""
 
     def __init__(self, topic, level=logging.NOTSET):
         super().__init__(level)
+        self.setFormatter(logging.Formatter("%(message)s"))
         self.topic = Topic.of(topic)
         self._writer = _core.PacketWriter(self.topic.arena(LOG), f"log topic {self.topic.name!r}")
 

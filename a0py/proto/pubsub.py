@@ -24,12 +24,17 @@ Invariants:
   their topic's schema when asked (``pkt.schema``, ``decode()``, ``array()``). Zero-copy
   packets (``read_view``, ``Subscriber(zero_copy=True)``) lend their payload only for
   their block or callback, checked at its end.
+* A publisher whose packets fit fewer than :data:`FEW_PACKETS` times in its topic warns
+  once (:class:`TopicSizeWarning`, naming the size to use): such a ring evicts a packet
+  before a subscriber one or two packets behind has read it. The check is one comparison
+  per publish, made in the compiled writer (``PacketWriter._watch_large``).
 """
 
 import asyncio
 import collections
 import json
 import logging
+import warnings
 
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
@@ -41,7 +46,8 @@ from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typin
 
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
-    "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "aio_sub",
+    "AioSubscription", "Publisher", "Subscriber", "SubscriberSync", "TopicSizeWarning", "aio_sub",
+    "packets_that_fit", "size_for_packets",
 ]
 
 INIT_OLDEST = "oldest"
@@ -60,6 +66,72 @@ _BATCH = 64
 _BATCH_BYTES = 256 * 1024
 
 _log = logging.getLogger("a0py.pubsub")
+
+#: A publisher warns when its packets fit fewer than this many times in the topic's ring.
+FEW_PACKETS = 4
+# ...and names a size that holds at least this many (rounded up to a power of two).
+_ROOMY_PACKETS = 8
+_MIB = 1 << 20
+
+
+class TopicSizeWarning(UserWarning):
+    """A publisher's packets fit only a few times in its topic: subscribers that fall a
+    packet or two behind lose packets. The message names the size to give the topic."""
+
+
+def _mib(n):
+    return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n / 1024:.1f} KiB"
+
+
+def _size_spec(n):
+    """``n`` bytes (a power of two of at least 1 MiB) as Topic(size=) and --size read it."""
+    return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{n >> 20}M"
+
+
+def _frame_size(packet_size):
+    # What one packet takes of a ring: the frame header, then the packet, padded to 16
+    # bytes (docs/format.md).
+    return (_core.FRAME_HEADER_SIZE + packet_size + 15) & ~15
+
+
+def _whole(value, what, minimum):
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ArgumentError(f"{what} must be a whole number of at least {minimum}, not {value!r}")
+    return value
+
+
+def packets_that_fit(arena_size, packet_size):
+    """How many packets of ``packet_size`` bytes (headers included: ``len(pkt.to_bytes())``)
+    a topic's arena of ``arena_size`` bytes holds at once; 0 if one does not fit.
+    Raises ArgumentError for a size that is not a whole number of bytes."""
+    arena_size = _whole(arena_size, "arena_size", 0)
+    frame = _frame_size(_whole(packet_size, "packet_size", 0))
+    return max(0, arena_size - _core.HEADER_SIZE) // frame
+
+
+def size_for_packets(packet_size, count=_ROOMY_PACKETS):
+    """The arena size to give a topic so that it holds ``count`` packets of
+    ``packet_size`` bytes (headers included): a power of two, at least 1 MiB.
+    Raises ArgumentError for a size below 0 or a count below 1."""
+    frame = _frame_size(_whole(packet_size, "packet_size", 0))
+    wanted = _core.HEADER_SIZE + _whole(count, "count", 1) * frame
+    return max(_MIB, 1 << (wanted - 1).bit_length())
+
+
+def _size_warning(topic, arena_size, packet_size):
+    """The text of the :class:`TopicSizeWarning` for a packet of ``packet_size`` bytes in
+    ``topic``'s pubsub arena of ``arena_size`` bytes."""
+    fits = packets_that_fit(arena_size, packet_size)
+    size = size_for_packets(packet_size)
+    spec = _size_spec(size)
+    name = topic.name
+    return (f"topic {name!r}: its {_mib(arena_size)} pubsub arena holds only {fits} packet"
+            f"{'' if fits == 1 else 's'} of {_mib(packet_size)}: a subscriber loses a packet it has "
+            f"not read before {fits} more {'is' if fits == 1 else 'are'} published (counted in missed). "
+            f"Create the topic with size {spec} (it then holds {packets_that_fit(size, packet_size)}): "
+            f"Topic({name!r}, size={spec!r}), A0PY_TOPIC_SIZES='{name}={spec}' or "
+            f"`a0py pub --size {spec}`; an existing topic keeps its size until removed "
+            f"(`a0py rm {name}`)")
 
 
 def _iter_code(iter):
@@ -98,6 +170,10 @@ class Publisher(_core.PacketWriter):
     one such frame is an error now, naming the size to use (a topic this publisher
     creates is made large enough: four such frames).
 
+    The first packet that fits fewer than :data:`FEW_PACKETS` times in the topic issues a
+    :class:`TopicSizeWarning` (once per publisher, after the packet is published) naming
+    the size the topic needs.
+
     Raises ArgumentError (bad topic name, schema or example), SchemaError,
     SchemaConflictError, FrameTooLargeError (`like` does not fit the topic's arena),
     and the errors of :meth:`pub`."""
@@ -112,6 +188,7 @@ class Publisher(_core.PacketWriter):
         like_size = None if like is None else _example_size(typing, like)
         arena = self._pubsub_arena(like_size)
         self._bind(arena, _label(self.topic))
+        self._watch_large(FEW_PACKETS)
         typing.max_payload = _core.Transport(arena).max_frame_size - PACKET_OVERHEAD
         if like_size is not None:
             typing.check_size(like_size)
@@ -138,6 +215,14 @@ class Publisher(_core.PacketWriter):
     def schema(self):
         """The topic's schema (an :class:`a0py.Schema`), or None while it has none."""
         return self._typing.topic_schema()
+
+    def _large_packet(self, packet_size):
+        # Called by the compiled writer after the publish, lock released; stacklevel 2 is
+        # the caller of pub() (or the `with pub.alloc()` block).
+        arena = self.arena
+        if arena is None:
+            return
+        warnings.warn(_size_warning(self.topic, arena.size, packet_size), TopicSizeWarning, stacklevel=2)
 
     def pub_json(self, obj, headers=None):
         """Publishes ``json.dumps(obj)`` (UTF-8) with the header ``content-type:
