@@ -465,7 +465,7 @@ def test_recording_seek_shows_the_messages_of_that_time(view, recording):
     async def main():
         c = await Client.open(v.ws_url)
         info = c.server_info
-        assert set(info["capabilities"]) == {"time", "rangedPlayback"}
+        assert set(info["capabilities"]) == {"playbackControl", "time"}
         start = info["dataStartTime"]["sec"] * 10**9 + info["dataStartTime"]["nsec"]
         end = info["dataEndTime"]["sec"] * 10**9 + info["dataEndTime"]["nsec"]
         assert (start, end) == (T0_NS, T0_NS + 999 * PERIOD_NS)

@@ -17,10 +17,18 @@ __all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ViewError", "make_server", "serve"
 
 
 def _is_recording(spec):
+    """Whether ``spec`` names a recording rather than topic globs: an
+    ``.mcap`` file, an existing file or directory, or anything written as a
+    path (ending in ``/``, or starting with ``./``, ``../`` or ``~``), which
+    no topic glob is. A path that does not exist is then an error of
+    :func:`make_server`, not a topic to wait for."""
     if spec is None or isinstance(spec, (list, tuple)):
         return False
     spec = os.fspath(spec)
-    return spec.endswith(".mcap") or os.path.isdir(spec)
+    if isinstance(spec, bytes):
+        spec = os.fsdecode(spec)
+    return (spec.endswith((".mcap", "/", os.sep)) or spec.startswith(("./", "../", "~"))
+            or os.path.isdir(spec) or (os.path.isfile(spec) and not any(c in spec for c in "*?[")))
 
 
 def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
@@ -44,7 +52,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes,
                   capabilities=source.capabilities, data_range=source.data_range,
                   metadata={"source": "recording", "files": str(len(source.files))}, controller=source)
-        source.hub = hub
+        source.attach(hub)
     else:
         from ._live import LiveSource
 
