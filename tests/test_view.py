@@ -613,3 +613,71 @@ def test_foxglove_sdk_option_needs_the_extra_or_serves(root, publisher):
             assert any("Foxglove SDK server on ws://" in line for line in v.lines)
         finally:
             v.close()
+
+
+# ------------------------------------------------------------ log and cfg topics
+
+_LOG_CFG_WRITER = r'''
+import sys
+import a0py
+log, cfg = a0py.Logger("robot"), a0py.Cfg("robot")
+if sys.argv[1] == "first":
+    cfg.write({"speed": 1.5})
+    log.warn("low battery", headers={"logger": "power", "line": "42"})
+else:
+    log.err("overheat")
+    cfg.mergepatch({"speed": 2.5})
+'''
+
+
+def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
+    import subprocess
+    import sys
+
+    from a0py import Packet
+
+    def write(phase):
+        subprocess.run([sys.executable, "-c", _LOG_CFG_WRITER, phase], check=True, timeout=60)
+
+    v = view()
+    write("first")
+
+    async def main():
+        fox = await Client.open(v.ws_url)
+        page = await Client.open(v.ws_url + "?packets=1")
+        log_ch, cfg_ch = await fox.channel("robot:log"), await fox.channel("robot:cfg")
+        # for Foxglove: the log as foxglove.Log JSON (its Log panel), the configuration as JSON
+        assert (log_ch["encoding"], log_ch["schemaName"], log_ch["schemaEncoding"]) == (
+            "json", "foxglove.Log", "jsonschema")
+        assert set(json.loads(log_ch["schema"])["properties"]) >= {"timestamp", "level", "message", "name"}
+        assert cfg_ch["encoding"] == "json" and json.loads(cfg_ch["schema"])["properties"] == {
+            "speed": {"type": "number"}}
+        await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
+        got = {}
+        while len(got) < 2:
+            sid, log_time, payload = await fox.data()
+            got[sid] = (log_time, json.loads(payload))
+        log_time, entry = got[1]
+        assert entry == {"timestamp": {"sec": log_time // 10**9, "nsec": log_time % 10**9}, "level": 3,
+                         "message": "low battery", "name": "power", "file": "", "line": 42}
+        assert got[2][1] == {"speed": 1.5}
+        # for the page: whole packets, marked with the arena they come from
+        plog, pcfg = await page.channel("robot:log"), await page.channel("robot:cfg")
+        assert (plog["encoding"], plog["a0pyProtocol"], plog["payloadEncoding"]) == ("a0py/packet", "log", "text")
+        assert (pcfg["a0pyProtocol"], pcfg["payloadEncoding"]) == ("cfg", "json")
+        await page.subscribe([(7, plog["id"])])
+        pkt = Packet.from_bytes((await page.data(7))[2])
+        assert (pkt.payload, pkt.headers["a0_log_level"]) == (b"low battery", "WARN")
+        # what comes next, from another process
+        write("second")
+        _, _, payload = await fox.data(1)
+        assert {k: json.loads(payload)[k] for k in ("level", "message", "name")} == {
+            "level": 4, "message": "overheat", "name": "robot"}
+        assert json.loads((await fox.data(2))[2]) == {"speed": 2.5}
+        assert Packet.from_bytes((await page.data(7))[2]).headers["a0_log_level"] == "ERR"
+        await fox.close()
+        await page.close()
+
+    run(main())
+    # the view created nothing: the topic still has only its log and cfg arenas
+    assert tp.list_topics(f"shm:{root}") == {"robot": ["cfg", "log"]}

@@ -72,6 +72,10 @@ CAP_TIME = "time"
 #: not offered playback by the current Foxglove app.
 CAP_PLAYBACK_CONTROL = "playbackControl"
 
+#: Playback speeds outside this range are clamped to it.
+MIN_SPEED = 0.01
+MAX_SPEED = 100.0
+
 #: The most points a series reply may carry (a client asking for more gets this many).
 MAX_SERIES_POINTS = 100_000
 MAX_SERIES_PATH = 1000
@@ -331,9 +335,12 @@ def parse_client_binary(data):
         command, speed, had_seek, seek, rid_len = _PLAYBACK_CONTROL.unpack_from(data, 1)
         if command not in (PLAY, PAUSE):
             raise ProtocolError(f"playback control request: command {command} (0 play, 1 pause)")
-        if not math.isfinite(speed) or speed <= 0 or speed > 1000:
-            raise ProtocolError(f"playback control request: speed {speed:g} (use a factor above 0, "
-                                "at most 1000)")
+        if math.isnan(speed):
+            raise ProtocolError(f"playback control request: speed is NaN (use a factor from {MIN_SPEED:g} "
+                                f"to {MAX_SPEED:g})")
+        # Clamped, as the reference server's player does: the playback state
+        # that answers tells the client the speed it got.
+        speed = min(max(speed, MIN_SPEED), MAX_SPEED)
         rest = len(data) - 1 - _PLAYBACK_CONTROL.size
         if rid_len > rest:
             raise ProtocolError(f"playback control request: request id of {rid_len} bytes, {rest} present")
