@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import struct
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -621,12 +622,17 @@ _LOG_CFG_WRITER = r'''
 import sys
 import a0py
 log, cfg = a0py.Logger("robot"), a0py.Cfg("robot")
-if sys.argv[1] == "first":
+phase = sys.argv[1]
+if phase == "start":
     cfg.write({"speed": 1.5})
+    log.info("starting")
+elif phase == "lines":
     log.warn("low battery", headers={"logger": "power", "line": "42"})
-else:
     log.err("overheat")
+else:
     cfg.mergepatch({"speed": 2.5})
+    for word in ("patched", "done", "bye"):
+        log.dbg(word)
 '''
 
 
@@ -640,11 +646,10 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
         subprocess.run([sys.executable, "-c", _LOG_CFG_WRITER, phase], check=True, timeout=60)
 
     v = view()
-    write("first")
+    write("start")
 
     async def main():
         fox = await Client.open(v.ws_url)
-        page = await Client.open(v.ws_url + "?packets=1")
         log_ch, cfg_ch = await fox.channel("robot:log"), await fox.channel("robot:cfg")
         # for Foxglove: the log as foxglove.Log JSON (its Log panel), the configuration as JSON
         assert (log_ch["encoding"], log_ch["schemaName"], log_ch["schemaEncoding"]) == (
@@ -652,29 +657,35 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
         assert set(json.loads(log_ch["schema"])["properties"]) >= {"timestamp", "level", "message", "name"}
         assert cfg_ch["encoding"] == "json" and json.loads(cfg_ch["schema"])["properties"] == {
             "speed": {"type": "number"}}
-        await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
-        got = {}
-        while len(got) < 2:
-            sid, log_time, payload = await fox.data()
-            got[sid] = (log_time, json.loads(payload))
-        log_time, entry = got[1]
-        assert entry == {"timestamp": {"sec": log_time // 10**9, "nsec": log_time % 10**9}, "level": 3,
-                         "message": "low battery", "name": "power", "file": "", "line": 42}
-        assert got[2][1] == {"speed": 1.5}
-        # for the page: whole packets, marked with the arena they come from
+        write("lines")  # the view reads the log now: these lines are kept for new subscribers
+        page = await Client.open(v.ws_url + "?packets=1&max_hz=100")  # as the page connects
         plog, pcfg = await page.channel("robot:log"), await page.channel("robot:cfg")
         assert (plog["encoding"], plog["a0pyProtocol"], plog["payloadEncoding"]) == ("a0py/packet", "log", "text")
         assert (pcfg["a0pyProtocol"], pcfg["payloadEncoding"]) == ("cfg", "json")
+        await asyncio.sleep(0.5)
+        # a subscriber gets the log's last lines at once, each one (never conflated), and the configuration
+        await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
+        entries = [json.loads((await fox.data(1))[2]) for _ in range(3)]
+        assert [(e["level"], e["message"]) for e in entries] == [(2, "starting"), (3, "low battery"), (4, "overheat")]
+        warn = entries[1]
+        assert {k: warn[k] for k in ("name", "file", "line")} == {"name": "power", "file": "", "line": 42}
+        assert set(warn["timestamp"]) == {"sec", "nsec"} and abs(warn["timestamp"]["sec"] - time.time()) < 60
+        assert json.loads((await fox.data(2))[2]) == {"speed": 1.5}
         await page.subscribe([(7, plog["id"])])
-        pkt = Packet.from_bytes((await page.data(7))[2])
-        assert (pkt.payload, pkt.headers["a0_log_level"]) == (b"low battery", "WARN")
+        pkts = [Packet.from_bytes((await page.data(7))[2]) for _ in range(3)]
+        assert [(p.payload, p.headers["a0_log_level"]) for p in pkts] == [
+            (b"starting", "INFO"), (b"low battery", "WARN"), (b"overheat", "ERR")]
         # what comes next, from another process
-        write("second")
-        _, _, payload = await fox.data(1)
-        assert {k: json.loads(payload)[k] for k in ("level", "message", "name")} == {
-            "level": 4, "message": "overheat", "name": "robot"}
-        assert json.loads((await fox.data(2))[2]) == {"speed": 2.5}
-        assert Packet.from_bytes((await page.data(7))[2]).headers["a0_log_level"] == "ERR"
+        write("patch")
+        by_sub = {1: [], 2: []}
+        while len(by_sub[1]) < 3 or not by_sub[2]:
+            sid, _, payload = await fox.data()  # the two arenas' messages may interleave
+            by_sub[sid].append(json.loads(payload))
+        assert by_sub[2] == [{"speed": 2.5}]
+        assert [e["message"] for e in by_sub[1]] == ["patched", "done", "bye"]
+        # the page asks for at most 100 messages a second per topic, but log lines all come
+        assert [Packet.from_bytes((await page.data(7))[2]).payload for _ in range(3)] == [
+            b"patched", b"done", b"bye"]
         await fox.close()
         await page.close()
 

@@ -41,6 +41,8 @@ _log = logging.getLogger("a0py.view")
 STATS_TOPIC = "/a0py/view/stats"
 PACKET_ENCODING = "a0py/packet"
 MAX_CONTROL = 10_000
+#: Log lines kept per log channel for new subscribers.
+LOG_BACKLOG = 100
 STATS_PERIOD = 0.5
 RATE_WINDOW = 2.0
 DROP_REPORT_PERIOD = 1.0
@@ -56,8 +58,8 @@ class Channel:
     ``protocol``: the arena the packets come from (``pubsub``, ``log``,
     ``cfg``; see :mod:`a0py.view._logcfg`)."""
 
-    __slots__ = ("bytes", "count", "history", "id", "kind", "last_time", "latest", "missed", "packets",
-                 "protocol", "subs", "topic")
+    __slots__ = ("backlog", "bytes", "count", "history", "id", "kind", "last_time", "latest", "missed",
+                 "packets", "protocol", "subs", "topic")
 
     def __init__(self, id, topic, kind, packets=True, protocol="pubsub"):
         self.id = id
@@ -67,6 +69,8 @@ class Channel:
         self.protocol = protocol
         self.subs = {}  # Client -> subscription id
         self.latest = None  # (log time ns, message)
+        # A log's last lines, all sent to a new subscriber (one line says little).
+        self.backlog = collections.deque(maxlen=LOG_BACKLOG) if protocol == "log" else None
         self.count = 0
         self.bytes = 0
         self.missed = 0
@@ -271,12 +275,15 @@ class Hub:
         ch.bytes += len(msg.payload) if size is None else size
         ch.last_time = log_time
         ch.latest = (log_time, msg)
+        if ch.backlog is not None:
+            ch.backlog.append(ch.latest)
         if ch.subs:
             payload = packet = None
             head = P.message_head
             now = None
             for client, sub_id in ch.subs.items():
-                if client.min_interval:
+                # Log lines and configuration versions are never conflated: each one counts.
+                if client.min_interval and ch.protocol == "pubsub":
                     if now is None:
                         now = self.loop.time()
                     if not client.may_send(ch, sub_id, log_time, msg, now):
@@ -370,6 +377,9 @@ class Hub:
                 ch.subs[client] = sub_id
                 if ch is self.stats_channel:
                     client.put_data(P.message_data(sub_id, self.now(), self._stats_payload(client)))
+                elif ch.backlog:
+                    for item in ch.backlog:
+                        client.put_data(self._frame(client, ch, sub_id, *item))
                 elif ch.latest is not None:
                     # The newest message at once, so a slow topic shows something.
                     client.put_data(self._frame(client, ch, sub_id, *ch.latest))
