@@ -68,8 +68,8 @@ PAUSE = 1
 CAP_TIME = "time"
 #: The server answers playback control requests (play, pause, speed, seek) and
 #: sends playback states; needs ``dataStartTime``/``dataEndTime`` in serverInfo.
-#: The name since foxglove-sdk 0.2x (2026-02); the older ``rangedPlayback`` is
-#: not offered playback by the current Foxglove app.
+#: The name since foxglove-sdk renamed ``rangedPlayback`` (2026-02); the
+#: current Foxglove app offers no playback for the older names.
 CAP_PLAYBACK_CONTROL = "playbackControl"
 
 #: Playback speeds outside this range are clamped to it.
