@@ -209,13 +209,21 @@ def test_recording_opens_listing_every_channel_with_one_play_button_and_the_plot
         assert _series_pixels(page, "#2563eb", 0.1, 0.4) > 100
         assert _series_pixels(page, "#2563eb", 0.7, 1.0) > 100
         assert page.evaluate("a0pyView.state.playback.status") == 1
+        # a channel with no message yet: its fields come from its schema, its series from 6 s on
+        page.locator('#topics tr[data-topic="robot/late"]').click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#field option')].some(o => o.value === 'late')", timeout=WAIT_MS)
+        page.select_option("#field", "late")
+        page.click("#add-field")
+        page.wait_for_function("() => Number(document.getElementById('plot').dataset.points) === 1400",
+                               timeout=WAIT_MS)
         # play to the end at 10x: the clock ends at the end; the plot keeps the whole series
         page.select_option("#speed", "10")
         page.click("#play")
         page.wait_for_function("() => a0pyView.state.playback.status === 3", timeout=WAIT_MS)
         page.wait_for_function("() => document.getElementById('clock').textContent.includes('(9.990 s of 9.990 s)')",
                                timeout=WAIT_MS)
-        assert page.locator("#plot").get_attribute("data-points") == "1000"
+        assert page.locator("#plot").get_attribute("data-points") == "1400"
         assert page.locator("#play").inner_text() == "Play"
         # once ended, Play starts again from the start
         page.select_option("#speed", "1")

@@ -398,6 +398,17 @@
     return out;
   }
 
+  // The numeric fields a JSON schema names (objects' properties, not array items).
+  function schemaPaths(schema, prefix, out, depth) {
+    if (!schema || typeof schema !== "object" || out.length >= 200 || depth > 8) return out;
+    const t = schema.type;
+    if ((t === "number" || t === "integer" || t === "boolean") && prefix) out.push(prefix);
+    else if (t === "object" && schema.properties && typeof schema.properties === "object") {
+      for (const [k, v] of Object.entries(schema.properties)) schemaPaths(v, prefix ? `${prefix}.${k}` : k, out, depth + 1);
+    }
+    return out;
+  }
+
   // ---- plot series ----
   function addSeries(topic, path) {
     if (state.series.some((s) => s.topic === topic && s.path.join() === parsePath(path).join())) return;
@@ -648,6 +659,9 @@
     const list = (name && state.messages.get(name)) || [];
     let paths = [];
     if (list.length) { const v = valueOf(list[list.length - 1]); if (v !== undefined) paths = numericPaths(v, "", [], 0); }
+    // No message yet (a recording's channel that starts later): the fields its schema names.
+    const ch = name && state.byTopic.get(name);
+    if (!paths.length && ch && ch.schemaObj) paths = schemaPaths(ch.schemaObj, "", [], 0);
     const cur = sel.value;
     sel.replaceChildren(el("option", { value: "" }, paths.length ? "numeric field…" : "no numeric field"),
                         ...paths.map((p) => el("option", { value: p }, p)));
