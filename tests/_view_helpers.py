@@ -11,18 +11,27 @@ import time
 
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 10_000_000  # 100 Hz
+LATE_FROM = 600
 
 
 def odom(k):
     return {"i": k, "x": math.sin(k / 20.0), "pose": {"theta": k * 0.01}}
 
 
-def write_recording(path, topic_root, n=1000, chunk_size=4096):
+def late_value(k):
+    return {"late": k, "ok": k % 2 == 0}
+
+
+def write_recording(path, topic_root, n=1000, chunk_size=4096, late=False):
     """An MCAP file like `a0py record` writes: topic ``robot/odom`` as whole
     a0py packets (JSON payloads ``odom(k)``, log time ``T0_NS + k *
     PERIOD_NS``), plus a foreign JSON channel ``/foreign/pose`` (value
     ``{"k": k}`` every 10th step). The packets are published to a topic under
-    ``topic_root`` and read back, so they carry real standard headers."""
+    ``topic_root`` and read back, so they carry real standard headers.
+
+    ``late``: also ``robot/late`` (packets ``late(k)``, from step
+    ``LATE_FROM`` on: its first message is many chunks into the file) and a
+    foreign channel ``/foreign/silent`` that has no message at all."""
     from mcap.writer import CompressionType, Writer
 
     import a0py
@@ -38,6 +47,12 @@ def write_recording(path, topic_root, n=1000, chunk_size=4096):
         jsid = w.register_schema("Pose", "jsonschema", json.dumps(
             {"type": "object", "properties": {"k": {"type": "integer"}}}).encode())
         pose_ch = w.register_channel("/foreign/pose", "json", jsid)
+        if late:
+            late_topic = a0py.Topic("robot/late", root=topic_root)
+            late_pub = a0py.Publisher(late_topic)
+            late_sub = a0py.SubscriberSync(late_topic, init=a0py.INIT_OLDEST)
+            late_ch = w.register_channel("robot/late", "a0py/packet", sid)
+            w.register_channel("/foreign/silent", "json", jsid)
         for k in range(n):
             pub.pub_json(odom(k))
             pkt = sub.read_blocking(timeout=5)
@@ -45,7 +60,15 @@ def write_recording(path, topic_root, n=1000, chunk_size=4096):
             w.add_message(odom_ch, log_time=t, data=pkt.to_bytes(), publish_time=t, sequence=k)
             if k % 10 == 0:
                 w.add_message(pose_ch, log_time=t, data=json.dumps({"k": k}).encode(), publish_time=t)
+            if late and k >= LATE_FROM:
+                late_pub.pub_json(late_value(k))
+                w.add_message(late_ch, log_time=t, data=late_sub.read_blocking(timeout=5).to_bytes(),
+                              publish_time=t, sequence=k)
         w.finish()
+    if late:
+        late_sub.close()
+        late_pub.close()
+        late_topic.unlink()
     sub.close()
     pub.close()
     topic.unlink()

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import struct
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -556,7 +557,7 @@ def test_recording_seek_shows_the_messages_of_that_time(view, recording):
     async def main():
         c = await Client.open(v.ws_url)
         info = c.server_info
-        assert set(info["capabilities"]) == {"time", "rangedPlayback"}
+        assert set(info["capabilities"]) == {"playbackControl", "time"}
         start = info["dataStartTime"]["sec"] * 10**9 + info["dataStartTime"]["nsec"]
         end = info["dataEndTime"]["sec"] * 10**9 + info["dataEndTime"]["nsec"]
         assert (start, end) == (T0_NS, T0_NS + 999 * PERIOD_NS)
@@ -704,3 +705,81 @@ def test_foxglove_sdk_option_needs_the_extra_or_serves(root, publisher):
             assert any("Foxglove SDK server on ws://" in line for line in v.lines)
         finally:
             v.close()
+
+
+# ------------------------------------------------------------ log and cfg topics
+
+_LOG_CFG_WRITER = r'''
+import sys
+import a0py
+log, cfg = a0py.Logger("robot"), a0py.Cfg("robot")
+phase = sys.argv[1]
+if phase == "start":
+    cfg.write({"speed": 1.5})
+    log.info("starting")
+elif phase == "lines":
+    log.warn("low battery", headers={"logger": "power", "line": "42"})
+    log.err("overheat")
+else:
+    cfg.mergepatch({"speed": 2.5})
+    for word in ("patched", "done", "bye"):
+        log.dbg(word)
+'''
+
+
+def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
+    import subprocess
+    import sys
+
+    from a0py import Packet
+
+    def write(phase):
+        subprocess.run([sys.executable, "-c", _LOG_CFG_WRITER, phase], check=True, timeout=60)
+
+    v = view()
+    write("start")
+
+    async def main():
+        fox = await Client.open(v.ws_url)
+        log_ch, cfg_ch = await fox.channel("robot:log"), await fox.channel("robot:cfg")
+        # for Foxglove: the log as foxglove.Log JSON (its Log panel), the configuration as JSON
+        assert (log_ch["encoding"], log_ch["schemaName"], log_ch["schemaEncoding"]) == (
+            "json", "foxglove.Log", "jsonschema")
+        assert set(json.loads(log_ch["schema"])["properties"]) >= {"timestamp", "level", "message", "name"}
+        assert cfg_ch["encoding"] == "json" and json.loads(cfg_ch["schema"])["properties"] == {
+            "speed": {"type": "number"}}
+        write("lines")  # the view reads the log now: these lines are kept for new subscribers
+        page = await Client.open(v.ws_url + "?packets=1&max_hz=100")  # as the page connects
+        plog, pcfg = await page.channel("robot:log"), await page.channel("robot:cfg")
+        assert (plog["encoding"], plog["a0pyProtocol"], plog["payloadEncoding"]) == ("a0py/packet", "log", "text")
+        assert (pcfg["a0pyProtocol"], pcfg["payloadEncoding"]) == ("cfg", "json")
+        await asyncio.sleep(0.5)
+        # a subscriber gets the log's last lines at once, each one (never conflated), and the configuration
+        await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
+        entries = [json.loads((await fox.data(1))[2]) for _ in range(3)]
+        assert [(e["level"], e["message"]) for e in entries] == [(2, "starting"), (3, "low battery"), (4, "overheat")]
+        warn = entries[1]
+        assert {k: warn[k] for k in ("name", "file", "line")} == {"name": "power", "file": "", "line": 42}
+        assert set(warn["timestamp"]) == {"sec", "nsec"} and abs(warn["timestamp"]["sec"] - time.time()) < 60
+        assert json.loads((await fox.data(2))[2]) == {"speed": 1.5}
+        await page.subscribe([(7, plog["id"])])
+        pkts = [Packet.from_bytes((await page.data(7))[2]) for _ in range(3)]
+        assert [(p.payload, p.headers["a0_log_level"]) for p in pkts] == [
+            (b"starting", "INFO"), (b"low battery", "WARN"), (b"overheat", "ERR")]
+        # what comes next, from another process
+        write("patch")
+        by_sub = {1: [], 2: []}
+        while len(by_sub[1]) < 3 or not by_sub[2]:
+            sid, _, payload = await fox.data()  # the two arenas' messages may interleave
+            by_sub[sid].append(json.loads(payload))
+        assert by_sub[2] == [{"speed": 2.5}]
+        assert [e["message"] for e in by_sub[1]] == ["patched", "done", "bye"]
+        # the page asks for at most 100 messages a second per topic, but log lines all come
+        assert [Packet.from_bytes((await page.data(7))[2]).payload for _ in range(3)] == [
+            b"patched", b"done", b"bye"]
+        await fox.close()
+        await page.close()
+
+    run(main())
+    # the view created nothing: the topic still has only its log and cfg arenas
+    assert tp.list_topics(f"shm:{root}") == {"robot": ["cfg", "log"]}

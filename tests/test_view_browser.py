@@ -9,6 +9,7 @@ a test run leaves the working tree as it was)."""
 
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -56,17 +57,19 @@ def page(browser):
     assert not errors, f"the page reported errors: {errors}"
 
 
-def _series_pixels(page, color):
-    """Pixels of the plot canvas within a small distance of ``color`` (#rrggbb)."""
-    return page.evaluate("""(color) => {
+def _series_pixels(page, color, x0=0.0, x1=1.0):
+    """Pixels of the plot canvas within a small distance of ``color``
+    (#rrggbb), in the columns from ``x0`` to ``x1`` (fractions of its width)."""
+    return page.evaluate("""([color, x0, x1]) => {
         const c = document.getElementById('plot');
-        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const c0 = Math.floor(c.width * x0), c1 = Math.ceil(c.width * x1);
+        const d = c.getContext('2d').getImageData(c0, 0, c1 - c0, c.height).data;
         const r = parseInt(color.slice(1, 3), 16), g = parseInt(color.slice(3, 5), 16), b = parseInt(color.slice(5, 7), 16);
         let n = 0;
         for (let i = 0; i < d.length; i += 4)
             if (d[i + 3] > 200 && Math.abs(d[i] - r) < 40 && Math.abs(d[i + 1] - g) < 40 && Math.abs(d[i + 2] - b) < 40) n++;
         return n;
-    }""", color)
+    }""", [color, x0, x1])
 
 
 def test_live_topic_appears_with_its_rate_and_values_and_is_plotted(root, page, tmp_path):
@@ -170,4 +173,62 @@ def test_recording_seek_to_the_middle_shows_that_time(tmp_path, root, page):
             f"() => JSON.parse(document.querySelector('#messages .msg pre').textContent).i > {expected + 100}",
             timeout=WAIT_MS)
         assert page.locator("#play").inner_text() in ("Pause", "Play")
+        page.goto("about:blank")
+
+
+def test_recording_opens_listing_every_channel_with_one_play_button_and_the_plot_over_it(tmp_path, root, page):
+    rec = tmp_path / "rec.mcap"
+    write_recording(str(rec), str(tmp_path / "topics"), n=1000, late=True)
+    with ViewProcess(str(rec)) as view:
+        page.goto(view.url)
+        page.locator("#player").wait_for(state="visible", timeout=WAIT_MS)
+        # every channel is listed at once, paused at the start: robot/late begins at 6 s,
+        # /foreign/silent has no message at all
+        for name in ("robot/odom", "/foreign/pose", "robot/late", "/foreign/silent"):
+            page.locator(f'#topics tr[data-topic="{name}"]').wait_for(timeout=WAIT_MS)
+        assert page.evaluate("a0pyView.state.playback.status") == 1
+        # one Play button: the player's (the bar's Pause is the live page's)
+        play_buttons = page.locator("button:visible", has_text=re.compile(r"^(Play|Pause|Resume)$"))
+        assert play_buttons.count() == 1 and play_buttons.first.get_attribute("id") == "play"
+        assert page.locator("#pause").is_hidden()
+        # the clock at the start
+        page.wait_for_function("() => document.getElementById('clock').textContent.includes(' s of ')",
+                               timeout=WAIT_MS)
+        assert "(0.000 s of 9.990 s)" in page.locator("#clock").inner_text()
+        # a field plotted over the whole recording at once, while still paused at the start
+        page.locator('#topics tr[data-topic="robot/odom"]').click()
+        page.wait_for_function("() => [...document.querySelectorAll('#field option')].some(o => o.value === 'x')",
+                               timeout=WAIT_MS)
+        page.select_option("#field", "x")
+        page.click("#add-field")
+        page.wait_for_function("() => Number(document.getElementById('plot').dataset.points) === 1000",
+                               timeout=WAIT_MS)
+        assert page.locator("#window").input_value() == "all"
+        time.sleep(0.3)  # a frame or two to draw it
+        # drawn across the plot: the series' colour in its left and its right third
+        assert _series_pixels(page, "#2563eb", 0.1, 0.4) > 100
+        assert _series_pixels(page, "#2563eb", 0.7, 1.0) > 100
+        assert page.evaluate("a0pyView.state.playback.status") == 1
+        # a channel with no message yet: its fields come from its schema, its series from 6 s on
+        page.locator('#topics tr[data-topic="robot/late"]').click()
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#field option')].some(o => o.value === 'late')", timeout=WAIT_MS)
+        page.select_option("#field", "late")
+        page.click("#add-field")
+        page.wait_for_function("() => Number(document.getElementById('plot').dataset.points) === 1400",
+                               timeout=WAIT_MS)
+        # play to the end at 10x: the clock ends at the end; the plot keeps the whole series
+        page.select_option("#speed", "10")
+        page.click("#play")
+        page.wait_for_function("() => a0pyView.state.playback.status === 3", timeout=WAIT_MS)
+        page.wait_for_function("() => document.getElementById('clock').textContent.includes('(9.990 s of 9.990 s)')",
+                               timeout=WAIT_MS)
+        assert page.locator("#plot").get_attribute("data-points") == "1400"
+        assert page.locator("#play").inner_text() == "Play"
+        # once ended, Play starts again from the start
+        page.select_option("#speed", "1")
+        page.click("#play")
+        page.wait_for_function("() => a0pyView.state.playback.status === 0", timeout=WAIT_MS)
+        assert page.locator("#play").inner_text() == "Pause"
+        assert float(re.search(r"\(([\d.]+) s of", page.locator("#clock").inner_text()).group(1)) < 9.0
         page.goto("about:blank")

@@ -18,10 +18,18 @@ __all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "make
 
 
 def _is_recording(spec):
+    """Whether ``spec`` names a recording rather than topic globs: an
+    ``.mcap`` file, an existing file or directory, or anything written as a
+    path (ending in ``/``, or starting with ``./``, ``../`` or ``~``), which
+    no topic glob is. A path that does not exist is then an error of
+    :func:`make_server`, not a topic to wait for."""
     if spec is None or isinstance(spec, (list, tuple)):
         return False
     spec = os.fspath(spec)
-    return spec.endswith(".mcap") or os.path.isdir(spec)
+    if isinstance(spec, bytes):
+        spec = os.fsdecode(spec)
+    return (spec.endswith((".mcap", "/", os.sep)) or spec.startswith(("./", "../", "~"))
+            or os.path.isdir(spec) or (os.path.isfile(spec) and not any(c in spec for c in "*?[")))
 
 
 def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
@@ -45,7 +53,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
                   capabilities=source.capabilities, data_range=source.data_range,
                   metadata={"source": "recording", "files": str(len(source.files))}, controller=source)
-        source.hub = hub
+        source.attach(hub)
     else:
         from ..proto.topic import Root, current_root
         from ._live import LiveSource

@@ -22,6 +22,10 @@ Invariants:
   it sends afterwards is looked at.
 * **Channel ids are never reused** within a server's life, so a client can
   never mistake a new topic for an old one.
+* **One clock.** Every timestamp the hub sends (message data, the stats
+  channel) comes from :meth:`Hub.now`: the wall clock for live topics, the
+  playback clock of a recording (its log time), so a client that also gets
+  ``time`` messages sees one time line.
 """
 
 import asyncio
@@ -46,6 +50,8 @@ MAX_CONTROL = 10_000
 CONTROL_BYTES = 16 << 20
 #: The WebSocket close code for such a client (policy violation).
 CLOSE_POLICY = 1008
+#: Log lines kept per log channel for new subscribers.
+LOG_BACKLOG = 100
 STATS_PERIOD = 0.5
 RATE_WINDOW = 2.0
 DROP_REPORT_PERIOD = 1.0
@@ -57,18 +63,23 @@ class Channel:
     ``kind``: a :class:`a0py.view._schema.PayloadKind` (the payload's
     encoding and schema). ``packets``: whether the source has whole a0py
     packets (clients that asked for packets get them, with their headers);
-    False for foreign channels of a recording, which send what they hold."""
+    False for foreign channels of a recording, which send what they hold.
+    ``protocol``: the arena the packets come from (``pubsub``, ``log``,
+    ``cfg``; see :mod:`a0py.view._logcfg`)."""
 
-    __slots__ = ("bytes", "count", "history", "id", "kind", "last_time", "latest", "missed", "packets",
-                 "subs", "topic")
+    __slots__ = ("backlog", "bytes", "count", "history", "id", "kind", "last_time", "latest", "missed",
+                 "packets", "protocol", "subs", "topic")
 
-    def __init__(self, id, topic, kind, packets=True):
+    def __init__(self, id, topic, kind, packets=True, protocol="pubsub"):
         self.id = id
         self.topic = topic
         self.kind = kind
         self.packets = packets
+        self.protocol = protocol
         self.subs = {}  # Client -> subscription id
         self.latest = None  # (log time ns, message)
+        # A log's last lines, all sent to a new subscriber (one line says little).
+        self.backlog = collections.deque(maxlen=LOG_BACKLOG) if protocol == "log" else None
         self.count = 0
         self.bytes = 0
         self.missed = 0
@@ -80,8 +91,12 @@ class Channel:
         whole packets)."""
         k = self.kind
         if packets and self.packets:
+            # A log packet's payload is its text (the JSON of foxglove.Log is made for other clients).
+            payload = "text" if self.protocol == "log" else k.encoding
             out = {"id": self.id, "topic": self.topic, "encoding": PACKET_ENCODING,
-                   "schemaName": k.schema_name, "schema": k.schema, "payloadEncoding": k.encoding}
+                   "schemaName": k.schema_name, "schema": k.schema, "payloadEncoding": payload}
+            if self.protocol != "pubsub":
+                out["a0pyProtocol"] = self.protocol
         else:
             out = {"id": self.id, "topic": self.topic, "encoding": k.encoding, "schemaName": k.schema_name,
                    "schema": k.schema}
@@ -249,7 +264,8 @@ class Client:
 class Hub:
     """Channels and clients of one server. ``capabilities``, ``data_range``
     go into serverInfo; ``controller`` (a recording's player) gets playback
-    control requests."""
+    control requests and series requests, gives the clock (``now()``) and
+    greets each new client (``greeting()``: frames after the advertise)."""
 
     def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
                  capabilities=(), data_range=None, metadata=None, controller=None):
@@ -279,15 +295,15 @@ class Hub:
 
     # -- channels --
 
-    def _new_channel(self, topic, kind, packets=True):
-        ch = Channel(self._next_id, topic, kind, packets)
+    def _new_channel(self, topic, kind, packets=True, protocol="pubsub"):
+        ch = Channel(self._next_id, topic, kind, packets, protocol)
         self._next_id += 1
         self.channels[ch.id] = ch
         return ch
 
-    def add_channel(self, topic, kind, packets=True):
+    def add_channel(self, topic, kind, packets=True, protocol="pubsub"):
         """Advertises a new channel to every client; returns it."""
-        ch = self._new_channel(topic, kind, packets)
+        ch = self._new_channel(topic, kind, packets, protocol)
         for client in self.clients:
             client.put_control(P.advertise([ch.advert(client.packets)]))
         return ch
@@ -311,12 +327,15 @@ class Hub:
         ch.bytes += len(msg.payload) if size is None else size
         ch.last_time = log_time
         ch.latest = (log_time, msg)
+        if ch.backlog is not None:
+            ch.backlog.append(ch.latest)
         if ch.subs:
             payload = packet = None
             head = P.message_head
             now = None
             for client, sub_id in ch.subs.items():
-                if client.min_interval:
+                # Log lines and configuration versions are never conflated: each one counts.
+                if client.min_interval and ch.protocol == "pubsub":
                     if now is None:
                         now = self.loop.time()
                     if not client.may_send(ch, sub_id, log_time, msg, now):
@@ -340,6 +359,10 @@ class Hub:
 
     # -- clients --
 
+    def now(self):
+        """The time of the hub's clock, ns (see the invariants)."""
+        return time.time_ns() if self.controller is None else self.controller.now()
+
     def attach(self, connection, packets, name, max_hz=None, farewell=None):
         """A new client on ``connection``; ``farewell`` as for :class:`Client`."""
         client = Client(self, connection, packets, name, max_hz, farewell)
@@ -348,7 +371,8 @@ class Hub:
             data_range=self.data_range))
         client.put_control(P.advertise([ch.advert(packets) for ch in self.channels.values()]))
         if self.controller is not None:
-            client.put_control(self.controller.state_frame())
+            for frame in self.controller.greeting():
+                client.put_control(frame)
         self.clients.add(client)
         return client
 
@@ -380,8 +404,17 @@ class Hub:
             elif isinstance(req, P.PlaybackControl):
                 if self.controller is None:
                     raise P.ProtocolError("playback control: this server shows live topics, not a "
-                                          "recording (it does not offer 'rangedPlayback')")
+                                          "recording (it does not offer 'playbackControl')")
                 self.controller.control(req)
+            elif isinstance(req, P.FetchSeries):
+                if self.controller is None:
+                    raise P.ProtocolError("a0py.fetchSeries: this server shows live topics, not a recording "
+                                          "(a series over time exists only for recordings)")
+                ch = self.channels.get(req.channel_id)
+                if ch is None or ch is self.stats_channel:
+                    raise P.ProtocolError(f"a0py.fetchSeries: unknown channel id {req.channel_id} (request "
+                                          f"{req.request_id})")
+                self.controller.fetch_series(client, ch, req)
         except P.ProtocolError as e:
             client.put_control(P.status(P.STATUS_ERROR, str(e)))
 
@@ -400,7 +433,10 @@ class Hub:
                 client.subs[sub_id] = ch
                 ch.subs[client] = sub_id
                 if ch is self.stats_channel:
-                    client.put_data(P.message_data(sub_id, time.time_ns(), self._stats_payload(client)))
+                    client.put_data(P.message_data(sub_id, self.now(), self._stats_payload(client)))
+                elif ch.backlog:
+                    for item in ch.backlog:
+                        client.put_data(self._frame(client, ch, sub_id, *item))
                 elif ch.latest is not None:
                     # The newest message at once, so a slow topic shows something.
                     client.put_data(self._frame(client, ch, sub_id, *ch.latest))
@@ -434,7 +470,7 @@ class Hub:
             bw = (ch.bytes - b0) / dt if dt > 0 else 0.0
             out[ch.topic] = {"channel": ch.id, "rate": round(rate, 2), "bandwidth": round(bw, 1),
                              "count": ch.count, "missed": ch.missed, "last": ch.last_time,
-                             "encoding": ch.kind.encoding}
+                             "encoding": ch.kind.encoding, "protocol": ch.protocol}
         for name, st in self.topics.items():
             out.setdefault(name, st)
         return out
@@ -442,7 +478,7 @@ class Hub:
     def _stats_payload(self, client, topics=None):
         if topics is None:
             topics = self.topic_stats()
-        return json.dumps({"time": time.time_ns(), "dropped": client.dropped, "conflated": client.conflated,
+        return json.dumps({"time": self.now(), "dropped": client.dropped, "conflated": client.conflated,
                            "queued": client.queued(),
                            "topics": topics}, separators=(",", ":")).encode()
 
@@ -454,7 +490,7 @@ class Hub:
             for c in self.channels.values():
                 c.history.append((now, c.count + c.missed, c.bytes))
             topics = self.topic_stats()
-            now = time.time_ns()
+            now = self.now()
             for client, sub_id in list(ch.subs.items()):
                 client.put_data(P.message_data(sub_id, now, self._stats_payload(client, topics)))
             await asyncio.sleep(STATS_PERIOD)

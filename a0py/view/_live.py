@@ -1,5 +1,5 @@
-"""The live source: the pub/sub topics under a root, each read by a tap that
-feeds the hub.
+"""The live source: the topics under a root, each arena (pub/sub, log,
+cfg) read by a tap that feeds the hub.
 
 A topic is found by listing the root (:func:`list_pubsub_topics`, every
 :data:`SCAN_PERIOD` seconds; the one place to swap in ``a0py.Discovery``),
@@ -9,7 +9,9 @@ started shows its latest value at once. The channel is advertised when the
 first packet tells what the payloads are (JSON or bytes, see
 :mod:`a0py.view._schema`); a topic whose arena is removed is unadvertised and
 its mapping dropped, so a topic made again under the same name is a new
-channel.
+channel. A topic's log and cfg arenas are channels ``T:log`` and ``T:cfg``
+(see :mod:`a0py.view._logcfg`), read by a :class:`a0py.LogListener` and a
+:class:`a0py.CfgWatcher` whose callbacks hand each packet to the event loop.
 
 Invariants:
 
@@ -27,9 +29,12 @@ import time
 
 from ..errors import A0Error
 from ..proto import aio_sub
+from ..proto.cfg import CfgWatcher
+from ..proto.log import LogLevel, LogListener
 from ..proto.packets import TIME_WALL
 from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
-from ..proto.topic import PUBSUB, Topic, forget_arena, list_topics, topic_arena
+from ..proto.topic import CFG, LOG, PUBSUB, Topic, forget_arena, list_topics, topic_arena
+from ._logcfg import LOG_KIND, LogMessage, channel_topic
 from ._schema import kind_of
 
 __all__ = ["LiveSource", "list_pubsub_topics"]
@@ -37,6 +42,8 @@ __all__ = ["LiveSource", "list_pubsub_topics"]
 _log = logging.getLogger("a0py.view")
 
 SCAN_PERIOD = 0.2
+#: The arenas of a topic the view shows, each as a channel.
+WATCHED = (PUBSUB, LOG, CFG)
 
 
 def list_pubsub_topics(root=None):
@@ -52,13 +59,16 @@ def _matcher(globs):
 
 
 class _Tap:
-    __slots__ = ("channel", "name", "task", "topic")
+    __slots__ = ("channel", "label", "listener", "name", "protocol", "task", "topic")
 
-    def __init__(self, name, topic):
+    def __init__(self, name, topic, protocol=PUBSUB):
         self.name = name
         self.topic = topic
+        self.protocol = protocol
+        self.label = channel_topic(name, protocol)  # the channel's name
         self.channel = None
         self.task = None
+        self.listener = None
 
 
 class LiveSource:
@@ -81,34 +91,75 @@ class LiveSource:
                 self._drop(tap)
 
     def scan(self):
-        present = {t for t in list_pubsub_topics(self.root) if self.match(t)}
-        for name in present - self.taps.keys():
-            self._start(name)
-        for name in self.taps.keys() - present:
-            self._drop(self.taps[name])
+        present = {(t, p) for t, protocols in list_topics(self.root).items() if self.match(t)
+                   for p in WATCHED if p in protocols}
+        for key in present - self.taps.keys():
+            self._start(*key)
+        for key in self.taps.keys() - present:
+            self._drop(self.taps[key])
 
-    def _start(self, name):
+    def _start(self, name, protocol=PUBSUB):
         topic = Topic(name, root=self.root)
         try:
-            topic_arena(topic, PUBSUB, create=False)  # cached: the reader below uses this mapping
+            topic_arena(topic, protocol, create=False)  # cached: the reader below uses this mapping
         except A0Error as e:
-            _log.debug("view: topic %r vanished or unreadable: %s", name, e)
+            _log.debug("view: topic %r (%s) vanished or unreadable: %s", name, protocol, e)
             return
-        tap = _Tap(name, topic)
-        self.taps[name] = tap
-        self.hub.topics[name] = {"channel": None, "rate": 0.0, "bandwidth": 0.0, "count": 0, "missed": 0,
-                                 "last": None, "encoding": None}
-        tap.task = asyncio.get_running_loop().create_task(self._read(tap))
+        tap = _Tap(name, topic, protocol)
+        self.taps[(name, protocol)] = tap
+        self.hub.topics[tap.label] = {"channel": None, "rate": 0.0, "bandwidth": 0.0, "count": 0, "missed": 0,
+                                      "last": None, "encoding": None, "protocol": protocol}
+        if protocol == PUBSUB:
+            tap.task = asyncio.get_running_loop().create_task(self._read(tap))
+        else:
+            try:
+                tap.listener = self._listen(tap)
+            except A0Error as e:
+                _log.debug("view: topic %r (%s) unreadable: %s", name, protocol, e)
+                self._drop(tap)
 
     def _drop(self, tap):
-        self.taps.pop(tap.name, None)
-        self.hub.topics.pop(tap.name, None)
+        self.taps.pop((tap.name, tap.protocol), None)
+        self.hub.topics.pop(tap.label, None)
         if tap.task is not None:
             tap.task.cancel()
+        if tap.listener is not None:
+            tap.listener.close()
+            tap.listener = None
         if tap.channel is not None:
             self.hub.remove_channel(tap.channel)
             tap.channel = None
-        forget_arena(tap.topic, PUBSUB)
+        forget_arena(tap.topic, tap.protocol)
+
+    def _listen(self, tap):
+        """A log listener or cfg watcher for ``tap``, from its newest packet;
+        its callback (on the dispatcher thread) hands each packet to the loop."""
+        loop = asyncio.get_running_loop()
+
+        def on_packet(pkt):
+            try:
+                loop.call_soon_threadsafe(self._deliver, tap, pkt)
+            except RuntimeError:  # the loop has closed: the view is stopping
+                pass
+
+        if tap.protocol == LOG:
+            return LogListener(tap.topic, LogLevel.DBG, on_packet, init=INIT_MOST_RECENT)
+        return CfgWatcher(tap.topic, on_packet)
+
+    def _deliver(self, tap, pkt):
+        """One packet of a log or cfg tap, on the loop."""
+        if self.taps.get((tap.name, tap.protocol)) is not tap:
+            return  # dropped since the callback ran
+        hub = self.hub
+        log_time = _log_time(pkt)
+        ch = tap.channel
+        if ch is None:
+            kind = LOG_KIND if tap.protocol == LOG else kind_of(f"{tap.name}.cfg", pkt.payload, pkt.headers)
+            ch = tap.channel = hub.add_channel(tap.label, kind, protocol=tap.protocol)
+            hub.topics.pop(tap.label, None)
+        ch.missed = tap.listener.missed if tap.listener is not None else ch.missed
+        msg = LogMessage(pkt, tap.name, log_time) if tap.protocol == LOG else pkt
+        hub.publish(ch, log_time, msg, size=len(pkt.payload))
 
     async def _read(self, tap):
         # A corrupt frame is logged and skipped by the reader (logger
@@ -123,10 +174,14 @@ class LiveSource:
                     hub.topics.pop(tap.name, None)
                 if pkt.missed:
                     ch.missed += pkt.missed
-                try:
-                    log_time = int(pkt.headers.get(TIME_WALL, 0)) or time.time_ns()
-                except ValueError:
-                    log_time = time.time_ns()
-                hub.publish(ch, log_time, pkt)
+                hub.publish(ch, _log_time(pkt), pkt)
         finally:
             await packets.aclose()
+
+
+def _log_time(pkt):
+    """A packet's time: its ``a0_time_wall`` (the writer's clock), else now."""
+    try:
+        return int(pkt.headers.get(TIME_WALL, 0)) or time.time_ns()
+    except ValueError:
+        return time.time_ns()

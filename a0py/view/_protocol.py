@@ -12,6 +12,14 @@ f32 speed, u8 did-seek, u32 length + request id). Client binary opcodes: 1
 message data (client publish), 2 service call, 3 playback control request (u8
 command, f32 speed, u8 had-seek, u64 seek time, u32 length + request id).
 
+Besides protocol v1, one request of this server's own, for its page (a
+Foxglove client never sends it): ``{"op": "a0py.fetchSeries", "requestId": N,
+"channelId": N, "path": "pose.x", "maxPoints": N}`` asks for a numeric field
+of a recorded channel over the whole recording; the reply is one text message
+``{"op": "a0py.series", "requestId": N, "channelId": N, "path": ...,
+"startNs": "...", "t": [ns after startNs...], "v": [...], "messages": N,
+"stride": N}`` (or an error status naming the request).
+
 Invariant: nothing a client sends is trusted. :func:`parse_client_text` and
 :func:`parse_client_binary` either return a well-formed request or raise
 :class:`ProtocolError` with a message fit to send back in a status; they never
@@ -20,15 +28,16 @@ raise anything else, whatever the bytes.
 
 import json
 import math
+import re
 import struct
 
 from .errors import ProtocolError
 
 __all__ = [
-    "LEGACY_SUBPROTOCOL", "SUBPROTOCOL", "SUBPROTOCOLS", "PlaybackControl", "ProtocolError",
+    "LEGACY_SUBPROTOCOL", "SUBPROTOCOL", "SUBPROTOCOLS", "FetchSeries", "PlaybackControl", "ProtocolError",
     "Subscribe", "Unsubscribe", "advertise", "message_data", "parse_client_binary",
-    "parse_client_text", "playback_state", "remove_status", "server_info", "status", "time_message",
-    "unadvertise",
+    "parse_client_text", "playback_state", "remove_status", "series", "server_info", "status",
+    "time_message", "unadvertise",
 ]
 
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -56,8 +65,22 @@ PLAYBACK_ENDED = 3
 PLAY = 0
 PAUSE = 1
 
+#: The server sends binary time messages; then message timestamps come from the
+#: same clock (a recording's log time).
 CAP_TIME = "time"
-CAP_RANGED_PLAYBACK = "rangedPlayback"
+#: The server answers playback control requests (play, pause, speed, seek) and
+#: sends playback states; needs ``dataStartTime``/``dataEndTime`` in serverInfo.
+#: The name since foxglove-sdk renamed ``rangedPlayback`` (2026-02); the
+#: current Foxglove app offers no playback for the older names.
+CAP_PLAYBACK_CONTROL = "playbackControl"
+
+#: Playback speeds outside this range are clamped to it.
+MIN_SPEED = 0.01
+MAX_SPEED = 100.0
+
+#: The most points a series reply may carry (a client asking for more gets this many).
+MAX_SERIES_POINTS = 100_000
+MAX_SERIES_PATH = 1000
 
 _MESSAGE_HEAD = struct.Struct("<BIQ")
 _TIME = struct.Struct("<BQ")
@@ -93,7 +116,7 @@ def _timestamp(ns):
 
 def server_info(name, capabilities=(), *, session_id=None, metadata=None, data_range=None):
     """The ``serverInfo`` text message. ``data_range``: (start, end) ns of a
-    recording (with the ``rangedPlayback`` capability)."""
+    recording (with the ``playbackControl`` capability)."""
     msg = {"op": "serverInfo", "name": name, "capabilities": list(capabilities)}
     if metadata:
         msg["metadata"] = {str(k): str(v) for k, v in metadata.items()}
@@ -152,6 +175,15 @@ def playback_state(state, current_time_ns, speed, did_seek=False, request_id=Non
                                 len(rid)) + rid
 
 
+def series(request_id, channel_id, path, start_ns, times, values, messages, stride):
+    """The ``a0py.series`` reply: ``times`` are ns after ``start_ns`` (ints, so
+    JavaScript numbers hold them exactly), ``values`` the numbers at ``path``
+    (finite floats); ``messages`` how many messages of the channel the
+    recording has, ``stride`` one message in how many was read."""
+    return _dumps({"op": "a0py.series", "requestId": request_id, "channelId": channel_id, "path": path,
+                   "startNs": str(start_ns), "t": times, "v": values, "messages": messages, "stride": stride})
+
+
 class Subscribe:
     """A checked ``subscribe``: ``pairs`` is a list of (subscription id, channel id)."""
 
@@ -168,6 +200,47 @@ class Unsubscribe:
 
     def __init__(self, ids):
         self.ids = ids
+
+
+class FetchSeries:
+    """A checked ``a0py.fetchSeries``: ``path`` is a list of keys (str) and
+    indexes (int), ``text`` the path as sent."""
+
+    __slots__ = ("channel_id", "max_points", "path", "request_id", "text")
+
+    def __init__(self, request_id, channel_id, text, path, max_points):
+        self.request_id = request_id
+        self.channel_id = channel_id
+        self.text = text
+        self.path = path
+        self.max_points = max_points
+
+
+_PATH_KEY = re.compile(r"[^.\[\]]+")
+_PATH_INDEX = re.compile(r"\[(\d{1,9})\]")
+
+
+def parse_field_path(text):
+    """A field path as the page writes it (``pose.theta``, ``v[2]``,
+    ``a.b[0].c``) as a list of keys (str) and indexes (int). Raises
+    :class:`ProtocolError`."""
+    parts = []
+    pos = 0
+    while pos < len(text):
+        if text[pos] == "[":
+            m = _PATH_INDEX.match(text, pos)
+        else:
+            if parts and text[pos] == ".":
+                pos += 1
+            m = _PATH_KEY.match(text, pos)
+        if m is None:
+            raise ProtocolError(f"a0py.fetchSeries: bad field path {_short(text)} (write it as pose.theta "
+                                "or v[2])")
+        parts.append(int(m.group(1)) if m.re is _PATH_INDEX else m.group(0))
+        pos = m.end()
+    if not parts:
+        raise ProtocolError("a0py.fetchSeries: empty field path")
+    return parts
 
 
 class PlaybackControl:
@@ -228,6 +301,16 @@ def parse_client_text(text):
     if op == "unsubscribe":
         return Unsubscribe([_uint(i, "unsubscribe: each of 'subscriptionIds'")
                             for i in _list(msg, "subscriptionIds", op)])
+    if op == "a0py.fetchSeries":
+        text_path = msg.get("path")
+        if not isinstance(text_path, str) or len(text_path) > MAX_SERIES_PATH:
+            raise ProtocolError(f"a0py.fetchSeries: 'path' must be a string of at most {MAX_SERIES_PATH} "
+                                f"characters, got {_short(text_path)}")
+        max_points = msg.get("maxPoints", MAX_SERIES_POINTS)
+        return FetchSeries(_uint(msg.get("requestId"), "a0py.fetchSeries: 'requestId'"),
+                           _uint(msg.get("channelId"), "a0py.fetchSeries: 'channelId'"), text_path,
+                           parse_field_path(text_path),
+                           min(max(_uint(max_points, "a0py.fetchSeries: 'maxPoints'"), 1), MAX_SERIES_POINTS))
     if not isinstance(op, str):
         raise ProtocolError(f"text messages need a string field 'op', got {_short(op)}")
     if op in _UNSUPPORTED:
@@ -249,9 +332,12 @@ def parse_client_binary(data):
         command, speed, had_seek, seek, rid_len = _PLAYBACK_CONTROL.unpack_from(data, 1)
         if command not in (PLAY, PAUSE):
             raise ProtocolError(f"playback control request: command {command} (0 play, 1 pause)")
-        if not math.isfinite(speed) or speed <= 0 or speed > 1000:
-            raise ProtocolError(f"playback control request: speed {speed:g} (use a factor above 0, "
-                                "at most 1000)")
+        if math.isnan(speed):
+            raise ProtocolError(f"playback control request: speed is NaN (use a factor from {MIN_SPEED:g} "
+                                f"to {MAX_SPEED:g})")
+        # Clamped, as the reference server's player does: the playback state
+        # that answers tells the client the speed it got.
+        speed = min(max(speed, MIN_SPEED), MAX_SPEED)
         rest = len(data) - 1 - _PLAYBACK_CONTROL.size
         if rid_len > rest:
             raise ProtocolError(f"playback control request: request id of {rid_len} bytes, {rest} present")

@@ -1,5 +1,5 @@
 """The recording source: MCAP files played through the hub, with the
-Foxglove protocol's ranged playback (play, pause, speed, seek) and time.
+Foxglove protocol's playback control (play, pause, speed, seek) and time.
 
 The files are planned from their summaries (or a scan of a file cut short)
 by the MCAP reader of :mod:`a0py.spark._mcap`: chunk byte ranges, time
@@ -9,16 +9,31 @@ bounded in bytes, so a recording of any size is served in bounded memory.
 
 Channels: an ``a0py/packet`` channel (what ``a0py record`` writes: whole
 a0py packets) becomes a topic whose payloads are judged like a live one
-(JSON with an inferred schema, or bytes), and whose packets, headers
-included, go to clients that asked for packets; any other channel (a
-recording made by other tools) is advertised with its own encoding and
-schema, and its messages are sent as they are.
+(JSON with an inferred schema, or bytes) from its first message, and whose
+packets, headers included, go to clients that asked for packets; any other
+channel (a recording made by other tools) is advertised with its own
+encoding and schema, and its messages are sent as they are.
 
 Invariants:
 
-* The playback clock is the recording's log time. Playing, it advances at
-  ``speed`` times the monotonic clock; every message whose log time it
-  passes is published once, in log-time order across channels.
+* Every channel of the recording is advertised before any client connects
+  (:meth:`RecordingSource.attach`), whatever the playback time: finding the
+  first message of a packet channel reads, through the chunk indexes, at
+  most one chunk per channel (without indexes, at most
+  :data:`FIRST_SCAN_CHUNKS` chunks; a channel not found by then, or without
+  messages, is advertised as bytes).
+* One clock: the playback clock is the recording's log time, and it is
+  the time of everything sent: message data (each message's log time),
+  ``time`` messages, playback states, the stats channel. Playing, it
+  advances at ``speed`` times the monotonic clock; every message whose log
+  time it passes is published once, in log-time order across channels, and
+  a ``time`` message follows the messages it covers in each client's queue.
+* Playback control as foxglove-sdk's reference server does it: each
+  request is answered by exactly one playback state carrying its request id,
+  sent to every client; a seek is clamped to the recording's range and
+  answered with ``did_seek``; play and pause do not leave the ended state
+  (a seek does: to paused, or playing if the command was play); a state
+  change of the server's own (the end reached) has no request id.
 * A seek publishes, for every channel, the last message at or before the
   new time (so a paused view shows that moment), after a playback state
   with ``did_seek`` that tells clients to forget what they had; messages
@@ -30,6 +45,7 @@ Invariants:
 
 import asyncio
 import collections
+import itertools
 import os
 import time
 
@@ -40,6 +56,9 @@ from .errors import ViewError
 
 __all__ = ["RecordingSource"]
 
+FIRST_SCAN_CHUNKS = 64
+# Series requests a client may have waiting; they are served one at a time.
+MAX_SERIES_PENDING = 4
 TICK = 0.02
 TIME_PERIOD = 0.05
 MAX_PER_TICK = 20_000
@@ -59,7 +78,7 @@ def _mcap_reader():
 
 
 def _recording_files(spec):
-    spec = os.fspath(spec)
+    spec = os.path.expanduser(os.fspath(spec))
     if os.path.isdir(spec):
         files = sorted(os.path.join(d, f) for d, _, fs in os.walk(spec) for f in fs if f.endswith(".mcap"))
         if not files:
@@ -125,7 +144,7 @@ class RecordingSource:
     """Plays MCAP files through a hub (``hub`` is set before ``run``). Made by
     :meth:`open`."""
 
-    capabilities = (P.CAP_TIME, P.CAP_RANGED_PLAYBACK)
+    capabilities = (P.CAP_PLAYBACK_CONTROL, P.CAP_TIME)
 
     def __init__(self, files, layouts):
         import numpy as np
@@ -161,11 +180,13 @@ class RecordingSource:
         self._cache_bytes = 0
         self.time = self.data_range[0]
         self.speed = 1.0
-        self.playing = False
         self.status = P.PLAYBACK_PAUSED
         self._anchor = (time.monotonic(), self.time)
         self._wake = asyncio.Event()
         self._last_time_sent = 0.0
+        self._slot_of_channel = {}  # hub channel id -> slot
+        self._series_lock = asyncio.Lock()
+        self._series_pending = collections.Counter()  # client -> requests waiting
 
     @classmethod
     def open(cls, spec):
@@ -241,49 +262,73 @@ class RecordingSource:
 
     # -- channels --
 
-    def _channel(self, slot, msg=None):
-        """The hub channel of ``slot``, advertised on first use (an a0py
-        packet channel is judged from its first message)."""
-        s = self._slots[slot]
-        if s[3] is not None:
-            return s[3]
-        topic, encoding, _kind, _, (_ch, schema) = s
-        if encoding == PACKET_ENCODING:
-            if msg is None:
-                msg = self._first_message(slot)
-            if msg is None:
-                return None
-            try:
-                from .._core import Packet
-
-                pkt = Packet.from_bytes(msg.data)
-                kind = kind_of(topic, pkt.payload, pkt.headers)
-            except Exception:
+    def attach(self, hub):
+        """Feeds ``hub`` and advertises every channel of the recording on it
+        (before any client connects)."""
+        self.hub = hub
+        firsts = self._first_messages()
+        for slot in sorted(range(len(self._slots)), key=lambda i: self._slots[i][0]):
+            s = self._slots[slot]
+            topic, encoding, _kind, _, (_ch, schema) = s
+            if encoding == PACKET_ENCODING:
                 kind = kind_of(topic, b"")
-            packets = True
-        else:
-            sname = schema.name if schema else ""
-            senc = schema.encoding if schema else ""
-            data = schema.data if schema else b""
-            if senc in _TEXT_SCHEMAS:
-                text = data.decode("utf-8", "replace")
+                first = firsts.get(slot)
+                if first is not None:
+                    try:
+                        from .._core import Packet
+
+                        pkt = Packet.from_bytes(first.data)
+                        kind = kind_of(topic, pkt.payload, pkt.headers)
+                    except Exception:  # a damaged packet: the channel shows as bytes
+                        pass
+                packets = True
             else:
-                import base64
+                sname = schema.name if schema else ""
+                senc = schema.encoding if schema else ""
+                data = schema.data if schema else b""
+                if senc in _TEXT_SCHEMAS:
+                    text = data.decode("utf-8", "replace")
+                else:
+                    import base64
 
-                text = base64.b64encode(data).decode("ascii")
-            kind = PayloadKind(encoding, sname, text, senc or None)
-            packets = False
-        s[2] = kind
-        s[3] = self.hub.add_channel(topic, kind, packets=packets)
-        return s[3]
+                    text = base64.b64encode(data).decode("ascii")
+                kind = PayloadKind(encoding, sname, text, senc or None)
+                packets = False
+            s[2] = kind
+            s[3] = hub.add_channel(topic, kind, packets=packets)
+            self._slot_of_channel[s[3].id] = slot
 
-    def _first_message(self, slot):
-        for k in self._np.argsort(self._starts, kind="stable"):
-            dec = self._decoded(int(k))
-            hits = self._np.nonzero(dec.chan == slot)[0]
-            if len(hits):
-                return self._message(slot, dec, int(hits[0]))
-        return None
+    def _chunk_has(self, k, slots):
+        """Whether chunk k may hold a message of one of ``slots`` (True
+        when it has no message index to tell)."""
+        fi, ref = self.chunks[k]
+        ids = ref.channel_ids
+        return ids is None or any(self._slot_of.get((fi, c)) in slots for c in ids)
+
+    def _first_messages(self):
+        """{slot: its first message} for the a0py packet channels (see the
+        invariants for what is read)."""
+        np = self._np
+        need = {i for i, s in enumerate(self._slots) if s[1] == PACKET_ENCODING}
+        found = {}
+        blind = 0
+        for k in np.argsort(self._starts, kind="stable"):
+            if not need:
+                break
+            k = int(k)
+            if self.chunks[k][1].channel_ids is None:
+                blind += 1
+                if blind > FIRST_SCAN_CHUNKS:
+                    break
+            elif not self._chunk_has(k, need):
+                continue
+            dec = self._decoded(k)
+            for slot in list(need):
+                hits = np.flatnonzero(dec.chan == slot)
+                if len(hits):
+                    found[slot] = self._message(slot, dec, int(hits[0]))
+                    need.discard(slot)
+        return found
 
     # -- playback --
 
@@ -303,11 +348,10 @@ class RecordingSource:
 
     def _publish(self, items):
         hub = self.hub
+        slots = self._slots
         for log, slot, dec, j in items:
             msg = self._message(slot, dec, j)
-            ch = self._channel(slot, msg)
-            if ch is not None:
-                hub.publish(ch, log, msg, size=len(msg.to_bytes()))
+            hub.publish(slots[slot][3], log, msg, size=len(msg.to_bytes()))
 
     def _latest_at(self, t):
         """For every slot, its last message at or before t (looking back at
@@ -337,8 +381,17 @@ class RecordingSource:
                 break
         return sorted(found.values(), key=lambda m: m[0])
 
+    def now(self):
+        """The playback clock (ns of the recording's log time)."""
+        return self.time
+
     def state_frame(self, did_seek=False, request_id=None):
         return P.playback_state(self.status, self.time, self.speed, did_seek, request_id)
+
+    def greeting(self):
+        """What a new client gets after the advertise: the playback state
+        and the time."""
+        return [self.state_frame(), P.time_message(self.time)]
 
     def _broadcast_state(self, did_seek=False, request_id=None):
         frame = self.state_frame(did_seek, request_id)
@@ -348,51 +401,43 @@ class RecordingSource:
                 client.pending.clear()
                 client.data_bytes = 0
             client.put_control(frame)
-        self._send_time(force=True)
 
     def _send_time(self, force=False):
+        # In the data queue, after the messages it covers (see the invariants).
         now = time.monotonic()
         if force or now - self._last_time_sent >= TIME_PERIOD:
             self._last_time_sent = now
             frame = P.time_message(self.time)
             for client in self.hub.clients:
-                client.put_latest("time", frame)
-
-    def seek(self, t, request_id=None):
-        lo, hi = self.data_range
-        t = min(max(int(t), lo), hi)
-        self.time = t
-        self._anchor = (time.monotonic(), t)
-        if self.status == P.PLAYBACK_ENDED and t < hi:
-            self.status = P.PLAYBACK_PAUSED
-        self._broadcast_state(did_seek=True, request_id=request_id)
-        self._publish(self._latest_at(t))
+                client.put_data(frame)
 
     def control(self, req):
-        """A playback control request from a client (see the protocol)."""
+        """A playback control request from a client: answered by one playback
+        state with its request id, sent to every client (see the invariants)."""
+        lo, hi = self.data_range
         self.speed = float(req.speed)
-        if req.seek_time is not None:
-            self.playing = req.command == P.PLAY
-            self.status = P.PLAYBACK_PLAYING if self.playing else P.PLAYBACK_PAUSED
-            self.seek(req.seek_time, req.request_id)
-        else:
-            if req.command == P.PLAY:
-                if self.time >= self.data_range[1]:
-                    self.seek(self.data_range[0])  # play again from the start
-                self.playing = True
-                self.status = P.PLAYBACK_PLAYING
-            else:
-                self.playing = False
+        did_seek = req.seek_time is not None
+        if did_seek:
+            self.time = min(max(int(req.seek_time), lo), hi)
+            if self.status == P.PLAYBACK_ENDED:
                 self.status = P.PLAYBACK_PAUSED
-            self._anchor = (time.monotonic(), self.time)
-            self._broadcast_state(request_id=req.request_id)
+        if self.status != P.PLAYBACK_ENDED:
+            self.status = P.PLAYBACK_PLAYING if req.command == P.PLAY else P.PLAYBACK_PAUSED
+        self._anchor = (time.monotonic(), self.time)
+        self._broadcast_state(did_seek, req.request_id)
+        if did_seek:
+            # Each channel's last message at or before the new time, so a paused view shows that moment.
+            self._publish(self._latest_at(self.time))
+        self._send_time(force=True)
         self._wake.set()
 
     async def run(self):
-        self.seek(self.data_range[0])
+        # Each channel's message at the very start, kept as its latest: a client
+        # that subscribes while paused there gets it at once.
+        self._publish(self._latest_at(self.time))
         try:
             while True:
-                if not self.playing:
+                if self.status != P.PLAYBACK_PLAYING:
                     self._wake.clear()
                     await self._wake.wait()
                     continue
@@ -407,11 +452,114 @@ class RecordingSource:
                 self._publish(items)
                 self.time = target
                 if target >= self.data_range[1]:
-                    self.playing = False
                     self.status = P.PLAYBACK_ENDED
                     self._broadcast_state()
+                    self._send_time(force=True)
                 else:
                     self._send_time()
                 await asyncio.sleep(TICK)
         finally:
             self.close()
+
+    # -- series (the page's plot over the whole recording) --
+
+    def fetch_series(self, client, ch, req):
+        """Starts answering an ``a0py.fetchSeries`` request of ``client`` for
+        channel ``ch`` (served one at a time; at most
+        :data:`MAX_SERIES_PENDING` waiting per client)."""
+        if self._series_pending[client] >= MAX_SERIES_PENDING:
+            raise P.ProtocolError(f"a0py.fetchSeries: request {req.request_id} refused: {MAX_SERIES_PENDING} "
+                                  "series requests of this client are still being served")
+        self._series_pending[client] += 1
+        self.hub.loop.create_task(self._serve_series(client, ch, req))
+
+    async def _serve_series(self, client, ch, req):
+        try:
+            async with self._series_lock:
+                if client.closed:
+                    return
+                try:
+                    frame = await self._series(ch, req)
+                except P.ProtocolError as e:
+                    frame = P.status(P.STATUS_ERROR, str(e))
+                client.put_control(frame)
+        finally:
+            self._series_pending[client] -= 1
+            if self._series_pending[client] <= 0:
+                del self._series_pending[client]
+
+    def _message_count(self, slot):
+        """Messages of ``slot`` in the recording per the chunk indexes (None
+        when a chunk has no index)."""
+        total = 0
+        for fi, ref in self.chunks:
+            if not ref.channels:
+                return None
+            total += sum(n for cid, _off, n in ref.channels if self._slot_of.get((fi, cid)) == slot)
+        return total
+
+    async def _series(self, ch, req):
+        """The ``a0py.series`` reply for ``req``: the number at ``req.path`` in
+        the JSON payloads of ``ch`` over the whole recording, one message in
+        ``stride`` read so that at most ``req.max_points`` points come back.
+        Raises ProtocolError when no message has a number there."""
+        np = self._np
+        slot = self._slot_of_channel.get(ch.id)
+        if slot is None:
+            raise P.ProtocolError(f"a0py.fetchSeries: channel {ch.id} is not one of the recording's")
+        count = self._message_count(slot)
+        stride = max(1, -(-count // req.max_points)) if count else 1
+        start = self.data_range[0]
+        times, values = [], []
+        seen = 0
+        parsed = 0
+        for k in np.argsort(self._starts, kind="stable"):
+            k = int(k)
+            if not self._chunk_has(k, {slot}):
+                continue
+            dec = self._decoded(k)
+            hits = np.flatnonzero(dec.chan == slot)
+            # the global message numbers of these hits are seen .. seen + len - 1
+            first = (-seen) % stride
+            for j in hits[first::stride]:
+                parsed += 1
+                v = _number_at(self._message(slot, dec, int(j)).payload, req.path)
+                if v is not None:
+                    times.append(int(dec.log[j]) - start)
+                    values.append(v)
+            seen += len(hits)
+            await asyncio.sleep(0)  # one chunk at a time: playback and other clients go on
+        if not times:
+            raise P.ProtocolError(f"a0py.fetchSeries: no number at {req.text!r} in the {parsed} messages of "
+                                  f"{ch.topic!r} read (request {req.request_id})")
+        if any(b < a for a, b in itertools.pairwise(times)):  # chunks overlapping in time
+            order = sorted(range(len(times)), key=times.__getitem__)
+            times = [times[i] for i in order]
+            values = [values[i] for i in order]
+        if len(times) > req.max_points:  # the count was unknown (chunks without an index)
+            extra = -(-len(times) // req.max_points)
+            times, values, stride = times[::extra], values[::extra], stride * extra
+        return P.series(req.request_id, ch.id, req.text, start, times, values, seen, stride)
+
+
+def _number_at(payload, path):
+    """The number at ``path`` in a JSON payload (a bool as 1 or 0), or None."""
+    import json
+    import math
+
+    try:
+        value = json.loads(bytes(payload))
+    except (ValueError, RecursionError):
+        return None
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(value, list) or key >= len(value):
+                return None
+        elif not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    if isinstance(value, bool):
+        return 1 if value else 0
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return value
+    return None

@@ -15,10 +15,6 @@ from ..errors import A0Error
 from .errors import ViewCliError
 
 
-def _is_recording_arg(arg):
-    return arg.endswith(".mcap") or os.path.isdir(arg) or (os.path.isfile(arg) and "*" not in arg)
-
-
 @click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("sources", nargs=-1, metavar="[TOPIC_GLOB...] | DIR | FILE.mcap")
 @click.option("--port", "-p", type=BoundedInt(0, 65535), default=8765, show_default=True,
@@ -50,13 +46,13 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
     slider. The same port speaks the Foxglove WebSocket protocol
     (foxglove.sdk.v1): the Foxglove app can open ws://HOST:PORT too.
     """
-    from . import DEFAULT_ORIGINS, serve
+    from . import DEFAULT_ORIGINS, _is_recording, serve
 
     recording = None
     globs = list(sources)
-    if len(globs) == 1 and _is_recording_arg(globs[0]):
-        recording, globs = globs[0], []
-    elif any(_is_recording_arg(g) and (g.endswith(".mcap") or os.path.isdir(g)) for g in globs):
+    if len(globs) == 1 and _is_recording(globs[0]):
+        recording, globs = os.path.expanduser(globs[0]), []
+    elif any(_is_recording(g) for g in globs):
         raise ViewCliError("give either topic globs or one recording (a FILE.mcap or a DIR), not both")
 
     def ready(url):

@@ -54,8 +54,11 @@
     frozenAt: null,           // ms, the plot's right edge while paused
     clockOffsetMs: null,      // server wall clock - local wall clock
     dropped: 0,
-    playback: { status: 1, time: 0, speed: 1 },
+    playback: { status: 1, time: 0, timeNs: null, speed: 1 },  // time in ms and in ns (BigInt)
     dataRange: null,          // [startMs, endMs] of a recording
+    dataRangeNs: null,        // the same in ns (BigInt): the clock's text is exact
+    seriesRequests: new Map(), // a0py.fetchSeries request id -> series
+    nextRequest: 1,
     dirty: { topics: true, messages: true, plot: true, fields: true },
     latency: new Float64Array(LATENCY_SAMPLES), latencyN: 0,
     shown: new Float64Array(LATENCY_SAMPLES), shownN: 0,
@@ -122,6 +125,8 @@
   function resetChannels() {
     state.channels.clear(); state.byTopic.clear(); state.subs.clear(); state.subOf.clear();
     state.statsChannel = null;
+    for (const s of state.seriesRequests.values()) s.loading = false;  // asked again once advertised
+    state.seriesRequests.clear();
     state.dirty.topics = state.dirty.messages = state.dirty.fields = true;
   }
 
@@ -131,9 +136,13 @@
     try { msg = JSON.parse(text); } catch (e) { return; }
     switch (msg.op) {
       case "serverInfo": onServerInfo(msg); break;
-      case "advertise": for (const ch of msg.channels || []) addChannel(ch); updateSubscriptions(); break;
+      case "advertise":
+        for (const ch of msg.channels || []) addChannel(ch);
+        updateSubscriptions(); requestSeries();
+        break;
       case "unadvertise": for (const id of msg.channelIds || []) removeChannel(id); break;
       case "status": onStatus(msg); break;
+      case "a0py.series": onSeries(msg); break;
       default: break;
     }
   }
@@ -144,15 +153,28 @@
     state.packetEncoding = meta["a0py.packetEncoding"] || null;
     state.standardHeaders = (meta["a0py.standardHeaders"] || "").split(",").filter((h) => h);
     const caps = msg.capabilities || [];
-    state.recording = caps.includes("rangedPlayback");
+    state.recording = caps.includes("playbackControl");
     $("source").textContent = state.recording ? "recording" : "live";
     $("player").hidden = !state.recording;
+    // One Play button: a recording's is the player's; the bar's Pause freezes a live page.
+    $("pause").hidden = state.recording;
     if (msg.dataStartTime && msg.dataEndTime) {
-      state.dataRange = [tsMs(msg.dataStartTime), tsMs(msg.dataEndTime)];
+      state.dataRangeNs = [tsNs(msg.dataStartTime), tsNs(msg.dataEndTime)];
+      state.dataRange = state.dataRangeNs.map(nsToMs);
     }
+    const win = $("window");
+    let all = win.querySelector('option[value="all"]');
+    if (state.recording && !all) {
+      all = el("option", { value: "all" }, "whole recording");
+      win.append(all);
+      win.value = "all";
+    } else if (!state.recording && all) {
+      all.remove();
+    }
+    updatePlayer();
   }
 
-  function tsMs(t) { return t.sec * 1000 + t.nsec / 1e6; }
+  function tsNs(t) { return BigInt(t.sec) * 1000000000n + BigInt(t.nsec); }
 
   function onStatus(msg) {
     if (msg.id === "a0py.dropped") {
@@ -225,16 +247,17 @@
       const ch = chId === undefined ? null : state.channels.get(chId);
       if (ch) onMessage(ch, logNs, buf, 13);
     } else if (op === 2 && dv.byteLength >= 9) {
-      state.playback.time = nsToMs(dv.getBigUint64(1, true));
+      setPlaybackTime(dv.getBigUint64(1, true));
       state.dirty.plot = true; updateClock();
     } else if (op === 5 && dv.byteLength >= 19) {
       state.playback.status = dv.getUint8(1);
-      state.playback.time = nsToMs(dv.getBigUint64(2, true));
+      setPlaybackTime(dv.getBigUint64(2, true));
       state.playback.speed = dv.getFloat32(10, true);
       const didSeek = dv.getUint8(14) !== 0;
       if (didSeek) {
         for (const list of state.messages.values()) list.length = 0;
-        for (const s of state.series) { s.n = 0; s.head = 0; }
+        // A series of the whole recording stays; one built from messages starts again.
+        for (const s of state.series) if (!s.whole) { s.n = 0; s.head = 0; }
         state.dirty.messages = state.dirty.plot = true;
       }
       updatePlayer();
@@ -242,6 +265,7 @@
   }
 
   function nsToMs(ns) { return Number(ns / 1000n) / 1000; }
+  function setPlaybackTime(ns) { state.playback.timeNs = ns; state.playback.time = nsToMs(ns); }
   function nowMs() { return performance.timeOrigin + performance.now(); }
 
   function onMessage(ch, logNs, buf, offset) {
@@ -270,7 +294,7 @@
     if (ch.topic === state.selected) state.dirty.messages = true;
     let plotted = false;
     for (const s of state.series) {
-      if (s.topic !== ch.topic) continue;
+      if (s.topic !== ch.topic || s.whole) continue;
       const v = numberAt(valueOf(msg), s.path);
       if (v !== undefined) { pushPoint(s, logMs, v); plotted = true; }
     }
@@ -386,18 +410,62 @@
     return out;
   }
 
+  // The numeric fields a JSON schema names (objects' properties, not array items).
+  function schemaPaths(schema, prefix, out, depth) {
+    if (!schema || typeof schema !== "object" || out.length >= 200 || depth > 8) return out;
+    const t = schema.type;
+    if ((t === "number" || t === "integer" || t === "boolean") && prefix) out.push(prefix);
+    else if (t === "object" && schema.properties && typeof schema.properties === "object") {
+      for (const [k, v] of Object.entries(schema.properties)) schemaPaths(v, prefix ? `${prefix}.${k}` : k, out, depth + 1);
+    }
+    return out;
+  }
+
   // ---- plot series ----
   function addSeries(topic, path) {
     if (state.series.some((s) => s.topic === topic && s.path.join() === parsePath(path).join())) return;
+    // A recording's series is the field over the whole recording, asked of the
+    // server (a0py.fetchSeries); a live one grows from the messages received.
     const s = { topic, name: path, path: parsePath(path), color: COLORS[state.series.length % COLORS.length],
-                t: new Float64Array(SERIES_POINTS), v: new Float64Array(SERIES_POINTS), n: 0, head: 0, total: 0 };
+                t: new Float64Array(SERIES_POINTS), v: new Float64Array(SERIES_POINTS), n: 0, head: 0, total: 0,
+                whole: state.recording, loading: false, loaded: false };
     state.series.push(s);
-    for (const msg of state.messages.get(topic) || []) {
-      const v = numberAt(valueOf(msg), s.path);
-      if (v !== undefined) pushPoint(s, msg.logMs, v);
+    if (!s.whole) {
+      for (const msg of state.messages.get(topic) || []) {
+        const v = numberAt(valueOf(msg), s.path);
+        if (v !== undefined) pushPoint(s, msg.logMs, v);
+      }
     }
     updateSubscriptions();
+    requestSeries();
     renderLegend();
+    state.dirty.plot = true;
+  }
+
+  // Asks the server for every whole-recording series not yet loaded (again after a reconnection).
+  function requestSeries() {
+    for (const s of state.series) {
+      if (!s.whole || s.loaded || s.loading) continue;
+      const ch = state.byTopic.get(s.topic);
+      if (!ch || !state.ws || state.ws.readyState !== WebSocket.OPEN) continue;
+      const id = state.nextRequest++;
+      state.seriesRequests.set(id, s);
+      s.loading = true;
+      send({ op: "a0py.fetchSeries", requestId: id, channelId: ch.id, path: s.name, maxPoints: SERIES_POINTS });
+    }
+  }
+
+  function onSeries(msg) {
+    const s = state.seriesRequests.get(msg.requestId);
+    if (!s) return;
+    state.seriesRequests.delete(msg.requestId);
+    s.loading = false;
+    if (!state.series.includes(s) || !Array.isArray(msg.t) || !Array.isArray(msg.v)) return;
+    const startMs = nsToMs(BigInt(msg.startNs));
+    s.n = 0; s.head = 0; s.total = 0;
+    const n = Math.min(msg.t.length, msg.v.length, SERIES_POINTS);
+    for (let i = 0; i < n; i++) pushPoint(s, startMs + msg.t[i] / 1e6, msg.v[i]);
+    s.loaded = true;
     state.dirty.plot = true;
   }
 
@@ -427,10 +495,11 @@
 
   // ---- rendering ----
   function fmtRate(r) { return r >= 100 ? r.toFixed(0) : r >= 10 ? r.toFixed(1) : r.toFixed(2); }
-  function fmtBytes(b) {
-    if (b >= 1 << 20) return (b / (1 << 20)).toFixed(1) + "M";
-    if (b >= 1 << 10) return (b / (1 << 10)).toFixed(1) + "k";
-    return b.toFixed(0);
+  function fmtBandwidth(b) {
+    if (b >= 1 << 30) return (b / (1 << 30)).toFixed(1) + " GiB/s";
+    if (b >= 1 << 20) return (b / (1 << 20)).toFixed(1) + " MiB/s";
+    if (b >= 1 << 10) return (b / (1 << 10)).toFixed(1) + " KiB/s";
+    return b.toFixed(0) + " B/s";
   }
 
   function renderTopics() {
@@ -454,16 +523,24 @@
       const st = state.stats[name];
       const ch = state.byTopic.get(name);
       row.cells[1].textContent = st ? fmtRate(st.rate) : "–";
-      row.cells[2].textContent = st ? fmtBytes(st.bandwidth) : "–";
+      row.cells[2].textContent = st ? fmtBandwidth(st.bandwidth) : "–";
       row.cells[3].textContent = st ? String(st.missed) : "–";
       row.cells[3].classList.toggle("some", !!(st && st.missed));
       row.dataset.rate = st ? String(st.rate) : "0";
       row.classList.toggle("selected", name === state.selected);
       row.classList.toggle("idle", !ch);
-      row.title = ch ? `${name} — ${payloadEncoding(ch)}` : `${name} — nothing published yet`;
+      // log and cfg arenas are channels T:log and T:cfg (see docs/view.md)
+      row.dataset.protocol = (ch && ch.a0pyProtocol) || (st && st.protocol) || "pubsub";
+      row.title = ch ? `${name} — ${describe(ch)}` : `${name} — nothing published yet`;
       frag.push(row);
     }
     body.replaceChildren(...frag);
+  }
+
+  function describe(ch) {
+    if (ch.a0pyProtocol === "log") return "log messages (the topic's log arena)";
+    if (ch.a0pyProtocol === "cfg") return `configuration, ${payloadEncoding(ch)} (each version as it is written)`;
+    return payloadEncoding(ch);
   }
 
   function select(name) {
@@ -549,14 +626,16 @@
     const name = state.selected;
     const ch = name && state.byTopic.get(name);
     if (!name) { box.replaceChildren(el("p", { class: "hint" }, "Click a topic to see its latest messages.")); return; }
-    $("topic-info").textContent = ch ? `${payloadEncoding(ch)} · channel ${ch.id}` : "nothing published yet";
+    $("topic-info").textContent = ch ? `${describe(ch)} · channel ${ch.id}` : "nothing published yet";
     const list = state.messages.get(name) || [];
     const keep = Number($("keep").value);
     const mode = $("render-mode").value;
     const shown = list.slice(-keep).reverse();
     if (!shown.length) { box.replaceChildren(el("p", { class: "hint" }, "Waiting for a message…")); return; }
+    const isLog = ch && ch.a0pyProtocol === "log";
     const nodes = shown.map((msg) => {
       const pkt = packetOf(msg);
+      if (isLog) return logNode(msg, pkt);
       const transportSeq = state.standardHeaders[4];
       const seq = (pkt.headers.find(([k]) => k === transportSeq) || [])[1];
       const meta = el("div", { class: "meta" },
@@ -572,12 +651,30 @@
     if (!state.recording && shown.length) recordSample(state.shown, "shownN", nowMs() - shown[0].logMs);
   }
 
+  // A log message: one line of time, level and text; its headers folded below.
+  function logNode(msg, pkt) {
+    const level = (pkt.headers.find(([k]) => k === "a0_log_level") || [])[1] || "INFO";
+    const logger = (pkt.headers.find(([k]) => k === "logger") || [])[1];
+    const text = utf8.decode(pkt.payload.subarray(0, 65536));
+    const rows = pkt.headers.map(([k, v]) => el("tr", null, el("td", { text: k }), el("td", { text: v })));
+    return el("div", { class: "msg log", "data-level": level },
+      el("div", { class: "logline" },
+        el("span", { class: "time", text: fmtTime(msg.logMs) }),
+        el("span", { class: "level", text: level }),
+        logger ? el("span", { class: "logger", text: logger }) : "",
+        el("span", { class: "text", text })),
+      el("details", null, el("summary", null, `headers (${pkt.headers.length})`), el("table", { class: "headers" }, ...rows)));
+  }
+
   function renderFields() {
     const sel = $("field");
     const name = state.selected;
     const list = (name && state.messages.get(name)) || [];
     let paths = [];
     if (list.length) { const v = valueOf(list[list.length - 1]); if (v !== undefined) paths = numericPaths(v, "", [], 0); }
+    // No message yet (a recording's channel that starts later): the fields its schema names.
+    const ch = name && state.byTopic.get(name);
+    if (!paths.length && ch && ch.schemaObj) paths = schemaPaths(ch.schemaObj, "", [], 0);
     const cur = sel.value;
     sel.replaceChildren(el("option", { value: "" }, paths.length ? "numeric field…" : "no numeric field"),
                         ...paths.map((p) => el("option", { value: p }, p)));
@@ -608,8 +705,10 @@
     g.clearRect(0, 0, w, h);
     const padL = 60 * dpr, padR = 10 * dpr, padT = 10 * dpr, padB = 22 * dpr;
     const pw = w - padL - padR, ph = h - padT - padB;
-    const span = Number($("window").value) * 1000;
-    const t1 = plotRightEdge(), t0 = t1 - span;
+    const whole = state.recording && state.dataRange && $("window").value === "all";
+    const t1 = whole ? state.dataRange[1] : plotRightEdge();
+    const span = whole ? Math.max(1, state.dataRange[1] - state.dataRange[0]) : Number($("window").value) * 1000;
+    const t0 = t1 - span;
     let lo = Infinity, hi = -Infinity;
     for (const s of state.series) for (let k = 0; k < s.n; k++) {
       const i = (s.head + k) % SERIES_POINTS;
@@ -634,7 +733,15 @@
     for (let k = 0; k <= 5; k++) {
       const x = padL + (k * pw) / 5;
       g.beginPath(); g.moveTo(x, padT); g.lineTo(x, padT + ph); g.stroke();
-      g.fillText(k === 5 ? (state.recording ? fmtTime(t1) : "now") : `-${((span - k * step) / 1000).toFixed(1)}s`, x, padT + ph + 4 * dpr);
+      // A recording's axis counts seconds from its start (as the clock does); live, back from now.
+      const label = state.recording && state.dataRange ? `${((t0 + k * step - state.dataRange[0]) / 1000).toFixed(1)} s`
+        : k === 5 ? "now" : `-${((span - k * step) / 1000).toFixed(1)}s`;
+      g.fillText(label, x, padT + ph + 4 * dpr);
+    }
+    if (state.recording && state.playback.time >= t0 && state.playback.time <= t1) {
+      const x = X(state.playback.time);  // the playback time
+      g.save(); g.strokeStyle = fg; g.setLineDash([4 * dpr, 4 * dpr]);
+      g.beginPath(); g.moveTo(x, padT); g.lineTo(x, padT + ph); g.stroke(); g.restore();
     }
     g.save();
     g.beginPath(); g.rect(padL, padT, pw, ph); g.clip();
@@ -670,45 +777,61 @@
   }
 
   // ---- recording controls ----
-  function playbackControl(command, seekMs) {
+  // command 0 play, 1 pause; seekNs (BigInt) to seek too.
+  function playbackControl(command, seekNs) {
     if (!state.ws || state.ws.readyState !== WebSocket.OPEN) return;
-    const rid = new TextEncoder().encode(`page-${Date.now()}`);
+    const rid = new TextEncoder().encode(`page-${state.nextRequest++}`);
     const b = new ArrayBuffer(1 + 1 + 4 + 1 + 8 + 4 + rid.length);
     const dv = new DataView(b);
     dv.setUint8(0, 3); dv.setUint8(1, command);
     dv.setFloat32(2, Number($("speed").value), true);
-    dv.setUint8(6, seekMs === undefined ? 0 : 1);
-    dv.setBigUint64(7, seekMs === undefined ? 0n : BigInt(Math.round(seekMs)) * 1000000n, true);
+    dv.setUint8(6, seekNs === undefined ? 0 : 1);
+    dv.setBigUint64(7, seekNs === undefined ? 0n : seekNs, true);
     dv.setUint32(15, rid.length, true);
     new Uint8Array(b, 19).set(rid);
     state.ws.send(b);
   }
 
+  const STATUS_NAMES = ["playing", "paused", "buffering", "ended"];
+
   function updatePlayer() {
-    $("play").textContent = state.playback.status === 0 ? "Pause" : "Play";
-    $("pause").textContent = state.recording ? (state.playback.status === 0 ? "Pause" : "Play") : (state.paused ? "Resume" : "Pause");
+    const play = $("play");
+    play.textContent = state.playback.status === 0 ? "Pause" : "Play";
+    play.dataset.status = STATUS_NAMES[state.playback.status] || "";
+    play.title = state.playback.status === 3 ? "Play again from the start" : "";
+    if (!state.recording) $("pause").textContent = state.paused ? "Resume" : "Pause";
     updateClock();
   }
 
+  // The clock in ns (BigInt): a float of ms would read -0.000 s at the start.
   function updateClock() {
-    if (!state.recording || !state.dataRange) return;
-    const [a, b] = state.dataRange;
-    const t = state.playback.time || a;
-    $("clock").textContent = `${fmtTime(t)}  (${((t - a) / 1000).toFixed(3)} s of ${((b - a) / 1000).toFixed(3)} s)`;
-    if (!state.sliding) $("slider").value = String(Math.round(((t - a) / Math.max(1, b - a)) * 1000));
+    if (!state.recording || !state.dataRangeNs) return;
+    const [a, b] = state.dataRangeNs;
+    let t = state.playback.timeNs === null ? a : state.playback.timeNs;
+    if (t < a) t = a; else if (t > b) t = b;
+    const span = b - a;
+    $("clock").textContent = `${fmtTime(nsToMs(t))}  (${(Number(t - a) / 1e9).toFixed(3)} s of ${(Number(span) / 1e9).toFixed(3)} s)`;
+    if (!state.sliding) $("slider").value = String(span > 0n ? Number(((t - a) * 1000n) / span) : 0);
   }
 
   function seekToFraction(f) {
-    if (!state.dataRange) return;
-    const [a, b] = state.dataRange;
-    playbackControl(state.playback.status === 0 ? 0 : 1, a + (b - a) * f);
+    if (!state.dataRangeNs) return;
+    const [a, b] = state.dataRangeNs;
+    const at = a + BigInt(Math.round(Number(b - a) * Math.min(1, Math.max(0, f))));
+    playbackControl(state.playback.status === 0 ? 0 : 1, at);
+  }
+
+  // The player's one button: pause while playing, else play (from the start once ended:
+  // the server keeps an ended playback ended until a seek).
+  function playOrPause() {
+    const st = state.playback.status;
+    if (st === 0) playbackControl(1);
+    else if (st === 3 && state.dataRangeNs) playbackControl(0, state.dataRangeNs[0]);
+    else playbackControl(0);
   }
 
   function togglePause() {
-    if (state.recording) {
-      playbackControl(state.playback.status === 0 ? 1 : 0);
-      return;
-    }
+    if (state.recording) { playOrPause(); return; }
     state.paused = !state.paused;
     state.frozenAt = state.paused ? nowMs() + (state.clockOffsetMs || 0) : null;
     updatePlayer();
@@ -735,7 +858,7 @@
 
   function init() {
     $("pause").onclick = togglePause;
-    $("play").onclick = () => playbackControl(state.playback.status === 0 ? 1 : 0);
+    $("play").onclick = playOrPause;
     $("speed").onchange = () => playbackControl(state.playback.status === 0 ? 0 : 1);
     const slider = $("slider");
     slider.oninput = () => { state.sliding = true; };
