@@ -18,14 +18,8 @@ no Spark; PySpark is imported only by :func:`register` and the source.
 from ..recording.errors import RecordingError, RecordingFormatError, RecordingOptionError
 from .errors import DataLossError
 
-_LAZY = {
-    "read_table": (".part_reader", "read_table"),
-    # Moved to a0py.recording; still importable from here.
-    "Recorder": ("..recording.recorder", "Recorder"),
-    "Player": ("..recording.player", "Player"),
-    "bag_info": ("..recording.baginfo", "bag_info"),
-    "SegmentWriter": ("..recording.writer", "SegmentWriter"),
-}
+# Moved to a0py.recording; still importable from here.
+_MOVED = ("Recorder", "Player", "bag_info", "SegmentWriter")
 
 __all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "read_table",
            "register"]
@@ -42,15 +36,16 @@ def register(spark):
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
+    if name == "read_table":  # loaded on first use: it needs pyarrow
+        from .part_reader import read_table
 
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module, __name__), attr)
-        globals()[name] = value
-        return value
+        return read_table
+    if name in _MOVED:
+        from .. import recording
+
+        return getattr(recording, name)
     raise AttributeError(f"module 'a0py.spark' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted({*globals(), "read_table", *_MOVED})
