@@ -26,9 +26,10 @@ $(VENV)/.installed-%: $(VENV)/.created pyproject.toml setup.py
 
 comma := ,
 
-# What the suite and the demo need: the test extra (browser driver, MCAP) and
-# the spark extra (PySpark, Arrow; Java 17 comes from the machine).
-FULL := $(VENV)/.installed-test+spark
+# What the suite and the demo need: the test extra (browser driver, MCAP), the
+# spark extra (PySpark, Arrow; Java 17 comes from the machine) and the demo
+# extra (matplotlib, for the chart of the recording).
+FULL := $(VENV)/.installed-test+spark+demo
 
 venv: $(FULL)
 
@@ -95,7 +96,11 @@ bench: build $(VENV)/.installed-test+bench
 
 lint: $(VENV)/.installed-test+lint
 	$(VPY) -m ruff check a0py tests bench examples
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd a0py/broker/*.pyx)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(CYTHON_SOURCES)
+
+# Every Cython source, and the C and extension modules cythonize makes of them.
+CYTHON_SOURCES = $(shell find a0py -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi')
 
 clean:
-	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c a0py/broker/_compiled.c .pytest_cache .hypothesis
+	rm -rf build .pytest_cache .hypothesis
+	find a0py \( -name '*.so' -o -name '*.c' \) -delete

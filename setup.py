@@ -1,9 +1,12 @@
 """Build a0py: the C core (csrc/, warnings are errors) and the Cython modules.
 
 Every ``a0py/**/*.pyx`` becomes an extension module. Modules that use the C
-core (``a0py._core``) get the core's objects linked in; those objects are
-compiled first, on their own, with ``-Wall -Wextra -Werror`` so a warning in
-the core fails the build, while Cython's generated C keeps milder flags.
+core get the core's objects they need linked in (``a0py._core`` all of them;
+``a0py.recording._bulk`` the packet codec, which it cimports through
+``a0py/includes/a0_packet.pxd`` instead of re-implementing it); those
+objects are compiled first, on their own, with ``-Wall -Wextra -Werror`` so
+a warning in the core fails the build, while Cython's generated C keeps
+milder flags.
 
 ``A0PY_ONLY=a0py.dataspace._compiled,a0py._core`` builds only the named
 modules (handy while one of them is being edited); ``A0PY_DEBUG=1`` builds
@@ -19,7 +22,8 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
-CORE_USERS = {"a0py._core"}
+# Module -> the core sources linked into it.
+CORE_USERS = {"a0py._core": CORE_SOURCES, "a0py.recording._bulk": ["csrc/a0_packet.c"]}
 CORE_DEPENDS = sorted(glob.glob("csrc/*.[ch]") + glob.glob("a0py/_core.pxd")
                       + glob.glob("a0py/includes/*.pxd") + glob.glob("a0py/binding/*.pxi"))
 DEBUG = os.environ.get("A0PY_DEBUG") == "1"
@@ -39,7 +43,7 @@ class BuildExtStrictCore(build_ext):
     def build_extension(self, ext):
         if ext.name in CORE_USERS:
             objects = self.compiler.compile(
-                CORE_SOURCES,
+                CORE_USERS[ext.name],
                 output_dir=self.build_temp,
                 include_dirs=["csrc"],
                 extra_postargs=CORE_CFLAGS,

@@ -31,7 +31,7 @@ from .errors import (
 
 __version__ = "0.1.0"
 
-_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION")
+_CORE_NAMES = ("Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FramePrefix", "FORMAT_VERSION")
 # Packets (compiled) and pub/sub (a0py.proto), also loaded on first use.
 _PACKET_NAMES = ("Packet", "Headers", "STANDARD_HEADERS")
 _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "TopicSizeWarning", "INIT_OLDEST",
@@ -49,7 +49,7 @@ __all__ = [  # noqa: RUF022 - errors first, then the core names
     "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "BufferTooSmallError",
     "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ArenaPermissionError", "ClosedError", "EmptyError",
     "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
-    "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FORMAT_VERSION",
+    "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FramePrefix", "FORMAT_VERSION",
     "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
     "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "TopicSizeWarning", "INIT_OLDEST",
     "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",

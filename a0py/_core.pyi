@@ -98,6 +98,31 @@ class LockedTransport:
     ) -> bool: ...
     def wait_seq_above(self, seq: int, timeout: float | None = None) -> bool: ...
 
+class FramePrefix:
+    """What Transport.read_into writes before each frame: a template with the
+    frame's seq and size stored at fixed offsets."""
+    def __init__(
+        self,
+        template: bytes | bytearray | memoryview = ...,
+        *,
+        seq_at: int | None = 0,
+        seq_bytes: int = 8,
+        size_at: int | None = 8,
+        size_add: int = 0,
+    ) -> None: ...
+    @property
+    def template(self) -> bytes: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def seq_at(self) -> int | None: ...
+    @property
+    def seq_bytes(self) -> int: ...
+    @property
+    def size_at(self) -> int | None: ...
+    @property
+    def size_add(self) -> int: ...
+
 class Transport:
     arena: Arena
     def __init__(self, arena: Arena) -> None: ...
@@ -126,7 +151,7 @@ class Transport:
         offset: int = 0,
         max_frames: int | None = None,
         max_bytes: int | None = None,
-        prefix: tuple[int, int] = (0, 0),
+        prefix: FramePrefix | None = None,
     ) -> tuple[int, int, int, int, int, int]: ...
     def read_view(self, timeout: float | None = None) -> ReadView: ...
 

@@ -119,7 +119,7 @@ class ArgumentError(A0Error, ValueError):
 class BufferTooSmallError(ArgumentError):
     """``Transport.read_into`` could not place even one frame in the room the
     caller gave it (the buffer from ``offset``, or ``max_bytes``). ``needed``
-    is the bytes the next frame takes there (its record), ``seq`` its seq;
+    is the bytes the next frame takes there (its prefix and data), ``seq`` its seq;
     nothing was read and the cursor did not move."""
 
     def __init__(self, message, needed=0, seq=0):

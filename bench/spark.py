@@ -49,8 +49,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, REPO)
 
 
+from a0py.recording import SegmentWriter
 from a0py.spark import read_table
-from a0py.spark._writer import SegmentWriter
 
 KiB = 1024
 
@@ -116,8 +116,10 @@ def floor_source():
             return [InputPartition(i) for i in range(self.parts)]
 
         def read(self, partition):
-            from a0py.spark._parts import read_part
-            from a0py.spark._read import Predicate, ReadOptions, plan
+            from a0py.spark.options import ReadOptions
+            from a0py.spark.part_reader import read_part
+            from a0py.spark.planning import plan
+            from a0py.spark.predicate import Predicate
 
             part = plan(self.path, Predicate(), ReadOptions(partition_bytes=1))[0]
             batch = next(iter(read_part(part)))
@@ -256,7 +258,7 @@ print(n)
 
 CAPACITY = """
 import os, sys, time, tempfile, a0py
-from a0py.spark import Recorder
+from a0py.recording import Recorder
 topic, size, frames = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 pub = a0py.Publisher(topic)
 pool = [os.urandom(size) for _ in range(64)]
@@ -274,7 +276,7 @@ print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 
 def start_recorder(topic, out, env):
     """``a0py record TOPIC --out OUT`` in its own process, once it records."""
-    rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", topic, "--out", out],
+    rec = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", topic, "--out", out],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "recording to" in rec.stderr.readline()
     return rec

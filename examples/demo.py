@@ -17,9 +17,10 @@ Stages (each in its own processes, under a private topic root, removed at the en
      this process writes it, then two merge-patches.
   4. Live view: ``a0py view`` serves its page for the whole demo; open the
      printed address in a browser while the demo runs.
-  5. Recording: the pub/sub stage is recorded into MCAP (``a0py.spark.Recorder``),
+  5. Recording: the pub/sub stage is recorded into MCAP (``a0py.recording.Recorder``),
      then summarised with Spark (frames, bytes and rate per topic, latency
-     percentiles from the packets' headers) and a chart PNG is saved.
+     percentiles from the packets' headers) and a chart PNG is saved
+     (``examples/spark_summary.py``, matplotlib).
   6. The fact broker: ``examples/room.py`` (sensors claim readings, a rule
      joins them and claims alerts, a display prints them).
 """
@@ -189,7 +190,8 @@ def start_view(port):
 # -- 5. recording and Spark ---------------------------------------------------------------
 
 def summarize_recording(out_dir, chart):
-    from a0py.spark.summary import summarize
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from spark_summary import summarize
 
     summarize(out_dir, chart=chart)
     say("spark", f"chart of the rates saved to {chart}")
@@ -218,7 +220,7 @@ def main():
     recording = os.path.join(args.out, f"recording-{os.getpid()}")
     view = start_view(args.port)
     try:
-        from a0py.spark import Recorder
+        from a0py.recording import Recorder
 
         with Recorder(["demo/imu"], out=recording):
             stage_pubsub(args.seconds)

@@ -5,18 +5,18 @@
 
 A writer process writes numbered frames into a small shared-memory arena as
 fast as it can; this process drains it with ``read_into``: each call copies
-the frames after its cursor into one ``bytearray`` as MCAP Message records
-(opcode 0x05, length, channel id, sequence = the frame's seq, log time,
-publish time, the frame's bytes), with no Python object per frame, without
-the arena's lock and with the GIL released. This is how ``a0py record``
-fills an MCAP chunk. Frames the writer evicted before the reader got to
-them come back as a gap ``(gap_first, gap_last)``, never silently: the
-example checks that every seq from the reader's first frame on was either
-read or reported missing (like ``Transport.missed``, gaps count from a
-reader's first read: it starts at the oldest frame the arena holds then).
-Reading is cheap (about 80 ns a frame); this example then walks every
-record in Python, which is slower than the writer, so it falls behind now
-and then and the gaps show.
+the frames after its cursor into one ``bytearray``, each after a prefix of
+fixed layout (here the default: the frame's seq and size, u64 each), with
+no Python object per frame, without the arena's lock and with the GIL
+released. ``a0py record`` fills an MCAP chunk the same way, with an
+``a0py.FramePrefix`` laid out as an MCAP Message record's fixed fields.
+Frames the writer evicted before the reader got to them come back as a gap
+``(gap_first, gap_last)``, never silently: the example checks that every
+seq from the reader's first frame on was either read or reported missing
+(like ``Transport.missed``, gaps count from a reader's first read: it
+starts at the oldest frame the arena holds then). Reading is cheap (about
+80 ns a frame); this example then walks every frame in Python, which is
+slower than the writer, so it falls behind now and then and the gaps show.
 """
 
 import argparse
@@ -32,9 +32,8 @@ except ImportError:  # run from a source checkout without `pip install -e .`
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import a0py
 
-# An MCAP Message record: opcode, record length, then its fields and the data.
-RECORD = struct.Struct("<BQHIQQ")
-CHANNEL = 1
+# What read_into writes before each frame by default: its seq and its size.
+PREFIX = struct.Struct("<QQ")
 CTX = mp.get_context("fork")
 
 
@@ -44,16 +43,15 @@ def writer(name, frames):
         tr.write(struct.pack("<Q", i) + b"x" * 56)
 
 
-def records(buf, nbytes):
-    """(seq, log_time, data) of each record in buf[:nbytes]."""
+def frames(buf, nbytes):
+    """(seq, data) of each frame in buf[:nbytes]."""
     view = memoryview(buf)
     off = 0
     while off < nbytes:
-        op, length, channel, seq, log_time, _publish = RECORD.unpack_from(buf, off)
-        assert op == 0x05 and channel == CHANNEL
-        start = off + RECORD.size
-        off += 9 + length  # opcode and length are not counted in length
-        yield seq, log_time, view[start:off]
+        seq, size = PREFIX.unpack_from(buf, off)
+        start = off + PREFIX.size
+        off = start + size
+        yield seq, view[start:off]
 
 
 def main():
@@ -72,8 +70,7 @@ def main():
     start = last = None
     try:
         while True:
-            log_time = time.time_ns()
-            n, nbytes, first, last_seq, gap_first, gap_last = reader.read_into(out, prefix=(CHANNEL, log_time))
+            n, nbytes, first, last_seq, gap_first, gap_last = reader.read_into(out)
             if n and start is None:
                 start = last = first - 1  # the reader's first read: it starts at the oldest frame held
             if gap_first:  # it lies just before this call's first frame
@@ -82,7 +79,7 @@ def main():
                 print(f"gap: seqs {gap_first}..{gap_last} were evicted before this reader read them")
             if n:
                 calls += 1
-                for seq, _t, data in records(out, nbytes):
+                for seq, data in frames(out, nbytes):
                     assert seq == last + 1 or (seq == first and gap_first), "one call's seqs are consecutive"
                     assert struct.unpack_from("<Q", data)[0] == seq - 1, "frame i holds the number i"
                     last = seq

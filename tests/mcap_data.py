@@ -1,4 +1,4 @@
-"""Recordings built for the tests of a0py.spark: packets with known
+"""Recordings built for the tests of a0py.recording and a0py.spark: packets with known
 headers and payloads written into MCAP segments, and the rows a reader must
 give back for them."""
 
@@ -9,7 +9,7 @@ import uuid
 
 import numpy as np
 
-from a0py.spark._writer import SegmentWriter
+from a0py.recording.writer import SegmentWriter
 
 T0 = 1_790_000_000_000_000_000  # ns since the epoch (2026)
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)

@@ -24,7 +24,9 @@ def _free_port():
 
 def test_demo_runs_every_stage(tmp_path):
     root = f"shm:a0py-demo-test-{os.getpid()}"
-    env = {**os.environ, "A0PY_ROOT": root}
+    # This checkout's a0py, whatever the interpreter has installed.
+    env = {**os.environ, "A0PY_ROOT": root,
+           "PYTHONPATH": os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)}
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "examples", "demo.py"), "--seconds", "1.5",
          "--port", str(_free_port()), "--out", str(tmp_path)],

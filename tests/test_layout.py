@@ -5,6 +5,10 @@
   (STYLE.md, "Habits of this project").
 - A layer imports only the layers below it (DESIGN.md, "Layers"); the
   dataspace knows no IPC.
+- No module imports another package's ``_private`` module or name: what a
+  package offers others is in its ``__init__`` or a public module. (The
+  root package's own modules, the binding ``a0py._core`` among them, enclose
+  every package and are theirs to use.)
 
 Every import statement of every module is read: ``.py`` files with ``ast``
 (module-level, function-level, conditional and relative imports alike), and
@@ -19,6 +23,7 @@ import ast
 import functools
 import itertools
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,6 +48,7 @@ LAYERS = [
     ("dataspace", ["a0py.dataspace", "a0py._index"]),
     ("broker", ["a0py.broker"]),
     ("actors", ["a0py.actor"]),
+    ("recording", ["a0py.recording"]),
     ("spark", ["a0py.spark"]),
     ("view", ["a0py.view"]),
     ("cli", ["a0py.cli", "a0py.__main__"]),
@@ -238,6 +244,51 @@ def layer_breach(importer, imported):
     return None
 
 
+def top_package(module):
+    """The package of a module for the privacy rule: ``a0py.X`` when X is a
+    subpackage, else the root ``a0py``."""
+    parts = module.split(".")
+    if len(parts) > 1 and (PACKAGE / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return "a0py"
+
+
+def private_breach(importer, imported, name=None):
+    """Why ``importer`` may not import module ``imported`` (or its attribute
+    ``name``) under the privacy rule, or None."""
+    own, theirs = top_package(importer), top_package(imported)
+    if theirs in (own, "a0py"):
+        return None
+    inside = imported[len(theirs) + 1:].split(".") if imported != theirs else []
+    private = [p for p in [*inside, name or ""] if p.startswith("_") and not p.startswith("__")]
+    if private:
+        what = imported + (f".{name}" if name else "")
+        return f"{importer} imports {what}, a private name of package {theirs}"
+    return None
+
+
+@functools.cache
+def private_imports():
+    """Every import of another package's private module or name in a0py."""
+    modules = find_modules()
+    breaches = []
+    for importer, path in modules.items():
+        if path.suffix == ".pxd":
+            continue
+        for node in import_statements(path):
+            targets, _ = resolve(node, importer, modules)
+            for target in targets:
+                if modules[target].suffix != ".pxd" and (why := private_breach(importer, target)):
+                    breaches.append(f"{node.where}: {why}")
+            if isinstance(node, ast.ImportFrom) and len(targets) == 1 and not private_breach(importer, targets[0]):
+                for alias in node.names:
+                    if targets[0].endswith("." + alias.name):
+                        continue  # a submodule, checked above
+                    if why := private_breach(importer, targets[0], alias.name):
+                        breaches.append(f"{node.where}: {why}")
+    return sorted(set(breaches))
+
+
 # -- the checks on the checker: a graph search that finds nothing proves nothing
 
 
@@ -346,6 +397,11 @@ def test_layers_import_only_layers_below_them():
         ("a0py.broker.server", "a0py.dataspace", True),
         ("a0py.broker.server", "a0py.actor", False),
         ("a0py.spark.reader", "a0py.view", False),
+        ("a0py.spark.planning", "a0py.recording.reader", True),
+        ("a0py.view._recording", "a0py.recording.reader", True),
+        ("a0py.recording.recorder", "a0py.proto.topic", True),
+        ("a0py.recording.reader", "a0py.spark.planning", False),
+        ("a0py.recording.reader", "a0py.view", False),
         ("a0py.cli.arenas", "a0py.actor", True),
         ("a0py.__main__", "a0py.cli", True),
     ],
@@ -357,3 +413,51 @@ def test_layer_table_reads_as_design_says(importer, imported, allowed):
 def test_a_new_top_level_module_has_no_layer_until_placed():
     assert layer_of("a0py.something_new") is None
     assert layer_of("a0py") == (1, "protocols")
+
+
+@pytest.mark.parametrize(
+    ("importer", "imported", "name", "allowed"),
+    [
+        ("a0py.view._recording", "a0py.recording.reader", None, True),
+        ("a0py.view._recording", "a0py.recording.reader", "read_layout", True),
+        ("a0py.spark.batches", "a0py.recording._bulk", None, False),
+        ("a0py.spark.batches", "a0py.recording.packets", "_private_helper", False),
+        ("a0py.view._recording", "a0py.spark.planning", "_chunk_meta", False),
+        ("a0py.recording.writer", "a0py.recording._bulk", None, True),
+        ("a0py.recording.writer", "a0py.recording.format", "_own", True),
+        ("a0py.spark.arenas", "a0py._core", None, True),
+        ("a0py.recording.reader", "a0py.errors", "ArenaNotFoundError", True),
+        ("a0py.cli.recordings", "a0py.recording.cli", "record", True),
+    ],
+)
+def test_privacy_rule_reads_as_design_says(importer, imported, name, allowed):
+    assert (private_breach(importer, imported, name) is None) == allowed
+
+
+def test_no_module_imports_another_packages_private_name():
+    breaches = private_imports()
+    assert not breaches, "private names imported across packages:\n" + "\n".join(breaches)
+
+
+def test_the_privacy_check_sees_a_private_import(tmp_path, monkeypatch):
+    pkg = tmp_path / "a0py"
+    for sub in ("one", "two"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "one" / "_secret.py").write_text("X = 1\n_Y = 2\n")
+    (pkg / "one" / "public.py").write_text("_Z = 3\n")
+    (pkg / "two" / "user.py").write_text(
+        "from ..one import _secret\nfrom ..one.public import _Z\nfrom a0py.one._secret import X\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", pkg)
+    private_imports.cache_clear()
+    try:
+        found = private_imports()
+    finally:
+        private_imports.cache_clear()
+    assert found == [
+        "a0py/two/user.py:1: a0py.two.user imports a0py.one._secret, a private name of package a0py.one",
+        "a0py/two/user.py:2: a0py.two.user imports a0py.one.public._Z, a private name of package a0py.one",
+        "a0py/two/user.py:3: a0py.two.user imports a0py.one._secret, a private name of package a0py.one",
+    ]

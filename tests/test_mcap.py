@@ -28,11 +28,22 @@ from mcap_data import (
 )
 
 import a0py
-from a0py.spark import RecordingFormatError, RecordingOptionError, _mcap, bag_info, read_table
-from a0py.spark._packets import decode, wall_times
-from a0py.spark._parts import read_part
-from a0py.spark._read import Predicate, ReadOptions, plan
-from a0py.spark._writer import GAP_TOPIC, PACKET_ENCODING, SegmentWriter
+from a0py.recording import RecordingFormatError, RecordingOptionError, SegmentWriter, bag_info
+from a0py.recording.format import GAP_TOPIC, PACKET_ENCODING
+from a0py.recording.packets import wall_times
+from a0py.recording.reader import (
+    message_offsets,
+    read_chunk_records,
+    read_layout,
+    read_message_index,
+    walk_records,
+)
+from a0py.spark import read_table
+from a0py.spark.batches import decode
+from a0py.spark.options import ReadOptions
+from a0py.spark.part_reader import read_part
+from a0py.spark.planning import plan
+from a0py.spark.predicate import Predicate
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +144,7 @@ def test_predicates_return_exactly_the_rows_that_pass(segs, topics, lo, hi, seq_
 def test_chunks_of_other_topics_are_never_read(tmp_path):
     path = str(tmp_path / "s.mcap")
     write_segment(path, {"a": 300, "b": 300})
-    lay = _mcap.read_layout(path)
+    lay = read_layout(path)
     b_id = next(c.id for c in lay.channels.values() if c.topic == "b")
     b_chunk = next(r for r in lay.chunks if r.channel_ids == {b_id})
     flip_byte(path, b_chunk.offset + b_chunk.length - 5)  # damage b's data only
@@ -174,7 +185,7 @@ def test_writers_other_than_ours_are_read_too(tmp_path):
 def test_a_file_cut_anywhere_reads_the_frames_of_its_whole_chunks(tmp_path):
     path = str(tmp_path / "full.mcap")
     exp = write_segment(path, {"a": 200, "b": 100}, chunk_bytes=4096, gaps=[("a", 300, 310)])
-    lay = _mcap.read_layout(path)
+    lay = read_layout(path)
     gap_ids = {c.id for c in lay.channels.values() if c.topic == GAP_TOPIC}
     data_end = max(r.offset + r.length + r.index_length for r in lay.chunks)
     sizes = sorted({*range(8, data_end + 200, 997), data_end - 1, data_end, os.path.getsize(path) - 1})
@@ -241,14 +252,14 @@ def test_a_corrupt_packet_is_an_error_naming_the_message(tmp_path):
 def test_an_incomplete_message_index_falls_back_to_a_walk(tmp_path):
     path = str(tmp_path / "i.mcap")
     exp = write_segment(path, {"a": 100}, chunk_bytes=1 << 20)
-    lay = _mcap.read_layout(path)
+    lay = read_layout(path)
     ref = lay.chunks[0]
     with open(path, "rb") as f:
-        records = _mcap.read_chunk_records(f.fileno(), ref, path)
-        offs = _mcap.read_message_index(f.fileno(), ref, path)
-    walked, _ = _mcap.walk_records(records, path, 0)
+        records = read_chunk_records(f.fileno(), ref, path)
+        offs = read_message_index(f.fileno(), ref, path)
+    walked, _ = walk_records(records, path, 0)
     assert (offs == walked).all() and len(offs) == 100
-    got, _ = _mcap.message_offsets(records, np.delete(offs, [0, 50, 99]), path, 0)
+    got, _ = message_offsets(records, np.delete(offs, [0, 50, 99]), path, 0)
     assert (got == walked).all()
     assert table_frames(read_table(path)) == exp.frames
 
@@ -321,7 +332,7 @@ def test_every_damaged_byte_is_refused_exactly_when_a0py_refuses_it():
 
 
 def test_json_payloads_parse_into_a_struct(tmp_path):
-    from a0py.spark._read import parse_json_payloads
+    from a0py.spark.batches import parse_json_payloads
 
     typ = pa.struct([("x", pa.float64()), ("tag", pa.string())])
     payloads = pa.array([b'{"x": 1.5, "tag": "a"}', b'{\n "x": 2,\n "tag": "b"\n}', b"not json", b"[1]", b"",
@@ -351,11 +362,38 @@ def test_bag_info_counts_topics_seqs_and_gaps(segs, tmp_path):
         if got:
             assert si["topics"][t]["frames"] == len(got)
             assert (si["topics"][t]["first_seq"], si["topics"][t]["last_seq"]) == (got[0], got[-1])
-    from a0py.spark._baginfo import format_bag_info
+    from a0py.recording.baginfo import format_bag_info
 
     text = format_bag_info(info)
     assert "Topic: imu | Type: a0py.Packet | Count: 900 | Seq: 1..920" in text
     assert "Gaps:              3 (31 frames lost)" in text
+
+
+def test_recorded_seqs_agree_with_the_rows_and_the_segment_metadata(segs):
+    """a0py.recording.frames (bag info of a cut-short segment, --resume)
+    counts without Arrow what the Spark rows and the writer's metadata say."""
+    import json
+
+    from a0py.recording.frames import recorded_seqs
+
+    d, _ = segs
+    for name in sorted(os.listdir(d)):
+        path = str(d / name)
+        seen = recorded_seqs(path)
+        t = read_table(path, gaps=True).to_pydict()
+        meta = read_layout(path).metadata_named("a0py.segment")
+        for topic in set(t["topic"]):
+            frames = [s for tt, s, g in zip(t["topic"], t["seq"], t["is_gap"]) if tt == topic and not g]
+            gaps = [(f, la) for tt, f, la, g in zip(t["topic"], t["gap_first"], t["gap_last"], t["is_gap"])
+                    if tt == topic and g]
+            s = seen[topic]
+            assert (s.frames, s.first, s.last) == (len(frames), min(frames, default=None), max(frames, default=None))
+            assert (s.gaps, s.lost) == (len(gaps), sum(la - f + 1 for f, la in gaps))
+            assert s.gap_last == max((la for _, la in gaps), default=None)
+            assert s.last_recorded == max([*frames, *(la for _, la in gaps)])
+            m = json.loads(meta[f"topic.{topic}"])
+            assert (s.frames, s.bytes if s.frames else 0) == (m["frames"], m["bytes"])
+        assert set(seen) == set(t["topic"])
 
 
 def test_writer_rejects_bad_options(tmp_path):
@@ -401,7 +439,7 @@ def test_corrupt_packets_are_errors_naming_the_message_and_the_field(tmp_path):
 def test_segments_without_message_indexes_read_the_same(tmp_path):
     path = str(tmp_path / "noindex.mcap")
     exp = write_segment(path, {"a": 150, "b": 80}, chunk_bytes=4096, message_index=False, gaps=[("a", 151, 152)])
-    lay = _mcap.read_layout(path)
+    lay = read_layout(path)
     assert lay.chunks and all(r.channel_ids is None for r in lay.chunks)
     t = read_table(path, gaps=True)
     assert table_frames(t) == exp.frames and table_gaps(t) == exp.gaps

@@ -1,11 +1,15 @@
-"""Transport.read_into (issue 10, the recorder's hot path): the frames after
-the cursor copied into a caller's buffer as MCAP message records, exactly
-the bytes the recorder wrote before (``_bulk.append_records``); limits,
-offsets and the too-small error; gaps reported exactly; and, with writer
-processes evicting while this one reads, no torn frame ever counted.
+"""Transport.read_into (the recorder's hot path), the binding's generic bulk
+read: the frames after the cursor copied into a caller's buffer, each after
+a prefix of fixed layout (a FramePrefix: template bytes with the frame's
+seq and size stored at chosen offsets); limits, offsets and the too-small
+error; gaps reported exactly; and, with writer processes evicting while
+this one reads, no torn frame ever counted. (The MCAP framing the recorder
+builds on it is tests/test_message_records.py's.)
 
-Multi-process tests use real processes (fork); they assert outcomes, never
-timings.
+Most tests lay frames out as MCAP Message records, as the recorder does,
+with a prefix made here and records parsed here by the MCAP spec,
+independently of the code. Multi-process tests use real processes (fork);
+they assert outcomes, never timings.
 """
 
 import itertools
@@ -21,13 +25,23 @@ import pytest
 from mcap_data import T0, packet
 
 import a0py
-from a0py import ArgumentError, BufferTooSmallError, ClosedError, LockError
-from a0py.spark import _bulk
+from a0py import ArgumentError, BufferTooSmallError, ClosedError, FramePrefix, LockError
 
 CTX = mp.get_context("fork")
 JOIN_S = 60.0
 FIXED = 31  # opcode, length, channel, sequence, log_time, publish_time
+DEFAULT = 16  # the default prefix: seq u64, size u64
 LOG = T0 + 123_456
+
+
+def record_prefix(channel=0, log_time=0):
+    """An MCAP Message record's fixed fields: opcode 5, length (the frame's
+    size + 22), channel, sequence (seq mod 2**32), log and publish time."""
+    return FramePrefix(struct.pack("<BQHIQQ", 5, 0, channel, 0, log_time, log_time), seq_at=11, seq_bytes=4,
+                       size_at=1, size_add=FIXED - 9)
+
+
+RECORD = record_prefix()
 
 
 @pytest.fixture
@@ -52,17 +66,20 @@ def parse_records(buf, nbytes):
     return out
 
 
-def plain_packet(payload, headers=()):
-    """A packet without its standard block (flags 0), as old writers made it."""
-    raw = bytearray(packet("x", 1, payload=payload, extra=list(headers))[0])
-    raw[6:8] = b"\0\0"
-    raw[48:96] = bytes(48)
-    return bytes(raw)
+def parse_default(buf, nbytes):
+    """[(seq, data)] of frames laid out with the default prefix."""
+    out, pos = [], 0
+    view = bytes(buf[:nbytes])
+    while pos < nbytes:
+        seq, size = struct.unpack_from("<QQ", view, pos)
+        out.append((seq, view[pos + DEFAULT:pos + DEFAULT + size]))
+        pos += DEFAULT + size
+    assert pos == nbytes
+    return out
 
 
 MIXED = [
-    *(packet("a", s)[0] for s in range(1, 40)),  # standard block: publish time = a0_time_wall
-    plain_packet(b"no standard block", [("a0_time_wall", "5")]),  # looked up later, not here
+    *(packet("a", s)[0] for s in range(1, 40)),
     b"not a packet at all",
     b"",
     bytes(300),
@@ -70,57 +87,90 @@ MIXED = [
 ]
 
 
-def wall_of(frame):
-    if len(frame) >= 96 and frame[:4] == b"A0PK" and frame[4:6] == b"\1\0" and frame[6] & 1:
-        return struct.unpack_from("<Q", frame, 56)[0]
-    return None
-
-
-def test_records_are_the_frames_written_with_seq_and_publish_time(tr):
+def test_by_default_each_frame_follows_its_seq_and_size(tr):
     seqs = [tr.write(f) for f in MIXED]
     buf = bytearray(1 << 20)
-    frames, nbytes, first, last, gap_first, gap_last = tr.read_into(buf, prefix=(7, LOG))
+    frames, nbytes, first, last, gap_first, gap_last = tr.read_into(buf)
+    assert (frames, first, last, gap_first, gap_last) == (len(MIXED), seqs[0], seqs[-1], 0, 0)
+    assert nbytes == sum(DEFAULT + len(f) for f in MIXED)
+    assert parse_default(buf, nbytes) == list(zip(seqs, MIXED, strict=True))
+    assert tr.cursor_seq == seqs[-1]
+    assert tr.read_into(buf) == (0, 0, 0, 0, 0, 0)
+
+
+def test_records_are_the_frames_written_with_their_seq_and_the_prefix_fields(tr):
+    seqs = [tr.write(f) for f in MIXED]
+    buf = bytearray(1 << 20)
+    frames, nbytes, first, last, gap_first, gap_last = tr.read_into(buf, prefix=record_prefix(7, LOG))
     assert (frames, first, last, gap_first, gap_last) == (len(MIXED), seqs[0], seqs[-1], 0, 0)
     assert nbytes == sum(FIXED + len(f) for f in MIXED)
     got = parse_records(buf, nbytes)
     for (channel, seq32, log, pub, data), seq, frame in zip(got, seqs, MIXED, strict=True):
-        assert (channel, seq32, log, data) == (7, seq, LOG, frame)
-        assert pub == (wall_of(frame) or LOG)
+        # The binding reads nothing of a frame: the publish time is the template's.
+        assert (channel, seq32, log, pub, data) == (7, seq, LOG, LOG, frame)
     assert tr.cursor_seq == seqs[-1]
-    assert tr.read_into(buf, prefix=(7, LOG)) == (0, 0, 0, 0, 0, 0)
+    assert tr.read_into(buf, prefix=RECORD) == (0, 0, 0, 0, 0, 0)
 
 
-def test_records_are_byte_for_byte_those_the_recorder_wrote_before(tr):
-    """read_into and _bulk.append_records (the recorder's former path, still
-    SegmentWriter.write_frames') give the same bytes for the same frames."""
-    seqs = [tr.write(f) for f in MIXED]
-    buf = bytearray(1 << 20)
-    _, nbytes, *_ = tr.read_into(buf, prefix=(3, LOG))
-    ref = bytearray()
-    _bulk.append_records(ref, list(MIXED), np.array(seqs, np.int64), 3, LOG, 1 << 40)
-    assert bytes(buf[:nbytes]) == bytes(ref)
+def test_a_prefix_stores_only_the_fields_it_names(tr):
+    seq = tr.write(b"abc")
+    tr.write(b"defgh")
+    buf = bytearray(b"\xee" * 64)
+    template = bytes(range(1, 11))
+    n, nbytes, *_ = tr.read_into(buf, prefix=FramePrefix(template, seq_at=None, size_at=None))
+    assert (n, nbytes) == (2, 10 + 3 + 10 + 5)
+    assert bytes(buf[:nbytes]) == template + b"abc" + template + b"defgh"  # the template verbatim
+    tr.write(b"xy")
+    p = FramePrefix(bytes(12), seq_at=8, seq_bytes=4, size_at=0, size_add=1000)
+    n, nbytes, *_ = tr.read_into(buf, prefix=p)
+    assert struct.unpack_from("<QI", buf) == (1002, seq + 2) and bytes(buf[12:14]) == b"xy"
+    assert (p.template, p.size, p.seq_at, p.seq_bytes, p.size_at, p.size_add) == (bytes(12), 12, 8, 4, 0, 1000)
+    assert "seq_at=8" in repr(p)
+    d = FramePrefix()
+    assert (d.template, d.seq_at, d.seq_bytes, d.size_at, d.size_add) == (bytes(16), 0, 8, 8, 0)
+
+
+def test_a_bad_prefix_layout_is_a_clear_error():
+    with pytest.raises(ArgumentError, match="at most 256 bytes, not 257"):
+        FramePrefix(bytes(257))
+    with pytest.raises(ArgumentError, match="template must be bytes-like, not str"):
+        FramePrefix("text")
+    with pytest.raises(ArgumentError, match="seq_at=13: a field of 4 bytes there passes the end of the 16-byte"):
+        FramePrefix(bytes(16), seq_at=13, seq_bytes=4, size_at=None)
+    with pytest.raises(ArgumentError, match="size_at=9: a field of 8 bytes"):
+        FramePrefix(bytes(16), seq_at=None, size_at=9)
+    with pytest.raises(ArgumentError, match="fields overlap"):
+        FramePrefix(bytes(16), seq_at=4, size_at=8)
+    for bad in (2, 16, 4.0, True):
+        with pytest.raises(ArgumentError, match="seq_bytes must be 4 or 8"):
+            FramePrefix(bytes(16), seq_bytes=bad)
+    with pytest.raises(ArgumentError, match="size_add must be >= 0"):
+        FramePrefix(size_add=-1)
+    with pytest.raises(ArgumentError, match="seq_at must be >= 0"):
+        FramePrefix(seq_at=-1)
+    FramePrefix(b"", seq_at=None, size_at=None)  # no prefix at all: frames back to back
 
 
 def test_limits_offset_and_buffer_kinds(tr):
     frames = [bytes([i]) * (10 + i) for i in range(20)]
     seqs = [tr.write(f) for f in frames]
     buf = bytearray(b"\xaa" * 4096)
-    n, nbytes, first, last, *_ = tr.read_into(buf, offset=100, max_frames=3, prefix=(1, LOG))
+    n, nbytes, first, last, *_ = tr.read_into(buf, offset=100, max_frames=3, prefix=RECORD)
     assert (n, first, last) == (3, seqs[0], seqs[2])
     assert buf[:100] == b"\xaa" * 100  # nothing before the offset is touched
     assert [r[4] for r in parse_records(memoryview(buf)[100:], nbytes)] == frames[:3]
     # max_bytes: exactly two records fit, the third would pass it by one byte.
     room = 2 * FIXED + len(frames[3]) + len(frames[4])
-    n, nbytes, first, *_ = tr.read_into(buf, max_bytes=room + FIXED + len(frames[5]) - 1, prefix=(1, LOG))
+    n, nbytes, first, *_ = tr.read_into(buf, max_bytes=room + FIXED + len(frames[5]) - 1, prefix=RECORD)
     assert (n, nbytes, first) == (2, room, seqs[3])
     # The end of the buffer bounds the same way (a writable memoryview here).
     arr = np.zeros(FIXED + len(frames[5]), np.uint8)
-    n, nbytes, first, *_ = tr.read_into(memoryview(arr), prefix=(1, LOG))
+    n, nbytes, first, *_ = tr.read_into(memoryview(arr), prefix=RECORD)
     assert (n, nbytes, first) == (1, arr.size, seqs[5])
     assert parse_records(arr.tobytes(), nbytes)[0][4] == frames[5]
     # The rest, into a numpy array directly.
     big = np.zeros(4096, np.uint8)
-    n, nbytes, first, last, *_ = tr.read_into(big, prefix=(1, LOG))
+    n, nbytes, first, last, *_ = tr.read_into(big, prefix=RECORD)
     assert (n, first, last) == (14, seqs[6], seqs[-1])
     assert [r[4] for r in parse_records(big.tobytes(), nbytes)] == frames[6:]
     assert tr.read_into(big, max_frames=0) == (0, 0, 0, 0, 0, 0)
@@ -130,16 +180,18 @@ def test_a_buffer_too_small_for_the_next_frame_names_it_and_reads_nothing(tr):
     tr.write(b"x" * 10)
     seq = tr.write(b"y" * 100)
     buf = bytearray(150)
-    assert tr.read_into(buf)[0] == 1  # the second does not fit after the first
-    with pytest.raises(BufferTooSmallError, match=rf"frame {seq} of 100 bytes needs a record of 131 bytes.*"
-                                                  r"50 bytes from offset 100 of a 150-byte buffer") as e:
-        tr.read_into(buf, offset=100)
+    assert tr.read_into(buf, prefix=RECORD)[0] == 1  # the second does not fit after the first
+    with pytest.raises(BufferTooSmallError, match=rf"frame {seq} of 100 bytes needs 131 bytes with its 31-byte "
+                                                  r"prefix.*50 bytes from offset 100 of a 150-byte buffer") as e:
+        tr.read_into(buf, offset=100, prefix=RECORD)
     assert (e.value.needed, e.value.seq) == (131, seq)
     with pytest.raises(BufferTooSmallError, match=r"given max_bytes 130: give it at least 131 bytes"):
-        tr.read_into(buf, max_bytes=130)
+        tr.read_into(buf, max_bytes=130, prefix=RECORD)
     with pytest.raises(BufferTooSmallError):
         tr.read_into(bytearray())
-    assert tr.read_into(buf, max_bytes=131)[:4] == (1, 131, seq, seq)  # nothing was lost
+    with pytest.raises(BufferTooSmallError, match=r"needs 116 bytes with its 16-byte prefix"):
+        tr.read_into(buf, max_bytes=115)  # the default prefix
+    assert tr.read_into(buf, max_bytes=131, prefix=RECORD)[:4] == (1, 131, seq, seq)  # nothing was lost
 
 
 def test_bad_arguments_are_clear_errors(tr):
@@ -156,12 +208,8 @@ def test_bad_arguments_are_clear_errors(tr):
         tr.read_into(buf, max_frames=-1)
     with pytest.raises(ArgumentError, match="max_bytes must be an integer"):
         tr.read_into(buf, max_bytes=1.5)
-    with pytest.raises(ArgumentError, match="channel id must be at most 65535"):
-        tr.read_into(buf, prefix=(65536, 0))
-    with pytest.raises(ArgumentError, match="log_time must be >= 0"):
-        tr.read_into(buf, prefix=(1, -1))
-    for prefix in ((1,), 5, (1, 2, 3)):
-        with pytest.raises(ArgumentError, match=r"prefix must be \(channel id, log_time ns\)"):
+    for prefix in ((1, 0), 5, b"template", RECORD.template):
+        with pytest.raises(ArgumentError, match=r"prefix must be an a0py.FramePrefix"):
             tr.read_into(buf, prefix=prefix)
     with pytest.raises(TypeError):
         tr.read_into(buf, 0)  # the limits are keywords
@@ -178,7 +226,7 @@ def test_frames_evicted_before_reading_are_reported_as_the_gap_before_the_first(
         w = a0py.Transport(arena)
         w.write(b"one")
         buf = bytearray(1 << 16)
-        assert tr.read_into(buf)[:4] == (1, FIXED + 3, 1, 1)
+        assert tr.read_into(buf)[:4] == (1, DEFAULT + 3, 1, 1)
         seq = 1
         while True:  # until frame 2 and more are gone
             seq = w.write(b"z" * 200)
@@ -186,7 +234,7 @@ def test_frames_evicted_before_reading_are_reported_as_the_gap_before_the_first(
                 if t.seq_low > 5:
                     low = t.seq_low
                     break
-        n, nbytes, first, last, gap_first, gap_last = tr.read_into(buf)
+        n, nbytes, first, last, gap_first, gap_last = tr.read_into(buf, prefix=RECORD)
         assert (first, last, n, gap_first, gap_last) == (low, seq, seq - low + 1, 2, low - 1)
         assert tr.missed == low - 2
         assert [r[4] for r in parse_records(buf, nbytes)] == [b"z" * 200] * n
@@ -263,7 +311,7 @@ def test_writers_evicting_while_reading_never_get_a_torn_frame_counted():
         while True:
             writing = any(p.is_alive() for p in procs)
             try:
-                n, nbytes, first, last, gap_first, gap_last = tr.read_into(buf, prefix=(1, 0))
+                n, nbytes, first, last, gap_first, gap_last = tr.read_into(buf, prefix=record_prefix(1, 0))
             except BufferTooSmallError as e:
                 buf = bytearray(e.needed)
                 continue
@@ -314,7 +362,7 @@ def test_seqs_of_one_call_are_consecutive_and_pairwise_increasing(tr):
     buf = bytearray(1 << 16)
     calls = []
     while True:
-        n, nbytes, first, last, *_ = tr.read_into(buf, max_frames=37)
+        n, nbytes, first, last, *_ = tr.read_into(buf, max_frames=37, prefix=RECORD)
         if not n:
             break
         calls.append((first, last))

@@ -19,15 +19,9 @@ from mcap_data import table_frames, table_gaps
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
-from a0py.spark import (
-    Player,
-    Recorder,
-    RecordingFormatError,
-    RecordingOptionError,
-    _mcap,
-    bag_info,
-    read_table,
-)
+from a0py.recording import Player, Recorder, RecordingFormatError, RecordingOptionError, bag_info
+from a0py.recording.reader import read_layout
+from a0py.spark import read_table
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.slow
@@ -70,7 +64,7 @@ def publish(topic, n, start=0, gap=0.0, env=None, wait=True):
 
 
 def cli(*args, env=None, timeout=120, check=None):
-    r = subprocess.run([sys.executable, "-m", "a0py.spark.cli", *args], env=env or _env(), capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "a0py.recording.cli", *args], env=env or _env(), capture_output=True,
                        text=True, timeout=timeout)
     if check is not None:
         assert r.returncode == check, r.stderr
@@ -78,7 +72,7 @@ def cli(*args, env=None, timeout=120, check=None):
 
 
 def start_cli_recorder(*args, env=None):
-    p = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", *args], env=env or _env(),
+    p = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", *args], env=env or _env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()  # printed once the topics are open
     assert "recording to" in line, line + p.stderr.read()
@@ -153,7 +147,7 @@ def test_a_sigkilled_recorder_leaves_a_readable_segment_and_resume_continues_it(
     rec.kill()
     rec.wait(timeout=30)
     seg = out / "a0py_00000.mcap"
-    layout = _mcap.read_layout(str(seg))
+    layout = read_layout(str(seg))
     assert not layout.has_summary
     got = frames_by_topic(read_table(str(out)))["k"]
     assert got and sorted(got) == list(range(1, len(got) + 1))  # a prefix, no frame invented
@@ -177,7 +171,7 @@ def test_segments_rotate_by_size_and_each_is_complete(root, tmp_path):
     assert len(rec.segments) >= 3
     spans = []
     for path in rec.segments:
-        layout = _mcap.read_layout(path)
+        layout = read_layout(path)
         assert layout.has_summary and {c.compression for c in layout.chunks} <= {"lz4"}
         meta = json.loads(layout.metadata_named("a0py.segment")["topic.rot"])
         if meta["frames"]:
@@ -276,7 +270,7 @@ def test_the_commands_as_a_user_runs_them(root, tmp_path):
     stdout, stderr = rec.communicate(timeout=60)
     assert rec.returncode == 0, stderr
     assert "c/one: 50 frames" in stdout and "c/two: 30 frames" in stdout
-    assert _mcap.read_layout(str(out / "a0py_00000.mcap")).has_summary  # Ctrl-C closed it cleanly
+    assert read_layout(str(out / "a0py_00000.mcap")).has_summary  # Ctrl-C closed it cleanly
     r = cli("record", "c/one", "--out", str(out))
     assert r.returncode == 1 and "already holds recordings" in r.stderr and "--resume" in r.stderr
     r = cli("bag", "info", str(out), check=0)

@@ -14,7 +14,7 @@ from mcap.reader import make_reader
 from mcap_data import T0, packet
 
 import a0py
-from a0py.spark._writer import SegmentWriter
+from a0py.recording.writer import SegmentWriter
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -72,8 +72,7 @@ def test_a_frame_bigger_than_a_chunk_gets_a_chunk_of_its_own(tmp_path):
 FAIL = textwrap.dedent("""
     import os, resource, signal, sys
     import a0py
-    from a0py.spark import Recorder
-    from a0py.spark._writer import SegmentWriter
+    from a0py.recording import Recorder, SegmentWriter
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
     out, what = sys.argv[1], sys.argv[2]
     limit = 256 << 10

@@ -20,7 +20,8 @@ from mcap_data import EPOCH, T0, cut, flip_byte, write_segment
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
-from a0py.spark import _mcap, read_table, register
+from a0py.recording.reader import read_layout
+from a0py.spark import read_table, register
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -126,7 +127,7 @@ def test_pushdown_returns_the_same_rows_as_no_pushdown(spark, recs, pushdown, ex
 def test_pushdown_skips_the_chunks_of_other_topics(spark, tmp_path, pushdown):
     path = str(tmp_path / "two.mcap")
     write_segment(path, {"a": 200, "b": 200})
-    lay = _mcap.read_layout(path)
+    lay = read_layout(path)
     b_id = next(c.id for c in lay.channels.values() if c.topic == "b")
     ref = next(r for r in lay.chunks if r.channel_ids == {b_id})
     flip_byte(path, ref.offset + ref.length - 3)
@@ -401,7 +402,11 @@ def test_the_same_read_runs_on_a_standalone_cluster(recs, tmp_path):
 def test_the_demo_summary_counts_rates_latency_and_draws_the_chart(spark, tmp_path):
     import io
 
-    from a0py.spark.summary import summarize
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    try:
+        from spark_summary import summarize
+    finally:
+        sys.path.remove(os.path.join(REPO, "examples"))
 
     path = str(tmp_path / "s.mcap")
     write_segment(path, {"fast": 300, "slow": 30}, gaps=[("slow", 31, 33)])

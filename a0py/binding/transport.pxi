@@ -20,79 +20,149 @@ cdef inline void _copy_out(void* dst, const void* src, size_t n) noexcept:
     with nogil:
         memcpy(dst, src, n)
 
-# ---- read_into: frames copied out as MCAP message records ----------------
+# ---- read_into: frames copied out in bulk, each after a prefix --------------
 #
-# The recorder's hot path. A record is the MCAP Message record: opcode u8
-# (0x05), length u64 (of what follows it), channel id u16, sequence u32
-# (the transport seq modulo 2**32), log_time u64, publish_time u64, then the
-# frame's bytes whole. publish_time is the a0py packet's a0_time_wall, read
-# from its standard block (the log time for a frame without one), exactly
-# as a0py.spark._bulk.append_records writes it, so both paths give the same
-# bytes. Invariants:
+# A generic bulk read: the frames after the cursor copied into a caller's
+# buffer, each preceded by a prefix of fixed layout (FramePrefix): the
+# caller's template bytes, into which the frame's seq and size are stored
+# at offsets the caller chose. The binding knows nothing of what the prefix
+# means (a recorder lays MCAP message records out this way). Invariants:
 #  * only validated frames are counted: a batch is copied, then checked with
 #    a0_transport_read_end, and a batch that was overtaken is dropped (the
 #    bytes after the count returned are scratch), then read again;
 #  * the seqs of one call are consecutive: a gap found after the first frame
 #    ends the call, so the gap a call reports always lies just before its
 #    first frame;
-#  * nothing is written past the room the caller allowed, and the wall time
-#    is read from the copy, after the length check.
+#  * nothing is written past the room the caller allowed.
 
 cdef enum:
-    _MCAP_OP_MESSAGE = 0x05
-    _MCAP_MSG_FIXED = 31  # opcode, length, channel, sequence, log_time, publish_time
+    # Longest template a FramePrefix takes.
+    _PREFIX_MAX = 256
     # A batch is validated after this many bytes too (big frames: less to
     # throw away when a writer overtakes the copy).
-    _RECORD_BATCH_BYTES = 262144
+    _BULK_BATCH_BYTES = 262144
 
 
-cdef struct _RecordSink:
-    uint8_t* base       # where the first record goes
+cdef struct _PrefixLayout:
+    uint8_t tmpl[256]   # _PREFIX_MAX
+    uint32_t size       # bytes of the prefix
+    int32_t seq_at      # where the seq goes (-1: nowhere)
+    uint32_t seq_bytes  # 8, or 4: the seq modulo 2**32
+    int32_t size_at     # where the frame's size + size_add goes, u64 (-1: nowhere)
+    uint64_t size_add
+
+
+cdef struct _BulkSink:
+    uint8_t* base       # where the first prefix goes
     uint64_t room       # bytes the call may write from base
-    uint64_t used       # bytes of validated records written
+    uint64_t used       # bytes of validated frames (with their prefixes) written
     uint64_t frames
     uint64_t max_frames
     uint64_t first_seq
     uint64_t last_seq
     uint64_t gap_first  # seqs missed just before first_seq (0, 0: none)
     uint64_t gap_last
-    uint64_t need       # set when not one frame fits: the record size of the next frame
+    uint64_t need       # set when not one frame fits: the bytes the next frame takes
     uint64_t need_seq
-    uint64_t log_time
-    uint16_t channel
 
 
-cdef inline void _put_record(uint8_t* r, const a0_read_t* f, uint16_t channel,
-                             uint64_t log_time) noexcept nogil:
-    cdef uint64_t length = f.size + (_MCAP_MSG_FIXED - 9)
-    cdef uint32_t seq32 = <uint32_t>f.seq  # modulo 2**32
-    cdef uint64_t wall = log_time
-    cdef uint32_t magic
-    cdef uint16_t version, flags
-    cdef uint8_t* d = r + _MCAP_MSG_FIXED
-    memcpy(d, f.data, f.size)
-    if f.size >= A0_PACKET_INDEX_OFF:
-        memcpy(&magic, d, 4)
-        memcpy(&version, d + 4, 2)
-        memcpy(&flags, d + 6, 2)
-        if magic == A0_PACKET_MAGIC and version == A0_PACKET_VERSION and (flags & A0_PACKET_HAS_STD):
-            memcpy(&wall, d + A0_PACKET_HDR_SIZE + 8, 8)  # a0_packet_std_t.time_wall
-    r[0] = _MCAP_OP_MESSAGE
-    memcpy(r + 1, &length, 8)
-    memcpy(r + 9, &channel, 2)
-    memcpy(r + 11, &seq32, 4)
-    memcpy(r + 15, &log_time, 8)
-    memcpy(r + 23, &wall, 8)
+cdef class FramePrefix:
+    """What :meth:`Transport.read_into` writes before each frame: the bytes
+    of ``template`` (at most 256), with the frame's seq stored at ``seq_at``
+    (little-endian, ``seq_bytes`` bytes: 8, or 4 for the seq modulo 2**32)
+    and its data size plus ``size_add`` stored at ``size_at`` (little-endian
+    u64); ``None`` stores that field nowhere. The frame's bytes follow the
+    prefix. The default, ``FramePrefix()``, is 16 bytes: seq u64, size u64.
+
+    Raises ArgumentError for a template that is not bytes-like or is too
+    long, a field that does not lie inside the template, fields that
+    overlap, a ``seq_bytes`` other than 4 or 8, a negative ``size_add``."""
+
+    cdef _PrefixLayout p
+
+    def __init__(self, template=b"\0" * 16, *, seq_at=0, seq_bytes=8, size_at=8, size_add=0):
+        try:
+            tmpl = memoryview(template).tobytes()
+        except TypeError:
+            raise ArgumentError(f"a FramePrefix template must be bytes-like, not "
+                                f"{type(template).__name__}") from None
+        if len(tmpl) > _PREFIX_MAX:
+            raise ArgumentError(f"a FramePrefix template holds at most {_PREFIX_MAX} bytes, "
+                                f"not {len(tmpl)}")
+        memcpy(self.p.tmpl, <char*>tmpl, len(tmpl))
+        self.p.size = <uint32_t>len(tmpl)
+        if type(seq_bytes) is not int or seq_bytes not in (4, 8):
+            raise ArgumentError(f"FramePrefix seq_bytes must be 4 or 8, not {seq_bytes!r}")
+        self.p.seq_bytes = seq_bytes
+        self.p.seq_at = self._field(seq_at, seq_bytes, "seq_at")
+        self.p.size_at = self._field(size_at, 8, "size_at")
+        self.p.size_add = _as_size(size_add, "FramePrefix size_add", None)
+        if (self.p.seq_at >= 0 and self.p.size_at >= 0 and self.p.seq_at < self.p.size_at + 8
+                and self.p.size_at < self.p.seq_at + <int32_t>seq_bytes):
+            raise ArgumentError(f"FramePrefix fields overlap: seq at {seq_at} ({seq_bytes} bytes), "
+                                f"size at {size_at} (8 bytes)")
+
+    cdef int32_t _field(self, at, int width, str name) except -2:
+        if at is None:
+            return -1
+        cdef uint64_t pos = _as_size(at, f"FramePrefix {name}", None)
+        if pos + width > self.p.size:
+            raise ArgumentError(f"FramePrefix {name}={pos}: a field of {width} bytes there passes the "
+                                f"end of the {self.p.size}-byte template")
+        return <int32_t>pos
+
+    @property
+    def template(self):
+        return PyBytes_FromStringAndSize(<char*>self.p.tmpl, self.p.size)
+
+    @property
+    def size(self):
+        """Bytes written before each frame."""
+        return self.p.size
+
+    @property
+    def seq_at(self):
+        return None if self.p.seq_at < 0 else self.p.seq_at
+
+    @property
+    def seq_bytes(self):
+        return self.p.seq_bytes
+
+    @property
+    def size_at(self):
+        return None if self.p.size_at < 0 else self.p.size_at
+
+    @property
+    def size_add(self):
+        return self.p.size_add
+
+    def __repr__(self):
+        return (f"a0py.FramePrefix({self.template!r}, seq_at={self.seq_at}, seq_bytes={self.seq_bytes}, "
+                f"size_at={self.size_at}, size_add={self.size_add})")
 
 
-cdef a0_err_t _read_records(a0_transport_t* t, _RecordSink* s) noexcept nogil:
-    """Copies the frames after the cursor into s as records, validating them
-    a batch at a time (see the invariants above); moves the cursor past
-    those it keeps. An error after some frames were kept is left for the
-    next call: they are returned first."""
+cdef FramePrefix _DEFAULT_PREFIX = FramePrefix()
+
+
+cdef inline void _put_prefixed(uint8_t* r, const a0_read_t* f, const _PrefixLayout* p) noexcept nogil:
+    cdef uint64_t size = f.size + p.size_add
+    cdef uint64_t seq = f.seq
+    memcpy(r, p.tmpl, p.size)
+    if p.seq_at >= 0:
+        memcpy(r + p.seq_at, &seq, p.seq_bytes)  # little-endian: 4 bytes are the seq modulo 2**32
+    if p.size_at >= 0:
+        memcpy(r + p.size_at, &size, 8)
+    memcpy(r + p.size, f.data, f.size)
+
+
+cdef a0_err_t _read_prefixed(a0_transport_t* t, _BulkSink* s, const _PrefixLayout* p) noexcept nogil:
+    """Copies the frames after the cursor into s, each after its prefix,
+    validating them a batch at a time (see the invariants above); moves the
+    cursor past those it keeps. An error after some frames were kept is left
+    for the next call: they are returned first."""
     cdef a0_read_t first, cur, nxt, last
     cdef a0_err_t err
-    cdef uint64_t start, n, data, rec = 0
+    cdef uint64_t start, n, data, need = 0
     cdef c_bool live
     cdef bint full
     while s.frames < s.max_frames:
@@ -112,16 +182,16 @@ cdef a0_err_t _read_records(a0_transport_t* t, _RecordSink* s) noexcept nogil:
         full = False
         cur = first
         while True:
-            rec = _MCAP_MSG_FIXED + cur.size
-            if rec > s.room - s.used:
+            need = p.size + cur.size
+            if need > s.room - s.used:
                 full = True
                 break
-            _put_record(s.base + s.used, &cur, s.channel, s.log_time)
-            s.used += rec
+            _put_prefixed(s.base + s.used, &cur, p)
+            s.used += need
             n += 1
             data += cur.size
             last = cur
-            if s.frames + n == s.max_frames or n == _READ_BATCH or data >= _RECORD_BATCH_BYTES:
+            if s.frames + n == s.max_frames or n == _READ_BATCH or data >= _BULK_BATCH_BYTES:
                 break
             if a0_transport_read_after(t, &cur, &nxt) != A0_OK:
                 break  # the newest frame, or a race that read_end will see
@@ -135,7 +205,7 @@ cdef a0_err_t _read_records(a0_transport_t* t, _RecordSink* s) noexcept nogil:
             if not live:
                 continue
             if s.frames == 0:
-                s.need = rec
+                s.need = need
                 s.need_seq = first.seq
             return A0_OK
         err = a0_transport_read_end(t, &first, &last)
@@ -555,42 +625,42 @@ cdef class Transport:
                 limit -= batch_len
         return out
 
-    def read_into(self, out, *, offset=0, max_frames=None, max_bytes=None, prefix=(0, 0)):
+    def read_into(self, out, *, offset=0, max_frames=None, max_bytes=None, prefix=None):
         """Copies the frames after the cursor into ``out`` (a writable
         bytes-like buffer: bytearray, writable memoryview, numpy array) from
-        byte ``offset`` on, each laid out as an MCAP Message record: opcode
-        0x05, length u64, channel id u16, sequence u32 (the transport seq
-        modulo 2**32), log_time u64, publish_time u64 (the a0py packet's
-        ``a0_time_wall`` from its standard block, the log time for a frame
-        without one), then the frame's bytes. ``prefix`` is ``(channel id,
-        log_time in ns)``, the fields the caller chooses.
+        byte ``offset`` on, each preceded by ``prefix`` (a
+        :class:`FramePrefix`: template bytes with the frame's seq and size
+        stored at fixed offsets; None: 16 bytes, seq u64 then size u64,
+        little-endian), the frame's bytes right after its prefix.
 
         One call, GIL released while copying, no lock, no Python object per
         frame: frames are copied in batches and each batch is kept only if
         it was still live afterwards (as :meth:`read_many`); a batch that a
         writer overtook is dropped and read again, its frames counted as
-        missed. Stops at ``max_frames`` frames, when the next record would
+        missed. Stops at ``max_frames`` frames, when the next frame would
         pass the end of ``out`` or ``max_bytes`` bytes, when no frame is
         left, or at a gap after the first frame (so the frames of a call
         have consecutive seqs and its gap lies just before them).
 
         Returns ``(frames, nbytes, first_seq, last_seq, gap_first,
-        gap_last)``: the records written to ``out[offset:offset + nbytes]``
-        (bytes past that are scratch), the seqs of the first and last (0 if
-        none), and the seqs removed unread just before the first (0, 0 if
-        none; as :attr:`missed`, only once the cursor has read a frame).
+        gap_last)``: the frames and their prefixes written to
+        ``out[offset:offset + nbytes]`` (bytes past that are scratch), the
+        seqs of the first and last (0 if none), and the seqs removed unread
+        just before the first (0, 0 if none; as :attr:`missed`, only once
+        the cursor has read a frame).
 
-        Raises BufferTooSmallError (an ArgumentError) if the first frame's
-        record does not fit the room given (its ``needed`` and ``seq`` say
+        Raises BufferTooSmallError (an ArgumentError) if the first frame and
+        its prefix do not fit the room given (its ``needed`` and ``seq`` say
         which; nothing is read); ArgumentError for a read-only or
         non-contiguous ``out``, an ``offset`` past its end, a negative or
-        non-integer count, a channel outside 0..65535; ClosedError,
-        ArenaCorruptError (a damaged frame header, as :meth:`read_next`,
-        after the frames before it were returned), and LockError if writers
-        overtook the copies 1024 times in a row."""
+        non-integer count, a ``prefix`` that is not a FramePrefix;
+        ClosedError, ArenaCorruptError (a damaged frame header, as
+        :meth:`read_next`, after the frames before it were returned), and
+        LockError if writers overtook the copies 1024 times in a row."""
         cdef Py_buffer buf
-        cdef _RecordSink sink
+        cdef _BulkSink sink
         cdef a0_err_t err
+        cdef FramePrefix layout
         cdef uint64_t off = _as_size(offset, "read_into offset", self.arena)
         cdef uint64_t limit_frames = 0xFFFFFFFFFFFFFFFF
         cdef uint64_t limit_bytes = 0xFFFFFFFFFFFFFFFF
@@ -598,18 +668,14 @@ cdef class Transport:
             limit_frames = _as_size(max_frames, "max_frames", self.arena)
         if max_bytes is not None:
             limit_bytes = _as_size(max_bytes, "max_bytes", self.arena)
-        try:
-            channel, log_time = prefix
-        except (TypeError, ValueError):
-            raise ArgumentError(f"{self.arena._describe()}: prefix must be (channel id, log_time ns), "
-                                f"not {prefix!r}") from None
-        cdef uint64_t ch = _as_size(channel, "prefix channel id", self.arena)
-        if ch > 0xFFFF:
-            raise ArgumentError(f"{self.arena._describe()}: prefix channel id must be at most 65535 "
-                                f"(MCAP's u16), got {ch}")
+        if prefix is None:
+            layout = _DEFAULT_PREFIX
+        elif type(prefix) is FramePrefix:
+            layout = <FramePrefix>prefix
+        else:
+            raise ArgumentError(f"{self.arena._describe()}: read_into prefix must be an a0py.FramePrefix "
+                                f"(or None: seq u64, size u64), not {type(prefix).__name__}")
         memset(&sink, 0, sizeof(sink))
-        sink.channel = <uint16_t>ch
-        sink.log_time = _as_size(log_time, "prefix log_time", self.arena)
         sink.max_frames = limit_frames
         try:
             PyObject_GetBuffer(out, &buf, PyBUF_WRITABLE)
@@ -629,7 +695,7 @@ cdef class Transport:
             self.arena.busy += 1
             while True:
                 with nogil:
-                    err = _read_records(&self.t, &sink)
+                    err = _read_prefixed(&self.t, &sink, &layout.p)
                 if err != A0_ERR_CORRUPT:
                     break
                 self.arena.busy -= 1
@@ -646,8 +712,9 @@ cdef class Transport:
                         else f"{sink.room} bytes from offset {off} of a {buf.len}-byte buffer")
                 raise BufferTooSmallError(
                     f"{self.arena._describe()}: frame {sink.need_seq} of "
-                    f"{sink.need - _MCAP_MSG_FIXED} bytes needs a record of {sink.need} bytes, and "
-                    f"read_into was given {room}: give it at least {sink.need} bytes",
+                    f"{sink.need - layout.p.size} bytes needs {sink.need} bytes with its "
+                    f"{layout.p.size}-byte prefix, and read_into was given {room}: give it at least "
+                    f"{sink.need} bytes",
                     needed=sink.need, seq=sink.need_seq)
             return (sink.frames, sink.used, sink.first_seq, sink.last_seq, sink.gap_first,
                     sink.gap_last)

@@ -1,28 +1,28 @@
-"""Recordings, replay and the ``a0`` Spark data source.
+"""The ``a0`` Spark data source: recordings and arenas as Spark rows.
 
-* :class:`Recorder` drains live topics into MCAP segments (``a0py record``);
-* :func:`read_table` reads recordings (or arenas) into a ``pyarrow.Table``;
 * :func:`register` registers the ``a0`` source with a SparkSession (it is
-  also registered automatically through the ``pyspark_a0`` module);
-* :class:`Player` publishes a recording back into live topics (``a0py play``);
-* :func:`bag_info` describes recordings (``a0py bag info``).
+  also registered automatically through the ``pyspark_a0`` module), so
+  ``spark.read.format("a0")`` and ``spark.readStream.format("a0")`` work;
+* :func:`read_table` reads recordings (or arenas) into a ``pyarrow.Table``,
+  the same rows without Spark.
 
-PySpark is imported only by :func:`register` and the source itself, so
-recording and replay need neither Spark nor Java.
+The source is built of small modules: :mod:`.options` (read options),
+:mod:`.predicate` (pushdown), :mod:`.planning` (partitions),
+:mod:`.batches` (Arrow batches), :mod:`.arenas` (arenas and live topics),
+:mod:`.part_reader` (one partition), :mod:`.datasource` and :mod:`.stream`
+(PySpark's batch and stream sources). Recordings themselves (recorder,
+player, MCAP reading and writing) are :mod:`a0py.recording`'s, which needs
+no Spark; PySpark is imported only by :func:`register` and the source.
 """
 
-from .errors import DataLossError, RecordingError, RecordingFormatError, RecordingOptionError
+from ..recording.errors import RecordingError, RecordingFormatError, RecordingOptionError
+from .errors import DataLossError
 
-_LAZY = {
-    "Recorder": ("._recorder", "Recorder"),
-    "Player": ("._player", "Player"),
-    "bag_info": ("._baginfo", "bag_info"),
-    "read_table": ("._parts", "read_table"),
-    "SegmentWriter": ("._writer", "SegmentWriter"),
-}
+# Moved to a0py.recording; still importable from here.
+_MOVED = ("Recorder", "Player", "bag_info", "SegmentWriter")
 
-__all__ = ["DataLossError", "Player", "Recorder", "RecordingError", "RecordingFormatError",
-           "RecordingOptionError", "SegmentWriter", "bag_info", "read_table", "register"]
+__all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "read_table",
+           "register"]
 
 
 def register(spark):
@@ -36,15 +36,16 @@ def register(spark):
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
+    if name == "read_table":  # loaded on first use: it needs pyarrow
+        from .part_reader import read_table
 
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module, __name__), attr)
-        globals()[name] = value
-        return value
+        return read_table
+    if name in _MOVED:
+        from .. import recording
+
+        return getattr(recording, name)
     raise AttributeError(f"module 'a0py.spark' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted({*globals(), "read_table", *_MOVED})

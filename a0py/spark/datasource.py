@@ -57,15 +57,11 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
 )
 
-from ._options import _lower, read_options
-from ._parts import read_part
-from ._read import (
-    Part,
-    Predicate,
-    _bool_option,
-    plan,
-)
-from .errors import RecordingOptionError
+from ..recording.errors import RecordingOptionError
+from .options import bool_option, lower_keys, read_options
+from .part_reader import read_part
+from .planning import Part, plan
+from .predicate import Predicate
 
 FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
              "headers map<string,string>, payload {payload}")
@@ -188,7 +184,7 @@ def push_filter(predicate, f):
 
 
 class A0Partition(InputPartition):
-    """One :class:`a0py.spark._read.Part` (a range of chunks, or an arena)."""
+    """One :class:`a0py.spark.planning.Part` (a range of chunks, or an arena)."""
 
     def __init__(self, index, part):
         super().__init__(index)
@@ -205,11 +201,12 @@ class A0DataSource(DataSource):
     def schema(self):
         _check_options(self.options)
         ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
-        if not _bool_option(_lower(self.options), "headers", True):
+        low = lower_keys(self.options)
+        if not bool_option(low, "headers", True):
             ddl = ddl.replace("headers map<string,string>, ", "")
-        if _bool_option(_lower(self.options), "gaps", False):
+        if bool_option(low, "gaps", False):
             ddl += GAP_DDL
-        if _bool_option(_lower(self.options), "recordtime", False):
+        if bool_option(low, "recordtime", False):
             ddl += RECORD_DDL
         return ddl
 
@@ -254,7 +251,7 @@ class A0BatchReader(DataSourceReader):
         self.paths = _paths(options)
         self.options = read_options(options, schema)
         self.predicate = Predicate()
-        topics = [t.strip() for t in str(_lower(options).get("topics") or "").split(",") if t.strip()]
+        topics = [t.strip() for t in str(lower_keys(options).get("topics") or "").split(",") if t.strip()]
         if topics:
             self.predicate = self.predicate.and_topics(topics)
 

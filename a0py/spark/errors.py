@@ -1,24 +1,8 @@
-"""The exceptions of a0py.spark; every one is a subclass of :class:`a0py.A0Error`."""
+"""The exceptions of a0py.spark: the stream source's data loss. The errors
+about the recordings it reads (:class:`RecordingFormatError`,
+:class:`RecordingOptionError`) are a0py.recording's."""
 
-from ..errors import A0Error
-
-
-class RecordingError(A0Error):
-    """Base class of the errors about recordings, replay and the Spark source."""
-
-
-class RecordingFormatError(RecordingError, ValueError):
-    """A file is not a readable MCAP recording: not MCAP at all, empty, or
-    damaged (a length or offset outside the file, a CRC mismatch, a chunk that
-    does not decompress, a corrupt a0py packet). The message names the file,
-    the byte offset and the field. A file merely cut short (no summary, as a
-    SIGKILLed recorder leaves it) is not an error: it is read up to its last
-    whole chunk."""
-
-
-class RecordingOptionError(RecordingError, ValueError):
-    """An option of the recorder, the player or the ``a0`` source is unknown or
-    out of range (the message names it and the accepted values)."""
+from ..recording.errors import RecordingError
 
 
 class DataLossError(RecordingError):
@@ -26,4 +10,4 @@ class DataLossError(RecordingError):
     (``failOnDataLoss=true``): the message names the topic and the missing seqs."""
 
 
-__all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError"]
+__all__ = ["DataLossError"]

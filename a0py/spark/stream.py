@@ -45,10 +45,12 @@ from pyspark.sql.streaming.datasource import (
 from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic, check_topic_name
-from ._arena import frames_batch, gap_batch
-from ._options import _lower, read_options
-from ._read import Predicate, _bool_option, _int_option, frame_schema
-from .errors import DataLossError, RecordingOptionError
+from ..recording.errors import RecordingOptionError
+from .arenas import frames_batch, gap_batch
+from .batches import frame_schema
+from .errors import DataLossError
+from .options import bool_option, int_option, lower_keys, read_options
+from .predicate import Predicate
 
 _log = logging.getLogger("a0py.spark")
 
@@ -88,7 +90,7 @@ def _bounds(topic, root):
 
 class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
-        low = _lower(options)
+        low = lower_keys(options)
         topics = [t.strip() for t in str(low.get("topics", "")).split(",") if t.strip()]
         if not topics:
             raise RecordingOptionError("spark.readStream.format('a0') needs option topics "
@@ -97,8 +99,8 @@ class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = read_options(options, schema)
         self.schema_arrow = frame_schema(self.options.gaps, self.options.payload_type, self.options.record_time,
                                          self.options.headers)
-        self.fail_on_loss = _bool_option(low, "failondataloss", True)
-        self.max_frames = _int_option(low, "maxframespertrigger", None)
+        self.fail_on_loss = bool_option(low, "failondataloss", True)
+        self.max_frames = int_option(low, "maxframespertrigger", None)
         self.starting = low.get("startingoffsets", "latest")
         self.target = None  # AvailableNow: seqs to stop at
 

@@ -2,7 +2,7 @@
 Foxglove protocol's playback control (play, pause, speed, seek) and time.
 
 The files are planned from their summaries (or a scan of a file cut short)
-by the MCAP reader of :mod:`a0py.spark._mcap`: chunk byte ranges, time
+by the MCAP reader of :mod:`a0py.recording.reader`: chunk byte ranges, time
 ranges and channels, without reading message data. Chunks are read and
 decompressed when playback or a seek reaches them, and kept in a small cache
 bounded in bytes, so a recording of any size is served in bounded memory.
@@ -49,7 +49,13 @@ import itertools
 import os
 import time
 
-from ..proto.packets import PACKET_ENCODING
+from ..recording.format import (
+    MESSAGE_CHANNEL_AT,
+    MESSAGE_FIXED,
+    MESSAGE_LOG_TIME_AT,
+    PACKET_ENCODING,
+    RECORD_HEADER,
+)
 from . import _protocol as P
 from ._schema import PayloadKind, kind_of
 from .errors import ViewError
@@ -69,12 +75,12 @@ _TEXT_SCHEMAS = {"jsonschema", "ros1msg", "ros2msg", "ros2idl", "omgidl", ""}
 
 def _mcap_reader():
     try:
-        from ..spark import _mcap
-        from ..spark.errors import RecordingFormatError
+        from ..recording import reader
+        from ..recording.errors import RecordingFormatError
     except ImportError as e:
-        raise ViewError(f"viewing recordings needs numpy, zstandard and lz4 ({e}): "
+        raise ViewError(f"viewing recordings needs numpy, mcap, zstandard and lz4 ({e}): "
                         "pip install 'a0py[view]'") from None
-    return _mcap, RecordingFormatError
+    return reader, RecordingFormatError
 
 
 def _recording_files(spec):
@@ -234,8 +240,8 @@ class RecordingSource:
         offs = np.asarray(offs, dtype=np.int64)
         if len(offs):
             u16, _u32, u64 = mcap.u_views(records)
-            mcap_chan = u16[offs + 9]
-            log = u64[offs + 15].astype(np.int64)
+            mcap_chan = u16[offs + MESSAGE_CHANNEL_AT]
+            log = u64[offs + MESSAGE_LOG_TIME_AT].astype(np.int64)
             length = u64[offs + 1].astype(np.int64)
             slot_map = np.full(int(mcap_chan.max()) + 1, -1, np.int64)
             for (f, cid), slot in self._slot_of.items():
@@ -244,8 +250,8 @@ class RecordingSource:
             chan = slot_map[mcap_chan]
             order = np.argsort(log, kind="stable")
             keep = order[chan[order] >= 0]
-            dec = _Decoded(records, log[keep], chan[keep], (offs + self._mcap.MESSAGE_FIXED)[keep],
-                           (offs + self._mcap.RECORD_HEADER + length)[keep])
+            dec = _Decoded(records, log[keep], chan[keep], (offs + MESSAGE_FIXED)[keep],
+                           (offs + RECORD_HEADER + length)[keep])
         else:
             e = np.empty(0, np.int64)
             dec = _Decoded(records, e, e, e, e)

@@ -8,17 +8,18 @@ Invariants:
   was cleared), and every such jump is written as a gap (topic, first and
   last missing seq, time) in the same segment.
 * **Frames are kept whole**: the packet bytes of each frame become one MCAP
-  message, byte for byte; nothing is decoded on the hot path except the
-  standard block's wall time (publish time), read where the frame is copied;
-  a packet without one has its ``a0_time_wall`` header looked up when its
-  chunk is written.
+  message, byte for byte; nothing is decoded on the hot path. The publish
+  time (the packet's ``a0_time_wall``, from its standard block, or its
+  header in a packet without one) is filled in when the chunk is indexed,
+  on the segment's background thread.
 * **No Python object per frame**: ``Transport.read_into`` copies the frames
   after the cursor, without the lock or the GIL, straight into the open
-  chunk's buffer as MCAP message records (validated a batch at a time, a
-  torn copy dropped); the seqs of one read are consecutive, so gaps are
-  found between reads. Closed chunks are indexed, compressed and written by
-  the segment's background thread (see :mod:`a0py.spark._writer`), so
-  draining never waits for compression.
+  chunk's buffer, each after a prefix laid out as an MCAP message record's
+  fixed fields (validated a batch at a time, a torn copy dropped); the seqs
+  of one read are consecutive, so gaps are found between reads. Closed
+  chunks are indexed, compressed and written by the segment's background
+  thread (see :mod:`a0py.recording.writer`), so draining never waits for
+  compression.
 * **Not a spinner, and prompt when traffic is light**: while the topics
   carry fewer than ``_WAKE_RATE`` frames/s in all, the loop sleeps on every
   topic's notify word at once (``MultiWait``) and is woken by each frame, so
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 
 from .. import _core
 from ..errors import ArenaPermissionError
+from ..proto.packets import TIME_WALL
 from ..proto.topic import (
     PUBSUB,
     Topic,
@@ -58,8 +60,10 @@ from ..proto.topic import (
     make_private_dirs,
     topic_arena,
 )
-from ._writer import COMPRESSIONS, SegmentWriter
 from .errors import RecordingOptionError
+from .format import COMPRESSIONS
+from .frames import recorded_seqs
+from .writer import SegmentWriter
 
 SEGMENT_RE = re.compile(r"^(?P<prefix>.+)_(?P<index>\d{5,})\.mcap$")
 _READ_BATCH = 65536
@@ -135,22 +139,10 @@ def existing_segments(out_dir, prefix=None):
 
 def last_recorded_seqs(paths):
     """topic -> the last seq recorded for it (frames and gaps) in ``paths``."""
-    from ._parts import read_part
-    from ._read import Predicate, ReadOptions, plan
-
-    last = {}
-    opts = ReadOptions(gaps=True, validate_crc=False)
+    topics = {}
     for path in paths:
-        for part in plan([path], Predicate(), opts):
-            for batch in read_part(part, Predicate(), opts):
-                topics = batch.column("topic").to_pylist()
-                seqs = batch.column("seq").to_numpy(zero_copy_only=False)
-                ends = batch.column("gap_last").to_numpy(zero_copy_only=False)
-                for t, s, e in zip(topics, seqs, ends):
-                    v = int(e) if e == e and e is not None else int(s)  # gap rows end at gap_last
-                    if v > last.get(t, 0):
-                        last[t] = v
-    return last
+        recorded_seqs(path, topics)
+    return {t: s.last_recorded for t, s in topics.items() if s.last_recorded > 0}
 
 
 class Recorder:
@@ -403,7 +395,7 @@ class Recorder:
                 keep_seqs.append(s)
                 payloads.append(bytes(pkt.payload))
                 try:
-                    pubs.append(int(pkt.headers.get("a0_time_wall", now)))
+                    pubs.append(int(pkt.headers.get(TIME_WALL, now)))
                 except ValueError:
                     pubs.append(now)
         if payloads:

@@ -1,7 +1,7 @@
 """The recording commands of the ``a0py`` command line: ``record``, ``play``
 and the ``bag`` group (``bag info``), as click commands.
 
-The ``a0py`` CLI registers them; ``python -m a0py.spark.cli`` runs them
+The ``a0py`` CLI registers them; ``python -m a0py.recording.cli`` runs them
 alone. Errors leave as one line on stderr (``a0py: error: ...``), exit
 status 1; a usage error exits 2; Ctrl-C closes what is open and exits 130.
 """
@@ -115,7 +115,7 @@ def record(topics, out, all_, regex, max_bytes, max_duration, compression, json_
     Frames evicted before they were read are recorded as gaps, never
     skipped silently. Open the segments with Spark
     (spark.read.format("a0").load(DIR)), Foxglove, or `a0py bag info`."""
-    from ._recorder import Recorder
+    from .recorder import Recorder
 
     if progress is None:
         progress = sys.stderr.isatty()
@@ -157,7 +157,7 @@ def play(path, rate, loop, start_offset, topics, remap):
     """Publish the recording PATH (file, directory or glob) into live topics
     at its original timing. Replayed packets keep their ids, headers and
     payloads, and carry a0_replay_* headers."""
-    from ._player import Player
+    from .player import Player
 
     try:
         player = Player(path, rate=rate, loop=loop, start_offset=start_offset,
@@ -183,7 +183,7 @@ def bag():
 def info(path, as_json):
     """Describe the recording PATH (file, directory or glob): topics, counts,
     time range, gaps, sizes."""
-    from ._baginfo import bag_info, format_bag_info
+    from .baginfo import bag_info, format_bag_info
 
     try:
         facts = bag_info(path)

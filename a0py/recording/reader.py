@@ -1,11 +1,13 @@
 """MCAP, the reading side: the layout of a file (from its summary, or from a
 scan when it has none), its chunks, and the offsets of the message records
-inside a decompressed chunk.
+inside a decompressed chunk. Any MCAP file is planned; a0py's own segments
+are also read with the chunk ranges of their ``a0py.chunks`` metadata.
 
-The record layout is fixed by the MCAP specification (https://mcap.dev/spec):
-the file is magic, records, magic; a record is opcode (u8), body length (u64),
-body; every integer is little-endian; a string is a u32 length and UTF-8; a
-map is a u32 byte length and its entries.
+The summary's records (schemas, channels, chunk indexes, statistics,
+metadata) are parsed with the ``mcap`` package's record classes, over a
+stream that checks every field against the record's length; only what
+those classes do not cover is read by hand (the footer, record headers, the
+fixed fields of a chunk, message offsets in bulk).
 
 Invariants:
 
@@ -27,65 +29,41 @@ Invariants:
 
 from __future__ import annotations
 
+import glob
 import os
 import struct
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
+from mcap.data_stream import ReadDataStream
+from mcap.opcode import Opcode
+from mcap.records import Channel, ChunkIndex, Header, Metadata, MetadataIndex, Schema, Statistics
 
-from .errors import RecordingFormatError
+from .errors import RecordingFormatError, RecordingOptionError
+from .format import (
+    FOOTER_BODY,
+    FOOTER_RECORD,
+    MAGIC,
+    MAX_CHUNK_SIZE,
+    MESSAGE_FIXED,
+    MESSAGE_INDEX_ENTRY,
+    MESSAGE_INDEX_FIXED,
+    RECORD_HEADER,
+)
 
-MAGIC = b"\x89MCAP0\r\n"
-
-OP_HEADER = 0x01
-OP_FOOTER = 0x02
-OP_SCHEMA = 0x03
-OP_CHANNEL = 0x04
-OP_MESSAGE = 0x05
-OP_CHUNK = 0x06
-OP_MESSAGE_INDEX = 0x07
-OP_CHUNK_INDEX = 0x08
-OP_ATTACHMENT = 0x09
-OP_ATTACHMENT_INDEX = 0x0A
-OP_STATISTICS = 0x0B
-OP_METADATA = 0x0C
-OP_METADATA_INDEX = 0x0D
-OP_SUMMARY_OFFSET = 0x0E
-OP_DATA_END = 0x0F
-
-RECORD_HEADER = 9  # opcode u8 + length u64
-FOOTER_BODY = 20  # summary_start u64, summary_offset_start u64, summary_crc u32
-FOOTER_RECORD = RECORD_HEADER + FOOTER_BODY
-# A message record: header, channel_id u16, sequence u32, log_time u64, publish_time u64.
-MESSAGE_FIXED = RECORD_HEADER + 2 + 4 + 8 + 8
-# A chunk's records are addressed with 32-bit offsets in the Arrow arrays built over them.
-MAX_CHUNK_SIZE = (1 << 31) - 1
-_SCAN_READ = 1 << 16
+SHM_PREFIX = "shm://"  # a live topic in a path spec (read by the Spark source, skipped by replay)
 
 _U64 = struct.Struct("<Q")
-_U32 = struct.Struct("<I")
-_U16 = struct.Struct("<H")
 _REC = struct.Struct("<BQ")
 _CHUNK_FIXED = struct.Struct("<QQQI")  # start, end, uncompressed size, uncompressed crc
 _FOOTER = struct.Struct("<BQQQI")
-
-
-@dataclass(frozen=True)
-class Schema:
-    id: int
-    name: str
-    encoding: str
-    data: bytes
-
-
-@dataclass(frozen=True)
-class Channel:
-    id: int
-    schema_id: int
-    topic: str
-    message_encoding: str
-    metadata: tuple[tuple[str, str], ...] = ()
+# A chunk record's fields before its records, with a compression name of up to 64 bytes.
+_CHUNK_HEAD_MAX = _CHUNK_FIXED.size + 4 + 64 + 8
+# Where the u32 byte length of a map lies in a record body whose map entries
+# are 10 bytes (u16 key, u64 value): checked before the mcap class reads it.
+_CHUNK_INDEX_MAP_AT = 32
+_STATISTICS_MAP_AT = 42
 
 
 @dataclass(frozen=True)
@@ -134,12 +112,12 @@ class Layout:
     size: int
     profile: str = ""
     library: str = ""
-    schemas: dict[int, Schema] = field(default_factory=dict)
+    schemas: dict[int, Schema] = field(default_factory=dict)  # mcap.records classes
     channels: dict[int, Channel] = field(default_factory=dict)
     chunks: list[ChunkRef] = field(default_factory=list)
     regions: list[Region] = field(default_factory=list)
     metadata: list[tuple[str, dict[str, str]]] = field(default_factory=list)
-    statistics: dict | None = None
+    statistics: Statistics | None = None
     has_summary: bool = False  # planned from the summary (else from a scan)
     truncated_at: int | None = None  # scan stopped at a partial record here
     attachments: int = 0
@@ -157,129 +135,69 @@ def _fail(path, offset, what):
     raise RecordingFormatError(f"{path}: at byte {offset}: {what}")
 
 
-class _Body:
-    """Bounds-checked reads from one record's body (bytes), errors naming the file."""
+class _RecordStream(ReadDataStream):
+    """The ``mcap`` package's read stream, over one record's body (bytes) and
+    checked: a field that would run past the body is a
+    :class:`RecordingFormatError` naming the file, the byte offset and the
+    record, where the package's own stream would return short bytes. It
+    slices the body itself (no file object), so parsing a summary with the
+    package's record classes costs about what a hand-written parser does."""
 
-    __slots__ = ("base", "buf", "end", "path", "pos", "what")
-
-    def __init__(self, buf, path, base, what, start=0, end=None):
-        self.buf = buf
-        self.pos = start
-        self.end = len(buf) if end is None else end
+    def __init__(self, body, path, base, what):  # the parent's stream is not used
+        self.body = bytes(body)
+        self.pos = 0
         self.path = path
-        self.base = base  # file offset of buf[0], for messages
+        self.base = base  # file offset of body[0]
         self.what = what
 
-    def _need(self, n, field_name):
-        if n < 0 or self.pos + n > self.end:
-            _fail(self.path, self.base + self.pos,
-                  f"{self.what}: field {field_name} needs {n} bytes, {self.end - self.pos} left in the record")
+    @property
+    def count(self):
+        return self.pos
 
-    def u16(self, name):
-        self._need(2, name)
-        v = _U16.unpack_from(self.buf, self.pos)[0]
-        self.pos += 2
-        return v
+    def read(self, length):
+        start = self.pos
+        end = start + length
+        if length < 0 or end > len(self.body):
+            _fail(self.path, self.base + start,
+                  f"{self.what}: a field of {length} bytes runs past the end of the record "
+                  f"({len(self.body) - start} bytes left)")
+        self.pos = end
+        return self.body[start:end]
 
-    def u32(self, name):
-        self._need(4, name)
-        v = _U32.unpack_from(self.buf, self.pos)[0]
-        self.pos += 4
-        return v
-
-    def u64(self, name):
-        self._need(8, name)
-        v = _U64.unpack_from(self.buf, self.pos)[0]
-        self.pos += 8
-        return v
-
-    def raw(self, n, name):
-        self._need(n, name)
-        v = bytes(self.buf[self.pos:self.pos + n])
-        self.pos += n
-        return v
-
-    def string(self, name):
-        n = self.u32(name)
-        self._need(n, name)
+    def read_prefixed_string(self):
+        at = self.pos
         try:
-            v = str(self.buf[self.pos:self.pos + n], "utf-8")
+            return super().read_prefixed_string()
         except UnicodeDecodeError:
-            _fail(self.path, self.base + self.pos, f"{self.what}: field {name} is not UTF-8")
-        self.pos += n
-        return v
+            _fail(self.path, self.base + at, f"{self.what}: a string field is not UTF-8")
 
-    def string_map(self, name):
-        n = self.u32(name)
-        self._need(n, name)
-        stop = self.pos + n
-        sub = _Body(self.buf, self.path, self.base, self.what, self.pos, stop)
-        out = []
-        while sub.pos < stop:
-            k = sub.string(name + " key")
-            out.append((k, sub.string(name + " value")))
-        self.pos = stop
-        return tuple(out)
 
-    def u16_u64_map(self, name):
-        n = self.u32(name)
-        self._need(n, name)
+def _parse(record, body, path, base, what, map_at=None):
+    """``record.read`` (an ``mcap.records`` class) over ``body``, checked.
+    ``map_at``: where a map of 10-byte entries has its byte length, which
+    must then be a multiple of 10 (else the class would read into the next
+    field)."""
+    if map_at is not None and len(body) >= map_at + 4:
+        n = struct.unpack_from("<I", body, map_at)[0]
         if n % 10:
-            _fail(self.path, self.base + self.pos, f"{self.what}: field {name} has {n} bytes, not a multiple of 10")
-        out = [struct.unpack_from("<HQ", self.buf, self.pos + i) for i in range(0, n, 10)]
-        self.pos += n
-        return out
+            _fail(path, base + map_at, f"{what}: a map of {n} bytes, not a multiple of its 10-byte entries")
+    return record.read(_RecordStream(body, path, base, what))
 
 
 def parse_schema(body, path, base):
-    b = _Body(body, path, base, "schema record")
-    sid = b.u16("id")
-    name = b.string("name")
-    enc = b.string("encoding")
-    n = b.u32("data")
-    return Schema(sid, name, enc, b.raw(n, "data"))
+    """The ``mcap.records.Schema`` of a schema record's body at file offset ``base``."""
+    return _parse(Schema, body, path, base, "schema record")
 
 
 def parse_channel(body, path, base):
-    b = _Body(body, path, base, "channel record")
-    cid = b.u16("id")
-    sid = b.u16("schema_id")
-    topic = b.string("topic")
-    enc = b.string("message_encoding")
-    return Channel(cid, sid, topic, enc, b.string_map("metadata"))
+    """The ``mcap.records.Channel`` of a channel record's body at file offset ``base``."""
+    return _parse(Channel, body, path, base, "channel record")
 
 
 def parse_metadata(body, path, base):
-    b = _Body(body, path, base, "metadata record")
-    name = b.string("name")
-    return name, dict(b.string_map("metadata"))
-
-
-def _parse_chunk_index(body, path, base):
-    b = _Body(body, path, base, "chunk index record")
-    start, end = b.u64("message_start_time"), b.u64("message_end_time")
-    off, length = b.u64("chunk_start_offset"), b.u64("chunk_length")
-    idx = b.u16_u64_map("message_index_offsets")
-    idx_len = b.u64("message_index_length")
-    comp = b.string("compression")
-    csize, usize = b.u64("compressed_size"), b.u64("uncompressed_size")
-    return start, end, off, length, idx, idx_len, comp, csize, usize
-
-
-def _parse_statistics(body, path, base):
-    b = _Body(body, path, base, "statistics record")
-    st = {
-        "message_count": b.u64("message_count"),
-        "schema_count": b.u16("schema_count"),
-        "channel_count": b.u32("channel_count"),
-        "attachment_count": b.u32("attachment_count"),
-        "metadata_count": b.u32("metadata_count"),
-        "chunk_count": b.u32("chunk_count"),
-        "message_start_time": b.u64("message_start_time"),
-        "message_end_time": b.u64("message_end_time"),
-    }
-    st["channel_message_counts"] = dict(b.u16_u64_map("channel_message_counts"))
-    return st
+    """(name, entries) of a metadata record's body."""
+    m = _parse(Metadata, body, path, base, "metadata record")
+    return m.name, m.metadata
 
 
 def _channels_of_index(idx, idx_off, idx_len, path):
@@ -291,11 +209,11 @@ def _channels_of_index(idx, idx_off, idx_len, path):
     out = []
     for i, (o, c) in enumerate(items):
         nxt = items[i + 1][0] if i + 1 < len(items) else stop
-        n = nxt - o - (RECORD_HEADER + 2 + 4)
-        if o < idx_off or nxt > stop or n < 0 or n % 16:
+        n = nxt - o - MESSAGE_INDEX_FIXED
+        if o < idx_off or nxt > stop or n < 0 or n % MESSAGE_INDEX_ENTRY:
             _fail(path, o, f"message index of channel {c}: offset or length outside the chunk's index area "
                   f"[{idx_off}, {stop})")
-        out.append((c, o, n // 16))
+        out.append((c, o, n // MESSAGE_INDEX_ENTRY))
     return tuple(sorted(out))
 
 
@@ -345,7 +263,7 @@ def _read_summary(fd, lay):
         return False
     op, length, summary_start, _summary_offset_start, crc = _FOOTER.unpack_from(tail, 0)
     footer_off = size - FOOTER_RECORD - len(MAGIC)
-    if op != OP_FOOTER or length != FOOTER_BODY:
+    if op != Opcode.FOOTER or length != FOOTER_BODY:
         _fail(path, footer_off, f"footer record expected before the closing magic (opcode {op:#x}, length {length})")
     if summary_start == 0:
         return False
@@ -372,41 +290,44 @@ def _read_summary(fd, lay):
                   f"{len(summary) - body_at} left")
         body = memoryview(summary)[body_at:body_at + n]
         base = summary_start + body_at
-        if op == OP_SCHEMA:
+        if op == Opcode.SCHEMA:
             s = parse_schema(body, path, base)
             lay.schemas[s.id] = s
-        elif op == OP_CHANNEL:
+        elif op == Opcode.CHANNEL:
             c = parse_channel(body, path, base)
             lay.channels[c.id] = c
             saw_channels = True
-        elif op == OP_CHUNK_INDEX:
-            chunk_index.append(_parse_chunk_index(body, path, base))
-        elif op == OP_STATISTICS:
-            lay.statistics = _parse_statistics(body, path, base)
-        elif op == OP_METADATA_INDEX:
-            b = _Body(body, path, base, "metadata index record")
-            meta_index.append((b.u64("offset"), b.u64("length"), b.string("name")))
-        elif op == OP_ATTACHMENT_INDEX:
+        elif op == Opcode.CHUNK_INDEX:
+            chunk_index.append(_parse(ChunkIndex, body, path, base, "chunk index record", _CHUNK_INDEX_MAP_AT))
+        elif op == Opcode.STATISTICS:
+            lay.statistics = _parse(Statistics, body, path, base, "statistics record", _STATISTICS_MAP_AT)
+        elif op == Opcode.METADATA_INDEX:
+            meta_index.append(_parse(MetadataIndex, body, path, base, "metadata index record"))
+        elif op == Opcode.ATTACHMENT_INDEX:
             lay.attachments += 1
         pos = body_at + n
-    if not chunk_index and not (lay.statistics and lay.statistics["message_count"] == 0):
+    if not chunk_index and not (lay.statistics and lay.statistics.message_count == 0):
         return False  # messages outside chunks, or no chunk index group: plan by a scan
     if not saw_channels and chunk_index:
         return False  # channels were not repeated in the summary
-    for start, end, off, length, idx, idx_len, comp, csize, usize in chunk_index:
+    for ci in chunk_index:
+        off, length = ci.chunk_start_offset, ci.chunk_length
         if not len(MAGIC) <= off or off + length > summary_start or length < RECORD_HEADER:
             _fail(path, off, f"chunk index: chunk [{off}, {off + length}) outside the data section")
-        idx_off = off + length
+        idx_off, idx_len = off + length, ci.message_index_length
         if idx_len and idx_off + idx_len > summary_start:
             _fail(path, idx_off, "chunk index: message index area runs past the data section")
+        idx = ci.message_index_offsets.items()
         chans = _channels_of_index(idx, idx_off, idx_len, path) if idx else ()
-        lay.chunks.append(ChunkRef(off, length, start, end, comp, csize, usize, idx_off, idx_len, chans))
+        lay.chunks.append(ChunkRef(off, length, ci.message_start_time, ci.message_end_time, ci.compression,
+                                   ci.compressed_size, ci.uncompressed_size, idx_off, idx_len, chans))
     lay.chunks.sort(key=lambda c: c.offset)
-    for off, length, _name in meta_index:
+    for mi in meta_index:
+        off, length = mi.offset, mi.length
         if off < len(MAGIC) or off + length > summary_start or length < RECORD_HEADER:
             _fail(path, off, "metadata index: record outside the data section")
         rec = _pread(fd, length, off)
-        if rec[0] != OP_METADATA:
+        if rec[0] != Opcode.METADATA:
             _fail(path, off, f"metadata index points at opcode {rec[0]:#x}, not a metadata record")
         lay.metadata.append(parse_metadata(memoryview(rec)[RECORD_HEADER:], path, off + RECORD_HEADER))
     head = _read_header(fd, lay)
@@ -417,15 +338,16 @@ def _read_summary(fd, lay):
 
 def _read_header(fd, lay):
     rec = _pread(fd, min(lay.size, 4096), len(MAGIC))
-    if len(rec) < RECORD_HEADER or rec[0] != OP_HEADER:
+    if len(rec) < RECORD_HEADER or rec[0] != Opcode.HEADER:
         _fail(lay.path, len(MAGIC), "the first record is not a header record")
     n = _U64.unpack_from(rec, 1)[0]
     if n > len(rec) - RECORD_HEADER:
         rec = _pread(fd, RECORD_HEADER + n, len(MAGIC))
         if len(rec) < RECORD_HEADER + n:
             return "", ""
-    b = _Body(memoryview(rec)[RECORD_HEADER:RECORD_HEADER + n], lay.path, len(MAGIC) + RECORD_HEADER, "header record")
-    return b.string("profile"), b.string("library")
+    h = _parse(Header, memoryview(rec)[RECORD_HEADER:RECORD_HEADER + n], lay.path, len(MAGIC) + RECORD_HEADER,
+               "header record")
+    return h.profile, h.library
 
 
 def _scan(fd, lay):
@@ -468,52 +390,52 @@ def _scan(fd, lay):
             lay.truncated_at = pos  # a record cut short: everything before it stands
             break
         body_at = pos + RECORD_HEADER
-        if op != OP_MESSAGE_INDEX:
+        if op != Opcode.MESSAGE_INDEX:
             close_chunk()
-        if op != OP_MESSAGE and region_start is not None:
+        if op != Opcode.MESSAGE and region_start is not None:
             lay.regions.append(Region(region_start, region_end - region_start))
             region_start = None
-        if op == OP_CHUNK:
-            fixed = _pread(fd, min(n, _CHUNK_FIXED.size + 4 + 64 + 8), body_at)
-            b = _Body(fixed, path, body_at, "chunk record", end=len(fixed))
-            start, end, usize = b.u64("message_start_time"), b.u64("message_end_time"), b.u64("uncompressed_size")
-            b.u32("uncompressed_crc")
-            comp = b.string("compression")  # a name longer than 64 bytes fails here
-            csize = b.u64("records length")
-            if b.pos + csize != n:
+        if op == Opcode.CHUNK:
+            fixed = _pread(fd, min(n, _CHUNK_HEAD_MAX), body_at)
+            b = _RecordStream(fixed, path, body_at, "chunk record")
+            start, end, usize = b.read8(), b.read8(), b.read8()
+            b.read4()  # uncompressed_crc
+            comp = b.read_prefixed_string()  # a name longer than 64 bytes fails here
+            csize = b.read8()  # records length
+            if b.count + csize != n:
                 _fail(path, body_at, f"chunk record: records length {csize} does not fill the record of {n} bytes")
             last_chunk = (pos, RECORD_HEADER + n, start, end, comp, csize, usize)
             idx_start = body_at + n
             idx_chans_end = idx_start
-        elif op == OP_MESSAGE_INDEX and last_chunk is not None:
-            body = _pread(fd, min(n, 6), body_at)
-            b = _Body(body, path, body_at, "message index record")
-            ch = b.u16("channel_id")
-            nbytes = b.u32("records")
-            if nbytes + 6 != n or nbytes % 16:
+        elif op == Opcode.MESSAGE_INDEX and last_chunk is not None:
+            fixed = MESSAGE_INDEX_FIXED - RECORD_HEADER
+            b = _RecordStream(_pread(fd, min(n, fixed), body_at), path, body_at, "message index record")
+            ch = b.read2()  # channel_id
+            nbytes = b.read4()  # the entries' byte length
+            if nbytes + fixed != n or nbytes % MESSAGE_INDEX_ENTRY:
                 _fail(path, body_at, f"message index record: {nbytes} bytes of entries in a record of {n}")
-            idx_chans.append((ch, pos, nbytes // 16))
+            idx_chans.append((ch, pos, nbytes // MESSAGE_INDEX_ENTRY))
             idx_chans_end = body_at + n
-        elif op == OP_MESSAGE:
+        elif op == Opcode.MESSAGE:
             if region_start is None:
                 region_start = pos
             region_end = body_at + n
-        elif op in (OP_SCHEMA, OP_CHANNEL, OP_METADATA, OP_HEADER):
+        elif op in (Opcode.SCHEMA, Opcode.CHANNEL, Opcode.METADATA, Opcode.HEADER):
             body = memoryview(_pread(fd, n, body_at))
-            if op == OP_SCHEMA:
+            if op == Opcode.SCHEMA:
                 s = parse_schema(body, path, body_at)
                 lay.schemas[s.id] = s
-            elif op == OP_CHANNEL:
+            elif op == Opcode.CHANNEL:
                 c = parse_channel(body, path, body_at)
                 lay.channels[c.id] = c
-            elif op == OP_METADATA:
+            elif op == Opcode.METADATA:
                 lay.metadata.append(parse_metadata(body, path, body_at))
             else:
-                b = _Body(body, path, body_at, "header record")
-                lay.profile, lay.library = b.string("profile"), b.string("library")
-        elif op == OP_ATTACHMENT:
+                h = _parse(Header, body, path, body_at, "header record")
+                lay.profile, lay.library = h.profile, h.library
+        elif op == Opcode.ATTACHMENT:
             lay.attachments += 1
-        elif op in (OP_DATA_END, OP_FOOTER):
+        elif op in (Opcode.DATA_END, Opcode.FOOTER):
             break
         pos = body_at + n
     close_chunk()
@@ -533,10 +455,10 @@ def _scan(fd, lay):
             for ref in lay.chunks:
                 records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
                 for op, body_at, body in walk_records(records, path, ref.offset)[1]:
-                    if op == OP_CHANNEL:
+                    if op == Opcode.CHANNEL:
                         c = parse_channel(body, path, body_at)
                         lay.channels.setdefault(c.id, c)
-                    elif op == OP_SCHEMA:
+                    elif op == Opcode.SCHEMA:
                         s = parse_schema(body, path, body_at)
                         lay.schemas.setdefault(s.id, s)
                 if not blind and not (need_channels - set(lay.channels)):
@@ -581,18 +503,19 @@ def read_chunk_records(fd, ref, path, validate_crc=True):
     if len(rec) != ref.length:
         _fail(path, ref.offset, f"chunk record of {ref.length} bytes runs past the end of the file")
     op, n = _REC.unpack_from(rec, 0)
-    if op != OP_CHUNK or n != ref.length - RECORD_HEADER:
+    if op != Opcode.CHUNK or n != ref.length - RECORD_HEADER:
         _fail(path, ref.offset, f"expected a chunk record of {ref.length - RECORD_HEADER} bytes, "
               f"found opcode {op:#x} of {n} bytes")
-    b = _Body(rec, path, ref.offset, "chunk record", RECORD_HEADER)
-    b.u64("message_start_time")
-    b.u64("message_end_time")
-    usize = b.u64("uncompressed_size")
-    crc = b.u32("uncompressed_crc")
-    comp = b.string("compression")
-    clen = b.u64("records length")
-    b._need(clen, "records")
-    data = memoryview(rec)[b.pos:b.pos + clen]
+    # The fixed fields only: the stream copies what it is given, and the records are megabytes.
+    b = _RecordStream(memoryview(rec)[RECORD_HEADER:RECORD_HEADER + min(n, _CHUNK_HEAD_MAX)], path,
+                      ref.offset + RECORD_HEADER, "chunk record")
+    _start, _end, usize, crc = b.read8(), b.read8(), b.read8(), b.read4()
+    comp = b.read_prefixed_string()
+    clen = b.read8()  # records length
+    at = RECORD_HEADER + b.count
+    if clen > len(rec) - at:
+        _fail(path, ref.offset + at, f"chunk record: records of {clen} bytes, {len(rec) - at} left in the record")
+    data = memoryview(rec)[at:at + clen]
     records = decompress(data, comp, usize, path, ref.offset)
     if validate_crc and crc:
         got = zlib.crc32(records)
@@ -619,9 +542,9 @@ def walk_records(records, path, base):
         if end > n:
             _fail(path, base, f"chunk records: record of opcode {op:#x} at {pos} claims {ln} bytes, "
                   f"{n - pos - RECORD_HEADER} left")
-        if op == OP_MESSAGE:
+        if op == Opcode.MESSAGE:
             append(pos)
-        elif op in (OP_SCHEMA, OP_CHANNEL):
+        elif op in (Opcode.SCHEMA, Opcode.CHANNEL):
             others.append((op, base + pos + RECORD_HEADER, memoryview(records)[pos + RECORD_HEADER:end]))
         pos = end
     return np.array(offs, dtype=np.int64), others
@@ -647,14 +570,15 @@ def read_message_index(fd, ref, path):
     parts = []
     for ch, off, count in ref.channels:
         rel = off - ref.index_offset
-        if rel < 0 or rel + RECORD_HEADER + 6 + 16 * count > len(area):
+        if rel < 0 or rel + MESSAGE_INDEX_FIXED + MESSAGE_INDEX_ENTRY * count > len(area):
             _fail(path, off, "message index record outside the chunk's index area")
         op, n = _REC.unpack_from(area, rel)
         cid, nbytes = struct.unpack_from("<HI", area, rel + RECORD_HEADER)
-        if op != OP_MESSAGE_INDEX or cid != ch or nbytes != 16 * count or n != 6 + nbytes:
+        if (op != Opcode.MESSAGE_INDEX or cid != ch or nbytes != MESSAGE_INDEX_ENTRY * count
+                or n != MESSAGE_INDEX_FIXED - RECORD_HEADER + nbytes):
             _fail(path, off, f"expected the message index of channel {ch} with {count} entries, found opcode "
                   f"{op:#x} channel {cid} with {nbytes} bytes")
-        entries = np.frombuffer(area, dtype="<u8", count=2 * count, offset=rel + RECORD_HEADER + 6)
+        entries = np.frombuffer(area, dtype="<u8", count=2 * count, offset=rel + MESSAGE_INDEX_FIXED)
         parts.append(entries[1::2])
     offs = (np.concatenate(parts) if len(parts) > 1 else parts[0]).astype(np.int64)
     if len(offs) > 1 and not (offs[1:] > offs[:-1]).all():
@@ -673,7 +597,7 @@ def message_offsets(records, index_offsets, path, base):
     if offs[0] < 0 or offs[-1] + MESSAGE_FIXED > n:
         return walk_records(records, path, base)
     a = np.frombuffer(records, np.uint8)
-    if not (a[offs] == OP_MESSAGE).all():
+    if not (a[offs] == Opcode.MESSAGE).all():
         return walk_records(records, path, base)
     _, _, u64 = u_views(records)
     ends = offs + RECORD_HEADER + u64[offs + 1].astype(np.int64)
@@ -692,9 +616,42 @@ def message_offsets(records, index_offsets, path, base):
                 return walk_records(records, path, base)
             op, ln = _REC.unpack_from(records, pos)
             end = pos + RECORD_HEADER + ln
-            if end > stop or op == OP_MESSAGE:
+            if end > stop or op == Opcode.MESSAGE:
                 return walk_records(records, path, base)  # the index missed messages
-            if op in (OP_SCHEMA, OP_CHANNEL):
+            if op in (Opcode.SCHEMA, Opcode.CHANNEL):
                 others.append((op, base + pos + RECORD_HEADER, memoryview(records)[pos + RECORD_HEADER:end]))
             pos = end
     return offs, others
+
+
+def expand_paths(spec):
+    """The sources named by ``spec`` (a path, a directory, a glob, a
+    ``shm://TOPIC``, or a list of them), files sorted by name, each once;
+    ``shm://`` names are passed through for the readers of live topics.
+
+    Raises :class:`RecordingOptionError` when a name matches nothing."""
+    items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    out = []
+    seen = set()
+    for item in items:
+        item = os.fspath(item)
+        if item.startswith(SHM_PREFIX):
+            found = [item]
+        elif os.path.isdir(item):
+            found = sorted(
+                os.path.join(d, f) for d, _, fs in os.walk(item) for f in fs if f.endswith(".mcap"))
+        elif os.path.exists(item):
+            found = [item]
+        elif glob.has_magic(item):
+            found = sorted(p for p in glob.glob(item, recursive=True) if os.path.isfile(p))
+            if not found:
+                raise RecordingOptionError(f"{item}: the pattern matches no file")
+        else:
+            raise RecordingOptionError(f"{item}: no such file or directory (a recording, a directory of "
+                                       f"recordings, a glob, a file arena or shm://TOPIC)")
+        for f in found:
+            key = f if f.startswith(SHM_PREFIX) else os.path.realpath(f)
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out

@@ -1,9 +1,12 @@
 """A Spark summary of a recording: frames and bytes per topic, the rate over
-time, and the latency from publish to record, with a PNG chart of the rates
-(what ``make demo`` prints at its end).
+time, and the latency from publish to record, with a chart of the rates
+drawn by matplotlib (what ``make demo`` prints at its end; ``pip install
+'a0py[demo]'`` brings matplotlib).
 
-    from a0py.spark.summary import summarize
-    facts = summarize("rec/", chart="rates.png")     # a local[2] session if none is active
+    python examples/spark_summary.py rec/ --chart rates.png
+
+    from spark_summary import summarize                # with examples/ on sys.path
+    facts = summarize("rec/", chart="rates.png")       # a local[2] session if none is active
 
 Latency is ``time_record - time_wall``: from the moment a publisher wrote a
 frame (its ``a0_time_wall``) to the moment the recorder copied it out of the
@@ -12,16 +15,20 @@ arena (the frame's MCAP log time), both on the same host's clock.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
+# matplotlib's default colour cycle (tab10), by name: the printed legend.
+COLOUR_NAMES = ["blue", "orange", "green", "red", "purple", "brown", "pink", "grey", "olive", "cyan"]
+
 
 def local_session(app="a0py-summary"):
-    """A ``local[2]`` SparkSession on loopback whose workers import a0py (the
-    settings docs/spark.md and the tests use)."""
+    """A ``local[2]`` SparkSession on loopback whose workers import a0py from
+    this checkout (the settings docs/spark.md and the tests use)."""
     from pyspark.sql import SparkSession
 
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
@@ -42,8 +49,6 @@ def summarize(path, spark=None, *, chart=None, out=None):
     dict ``{"topics": {...}, "rates": {topic: [(second, frames), ...]},
     "chart": path or None}``."""
     from pyspark.sql import functions as F
-
-    from ._chart import COLOUR_NAMES, line_chart
 
     out = out or sys.stdout
     if spark is None:
@@ -87,7 +92,42 @@ def summarize(path, spark=None, *, chart=None, out=None):
     written = None
     if chart and rates:
         names = [r.topic for r in per_topic]
-        written = line_chart([[(float(s), float(n)) for s, n in rates.get(t, [])] for t in names], chart)
+        written = line_chart({t: rates.get(t, []) for t in names}, chart)
         legend = ", ".join(f"{topics[t]['colour']}: {t}" for t in names)
         print(f"rates over time (frames/s per topic): {written} ({legend})", file=out)
     return {"topics": topics, "rates": rates, "chart": written}
+
+
+def line_chart(series, path):
+    """Draws ``series`` ({name: [(second, frames), ...]}) as lines in
+    matplotlib's default colours, in order, and saves the figure to
+    ``path`` (PNG). Returns ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.5), dpi=100)
+    for name, points in series.items():
+        ax.plot([s for s, _ in points], [n for _, n in points], label=name)
+    ax.set_xlabel("seconds from the first frame")
+    ax.set_ylabel("frames/s")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("path", help="a recording, a directory of them, or a glob")
+    ap.add_argument("--chart", help="write the chart of the rates here (PNG)")
+    args = ap.parse_args()
+    summarize(args.path, chart=args.chart)
+
+
+if __name__ == "__main__":
+    main()

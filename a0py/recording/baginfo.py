@@ -11,17 +11,10 @@ import datetime as _dt
 import json
 import os
 
-from . import _mcap
-from ._parts import read_part
-from ._read import (
-    KIND_GAP,
-    KIND_PACKET,
-    Predicate,
-    ReadOptions,
-    _channel_kind,
-    expand_paths,
-    plan,
-)
+from . import reader
+from .format import KIND_GAP, KIND_PACKET, SEGMENT_METADATA, channel_kind
+from .frames import recorded_seqs
+from .reader import SHM_PREFIX, expand_paths
 
 
 def _topic_entry():
@@ -38,12 +31,12 @@ def _merge_seq(entry, first, last):
 def _from_summary(layout, topics):
     """Counts from a complete a0py segment's statistics and metadata; False
     when they do not say enough (another writer), so the data must be read."""
-    seg = layout.metadata_named("a0py.segment")
+    seg = layout.metadata_named(SEGMENT_METADATA)
     if not seg or layout.statistics is None:
         return False
-    counts = layout.statistics["channel_message_counts"]
+    counts = layout.statistics.channel_message_counts
     for cid, ch in layout.channels.items():
-        if _channel_kind(ch) != KIND_PACKET:
+        if channel_kind(ch) != KIND_PACKET:
             continue
         entry = topics.setdefault(ch.topic, _topic_entry())
         entry["frames"] += counts.get(cid, 0)
@@ -65,40 +58,17 @@ def _from_summary(layout, topics):
     return True
 
 
-def _from_data(path, layout, topics):
-    """Counts by reading a segment: frames and packet bytes per channel from
-    the message records, seqs and gaps from the decoded rows."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        for ref in list(layout.chunks) + list(layout.regions):
-            records = _mcap.read_chunk_records(fd, ref, path, validate_crc=False)
-            idx = _mcap.read_message_index(fd, ref, path) if isinstance(ref, _mcap.ChunkRef) else None
-            offs, _ = _mcap.message_offsets(records, idx, path, ref.offset)
-            u16, _, u64 = _mcap.u_views(records)
-            chan = u16[offs + 9]
-            size = u64[offs + 1].astype("int64") - (_mcap.MESSAGE_FIXED - _mcap.RECORD_HEADER)
-            for cid in set(chan.tolist()):
-                ch = layout.channels.get(cid)
-                if ch is None or _channel_kind(ch) != KIND_PACKET:
-                    continue
-                entry = topics.setdefault(ch.topic, _topic_entry())
-                mask = chan == cid
-                entry["frames"] += int(mask.sum())
-                entry["bytes"] = (entry["bytes"] or 0) + int(size[mask].sum())
-    finally:
-        os.close(fd)
-    opts = ReadOptions(gaps=True, validate_crc=False)
-    for part in plan([path], Predicate(), opts):
-        for batch in read_part(part, Predicate(), opts):
-            cols = batch.select(["topic", "seq", "is_gap", "gap_first", "gap_last"]).to_pydict()
-            for t, s, g, first, last in zip(cols["topic"], cols["seq"], cols["is_gap"], cols["gap_first"],
-                                            cols["gap_last"]):
-                entry = topics.setdefault(t, _topic_entry())
-                if g:
-                    entry["gaps"] += 1
-                    entry["lost_frames"] += last - first + 1
-                else:
-                    _merge_seq(entry, s, s)
+def _from_data(layout, topics):
+    """Counts by reading a segment: frames, packet bytes and seqs per topic
+    from its packets, gaps from its gap messages."""
+    for t, seen in recorded_seqs(layout.path, layout=layout).items():
+        entry = topics.setdefault(t, _topic_entry())
+        entry["frames"] += seen.frames
+        if seen.frames:
+            entry["bytes"] = (entry["bytes"] or 0) + seen.bytes
+        _merge_seq(entry, seen.first, seen.last)
+        entry["gaps"] += seen.gaps
+        entry["lost_frames"] += seen.lost
 
 
 def bag_info(spec):
@@ -114,25 +84,25 @@ def bag_info(spec):
     topics = {}
     start = end = None
     for path in expand_paths(spec):
-        if path.startswith("shm://"):
+        if path.startswith(SHM_PREFIX):
             continue
-        layout = _mcap.read_layout(path)
+        layout = reader.read_layout(path)
         comp = sorted({c.compression or "none" for c in layout.chunks})
         if layout.statistics is not None:
-            messages = layout.statistics["message_count"]
-            f_start, f_end = layout.statistics["message_start_time"], layout.statistics["message_end_time"]
+            messages = layout.statistics.message_count
+            f_start, f_end = layout.statistics.message_start_time, layout.statistics.message_end_time
         else:
             messages = sum(c.message_count or 0 for c in layout.chunks) if all(
                 c.message_count is not None for c in layout.chunks) else None
             f_start = min((c.start_time for c in layout.chunks), default=None)
             f_end = max((c.end_time for c in layout.chunks), default=None)
         if not layout.has_summary or not _from_summary(layout, topics):
-            _from_data(path, layout, topics)
+            _from_data(layout, topics)
         files.append({
             "path": path, "size": layout.size, "complete": layout.has_summary,
             "cut_short_at": layout.truncated_at, "chunks": len(layout.chunks), "compression": comp,
             "messages": messages, "start": f_start, "end": f_end,
-            "gap_channel": any(_channel_kind(c) == KIND_GAP for c in layout.channels.values()),
+            "gap_channel": any(channel_kind(c) == KIND_GAP for c in layout.channels.values()),
         })
         if f_start is not None and (messages or layout.chunks):
             start = f_start if start is None else min(start, f_start)

@@ -22,9 +22,8 @@ import pyarrow as pa
 from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic
-from ._packets import decode
-from ._read import HEADERS_TYPE, _assemble
-from .errors import RecordingOptionError
+from ..recording.errors import RecordingOptionError
+from .batches import HEADERS_TYPE, assemble, decode
 
 
 def open_arena(item, root=None):
@@ -75,8 +74,8 @@ def frames_batch(topic, seqs, frames, predicate, options, schema, where):
         return None
     seqs = seqs[dec.rows]
     topics = pa.array([topic], pa.string()).take(pa.array(np.zeros(len(seqs), np.int32)))
-    return _assemble(schema, options, topics, seqs, (dec.mono, dec.mono_have), dec.wall // 1000, dec.wall_have,
-                     dec.headers, dec.payload, gaps=None)
+    return assemble(schema, topics, seqs, (dec.mono, dec.mono_have), dec.wall // 1000, dec.wall_have,
+                    dec.headers, dec.payload, gaps=None)
 
 
 def gap_batch(topic, first, last, predicate, schema, wall_us):
@@ -84,12 +83,10 @@ def gap_batch(topic, first, last, predicate, schema, wall_us):
     if not (predicate.topic_ok(topic) and predicate.seq_mask(np.array([first]))[0]
             and predicate.wall_mask(np.array([wall_us]))[0]):
         return None
-    from ._read import ReadOptions
-
-    return _assemble(schema, ReadOptions(gaps=True), pa.array([topic], pa.string()), np.array([first], np.int64),
-                     (np.zeros(1, np.int64), np.zeros(1, bool)), np.array([wall_us], np.int64), None,
-                     pa.nulls(1, HEADERS_TYPE), pa.nulls(1, schema.field("payload").type),
-                     gaps=([first], [last]))
+    return assemble(schema, pa.array([topic], pa.string()), np.array([first], np.int64),
+                    (np.zeros(1, np.int64), np.zeros(1, bool)), np.array([wall_us], np.int64), None,
+                    pa.nulls(1, HEADERS_TYPE), pa.nulls(1, schema.field("payload").type),
+                    gaps=([first], [last]))
 
 
 def read_arena(item, predicate, options, schema):

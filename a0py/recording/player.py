@@ -30,10 +30,19 @@ import numpy as np
 from .. import _core
 from ..proto.pubsub import Publisher
 from ..proto.topic import Topic, check_topic_name
-from . import _mcap
-from ._packets import STANDARD_HEADERS
-from ._read import KIND_GAP, _channel_kind, _chunk_meta, expand_paths
+from . import reader
 from .errors import RecordingOptionError
+from .format import (
+    KIND_GAP,
+    MESSAGE_CHANNEL_AT,
+    MESSAGE_FIXED,
+    MESSAGE_PUBLISH_TIME_AT,
+    MESSAGE_SEQUENCE_AT,
+    RECORD_HEADER,
+    channel_kind,
+    chunk_ranges,
+)
+from .reader import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
 REPLAY_PREFIX = "a0_replay_"
@@ -69,9 +78,9 @@ class _ChunkCursor:
     __slots__ = ("frames", "gap", "i", "pub", "seqs", "source", "topics")
 
     def __init__(self, source, records, offs, channels, wanted):
-        u16, u32, u64 = _mcap.u_views(records)
-        chan = u16[offs + 9]
-        pub = u64[offs + 23].astype(np.int64)
+        u16, u32, u64 = reader.u_views(records)
+        chan = u16[offs + MESSAGE_CHANNEL_AT]
+        pub = u64[offs + MESSAGE_PUBLISH_TIME_AT].astype(np.int64)
         length = u64[offs + 1].astype(np.int64)
         keep = np.isin(chan, list(wanted)) if wanted is not None else np.ones(len(offs), bool)
         offs, chan, pub, length = offs[keep], chan[keep], pub[keep], length[keep]
@@ -79,12 +88,12 @@ class _ChunkCursor:
         self.pub = pub[order]
         offs, chan, length = offs[order], chan[order], length[order]
         mv = memoryview(records)
-        start = offs + _mcap.MESSAGE_FIXED
-        stop = offs + _mcap.RECORD_HEADER + length
+        start = offs + MESSAGE_FIXED
+        stop = offs + RECORD_HEADER + length
         self.frames = [mv[a:b] for a, b in zip(start.tolist(), stop.tolist())]
         self.topics = [channels[int(c)][0] for c in chan]
         self.gap = [channels[int(c)][1] == KIND_GAP for c in chan]
-        self.seqs = u32[offs + 11]
+        self.seqs = u32[offs + MESSAGE_SEQUENCE_AT]
         self.i = 0
         self.source = source
 
@@ -93,7 +102,7 @@ def _chunk_start_times(layout):
     """chunk offset -> earliest publish time in it (ns), from the segment's
     metadata; else the chunk's earliest log time, a safe lower bound only
     for recorders whose clock never stepped back (ours)."""
-    meta = _chunk_meta(layout)
+    meta = chunk_ranges(layout)
     out = {}
     for ref in layout.chunks:
         items = meta.get(ref.offset)
@@ -129,7 +138,7 @@ class Player:
         self.topics = None if topics is None else {check_topic_name(t) for t in topics}
         self.remap = parse_remap(remap)
         self.root = root
-        self.files = [p for p in expand_paths(spec) if not p.startswith("shm://")]
+        self.files = [p for p in expand_paths(spec) if not p.startswith(SHM_PREFIX)]
         if not self.files:
             raise RecordingOptionError(f"{spec}: no recording to play")
         self.on_progress = on_progress
@@ -153,11 +162,11 @@ class Player:
     def _frames(self):
         """(publish time ns, topic, is_gap, frame bytes, source) in publish-time order."""
         for path in self.files:
-            layout = _mcap.read_layout(path)
+            layout = reader.read_layout(path)
             channels = {}
             wanted = set()
             for ch in layout.channels.values():
-                kind = _channel_kind(ch)
+                kind = channel_kind(ch)
                 if kind is None:
                     continue
                 channels[ch.id] = (ch.topic, kind)
@@ -181,9 +190,9 @@ class Player:
                     while k < len(pending) and (not heap or pending[k][0] <= heap[0][0]):
                         ref = pending[k][1]
                         k += 1
-                        records = _mcap.read_chunk_records(fd, ref, path, self.validate_crc)
-                        idx = _mcap.read_message_index(fd, ref, path) if isinstance(ref, _mcap.ChunkRef) else None
-                        offs, _ = _mcap.message_offsets(records, idx, path, ref.offset)
+                        records = reader.read_chunk_records(fd, ref, path, self.validate_crc)
+                        idx = reader.read_message_index(fd, ref, path) if isinstance(ref, reader.ChunkRef) else None
+                        offs, _ = reader.message_offsets(records, idx, path, ref.offset)
                         cur = _ChunkCursor(source, records, offs, channels, wanted)
                         if len(cur.pub):
                             serial += 1
@@ -203,7 +212,7 @@ class Player:
         pkt = _core.Packet.from_bytes(frame)
         extra = [(REPLAY_SOURCE, source)]
         headers = pkt.headers
-        for key in STANDARD_HEADERS:
+        for key in _core.STANDARD_HEADERS:
             v = headers.get(key)
             if v is not None:
                 extra.append((REPLAY_PREFIX + key[3:], v))

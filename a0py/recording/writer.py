@@ -8,21 +8,23 @@ only about 0.29 M messages/s, and a recorder must keep up with a publisher.
 Frames become message records in bulk, two ways:
 
 * :meth:`SegmentWriter.read_frames` (the recorder's): ``Transport.read_into``
-  copies the frames after a cursor straight into the open chunk's buffer as
-  message records, one call, no Python object per frame;
+  copies the frames after a cursor straight into the open chunk's buffer,
+  each after a prefix laid out as a Message record's fixed fields
+  (``_bulk.message_prefix``), one call, no Python object per frame;
 * :meth:`SegmentWriter.write_frames`: frames already copied out (bytes) are
   appended by ``_bulk.append_records``; both give the same bytes.
 
 A closed chunk goes to the segment's background thread, which walks its
-records once (message index, publish times of packets without a standard
-block), computes the CRC, compresses, and writes the chunk and its index;
+records once (message index; publish times: each packet's ``a0_time_wall``
+from its standard block, or from its headers for the rare packet without
+one), computes the CRC, compresses, and writes the chunk and its index;
 every write to the file after the header goes through that thread, in
 order, so the caller never waits for compression (unless it gets
 ``queue_bytes`` ahead). An error there is kept and raised by the caller's
 next call that hands it work, by :meth:`SegmentWriter.flush` and by
 :meth:`SegmentWriter.close`; it is never dropped.
 
-Layout choices (docs/spark.md "File layout"):
+Layout choices (docs/recording.md "File layout"):
 
 * Each chunk holds the messages of one channel (one topic), so a reader
   skips a topic by skipping whole chunks, and a chunk decodes into columns
@@ -76,38 +78,30 @@ from mcap.records import (
 
 from ..errors import BufferTooSmallError
 from . import _bulk
-from ._mcap import MAGIC, OP_MESSAGE_INDEX
-from ._packets import wall_times
 from .errors import RecordingOptionError
-
-PACKET_ENCODING = "a0py/packet"
-PACKET_SCHEMA = "a0py.Packet"
-PACKET_SCHEMA_ENCODING = "a0py/packet-layout"
-PACKET_SCHEMA_DATA = (
-    b"a0py packet, version 1, little-endian: magic u32 'A0PK', version u16, flags u16, id [16]u8, "
-    b"header_count u32, reserved u32, payload_off u64, payload_size u64; then header_count entries "
-    b"(key_off u32, key_len u32, val_off u32, val_len u32, from the packet start); the strings, "
-    b"each followed by NUL; zero padding to payload_off (a multiple of 16); the payload. "
-    b"See a0py docs/pubsub.md."
+from .format import (
+    CHUNKS_METADATA,
+    COMPRESSIONS,
+    GAP_SCHEMA,
+    GAP_SCHEMA_DATA,
+    GAP_TOPIC,
+    JSON_TOPIC_PREFIX,
+    LIBRARY,
+    MAGIC,
+    MESSAGE_FIXED,
+    MESSAGE_INDEX_FIXED,
+    MESSAGE_PUBLISH_TIME_AT,
+    PACKET_ENCODING,
+    PACKET_SCHEMA,
+    PACKET_SCHEMA_DATA,
+    PACKET_SCHEMA_ENCODING,
+    RECORD_HEADER,
+    SEGMENT_METADATA,
+    chunk_range,
+    gap_message,
 )
-GAP_TOPIC = "/a0py/gaps"
-GAP_SCHEMA = "a0py.Gap"
-GAP_SCHEMA_DATA = json.dumps({
-    "title": "a0py.Gap",
-    "description": "Frames of a topic evicted before the recorder read them.",
-    "type": "object",
-    "properties": {
-        "topic": {"type": "string"},
-        "first": {"type": "integer", "description": "first missing transport seq"},
-        "last": {"type": "integer", "description": "last missing transport seq"},
-    },
-    "required": ["topic", "first", "last"],
-}).encode()
-JSON_TOPIC_PREFIX = "/a0py/json/"
-COMPRESSIONS = ("zstd", "lz4", "none")
-LIBRARY = "a0py"
+from .packets import wall_times
 
-_MSG_FIXED = 31  # opcode, length, channel, sequence, log time, publish time
 _FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
 _POOL = 4  # chunk_bytes buffers kept for reuse
 _NO_SEQS = np.zeros(0, np.int64)
@@ -208,7 +202,7 @@ class SegmentWriter:
         self._json_channel = {}
         self._open = {}  # channel id -> _OpenChunk
         self._chunk_indexes = []  # written by the background thread
-        self._chunk_meta = {}  # chunk offset -> "ch:seq_lo:seq_hi:pub_lo:pub_hi" (background thread)
+        self._chunk_meta = {}  # chunk offset -> format.chunk_range (background thread)
         self._metadata_indexes = []
         self._counts = {}  # channel id -> messages
         self._bytes = {}  # channel id -> packet bytes
@@ -409,13 +403,14 @@ class SegmentWriter:
         ``copy`` is true, else None. Raises the transport's read errors."""
         cid = self.add_topic(topic)
         log_time = int(log_time)
+        prefix = _bulk.message_prefix(cid, log_time)
         ch = self._open.get(cid)
         while True:
             if ch is None:
                 ch = self._new_chunk(cid)
             try:
                 n, nbytes, first, last, gap_first, gap_last = transport.read_into(
-                    ch.records, offset=ch.used, max_frames=max_frames, prefix=(cid, log_time))
+                    ch.records, offset=ch.used, max_frames=max_frames, prefix=prefix)
                 break
             except BufferTooSmallError as e:
                 size = len(ch.records)
@@ -434,8 +429,8 @@ class SegmentWriter:
             ch.used += nbytes
             ch.note(first, last, log_time)
             ch.count += n
-            self._count(topic, cid, n, nbytes - n * _MSG_FIXED, first, last, log_time)
-        return n, nbytes - n * _MSG_FIXED, first, last, gap_first, gap_last, copies
+            self._count(topic, cid, n, nbytes - n * MESSAGE_FIXED, first, last, log_time)
+        return n, nbytes - n * MESSAGE_FIXED, first, last, gap_first, gap_last, copies
 
     def write_frames(self, topic, frames, log_time, seqs=None):
         """Appends ``frames`` of ``topic`` received at ``log_time`` (ns): a
@@ -472,7 +467,7 @@ class SegmentWriter:
             self._check_open()
             sid = self._add_schema(GAP_SCHEMA, "jsonschema", GAP_SCHEMA_DATA)
             self._gap_channel = self._add_channel(GAP_TOPIC, "json", sid, {})
-        body = json.dumps({"topic": topic, "first": int(first), "last": int(last)}).encode()
+        body = gap_message(topic, first, last)
         self._append(self._gap_channel, [body], np.array([first], np.int64), int(log_time),
                      np.array([log_time], np.int64), None)
         g = self._gaps.setdefault(topic, [0, 0])
@@ -494,11 +489,11 @@ class SegmentWriter:
                 del ch.records[ch.used:]  # room left by read_frames: append_records appends at the end
             rest = frames if done == 0 else frames[done:]
             rest_seqs = seqs if (done == 0 or not len(seqs)) else seqs[done:]
-            taken, got_seqs, offs, _pubs, _std, nbytes = _bulk.append_records(
+            taken, got_seqs, offs, nbytes = _bulk.append_records(
                 ch.records, rest, rest_seqs, cid, log_time, self.chunk_bytes)
             if publish_times is not None:
                 pubs = np.asarray(publish_times[done:done + taken], np.int64)
-                _u64_field(ch.records)[offs + 23] = pubs
+                _u64_field(ch.records)[offs + MESSAGE_PUBLISH_TIME_AT] = pubs
             ch.used = len(ch.records)
             lo, hi = int(got_seqs.min()), int(got_seqs.max())
             ch.note(lo, hi, log_time)
@@ -538,14 +533,15 @@ class SegmentWriter:
         (the background thread)."""
         records = job.records
         used = job.used
-        offsets, log_times, pub, plain = _bulk.index_records(memoryview(records)[:used], job.count, job.packets)
+        with memoryview(records) as whole, whole[:used] as view:
+            offsets, log_times, pub, plain = _bulk.index_records(view, job.count, job.packets)
         if len(plain):
             # Packets without a standard block: their a0_time_wall header, if any.
             u64 = _u64_field(records)
-            lengths = u64[plain + 1].astype(np.int64) - (_MSG_FIXED - 9)
-            wall, have = wall_times(records, plain + _MSG_FIXED, lengths)
+            lengths = u64[plain + 1].astype(np.int64) - (MESSAGE_FIXED - RECORD_HEADER)
+            wall, have = wall_times(records, plain + MESSAGE_FIXED, lengths)
             found = plain[have]
-            u64[found + 23] = wall[have]
+            u64[found + MESSAGE_PUBLISH_TIME_AT] = wall[have]
             pub[np.searchsorted(offsets, found)] = wall[have]
             del u64
         with memoryview(records) as whole, whole[:used] as view:
@@ -569,15 +565,16 @@ class SegmentWriter:
             entries["offset"] = offsets
             body = entries.tobytes()
             index_offsets[job.cid] = self._pos
-            self._write(struct.pack("<BQHI", OP_MESSAGE_INDEX, 6 + len(body), job.cid, len(body)))
+            self._write(struct.pack("<BQHI", Opcode.MESSAGE_INDEX, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body),
+                                    job.cid, len(body)))
             self._write(body)
         self._chunk_indexes.append(ChunkIndex(
             message_start_time=job.log_lo, message_end_time=job.log_hi, chunk_start_offset=offset,
             chunk_length=chunk_len, message_index_offsets=index_offsets,
             message_index_length=self._pos - index_start, compression=self.compression,
             compressed_size=compressed, uncompressed_size=used))
-        self._chunk_meta[str(offset)] = (f"{job.cid}:{job.seq_lo}:{job.seq_hi}:"
-                                         f"{int(pub.min())}:{int(pub.max())}")
+        self._chunk_meta[str(offset)] = chunk_range(job.cid, job.seq_lo, job.seq_hi, int(pub.min()),
+                                                    int(pub.max()))
         self._f.flush()
         if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
             self._pool.append(records)
@@ -626,8 +623,8 @@ class SegmentWriter:
 
     def _finish(self, segment_meta):
         """The end of the file: metadata, summary, footer (the background thread)."""
-        self._write_metadata("a0py.segment", segment_meta)
-        self._write_metadata("a0py.chunks", self._chunk_meta)
+        self._write_metadata(SEGMENT_METADATA, segment_meta)
+        self._write_metadata(CHUNKS_METADATA, self._chunk_meta)
         rb = RecordBuilder()
         DataEnd(data_section_crc=0).write(rb)
         self._write(rb.end())

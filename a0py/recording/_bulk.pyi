@@ -1,0 +1,34 @@
+"""Type stub of the compiled a0py.recording._bulk (see _bulk.pyx)."""
+
+import numpy as np
+
+from .._core import FramePrefix
+
+def scan(
+    buf: bytes | bytearray | memoryview,
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    strict: bool = True,
+    want_mono: bool = True,
+) -> tuple[
+    tuple[int, str] | None,
+    np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+]: ...
+def gather(
+    buf: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, bytearray, np.ndarray, bytearray, np.ndarray, bytearray]: ...
+def message_prefix(channel: int, log_time: int) -> FramePrefix: ...
+def append_records(
+    out: bytearray,
+    frames: list[bytes] | list[tuple[int, bytes]],
+    seqs: np.ndarray,
+    channel: int,
+    log_time: int,
+    limit: int,
+) -> tuple[int, np.ndarray, np.ndarray, int]: ...
+def index_records(
+    buf: bytearray | memoryview, count: int, packets: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
+def record_frames(
+    buf: bytes | bytearray | memoryview, start: int, nbytes: int, count: int
+) -> list[bytes]: ...

@@ -1,0 +1,25 @@
+"""The exceptions of a0py.recording; every one is a subclass of :class:`a0py.A0Error`."""
+
+from ..errors import A0Error
+
+
+class RecordingError(A0Error):
+    """Base class of the errors about recordings: writing, reading, replay,
+    and the Spark source that reads them."""
+
+
+class RecordingFormatError(RecordingError, ValueError):
+    """A file is not a readable MCAP recording: not MCAP at all, empty, or
+    damaged (a length or offset outside the file, a CRC mismatch, a chunk that
+    does not decompress, a corrupt a0py packet). The message names the file,
+    the byte offset and the field. A file merely cut short (no summary, as a
+    SIGKILLed recorder leaves it) is not an error: it is read up to its last
+    whole chunk."""
+
+
+class RecordingOptionError(RecordingError, ValueError):
+    """An option of the recorder, the player or the ``a0`` source is unknown or
+    out of range (the message names it and the accepted values)."""
+
+
+__all__ = ["RecordingError", "RecordingFormatError", "RecordingOptionError"]

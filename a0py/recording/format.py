@@ -1,0 +1,120 @@
+"""MCAP as a0py writes and reads it: the fixed sizes and offsets of the
+records (each defined here once; the opcodes are the ``mcap`` package's
+``Opcode``, its record classes the names of the records), and a0py's
+conventions on top of the format: the channel of a topic's packets, the gap
+channel, the JSON copies, and the per-chunk ranges of ``a0py.chunks``.
+
+The record layout is fixed by the MCAP specification: the file is magic,
+records, magic; a record is opcode (u8), body length (u64), body; every
+integer is little-endian; a string is a u32 length and UTF-8; a map is a
+u32 byte length and its entries. docs/recording.md has the table of what
+a0py puts in each record.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..proto.packets import PACKET_ENCODING
+
+MAGIC = b"\x89MCAP0\r\n"
+RECORD_HEADER = 9  # opcode u8 + length u64
+FOOTER_BODY = 20  # summary_start u64, summary_offset_start u64, summary_crc u32
+FOOTER_RECORD = RECORD_HEADER + FOOTER_BODY
+
+# A Message record: header, channel_id u16, sequence u32, log_time u64,
+# publish_time u64, then the data. Offsets are from the record's opcode.
+MESSAGE_CHANNEL_AT = RECORD_HEADER
+MESSAGE_SEQUENCE_AT = MESSAGE_CHANNEL_AT + 2
+MESSAGE_LOG_TIME_AT = MESSAGE_SEQUENCE_AT + 4
+MESSAGE_PUBLISH_TIME_AT = MESSAGE_LOG_TIME_AT + 8
+MESSAGE_FIXED = MESSAGE_PUBLISH_TIME_AT + 8
+# A Message Index record: header, channel_id u16, then a u32 byte length
+# and entries of (log_time u64, offset u64).
+MESSAGE_INDEX_FIXED = RECORD_HEADER + 2 + 4
+MESSAGE_INDEX_ENTRY = 16
+# A chunk's records are addressed with 32-bit offsets in the Arrow arrays built over them.
+MAX_CHUNK_SIZE = (1 << 31) - 1
+
+# -- a0py's channels ----------------------------------------------------------
+
+LIBRARY = "a0py"
+COMPRESSIONS = ("zstd", "lz4", "none")
+# A topic's frames: whole a0py packets.
+PACKET_SCHEMA = "a0py.Packet"
+PACKET_SCHEMA_ENCODING = "a0py/packet-layout"
+PACKET_SCHEMA_DATA = (
+    b"a0py packet, version 1, little-endian: magic u32 'A0PK', version u16, flags u16, id [16]u8, "
+    b"header_count u32, reserved u32, payload_off u64, payload_size u64; then header_count entries "
+    b"(key_off u32, key_len u32, val_off u32, val_len u32, from the packet start); the strings, "
+    b"each followed by NUL; zero padding to payload_off (a multiple of 16); the payload. "
+    b"See a0py docs/pubsub.md."
+)
+# Frames evicted before the recorder read them: one JSON message per gap.
+GAP_TOPIC = "/a0py/gaps"
+GAP_SCHEMA = "a0py.Gap"
+GAP_SCHEMA_DATA = json.dumps({
+    "title": "a0py.Gap",
+    "description": "Frames of a topic evicted before the recorder read them.",
+    "type": "object",
+    "properties": {
+        "topic": {"type": "string"},
+        "first": {"type": "integer", "description": "first missing transport seq"},
+        "last": {"type": "integer", "description": "last missing transport seq"},
+    },
+    "required": ["topic", "first", "last"],
+}).encode()
+# The JSON copy of a topic's payloads (for Foxglove): /a0py/json/TOPIC.
+JSON_TOPIC_PREFIX = "/a0py/json/"
+
+KIND_PACKET = "packet"
+KIND_GAP = "gap"
+
+
+def channel_kind(channel):
+    """``KIND_PACKET`` for a channel of a0py packets, ``KIND_GAP`` for the
+    gap channel, None for any other (JSON copies, foreign channels)."""
+    if channel.message_encoding == PACKET_ENCODING:
+        return KIND_PACKET
+    if channel.topic == GAP_TOPIC and channel.message_encoding == "json":
+        return KIND_GAP
+    return None
+
+
+def gap_message(topic, first, last):
+    """The data of the gap channel's message for frames ``first..last`` of ``topic``."""
+    return json.dumps({"topic": topic, "first": int(first), "last": int(last)}).encode()
+
+
+def parse_gap(data):
+    """``(topic, first, last)`` of a gap message. Raises ValueError for data
+    that is not one."""
+    try:
+        g = json.loads(bytes(data))
+        return str(g["topic"]), int(g["first"]), int(g["last"])
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"not a gap record ({e})") from None
+
+
+# -- a0py.chunks: what lets a reader skip chunks by seq and publish time ------
+
+CHUNKS_METADATA = "a0py.chunks"
+SEGMENT_METADATA = "a0py.segment"
+
+
+def chunk_range(channel, seq_lo, seq_hi, publish_lo, publish_hi):
+    """One channel's entry of a chunk in ``a0py.chunks``."""
+    return f"{channel}:{seq_lo}:{seq_hi}:{publish_lo}:{publish_hi}"
+
+
+def chunk_ranges(layout):
+    """chunk offset -> [(channel, seq_lo, seq_hi, publish_lo, publish_hi)]
+    from a segment's ``a0py.chunks`` metadata (empty when absent or
+    unreadable)."""
+    out = {}
+    for off, value in layout.metadata_named(CHUNKS_METADATA).items():
+        try:
+            out[int(off)] = [tuple(int(x) for x in item.split(":")) for item in value.split(";") if item]
+        except ValueError:
+            return {}
+    return out
