@@ -215,3 +215,15 @@ def test_claim_wait_holds_the_claims_until_the_broker_starts(root, name):
                 p.kill()
                 p.wait()
     assert left(root) == []
+
+
+def test_a_broker_whose_clients_all_closed_removes_its_request_arena_when_it_stops(
+        root, name):
+    with Broker(name, root=root):
+        clients = [BrokerClient(name, root=root) for _ in range(3)]
+        for i, c in enumerate(clients):
+            c.claim(f"n({i})")
+            c.ping()
+        for c in clients:
+            c.close()
+    assert left(root) == []

@@ -222,8 +222,13 @@ class Broker:
     def _shutdown(self, remove):
         """Closes what the broker holds; with `remove` (it served: the deadman was its
         own) removes the request arena too when no client is connected."""
-        connected = len(self._conns)
+        connected = 0
         for conn in list(self._conns.values()):
+            try:
+                # A client that closed (its BYE not read yet) or died is no longer one.
+                connected += conn.deadman.is_taken()
+            except _core().A0Error:
+                pass
             self._close_conn(conn, unlink=False)
         self._conns.clear()
         if self._arena is not None:
