@@ -23,11 +23,6 @@ option and what is wrong), never a traceback or a command that runs forever:
 Ready-made: :data:`SECONDS` (a timeout or duration, 0 to
 :data:`MAX_SECONDS`), :data:`RATE` (events a second, from one in
 :data:`MAX_SECONDS` to :data:`MAX_RATE`).
-
-And the one error every command reports: :class:`CliError` (``a0py: error:
-MESSAGE`` on stderr, exit status 1), here so that commands living beside their
-package raise the same one as ``a0py/cli/`` (which re-exports it from
-``a0py.cli.errors``).
 """
 
 import math
@@ -38,8 +33,8 @@ import click
 from a0py.errors import ArgumentError
 
 __all__ = [
-    "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "CliError",
-    "Count", "FiniteFloat", "RootSpec",
+    "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "Count",
+    "FiniteFloat", "RootSpec",
 ]
 
 #: The longest timeout or duration (about 31 years): the core treats longer
@@ -49,13 +44,6 @@ MAX_SECONDS = 1e9
 MAX_RATE = 1e9
 #: The most of anything a count may ask for.
 MAX_COUNT = 2**63 - 1
-
-
-class CliError(click.ClickException):
-    """An error the user can act on: ``a0py: error: MESSAGE`` on stderr, exit 1."""
-
-    def show(self, file=None):
-        click.echo(f"a0py: error: {self.format_message()}", err=True)
 
 
 class FiniteFloat(click.FloatRange):

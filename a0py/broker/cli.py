@@ -24,8 +24,10 @@ import threading
 
 import click
 
-from a0py.clitypes import SECONDS, CliError, Count, RootSpec
+from a0py.clitypes import SECONDS, Count, RootSpec
 from a0py.dataspace import ParseError, Record, format_term, parse
+
+from .errors import BrokerCliError as CliError
 
 DEFAULT_BROKER = "default"
 
