@@ -79,7 +79,7 @@ def _start_broker(name, gc_threshold=None):
 def _stop(proc, name):
     proc.kill()
     proc.join()
-    a0py.Arena.unlink_shm(wire.request_arena_name(name))
+    wire.remove_request_arena(name)
 
 
 # ---------------------------------------------------------------- latency

@@ -29,9 +29,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from a0py import Arena  # noqa: E402
 from a0py.broker import Broker, BrokerClient  # noqa: E402
-from a0py.broker.wire import request_arena_name  # noqa: E402
+from a0py.broker.wire import remove_request_arena  # noqa: E402
 from a0py.dataspace import Record, format_term  # noqa: E402
 
 BROKER = "room-demo"
@@ -123,7 +122,9 @@ def main():
         display_proc.join(60)    # it ends once the kitchen's alert has come and gone
         stop.set()
         rule_proc.join(60)
-    Arena.unlink_shm(request_arena_name(BROKER))   # the broker's request arena
+    # The broker removed its request arena when it stopped, unless a client was still
+    # connected (one that did not close in time): then it is removed here.
+    remove_request_arena(BROKER)
     print("done", flush=True)
 
 

@@ -75,7 +75,14 @@ def test_malformed_frames_are_wire_errors():
 
 
 def test_names_are_checked():
-    for bad in ("", ".hidden", "a/b", "a b", "x" * 101, None, "é"):
+    for bad in ("", ".hidden", "-dash", "a/b", "a b", "x" * 101, None, "é"):
         with pytest.raises(wire.BrokerNameError):
             wire.check_name(bad)
-    assert wire.client_arena_name("room", "c-1") == "a0py.broker.room.c.c-1"
+
+
+def test_arenas_are_named_under_the_root_as_topic_arenas_with_protocols_of_their_own():
+    assert wire.request_arena_name("room", root="shm:t") == "/t.room.broker"
+    assert wire.client_arena_name("room", "c-1", root="shm:t") == "/t.room:c-1.broker_client"
+    assert wire.request_arena_name("room", root="/r") == "/r/room.broker.a0"
+    assert wire.client_arena_name("room", "c-1", root="/r") == "/r/room/c-1.broker_client.a0"
+    assert wire.request_key("room", "shm:t") != wire.request_key("room", "shm:u")

@@ -17,6 +17,7 @@ from .errors import (
     UnknownSubscriptionError,
 )
 from .server import Broker
+from .wire import broker_pid
 
 Engine = engine_build.Engine
 Change = engine_build.Change
@@ -37,4 +38,5 @@ __all__ = [
     "Engine",
     "ResultTooLargeError",
     "UnknownSubscriptionError",
+    "broker_pid",
 ]

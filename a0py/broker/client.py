@@ -257,7 +257,9 @@ class BrokerClient:
     ``client``: this client's name, unique among the broker's live clients (default:
     ``<pid>-<random>``); it names the client's arena and appears in its subscription
     facts. ``on_revoked(values)``: called (on the reader thread) when an administrator
-    retracted some of this client's claims (``a0py retract``).
+    retracted some of this client's claims (``a0py retract``). ``root``: where the
+    broker's arenas live (:class:`a0py.proto.topic.Root` or the ``A0PY_ROOT`` syntax;
+    default ``A0PY_ROOT`` now), as for topics.
 
     Values and patterns are dataspace terms (``Record``, tuples, atoms, ``capture``,
     ``_``) or their text: a ``str`` argument is read with :func:`a0py.dataspace.parse`
@@ -265,7 +267,9 @@ class BrokerClient:
     string itself is written quoted (``claim('"hello"')``).
 
     The broker need not be running: the client's claims and subscriptions are sent when
-    one starts, and again after any restart.
+    one starts, and again after any restart. (Such a client creates the broker's request
+    arena, to wait on it; :func:`a0py.broker.broker_pid` asks whether a broker runs, creating
+    nothing.)
 
     ``timeout``: how long (seconds) a request may wait for room in the broker's request
     arena. A running broker that does not take it in time (stuck, or far behind) makes
@@ -279,8 +283,9 @@ class BrokerClient:
     """
 
     def __init__(self, name, *, client=None, arena_size=None, on_revoked=None,
-                 timeout=DEFAULT_TIMEOUT):
+                 timeout=DEFAULT_TIMEOUT, root=None):
         wire.check_name(name)
+        self.root = wire.root_of(root)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise BrokerTypeError(f"timeout must be a number of seconds > 0, got {timeout!r}")
         self.broker = name
@@ -306,15 +311,15 @@ class BrokerClient:
         self._resync_due = False
         self.resyncs = 0
         self.gaps = 0
-        self._requests = wire.hold_request_arena(name)
-        self._queue = wire.request_queue(name)
+        self._requests = wire.hold_request_arena(name, root=self.root)
+        self._queue = wire.request_queue(name, root=self.root)
         try:
             self._broker_deadman = core.Deadman(self._requests)
             self._arena = self._create_arena(core, arena_size or wire.CLIENT_ARENA_SIZE)
             # The most the broker sends in one answer: half of what the arena takes.
             self._result_limit = core.Transport(self._arena).max_frame_size // 2
         except BaseException:
-            wire.release_request_arena(name)
+            wire.release_request_arena(name, self.root)
             raise
         self._ready = threading.Event()
         self._reader_error = None
@@ -324,7 +329,7 @@ class BrokerClient:
         self._ready.wait()
         if self._reader_error is not None:
             self._arena.close()
-            wire.release_request_arena(name)
+            wire.release_request_arena(name, self.root)
             raise self._reader_error
         self._broker_pid = self._broker_deadman.owner_pid
         self._resync(background=True)   # the hello: an empty state introduces this client
@@ -333,12 +338,11 @@ class BrokerClient:
         self._watcher.start()
 
     def _create_arena(self, core, size):
-        shm = wire.client_arena_name(self.broker, self.name)
         try:
-            arena = core.Arena.shm(shm, size)
-        except core.ArenaFormatError:
-            core.Arena.unlink_shm(shm)
-            arena = core.Arena.shm(shm, size)
+            arena = wire.open_client_arena(self.broker, self.name, size, self.root)
+        except core.ArenaFormatError:   # not an arena of this version: a leftover
+            wire.remove_client_arena(self.broker, self.name, self.root)
+            arena = wire.open_client_arena(self.broker, self.name, size, self.root)
         if core.Deadman(arena).is_taken():
             arena.close()
             raise BrokerNameError(f"client name {self.name!r} is in use by a live client of "
@@ -517,10 +521,10 @@ class BrokerClient:
             if thread is not threading.current_thread():
                 thread.join(2 * _SLICE + 1)
         try:
-            self._arena.unlink()
+            wire.remove_client_arena(self.broker, self.name, self.root)
         finally:
             self._arena.close()
-            wire.release_request_arena(self.broker)
+            wire.release_request_arena(self.broker, self.root)
 
     def __enter__(self):
         return self

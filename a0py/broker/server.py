@@ -21,6 +21,10 @@ Invariants:
   robust lock, woken by the kernel when the holder dies), confirmed by the main thread,
   which then retracts all the client's claims and subscriptions in one change and
   unlinks its arena.
+* **A broker removes what it owns when it stops**: its request arena, unless a client
+  is still connected (that client keeps writing to it, and the next broker of the name
+  must find it there: clients that map an arena removed under them would never see
+  that broker), and the arenas of the clients it saw die.
 """
 
 import gc
@@ -104,7 +108,9 @@ class Broker:
 
     ``Broker(name).run()`` serves until :meth:`stop` or Ctrl-C; ``with Broker(name):``
     (or :meth:`start`) serves from a thread of this process. ``arena_size``: bytes of
-    the request arena when this broker creates it.
+    the request arena when this broker creates it. ``root``: where its arenas live
+    (:class:`a0py.proto.topic.Root` or the ``A0PY_ROOT`` syntax; default ``A0PY_ROOT``
+    now), as for topics; its clients must name the same root.
 
     Raises :class:`BrokerNameError` for a bad name (at once), and from :meth:`run` /
     :meth:`start`: :class:`BrokerRunningError` when a broker of this name is alive,
@@ -119,8 +125,9 @@ class Broker:
     automatic collection off, and reference cycles would pile up while the broker runs).
     """
 
-    def __init__(self, name, *, arena_size=None, gc_threshold=GC_THRESHOLD):
+    def __init__(self, name, *, arena_size=None, gc_threshold=GC_THRESHOLD, root=None):
         wire.check_name(name)
+        self.root = wire.root_of(root)
         if gc_threshold is not None:
             if type(gc_threshold) is not int:
                 raise BrokerTypeError(f"gc_threshold must be an int or None, got "
@@ -147,9 +154,10 @@ class Broker:
     def run(self):
         """Serve in this thread until :meth:`stop` (or Ctrl-C, which raises
         KeyboardInterrupt after cleaning up). The deadman is held by this thread."""
-        arena = wire.hold_request_arena(self.name, self.arena_size)
+        arena = wire.hold_request_arena(self.name, self.arena_size, self.root)
         self._arena = arena
-        queue = self._queue = wire.request_queue(self.name, self.arena_size)
+        queue = self._queue = wire.request_queue(self.name, self.arena_size, self.root)
+        serving = False
         gc_saved = gc.get_threshold()
         if self.gc_threshold is not None:
             gc.set_threshold(self.gc_threshold, *gc_saved[1:])
@@ -159,6 +167,7 @@ class Broker:
             if not queue.open_reader(discard=True):
                 raise BrokerRunningError(
                     f"a broker named {self.name!r} is already running (pid {queue.reader_pid})")
+            serving = True
             self._ready.set()
             log.info("broker %r serving (request arena %s)", self.name, arena.name)
             self._serve(queue)
@@ -169,7 +178,7 @@ class Broker:
                 queue.close_reader()
             finally:
                 try:
-                    self._shutdown()
+                    self._shutdown(remove=serving)
                 finally:
                     gc.set_threshold(*gc_saved)
 
@@ -210,13 +219,27 @@ class Broker:
         self.stop()
         return False
 
-    def _shutdown(self):
+    def _shutdown(self, remove):
+        """Closes what the broker holds; with `remove` (it served: the deadman was its
+        own) removes the request arena too when no client is connected."""
+        connected = 0
         for conn in list(self._conns.values()):
+            try:
+                # A client that closed (its BYE not read yet) or died is no longer one.
+                connected += conn.deadman.is_taken()
+            except _core().A0Error:
+                pass
             self._close_conn(conn, unlink=False)
         self._conns.clear()
         if self._arena is not None:
             self._arena = None
-            wire.release_request_arena(self.name)
+            wire.release_request_arena(self.name, self.root)
+            if remove and not connected:
+                try:
+                    wire.remove_request_arena(self.name, self.root)
+                except _core().A0Error as exc:
+                    log.warning("broker %r: could not remove its request arena: %s",
+                                self.name, exc)
 
     # ---------------------------------------------------------------- the loop
 
@@ -301,16 +324,14 @@ class Broker:
         A request other than STATE from it is answered RESYNC."""
         core = _core()
         try:
-            name = wire.client_arena_name(self.name, source)
-            arena = core.Arena.shm(name)
+            arena = wire.attach_client_arena(self.name, source, self.root)
         except core.A0Error as exc:
             log.info("broker %r: request from %r, which has no arena (%s)", self.name, source, exc)
             return None
         conn = _Conn(source, arena)
         if not conn.deadman.is_taken():
             log.info("broker %r: request from %r, which is not alive", self.name, source)
-            arena.unlink()
-            arena.close()
+            self._close_conn(conn, unlink=True)
             return None
         if kind != wire.REQ_STATE:
             # Not introduced by a state: the broker restarted under it or lost its hello.
@@ -363,7 +384,10 @@ class Broker:
         self._conns.pop(conn.name, None)
         try:
             if unlink:
-                conn.arena.unlink()
+                wire.remove_client_arena(self.name, conn.name, self.root)
+        except (_core().A0Error, OSError):
+            pass
+        try:
             conn.arena.close()
         except _core().A0Error:
             pass

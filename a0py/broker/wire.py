@@ -3,15 +3,22 @@
 Everything that depends on the transport lives here, so that moving the broker onto
 topics and packets changes this module only.
 
-Arenas (POSIX shared memory, mode 0600):
+Arenas (mode 0600), under the topics' root (``A0PY_ROOT``, or the ``root`` a broker or
+client is given: :class:`a0py.proto.topic.Root`), named as topic arenas are, with a
+protocol of their own, so ``a0py ls`` lists them for what they are and ``a0py rm``
+removes them:
 
-* ``a0py.broker.<broker>``: the **request arena**. Every client writes its requests
-  here; the broker is its only reader. Its deadman is the broker's liveness: the running
-  broker holds it for its life, so clients see a crashed broker at once.
-* ``a0py.broker.<broker>.c.<client>``: one **client arena** per client. The broker
-  writes replies and notifications; the client is its only reader. Its deadman is the
-  client's liveness: the client's reader thread holds it, so the broker sees a killed
-  client at once.
+* ``<broker>.broker`` (shared memory ``/a0py.<broker>.broker`` by default; in a
+  directory root ``DIR/<broker>.broker.a0``): the **request arena**. Every client writes
+  its requests here; the broker is its only reader. Its deadman is the broker's
+  liveness: the running broker holds it for its life, so clients see a crashed broker
+  at once. A broker that stops with no client connected removes it.
+* ``<broker>/<client>.broker_client`` (``/a0py.<broker>:<client>.broker_client``;
+  ``DIR/<broker>/<client>.broker_client.a0``): one **client arena** per client. The
+  broker writes replies and notifications; the client is its only reader. Its deadman
+  is the client's liveness: the client's reader thread holds it, so the broker sees a
+  killed client at once. The client removes it when it closes, the broker when it sees
+  the client die.
 
 Frames. Each frame is a header and a list of items; every value in an item is the
 dataspace's canonical encoding (:func:`a0py.dataspace.encode`), every pattern its text
@@ -103,10 +110,14 @@ parse_reply = _framing.parse_reply
 parse_subscribe = _framing.parse_subscribe
 parse_varint = _framing.parse_varint
 
-ARENA_PREFIX = "a0py.broker."
+#: The protocol of a broker's request arena (``<broker>.broker`` under the root).
+BROKER = "broker"
+#: The protocol of a client's arena (``<broker>/<client>.broker_client`` under the root).
+BROKER_CLIENT = "broker_client"
 REQUEST_ARENA_SIZE = 8 << 20
 CLIENT_ARENA_SIZE = 4 << 20
-_NAME = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,99}\Z")
+# A name is one segment of a topic name (the arenas are named as topics are).
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}\Z")
 
 
 def check_name(name, what="broker name"):
@@ -114,17 +125,48 @@ def check_name(name, what="broker name"):
     :class:`BrokerNameError`."""
     if not isinstance(name, str) or not _NAME.match(name):
         raise BrokerNameError(
-            f"{what} must be 1 to 100 characters of [A-Za-z0-9_.-], not starting with '.', "
-            f"got {name!r}")
+            f"{what} must be 1 to 100 characters of [A-Za-z0-9_.-], not starting with '.' or "
+            f"'-', got {name!r}")
     return name
 
 
-def request_arena_name(broker):
-    return ARENA_PREFIX + check_name(broker)
+def root_of(root=None):
+    """The :class:`a0py.proto.topic.Root` a broker or client lives under: `root` (a
+    :class:`Root` or its ``A0PY_ROOT`` syntax), or ``A0PY_ROOT`` now when None. Raises
+    :class:`a0py.ArgumentError` for a bad root."""
+    from a0py.proto.topic import Root, current_root
+
+    return current_root() if root is None else Root.parse(root)
 
 
-def client_arena_name(broker, client):
-    return f"{ARENA_PREFIX}{check_name(broker)}.c.{check_name(client, 'client name')}"
+def request_topic(broker, root=None, size=None):
+    """The :class:`a0py.proto.topic.Topic` whose :data:`BROKER` arena is broker
+    ``broker``'s request arena (``size``: bytes when this process creates it, default
+    :data:`REQUEST_ARENA_SIZE`)."""
+    from a0py.proto.topic import Topic
+
+    return Topic(check_name(broker), root=root_of(root), size=size or REQUEST_ARENA_SIZE)
+
+
+def client_topic(broker, client, root=None, size=None):
+    """The :class:`a0py.proto.topic.Topic` whose :data:`BROKER_CLIENT` arena is the arena
+    of client ``client`` of broker ``broker`` (``size``: default :data:`CLIENT_ARENA_SIZE`)."""
+    from a0py.proto.topic import Topic
+
+    return Topic(f"{check_name(broker)}/{check_name(client, 'client name')}", root=root_of(root),
+                 size=size or CLIENT_ARENA_SIZE)
+
+
+def request_arena_name(broker, root=None):
+    """Where broker ``broker``'s request arena is: its shared-memory name (as
+    :meth:`a0py.Arena.shm` takes it) or, under a directory root, its file path."""
+    return request_topic(broker, root).location(BROKER)
+
+
+def client_arena_name(broker, client, root=None):
+    """Where the arena of client ``client`` of broker ``broker`` is (see
+    :func:`request_arena_name`)."""
+    return client_topic(broker, client, root).location(BROKER_CLIENT)
 
 
 # ---------------------------------------------------------------- values
@@ -139,45 +181,109 @@ def decode_value(data):
 # ---------------------------------------------------------------- the request arena
 
 
-def open_request_arena(broker, size=None):
-    """Maps broker ``broker``'s request arena: creates it (``size`` bytes, default
-    :data:`REQUEST_ARENA_SIZE`, mode 0600) or attaches to it at the size it has."""
+def open_request_arena(broker, size=None, root=None):
+    """Maps broker ``broker``'s request arena under `root` (default ``A0PY_ROOT``):
+    creates it (``size`` bytes, default :data:`REQUEST_ARENA_SIZE`, mode 0600) or
+    attaches to it at the size it has."""
+    from a0py.proto.topic import map_arena
+
+    return map_arena(request_topic(broker, root, size), BROKER)
+
+
+def broker_pid(broker, root=None):
+    """The pid of the process running broker ``broker`` under `root` (default
+    ``A0PY_ROOT``), or None when none runs. Creates nothing: it looks for the request
+    arena and, if there is one, at who holds its deadman. Raises
+    :class:`BrokerNameError`, and :class:`a0py.A0Error` for an arena it may not read
+    (another user's, not an arena)."""
     import a0py
+    from a0py.errors import ArenaNotFoundError
+    from a0py.proto.topic import map_arena
 
-    name = request_arena_name(broker)
     try:
-        return a0py.Arena.shm(name, size or REQUEST_ARENA_SIZE)
-    except a0py.ArenaExistsError:   # made by a broker with another arena_size
-        return a0py.Arena.shm(name)
+        arena = map_arena(request_topic(broker, root), BROKER, create=False)
+    except ArenaNotFoundError:
+        return None
+    try:
+        return a0py.Deadman(arena).owner_pid
+    finally:
+        arena.close()
 
 
-def request_key(broker):
+def remove_request_arena(broker, root=None):
+    """Removes broker ``broker``'s request arena from the root (mappings stay valid);
+    returns whether it existed."""
+    from a0py.proto.topic import unlink_topic
+
+    return bool(unlink_topic(request_topic(broker, root), (BROKER,)))
+
+
+def open_client_arena(broker, client, size=None, root=None):
+    """Maps (creates, or attaches to) the arena of client ``client`` of broker ``broker``
+    (``size`` bytes when it creates it). Under a directory root it lives in the
+    directory ``<broker>/``, which whoever removes the last client arena of the broker
+    removes (:func:`remove_client_arena`): a creator that loses that race tries again."""
+    from a0py.errors import ArenaNotFoundError
+    from a0py.proto.topic import map_arena
+
+    topic = client_topic(broker, client, root, size)
+    tries = 3
+    while True:
+        try:
+            return map_arena(topic, BROKER_CLIENT)
+        except ArenaNotFoundError:   # its directory was removed between mkdir and open
+            tries -= 1
+            if not tries:
+                raise
+
+
+def attach_client_arena(broker, client, root=None):
+    """Maps the arena of client ``client`` of broker ``broker`` if it exists; raises
+    :class:`a0py.ArenaNotFoundError` if it does not (nothing is created)."""
+    from a0py.proto.topic import map_arena
+
+    return map_arena(client_topic(broker, client, root), BROKER_CLIENT, create=False)
+
+
+def remove_client_arena(broker, client, root=None):
+    """Removes the arena of client ``client`` of broker ``broker`` (mappings stay valid),
+    and under a directory root the broker's client directory if it is empty now."""
+    from a0py.proto.topic import remove_empty_dirs, unlink_topic
+
+    topic = client_topic(broker, client, root)
+    unlink_topic(topic, (BROKER_CLIENT,))
+    remove_empty_dirs(topic)
+
+
+def request_key(broker, root=None):
     """The key of broker ``broker``'s request arena in the process's arena cache
     (:mod:`a0py.proto.arena_cache`)."""
-    return ("broker", check_name(broker))
+    return ("broker", root_of(root), check_name(broker))
 
 
-def hold_request_arena(broker, size=None):
+def hold_request_arena(broker, size=None, root=None):
     """Broker ``broker``'s request arena from the process's arena cache (mapped, or
     created with ``size``, on first use), held until :func:`release_request_arena`: the
     clients and the broker of one process share one mapping, unmapped with the last."""
     from a0py.proto import arena_cache
 
-    return arena_cache.hold(request_key(broker), open_request_arena, broker, size)
+    root = root_of(root)
+    return arena_cache.hold(request_key(broker, root), open_request_arena, broker, size, root)
 
 
-def release_request_arena(broker):
+def release_request_arena(broker, root=None):
     """Gives back one :func:`hold_request_arena`."""
     from a0py.proto import arena_cache
 
-    arena_cache.release(request_key(broker))
+    arena_cache.release(request_key(broker, root))
 
 
-def request_queue(broker, size=None):
+def request_queue(broker, size=None, root=None):
     """The backpressured queue (:class:`a0py.proto.queue.ArenaQueue`) on broker
     ``broker``'s request arena: clients put requests, the broker takes them and gives
     their room back after every batch."""
     from a0py.proto.queue import ArenaQueue
 
-    return ArenaQueue(request_key(broker), open_request_arena, broker, size,
+    root = root_of(root)
+    return ArenaQueue(request_key(broker, root), open_request_arena, broker, size, root,
                       name=f"the request arena of broker {broker!r}")

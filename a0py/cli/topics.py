@@ -87,9 +87,11 @@ def _open_arena(topic, protocol):
 
 
 def _existing(topic, protocols=None):
-    from a0py.proto.topic import PROTOCOLS
-
-    return [p for p in (protocols or PROTOCOLS) if topic.exists(p)]
+    """The protocols of ``topic`` whose arenas exist: every one ``ls`` lists
+    (a broker's too), or those of ``protocols``."""
+    if protocols is None:
+        return topic.protocols()
+    return [p for p in protocols if topic.exists(p)]
 
 
 # -- reading an arena's packets without subscribing (ls, info)
@@ -284,8 +286,17 @@ def _count(n, noun):
 
 
 def _owner_rows(topic, protocol):
-    """The live server of an rpc/prpc arena, the owner of a deadman."""
+    """The live server of an rpc/prpc arena, the owner of a deadman, the
+    broker running on a broker's request arena, the client reading a broker's
+    client arena."""
     try:
+        if protocol in ("broker", "broker_client"):
+            from a0py import Deadman
+
+            with _open_arena(topic, protocol) as arena:
+                pid = Deadman(arena).owner_pid
+            what = "the broker" if protocol == "broker" else "the client"
+            return [("owner", f"pid {pid} ({what})" if pid else f"none alive ({what} does not run)")]
         if protocol in ("rpc", "prpc"):
             from a0py.proto.rpc import server_pid
 
@@ -767,13 +778,15 @@ def bw(topic, root, window, duration):
               help="No error if it does not exist (with --shm/--file: remove it even if it is not an a0py arena).")
 @click.option("-v", "--verbose", is_flag=True, help="Print each topic removed, with its protocols.")
 def rm(topics, every, root, shm, path, force, verbose):
-    """Remove topics: all their arenas (pubsub, rpc, cfg, ...).
+    """Remove topics: all their arenas (pubsub, rpc, cfg, ..., and a fact
+    broker's, as `ls` lists them), and under a directory root the
+    directories that leaves empty.
 
     Processes that have a topic open keep using its removed arenas until
     they close them; programs started later create fresh ones. With --shm
     NAME or --file PATH instead of topics: remove one raw arena.
     """
-    from a0py.proto.topic import Root, Topic, list_topics
+    from a0py.proto.topic import Root, Topic, list_topics, remove_empty_dirs
 
     if shm is not None or path is not None:
         if topics or every:
@@ -800,6 +813,7 @@ def rm(topics, every, root, shm, path, force, verbose):
                 removed = topic.unlink(protocols)
             except OSError as e:
                 raise CliError(f"cannot remove {target.label}: {e}") from None
+        remove_empty_dirs(topic)
         if users:
             _warn(f"{target.label} is still open in process{'es' if len(users) > 1 else ''} "
                   f"{', '.join(map(str, users))}: they keep using the removed arenas until they close them")

@@ -39,7 +39,8 @@ from . import arena_cache
 __all__ = [
     "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC", "SCHEMA",
     "Root", "Topic", "close_arenas", "current_root", "forget_arena", "list_topics",
-    "make_private_dirs", "thread_transport", "topic_arena", "unlink_topic",
+    "make_private_dirs", "map_arena", "remove_empty_dirs", "thread_transport", "topic_arena",
+    "unlink_topic",
 ]
 
 PUBSUB = "pubsub"
@@ -263,6 +264,30 @@ class Topic:
             return os.path.exists("/dev/shm" + where)
         return os.path.exists(where)
 
+    def protocols(self):
+        """The protocols whose arenas this topic has now under its root: those of
+        :data:`PROTOCOLS` in that order, then any other (a broker's, a user's own)
+        sorted, as :func:`list_topics` finds them."""
+        found = []
+        if self.root.kind == "shm":
+            stem = f"{self.root.location}.{self.name.replace('/', ':')}."
+            try:
+                names = os.listdir("/dev/shm")
+            except OSError:
+                names = []
+            found = [n[len(stem):] for n in names if n.startswith(stem)]
+        else:
+            where = os.path.join(self.root.location, *self.name.split("/"))
+            stem = os.path.basename(where) + "."
+            try:
+                names = os.listdir(os.path.dirname(where))
+            except OSError:
+                names = []
+            found = [n[len(stem):-3] for n in names if n.startswith(stem) and n.endswith(".a0")]
+        known = {p: i for i, p in enumerate(PROTOCOLS)}
+        return sorted((p for p in found if _PROTOCOL_RE.fullmatch(p)),
+                      key=lambda p: (known.get(p, len(known)), p))
+
     def unlink(self, protocols=None):
         """Removes this topic's arenas (all protocols, or those given); returns the
         protocols that existed. Processes that have them mapped keep using them; new
@@ -298,6 +323,33 @@ def _open(topic, protocol, create):
         return core.Arena.file(where, size)
     except ArenaExistsError:
         return core.Arena.file(where)
+
+
+def map_arena(topic, protocol, *, create=True):
+    """A new mapping of `topic`'s `protocol` arena, not cached (the caller closes it):
+    with ``create=True`` created at :meth:`Topic.size_for` if missing (exclusive create,
+    so one creator initializes it) or attached as it is; else it must exist. For arenas
+    that one object owns and removes (a broker's client arenas), or that a caller only
+    looks at. Raises as :func:`topic_arena`."""
+    topic = Topic.of(topic)
+    return _open(topic, check_protocol(protocol), create)
+
+
+def remove_empty_dirs(topic):
+    """Removes the directories between a directory root and `topic`'s arenas that are
+    empty now, deepest first (best effort: a directory another process just filled, or
+    may not remove, stays). Nothing for a shared-memory root or a topic of one segment.
+    For whoever unlinks an arena that was alone in its directory."""
+    topic = Topic.of(topic)
+    if topic.root.kind != "dir":
+        return
+    parts = topic.name.split("/")[:-1]
+    while parts:
+        try:
+            os.rmdir(os.path.join(topic.root.location, *parts))
+        except OSError:
+            return
+        parts.pop()
 
 
 def _key(topic, protocol):
