@@ -32,7 +32,7 @@ def env(name):
 
 
 def cli(name, *args, **kw):
-    return subprocess.Popen([sys.executable, "-m", "a0py.broker.cli", *args], env=env(name),
+    return subprocess.Popen([sys.executable, "-m", "a0py.cli.broker", *args], env=env(name),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 

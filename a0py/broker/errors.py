@@ -1,7 +1,6 @@
-"""The exceptions of the fact broker. Every one is a subclass of :class:`a0py.A0Error`,
-but :class:`BrokerCliError`, how the broker's commands report them."""
+"""The exceptions of the fact broker. Every one is a subclass of :class:`a0py.A0Error`
+(its commands, in :mod:`a0py.cli.broker`, report them as the CLI's ``CliError``)."""
 
-import click
 
 from a0py.errors import A0Error, A0TimeoutError
 
@@ -64,18 +63,8 @@ class UnknownSubscriptionError(BrokerError, KeyError):
     """Unsubscribing a subscription that is not (or no longer) this client's."""
 
 
-class BrokerCliError(click.ClickException):
-    """An error the user of a broker command can act on: ``a0py: error: MESSAGE`` on
-    stderr, exit status 1 (as every ``a0py`` command's ``CliError``; the broker's
-    commands live below the command-line package, so they have their own)."""
-
-    def show(self, file=None):
-        click.echo(f"a0py: error: {self.format_message()}", err=True)
-
-
 __all__ = [
     "BatchRejectedError",
-    "BrokerCliError",
     "BrokerClosedError",
     "BrokerError",
     "BrokerNameError",
