@@ -45,6 +45,7 @@ LAYERS = [
     ("actors", ["a0py.actor"]),
     ("spark", ["a0py.spark"]),
     ("view", ["a0py.view"]),
+    ("bridge", ["a0py.bridge"]),
     ("cli", ["a0py.cli", "a0py.__main__"]),
 ]
 

@@ -16,3 +16,9 @@ class BridgeConfigError(BridgeError, ArgumentError):
 class BridgeStartError(BridgeError):
     """Zenoh refused to open the session (an endpoint already in use, an address that
     does not exist on this machine...). The message gives Zenoh's reason."""
+
+
+class WireError(BridgeError, ValueError):
+    """Something received from the network is not what a bridge sends: a payload that
+    is not an a0py packet, an attachment that does not parse, a key that names no
+    topic. Counted by the bridge, never raised out of it."""

@@ -27,7 +27,6 @@ from ..errors import A0Error, FrameTooLargeError
 from ..proto.discovery import compile_glob
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import PUBSUB, Topic, parse_size, topic_arena
-from .counts import TopicCounts
 from .wire import ORIGIN, Attachment, WireError, bridged_packet, pubsub_key, topic_of_key
 
 __all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]

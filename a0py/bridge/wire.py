@@ -26,6 +26,7 @@ from .._core import Packet
 from ..errors import ArgumentError, PacketCorruptError
 from ..proto.packets import STANDARD_HEADERS
 from ..proto.topic import PUBSUB, check_topic_name
+from .errors import WireError
 
 __all__ = ["HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet", "check_prefix",
            "pubsub_key", "topic_of_key", "was_bridged"]
@@ -44,11 +45,6 @@ _MAX_HOST = 255
 _FLAGS = slice(6, 8)        # the packet's flags (docs/pubsub.md, "Packet format")
 _STD_BLOCK = slice(48, 96)  # the standard block
 _HAS_STD = 1
-
-
-class WireError(ValueError):
-    """Something received from the network is not what a bridge sends (counted, never
-    raised out of the bridge)."""
 
 
 def check_prefix(prefix):

@@ -1,0 +1,370 @@
+"""The Zenoh bridge with real processes: each "machine" is a root of its own
+(``A0PY_ROOT=shm:PREFIX``), each bridge an ``a0py bridge`` process, the bridges joined
+over TCP on loopback. Every wait is bounded; a bridge that does not stop on SIGTERM is
+killed and the test fails."""
+
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+import zenoh  # the test extra has it: nothing here is skipped
+from a0py import Packet, Publisher, SubscriberSync
+from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, ZenohBridge
+from a0py.bridge.config import zenoh_config
+from a0py.bridge.wire import Attachment, pubsub_key
+from a0py.proto import INIT_OLDEST
+from a0py.proto.log import LogListener
+from a0py.proto.topic import Topic, list_topics, unlink_topic
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+START_S = 20.0   # a bridge process prints its first line within this
+LINK_S = 20.0    # two bridges route a topic within this
+MSG_S = 15.0     # packets cross within this
+QUIET_S = 1.5    # after the expected packets, how long nothing more may arrive
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def endpoint(port):
+    return f"tcp/127.0.0.1:{port}"
+
+
+@pytest.fixture
+def machines():
+    """make(n): n fresh roots (one per "machine"), removed afterwards with their topics."""
+    roots = []
+
+    def make(n):
+        tag = uuid.uuid4().hex[:8]
+        new = [f"shm:brt{tag}{chr(ord('a') + i)}" for i in range(n)]
+        roots.extend(new)
+        return new
+
+    yield make
+    for root in roots:
+        for name in list_topics(root):
+            unlink_topic(Topic(name, root=root))
+
+
+class BridgeProc:
+    """An ``a0py bridge`` process; ``id`` from its first line, ``stop()`` its final status."""
+
+    def __init__(self, root, globs, *args):
+        env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "a0py", "bridge", "--status-interval", "0.2", *args, *globs],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        line = self._line(START_S)
+        assert line.startswith("a0py bridge: "), f"bridge did not start: {line!r} {self._err()}"
+        self.id = line.split()[2]
+
+    def _line(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return self.proc.stdout.readline() if ready else ""
+
+    def _err(self):
+        if self.proc.poll() is None:
+            return ""
+        return self.proc.stderr.read()
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.communicate(timeout=10)
+
+    def stop(self):
+        """SIGTERM; the final status line (a dict)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            pytest.fail("the bridge did not stop within 20 s of SIGTERM")
+        assert self.proc.returncode == 0, err
+        return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def bridges():
+    """start(root, globs, *args): a BridgeProc, killed at teardown if still running."""
+    started = []
+
+    def start(root, globs, *args):
+        b = BridgeProc(root, globs, *args)
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        if b.proc.poll() is None:
+            b.kill()
+
+
+def drain(root, name):
+    """Every packet of topic `name` under `root` now, oldest first."""
+    with SubscriberSync(Topic(name, root=root), init=INIT_OLDEST) as sub:
+        out = []
+        while (pkt := sub.read()) is not None:
+            out.append(pkt)
+        return out
+
+
+def wait_for(root, name, count, timeout=MSG_S):
+    """The packets of `name` under `root` once there are `count` of them; fails at the
+    timeout saying how many came."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = drain(root, name)
+        if len(got) >= count or time.monotonic() > deadline:
+            assert len(got) >= count, f"{len(got)} of {count} packets of {name!r} under {root}"
+            return got
+        time.sleep(0.05)
+
+
+def link(src, dsts, probe):
+    """Publishes on topic `probe` under `src` until a packet of it shows under every root
+    of `dsts`: the route from src to each is up."""
+    deadline = time.monotonic() + LINK_S
+    with Publisher(Topic(probe, root=src)) as pub:
+        while True:
+            pub.pub(b"probe")
+            if all(drain(d, probe) for d in dsts):
+                return
+            assert time.monotonic() < deadline, f"no route from {src} to {dsts} within {LINK_S} s"
+            time.sleep(0.1)
+
+
+PUBLISHER = """
+import sys
+from a0py import Publisher
+n, name, tag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with Publisher(name) as pub:
+    for i in range(n):
+        pub.pub(f"{tag}-{i}".encode() * (1 + i % 7), headers=[("i", str(i)), ("tag", tag)])
+"""
+
+
+def publish(root, name, n, tag):
+    """Publishes n packets on `name` under `root` from a process of its own."""
+    subprocess.run([sys.executable, "-c", PUBLISHER, str(n), name, tag], check=True, timeout=60,
+                   env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
+
+
+def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    # robot/data is created after both bridges started: discovered, exported from its first packet.
+    publish(a, "robot/data", 300, "A")
+    sent = drain(a, "robot/data")
+    got = wait_for(b, "robot/data", 300)
+    assert len(sent) == 300
+    assert [p.id for p in got] == [p.id for p in sent]
+    for i, (s, g) in enumerate(zip(sent, got)):
+        assert g.payload == s.payload
+        theirs = list(g.headers)
+        # the publisher's headers, standard ones included, byte for byte, then the bridge's
+        assert theirs[:len(s.headers)] == list(s.headers)
+        assert g.headers[ORIGIN] == ba.id
+        assert g.headers[HOST] == socket.gethostname()
+        assert g.headers[SEQ] == str(i + 1)
+        assert len(theirs) == len(s.headers) + 3
+    # nothing came back to A, nothing on B went out again
+    time.sleep(QUIET_S)
+    assert len(drain(a, "robot/data")) == 300
+    assert len(drain(b, "robot/data")) == 300
+    sa, sb = ba.stop(), bb.stop()
+    assert sa["topics"]["robot/data"]["exported"] == 300
+    assert sb["topics"]["robot/data"]["imported"] == 300
+    assert sb["topics"]["robot/data"]["lost"] == 0
+    assert sb["topics"]["robot/data"]["exported"] == 0  # imported packets are never re-exported
+
+
+def test_a_topic_present_before_the_bridge_starts_is_bridged_from_its_next_packet(machines, bridges):
+    a, b = machines(2)
+    with Publisher(Topic("robot/old", root=a)) as pub:
+        pub.pub(b"before the bridge")
+        port = free_port()
+        bridges(a, ["robot/**"], "--listen", endpoint(port))
+        bridges(b, ["robot/**"], "--connect", endpoint(port))
+        link(a, [b], "robot/probe")
+        deadline = time.monotonic() + LINK_S
+        # the bridge's subscriber to robot/old may come a moment after the probe's route
+        while not drain(b, "robot/old"):
+            pub.pub(b"after")
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert all(p.payload == b"after" for p in drain(b, "robot/old"))
+
+
+def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(machines, bridges):
+    roots = machines(3)
+    ports = [free_port() for _ in roots]
+    procs = [bridges(roots[0], ["robot/**"], "--listen", endpoint(ports[0])),
+             bridges(roots[1], ["robot/**"], "--listen", endpoint(ports[1]),
+                     "--connect", endpoint(ports[0])),
+             bridges(roots[2], ["robot/**"], "--listen", endpoint(ports[2]),
+                     "--connect", endpoint(ports[0]), "--connect", endpoint(ports[1]))]
+    for i, r in enumerate(roots):
+        link(r, [o for o in roots if o != r], f"robot/probe{i}")
+    n = 60
+    for i, r in enumerate(roots):
+        publish(r, "robot/shared", n, f"m{i}")     # one topic written on every machine
+        publish(r, f"robot/only{i}", n, f"m{i}")   # and one per machine
+    for r in roots:
+        shared = wait_for(r, "robot/shared", 3 * n)
+        for i in range(3):
+            wait_for(r, f"robot/only{i}", n)
+    time.sleep(QUIET_S)  # loops or duplicates would show up as more packets meanwhile
+    for r in roots:
+        shared = drain(r, "robot/shared")
+        assert len(shared) == 3 * n and len({p.id for p in shared}) == 3 * n, r
+        for i in range(3):
+            only = drain(r, f"robot/only{i}")
+            assert len(only) == n and len({p.id for p in only}) == n, (r, i)
+            # each machine's packets in the order published
+            assert [p.headers["i"] for p in only] == [str(k) for k in range(n)]
+    # on each machine, each other machine's packets on the shared topic arrived once, in order
+    for r in roots:
+        shared = drain(r, "robot/shared")
+        for i in range(3):
+            mine = [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"]
+            assert mine == [str(k) for k in range(n)]
+    for p in procs:
+        status = p.stop()
+        assert all(c["duplicates"] == 0 and c["lost"] == 0 for c in status["topics"].values())
+
+
+def _session(port):
+    return zenoh.open(zenoh_config(zenoh, connect=[endpoint(port)]))
+
+
+def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines, bridges):
+    (b,) = machines(1)
+    port = free_port()
+    bb = bridges(b, ["robot/**"], "--listen", endpoint(port))
+    good = Packet([("k", "v")], b"real").to_bytes()
+    origin = uuid.uuid4().bytes
+    with _session(port) as s:
+        deadline = time.monotonic() + LINK_S
+        seq = 0
+        # until the route is up: numbered good packets from a made-up bridge
+        while not drain(b, "robot/good"):
+            seq += 1
+            s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq, "h").encode())
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        s.put(pubsub_key("a0py", "robot/good"), good)  # no attachment
+        s.put(pubsub_key("a0py", "robot/good"), good, attachment=b"junk")
+        s.put("a0py/pubsub/robot/-bad", good, attachment=Attachment(origin, 1, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), b"not a packet",
+              attachment=Attachment(origin, seq + 1, "h").encode())
+        already = Packet([(ORIGIN, "x" * 32)], b"twice").to_bytes()
+        s.put(pubsub_key("a0py", "robot/good"), already,
+              attachment=Attachment(origin, seq + 2, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq + 3, "h").encode())
+        deadline = time.monotonic() + MSG_S
+        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 3):
+            assert time.monotonic() < deadline, "the good packet after the bad ones never came"
+            time.sleep(0.05)
+    status = bb.stop()
+    assert status["bad_samples"] == 3
+    assert status["topics"]["robot/good"]["corrupt"] == 2
+    assert all(p.payload == b"real" for p in drain(b, "robot/good"))
+
+
+def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, bridges):
+    (b,) = machines(1)
+    port = free_port()
+    bb = bridges(b, ["robot/**"], "--listen", endpoint(port))
+    logs = []
+    listener = LogListener(Topic("a0py/bridge", root=b), "WARN", logs.append, init=INIT_OLDEST)
+    origin = uuid.uuid4().bytes
+
+    def put(s, seq):
+        s.put(pubsub_key("a0py", "robot/lossy"), Packet(str(seq)).to_bytes(),
+              attachment=Attachment(origin, seq, "h").encode())
+
+    try:
+        with _session(port) as s:
+            deadline = time.monotonic() + LINK_S
+            first = 0
+            while not drain(b, "robot/lossy"):
+                first += 1
+                put(s, first)
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            for seq in (first + 1, first + 1, first + 4, first + 2, first + 5):  # dup, gap of 2, late
+                put(s, seq)
+            deadline = time.monotonic() + MSG_S
+            while drain(b, "robot/lossy")[-1].payload != str(first + 5).encode():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            got = drain(b, "robot/lossy")
+            deadline = time.monotonic() + MSG_S
+            while not logs:
+                assert time.monotonic() < deadline, "no WARN on the bridge's log topic"
+                time.sleep(0.05)
+        status = bb.stop()
+    finally:
+        listener.close()
+    counts = status["topics"]["robot/lossy"]
+    assert [p.payload for p in got[-3:]] == [str(first + k).encode() for k in (1, 4, 5)]
+    assert counts["duplicates"] == 2   # first+1 again, and first+2 after first+4
+    assert counts["lost"] == 2         # first+2 and first+3, as seen when first+4 came
+    assert "robot/lossy" in logs[-1].payload.decode() and logs[-1].headers["lost"] == "2"
+
+
+def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    publish(a, "robot/data", 50, "first")
+    wait_for(b, "robot/data", 50)
+    bb.proc.kill()
+    bb.proc.communicate(timeout=10)
+    publish(a, "robot/data", 20, "while-down")
+    bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe2")
+    publish(a, "robot/data", 50, "second")
+    got = wait_for(b, "robot/data", 100)
+    time.sleep(QUIET_S)
+    got = drain(b, "robot/data")
+    assert len({p.id for p in got}) == len(got)
+    tags = [p.headers["tag"] for p in got]
+    assert tags.count("first") == 50 and tags.count("second") == 50
+    assert [p.headers["i"] for p in got if p.headers["tag"] == "second"] == [str(i) for i in range(50)]
+
+
+def test_bad_configuration_is_a_clear_error(tmp_path):
+    with pytest.raises(BridgeConfigError, match="endpoint"):
+        ZenohBridge(["robot/**"], listen=["127.0.0.1:7447"])
+    bad = tmp_path / "zenoh.json5"
+    bad.write_text("{ mode: ")
+    with pytest.raises(BridgeConfigError, match="does not parse"):
+        ZenohBridge(["robot/**"], config=str(bad))
+    with pytest.raises(BridgeConfigError, match="glob"):
+        ZenohBridge([""])
+    with pytest.raises(BridgeConfigError, match="prefix"):
+        ZenohBridge(["robot/**"], prefix="a/*")
+    out = subprocess.run([sys.executable, "-m", "a0py", "bridge", "--config", str(bad), "robot/**"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env=dict(os.environ, PYTHONPATH=REPO))
+    assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
