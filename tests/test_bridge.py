@@ -14,8 +14,8 @@ import time
 import uuid
 
 import pytest
-
 import zenoh  # the test extra has it: nothing here is skipped
+
 from a0py import Packet, Publisher, SubscriberSync
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, ZenohBridge
 from a0py.bridge.config import zenoh_config
@@ -368,3 +368,66 @@ def test_bad_configuration_is_a_clear_error(tmp_path):
                          capture_output=True, text=True, timeout=60, cwd=REPO,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
+
+
+def _ip(*args):
+    subprocess.run(["ip", *args], check=True, timeout=20, capture_output=True)
+
+
+@pytest.fixture
+def two_namespaces():
+    """Two network namespaces joined by a veth pair: (ns_a, addr_a, ns_b, addr_b)."""
+    tag = uuid.uuid4().hex[:6]
+    ns_a, ns_b = f"a0br{tag}a", f"a0br{tag}b"
+    net = 10 + int(tag[:2], 16) % 200
+    addr_a, addr_b = f"10.{net}.{int(tag[2:4], 16)}.1", f"10.{net}.{int(tag[2:4], 16)}.2"
+    try:
+        _ip("netns", "add", ns_a)
+        _ip("netns", "add", ns_b)
+        _ip("link", "add", f"v{tag}a", "netns", ns_a, "type", "veth", "peer", "name", f"v{tag}b",
+            "netns", ns_b)
+        for ns, dev, addr in ((ns_a, f"v{tag}a", addr_a), (ns_b, f"v{tag}b", addr_b)):
+            _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield ns_a, addr_a, ns_b, addr_b
+    finally:
+        for ns in (ns_a, ns_b):
+            subprocess.run(["ip", "netns", "del", ns], timeout=20, capture_output=True)
+
+
+def _in_machine(ns, *args):
+    """A process in network namespace `ns` with a private, empty /dev/shm."""
+    script = os.path.join(REPO, "tests", "_bridge_machine.py")
+    inner = f"mount -t tmpfs tmpfs /dev/shm && exec {sys.executable} {script} " + " ".join(args)
+    return subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "-m", "--propagation", "private",
+                             "sh", "-c", inner], env=dict(os.environ, PYTHONPATH=REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+
+
+def test_two_network_namespaces_with_private_shared_memory(two_namespaces):
+    ns_a, addr_a, ns_b, _ = two_namespaces
+    n = 20  # alternately 1 MiB and 64 B
+    port = 7447
+    pub = _in_machine(ns_a, "pub", str(n), "--listen", f"tcp/{addr_a}:{port}")
+    sub = _in_machine(ns_b, "sub", str(n), "--connect", f"tcp/{addr_a}:{port}")
+    try:
+        sub_out, sub_err = sub.communicate(timeout=60)
+        pub_out, pub_err = pub.communicate(timeout=60)
+    finally:
+        for p in (pub, sub):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert sub.returncode == 0, (sub_out[-2000:], sub_err[-2000:], pub_err[-2000:])
+    assert pub.returncode == 0, pub_err
+    pub_id = json.loads(pub_out.splitlines()[0])["bridge"]
+    lines = [json.loads(x) for x in sub_out.splitlines()[1:]]
+    packets, status = lines[:-1], lines[-1]["status"]
+    assert len(packets) == n
+    for i, p in enumerate(packets):
+        headers = dict(p["headers"])
+        assert headers["i"] == str(i) and headers[ORIGIN] == pub_id and headers["a0_writer_seq"] == str(i + 1)
+        assert p["size"] == (64 if i % 2 else 1 << 20)
+    assert status["topics"]["robot/data"]["imported"] == n
+    assert status["topics"]["robot/data"]["lost"] == 0
