@@ -431,3 +431,11 @@ def test_two_network_namespaces_with_private_shared_memory(two_namespaces):
         assert p["size"] == (64 if i % 2 else 1 << 20)
     assert status["topics"]["robot/data"]["imported"] == n
     assert status["topics"]["robot/data"]["lost"] == 0
+
+
+def test_the_two_machines_example_shows_packets_crossing():
+    out = subprocess.run(["sh", os.path.join(REPO, "examples", "two_machines.sh"), "3"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO,
+                         env=dict(os.environ, PYTHON=sys.executable))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count(f"{ORIGIN}: ") == 3 and out.stdout.count("source: pubsub_pub") == 3
