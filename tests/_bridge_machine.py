@@ -24,7 +24,8 @@ def main():
     side, n, how, ep = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     kw = {"listen": [ep]} if how == "--listen" else {"connect": [ep]}
     deadline = time.monotonic() + LIMIT_S
-    with ZenohBridge(["robot/**"], **kw) as bridge:
+    # reliable: a burst of 1 MiB packets would overflow Zenoh's queue under the drop policy
+    with ZenohBridge(["robot/**"], reliable=True, **kw) as bridge:
         print(json.dumps({"bridge": bridge.id}), flush=True)
         if side == "pub":
             with Publisher("robot/probe") as probe, SubscriberSync("robot/ack", INIT_OLDEST) as ack:

@@ -21,7 +21,7 @@ from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, ZenohBridge
 from a0py.bridge.config import zenoh_config
 from a0py.bridge.wire import Attachment, pubsub_key
 from a0py.proto import INIT_OLDEST
-from a0py.proto.log import LogListener
+from a0py.proto.log import LogListener, log_level
 from a0py.proto.topic import Topic, list_topics, unlink_topic
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -210,6 +210,40 @@ def test_a_topic_present_before_the_bridge_starts_is_bridged_from_its_next_packe
             assert time.monotonic() < deadline
             time.sleep(0.1)
     assert all(p.payload == b"after" for p in drain(b, "robot/old"))
+
+
+LOGGER = """
+import sys
+from a0py import Logger
+with Logger(sys.argv[1]) as log:
+    for i in range(int(sys.argv[2])):
+        (log.warn if i % 2 else log.info)(f"message {i}")
+"""
+
+
+def test_log_messages_cross_with_their_levels_in_order(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    got = []
+    listener = LogListener(Topic("robot/arm", root=b), "DBG", got.append, init=INIT_OLDEST)
+    try:
+        subprocess.run([sys.executable, "-c", LOGGER, "robot/arm", "40"], check=True, timeout=60,
+                       env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+        deadline = time.monotonic() + MSG_S
+        while len(got) < 40:
+            assert time.monotonic() < deadline, f"{len(got)} of 40 log messages crossed"
+            time.sleep(0.05)
+        time.sleep(QUIET_S)
+    finally:
+        listener.close()
+    assert [p.payload for p in got] == [f"message {i}".encode() for i in range(40)]
+    assert [log_level(p).name for p in got] == ["INFO", "WARN"] * 20
+    assert all(p.headers[ORIGIN] == ba.id for p in got)
+    assert bb.stop()["logs"]["robot/arm"]["imported"] == 40
+    assert ba.stop()["logs"]["robot/arm"]["exported"] == 40
 
 
 def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(machines, bridges):

@@ -3,8 +3,9 @@ the importer of the remote ones, and its report of what it could not deliver.
 
 Invariants:
 
-* One exporter per local topic, however many globs match it, made when discovery
-  (:mod:`a0py.proto.discovery`) first announces the topic.
+* One exporter per local topic and bridged protocol (pub/sub, log), however many globs
+  match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
+  topic's arena of that protocol.
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
@@ -21,7 +22,7 @@ import uuid
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.topic import PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
+from ..proto.topic import LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
 from .config import zenoh_config
 from .counts import TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
@@ -117,12 +118,12 @@ class ZenohBridge:
         """Whether topic `name` matches one of the bridge's globs."""
         return any(m(name) for m in self._matchers)
 
-    def counts_of(self, name):
-        """The counters of topic `name` (made on first use)."""
+    def counts_of(self, protocol, name):
+        """The counters of topic `name`'s `protocol` packets (made on first use)."""
         with self._lock:
-            counts = self._counts.get(name)
+            counts = self._counts.get((protocol, name))
             if counts is None:
-                counts = self._counts[name] = TopicCounts()
+                counts = self._counts[protocol, name] = TopicCounts()
             return counts
 
     # --- life
@@ -142,11 +143,13 @@ class ZenohBridge:
         self._stopping.clear()
         try:
             self._importer = Importer(self, self._sizes)
-            self._existing = {t for t, protos in list_topics(self.root).items()
-                              if PUBSUB in protos and self.matches(t)}
+            self._existing = {(p, t) for t, protos in list_topics(self.root).items()
+                              if self.matches(t) for p in protos if p in (PUBSUB, LOG)}
             for glob in self.globs:
-                self._discoveries.append(Discovery(glob, self._on_topic, root=self.root,
-                                                   protocols=(PUBSUB,)))
+                for protocol in (PUBSUB, LOG):
+                    self._discoveries.append(Discovery(
+                        glob, lambda name, p=protocol: self._on_topic(p, name), root=self.root,
+                        protocols=(protocol,)))
         except BaseException:
             self.stop()
             raise
@@ -156,20 +159,21 @@ class ZenohBridge:
         _log.info("bridge %s started (prefix %r, globs %s)", self.id, self.prefix, self.globs)
         return self
 
-    def _on_topic(self, name):
+    def _on_topic(self, protocol, name):
         # On a discovery thread.
+        key = (protocol, name)
         with self._lock:
-            if name in self._exporters or self.session is None or self._stopping.is_set():
+            if key in self._exporters or self.session is None or self._stopping.is_set():
                 return
-            self._exporters[name] = None  # claimed: a second glob's discovery skips it
+            self._exporters[key] = None  # claimed: a second glob's discovery skips it
         try:
-            exporter = Exporter(self, name, init_for(name in self._existing))
+            exporter = Exporter(self, protocol, name, init_for(key in self._existing))
         except Exception:
             with self._lock:
-                del self._exporters[name]
+                del self._exporters[key]
             raise
         with self._lock:
-            self._exporters[name] = exporter
+            self._exporters[key] = exporter
         if self._stopping.is_set():
             exporter.close()
 
@@ -210,13 +214,16 @@ class ZenohBridge:
 
     def status(self):
         """``{"id", "host", "prefix", "reliable", "bad_samples", "topics": {name:
-        counts}}`` where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
+        counts}, "logs": {name: counts}}`` (pub/sub packets and log messages of each
+        topic) where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
         (exported, imported, missed_local, lost, duplicates, too_large, corrupt,
         write_errors)."""
         with self._lock:
-            topics = {name: c.as_dict() for name, c in sorted(self._counts.items())}
+            counts = sorted(self._counts.items())
         return {"id": self.id, "host": self.host, "prefix": self.prefix, "reliable": self.reliable,
-                "bad_samples": self.bad_samples, "topics": topics}
+                "bad_samples": self.bad_samples,
+                "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
+                "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG}}
 
     def _report_loop(self):
         while not self._stopping.wait(self.report_interval):
@@ -229,17 +236,18 @@ class ZenohBridge:
         if self.log_topic is None:
             return
         with self._lock:
-            losses = {name: c.losses() for name, c in self._counts.items()}
-        changed = {name: loss for name, loss in losses.items()
-                   if loss and loss != self._reported.get(name)}
+            losses = {key: c.losses() for key, c in self._counts.items()}
+        changed = {key: loss for key, loss in losses.items()
+                   if loss and loss != self._reported.get(key)}
         if not changed:
             return
         with Logger(Topic(self.log_topic, root=self.root)) as logger:
-            for name, loss in sorted(changed.items()):
+            for (protocol, name), loss in sorted(changed.items()):
                 text = ", ".join(f"{k} {v}" for k, v in sorted(loss.items()))
-                logger.warn(f"bridge {self.id}: topic {name!r} undelivered: {text}",
-                            headers=[("topic", name)] + [(k, str(v)) for k, v in sorted(loss.items())])
-                self._reported[name] = loss
+                logger.warn(f"bridge {self.id}: topic {name!r} ({protocol}) undelivered: {text}",
+                            headers=[("topic", name), ("protocol", protocol)]
+                            + [(k, str(v)) for k, v in sorted(loss.items())])
+                self._reported[protocol, name] = loss
 
     def __repr__(self):
         state = "started" if self.session is not None else "stopped"

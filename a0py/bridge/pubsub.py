@@ -1,5 +1,6 @@
-"""Pub/sub across the bridge: :class:`Exporter` (local topics to Zenoh) and
-:class:`Importer` (Zenoh to local topics).
+"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets or log
+messages to Zenoh) and :class:`Importer` (Zenoh to local topics). Log messages are
+packets in a ring as pub/sub packets are, and travel the same way under their own key.
 
 Invariants:
 
@@ -25,9 +26,10 @@ import threading
 from .. import _core
 from ..errors import A0Error, FrameTooLargeError
 from ..proto.discovery import compile_glob
+from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
-from ..proto.topic import PUBSUB, Topic, parse_size, topic_arena
-from .wire import ORIGIN, Attachment, WireError, bridged_packet, pubsub_key, topic_of_key
+from ..proto.topic import LOG, PUBSUB, Topic, parse_size, topic_arena
+from .wire import BRIDGED, ORIGIN, Attachment, WireError, bridged_packet, key_of, topic_of_key
 
 __all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]
 
@@ -41,15 +43,19 @@ _FRAMES_PER_TOPIC = 4
 
 
 class Exporter:
-    """Sends one local topic's packets to Zenoh (see the module doc)."""
+    """Sends one local topic's `protocol` packets to Zenoh (see the module doc)."""
 
-    def __init__(self, bridge, name, init):
-        self.counts = bridge.counts_of(name)
+    def __init__(self, bridge, protocol, name, init):
+        self.counts = bridge.counts_of(protocol, name)
         self._bridge = bridge
         self._publisher = bridge.session.declare_publisher(
-            pubsub_key(bridge.prefix, name), congestion_control=bridge.congestion_control)
+            key_of(bridge.prefix, protocol, name), congestion_control=bridge.congestion_control)
         self._seq = 0
-        self._subscriber = Subscriber(Topic(name, root=bridge.root), self._on_packet, init=init)
+        topic = Topic(name, root=bridge.root)
+        if protocol == LOG:
+            self._subscriber = LogListener(topic, LogLevel.DBG, self._on_packet, init=init)
+        else:
+            self._subscriber = Subscriber(topic, self._on_packet, init=init)
 
     def _on_packet(self, pkt):
         if pkt.missed:
@@ -92,9 +98,9 @@ class Importer:
         self._sizes = sizes
         self._lock = threading.Lock()
         self._topics = {}
-        self._subscriber = bridge.session.declare_subscriber(
-            pubsub_key(bridge.prefix, "**"), self._on_sample,
-            allowed_origin=bridge.zenoh.Locality.REMOTE)
+        self._subscribers = [bridge.session.declare_subscriber(
+            key_of(bridge.prefix, protocol, "**"), self._on_sample,
+            allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
 
     def _refuse(self, why):
         self._bridge.bad_samples += 1
@@ -104,7 +110,7 @@ class Importer:
         # On a Zenoh thread; nothing in the sample is trusted.
         bridge = self._bridge
         try:
-            name = topic_of_key(bridge.prefix, str(sample.key_expr))
+            protocol, name = topic_of_key(bridge.prefix, str(sample.key_expr))
             raw_att = sample.attachment
             att = Attachment.decode(None if raw_att is None else raw_att.to_bytes())
         except WireError as e:
@@ -114,9 +120,9 @@ class Importer:
             return
         data = sample.payload.to_bytes()
         with self._lock:
-            state = self._topics.get(name)
+            state = self._topics.get((protocol, name))
             if state is None:
-                state = self._topics[name] = _Imported(bridge.counts_of(name))
+                state = self._topics[protocol, name] = _Imported(bridge.counts_of(protocol, name))
             counts = state.counts
             last = state.last.get(att.origin)
             if last is not None:
@@ -136,7 +142,7 @@ class Importer:
                 return
             try:
                 if state.transport is None:
-                    state.transport = self._open(name, len(frame))
+                    state.transport = self._open(protocol, name, len(frame))
                 state.transport.write(frame)
             except FrameTooLargeError:
                 counts.too_large += 1
@@ -147,19 +153,20 @@ class Importer:
                 return
             counts.imported += 1
 
-    def _open(self, name, frame_size):
-        size = next((s for match, s in self._sizes if match(name)), None)
+    def _open(self, protocol, name, frame_size):
+        size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
         topic = Topic(name, root=self._bridge.root)
         if size is None:
             need = _FRAMES_PER_TOPIC * (_core.FRAME_HEADER_SIZE + frame_size + 16) + _core.HEADER_SIZE
-            size = max(topic.size_for(PUBSUB), need)
-        return _core.Transport(topic_arena(Topic(name, root=topic.root, size={PUBSUB: size}), PUBSUB))
+            size = max(topic.size_for(protocol), need)
+        return _core.Transport(topic_arena(Topic(name, root=topic.root, size={protocol: size}), protocol))
 
     def close(self):
-        try:
-            self._subscriber.undeclare()
-        except Exception:  # the session closed first
-            pass
+        for sub in self._subscribers:
+            try:
+                sub.undeclare()
+            except Exception:  # the session closed first
+                pass
 
 
 def init_for(existing):

@@ -3,8 +3,9 @@ expressions, the attachment of each sample, and the re-encoding of a bridged pac
 
 Invariants:
 
-* A local topic ``T``'s pub/sub packets go to the key ``<prefix>/pubsub/T``: the topic's
-  segments are the key's chunks (topic names are a subset of Zenoh's chunk syntax:
+* A local topic ``T``'s pub/sub packets go to the key ``<prefix>/pubsub/T``, its log
+  messages to ``<prefix>/log/T`` (:data:`BRIDGED`): the topic's segments are the key's
+  chunks (topic names are a subset of Zenoh's chunk syntax:
   letters, digits, ``_ - .``, never ``*``, ``$``, ``?``, ``#`` or ``@``).
 * A sample's payload is the packet exactly as it lies in the origin's frame (the
   a0py packet format, standard block included); its attachment (:class:`Attachment`)
@@ -25,11 +26,14 @@ import uuid
 from .._core import Packet
 from ..errors import ArgumentError, PacketCorruptError
 from ..proto.packets import STANDARD_HEADERS
-from ..proto.topic import PUBSUB, check_topic_name
+from ..proto.topic import LOG, PUBSUB, check_topic_name
 from .errors import WireError
 
-__all__ = ["HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet", "check_prefix",
-           "pubsub_key", "topic_of_key", "was_bridged"]
+__all__ = ["BRIDGED", "HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet",
+           "check_prefix", "key_of", "pubsub_key", "topic_of_key", "was_bridged"]
+
+#: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
+BRIDGED = (PUBSUB, LOG)
 
 #: Header naming the bridge (its id, 32 hex digits) that exported a bridged packet.
 ORIGIN = "a0py.bridge.origin"
@@ -59,18 +63,24 @@ def check_prefix(prefix):
                             "'-' and '.' separated by single '/', e.g. 'a0py' or 'site1/a0py'") from None
 
 
+def key_of(prefix, protocol, topic):
+    """The key expression of `topic`'s `protocol` packets."""
+    return f"{prefix}/{protocol}/{topic}"
+
+
 def pubsub_key(prefix, topic):
     """The key expression of `topic`'s pub/sub packets."""
-    return f"{prefix}/{PUBSUB}/{topic}"
+    return key_of(prefix, PUBSUB, topic)
 
 
 def topic_of_key(prefix, key):
-    """The topic a pub/sub key names; WireError if it names none."""
-    head = f"{prefix}/{PUBSUB}/"
-    if not key.startswith(head):
-        raise WireError(f"key {key!r} is not under {head!r}")
+    """``(protocol, topic)`` that a key names; WireError if it names none."""
+    head = f"{prefix}/"
+    protocol, _, rest = key[len(head):].partition("/")
+    if not key.startswith(head) or protocol not in BRIDGED:
+        raise WireError(f"key {key!r} is not under {prefix!r} + one of {', '.join(BRIDGED)}")
     try:
-        return check_topic_name(key[len(head):])
+        return protocol, check_topic_name(rest)
     except ArgumentError as e:
         raise WireError(f"key {key!r}: {e}") from None
 
