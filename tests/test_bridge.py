@@ -3,6 +3,7 @@
 over TCP on loopback. Every wait is bounded; a bridge that does not stop on SIGTERM is
 killed and the test fails."""
 
+import itertools
 import json
 import os
 import select
@@ -16,7 +17,7 @@ import uuid
 import pytest
 import zenoh  # the test extra has it: nothing here is skipped
 
-from a0py import Packet, Publisher, SubscriberSync
+from a0py import Cfg, CfgWatcher, Packet, Publisher, SubscriberSync
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, ZenohBridge
 from a0py.bridge.config import zenoh_config
 from a0py.bridge.wire import Attachment, pubsub_key
@@ -244,6 +245,69 @@ def test_log_messages_cross_with_their_levels_in_order(machines, bridges):
     assert all(p.headers[ORIGIN] == ba.id for p in got)
     assert bb.stop()["logs"]["robot/arm"]["imported"] == 40
     assert ba.stop()["logs"]["robot/arm"]["exported"] == 40
+
+
+
+def cli(root, *args):
+    """Runs ``a0py ARGS`` under `root`; its stdout."""
+    out = subprocess.run([sys.executable, "-m", "a0py", *args], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(machines, bridges):
+    a, b = machines(2)
+    # Each side has its own configuration before the bridges start: neither is sent.
+    with Cfg(Topic("robot/cfg", root=a)) as cfg_a, Cfg(Topic("robot/cfg", root=b)) as cfg_b:
+        cfg_a.write({"side": "a"})
+        cfg_b.write({"side": "b"})
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    link(b, [a], "robot/probe_back")
+    versions = []
+    watcher = CfgWatcher(Topic("robot/cfg", root=b), lambda pkt: versions.append(pkt.json()))
+    try:
+        deadline = time.monotonic() + MSG_S
+        while not versions:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert versions == [{"side": "b"}]
+        # The bridge's exporter on A may subscribe a moment after the probe's route is up:
+        # set until the first change shows on B, then a series of patches.
+        deadline = time.monotonic() + LINK_S
+        n = 0
+        while len(versions) < 2:
+            n += 1
+            cli(a, "cfg", "robot/cfg", "set", "/n", str(n))
+            assert time.monotonic() < deadline, "no cfg change crossed"
+            time.sleep(0.2)
+        for k in range(1, 6):
+            cli(a, "cfg", "robot/cfg", "patch", json.dumps({f"k{k}": k}))
+        deadline = time.monotonic() + MSG_S
+        while versions[-1].get("k5") != 5:
+            assert time.monotonic() < deadline, f"the patches did not all cross: {versions[-1]}"
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        watcher.close()
+    # in order: each version a superset of the one before (patches only add)
+    later = [v for v in versions if v.get("n") == n]
+    for older, newer in itertools.pairwise(later):
+        assert set(older.items()) <= set(newer.items()), (older, newer)
+    assert versions[-1] == {"side": "a", "n": n, **{f"k{k}": k for k in range(1, 6)}}
+    # a change made on B goes back to A, merged into what B had
+    with Cfg(Topic("robot/cfg", root=b)) as cfg_b:
+        cfg_b.mergepatch({"from": "b"})
+    deadline = time.monotonic() + MSG_S
+    with Cfg(Topic("robot/cfg", root=a)) as cfg_a:
+        while cfg_a.read().json().get("from") != "b":
+            assert time.monotonic() < deadline, "the change on B never reached A"
+            time.sleep(0.05)
+        assert cfg_a.read().json() == {**versions[-1], "from": "b"}
+    assert bb.stop()["cfgs"]["robot/cfg"]["duplicates"] == 0
 
 
 def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(machines, bridges):

@@ -4,8 +4,8 @@
 the remote ones into local topics, loop-free (a bridge exports only packets published
 on its own machine) and counting what it could not deliver. Modules: the wire format
 (:mod:`~a0py.bridge.wire`: key expressions, attachments, bridged packets and their
-headers), the Zenoh configuration (:mod:`~a0py.bridge.config`), pub/sub export and
-import (:mod:`~a0py.bridge.pubsub`), the counters (:mod:`~a0py.bridge.counts`), the
+headers), the Zenoh configuration (:mod:`~a0py.bridge.config`), export and import of
+pub/sub packets, log messages and configurations (:mod:`~a0py.bridge.exchange`), the counters (:mod:`~a0py.bridge.counts`), the
 bridge (:mod:`~a0py.bridge.bridge`), errors (:mod:`~a0py.bridge.errors`).
 """
 

@@ -3,7 +3,7 @@ the importer of the remote ones, and its report of what it could not deliver.
 
 Invariants:
 
-* One exporter per local topic and bridged protocol (pub/sub, log), however many globs
+* One exporter per local topic and bridged protocol (pub/sub, log, cfg), however many globs
   match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
   topic's arena of that protocol.
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
@@ -22,12 +22,12 @@ import uuid
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.topic import LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
+from ..proto.topic import CFG, LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
 from .config import zenoh_config
 from .counts import TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
-from .pubsub import Exporter, Importer, compile_sizes, init_for
-from .wire import check_prefix
+from .exchange import Exporter, Importer, compile_sizes, init_for
+from .wire import BRIDGED, check_prefix
 
 __all__ = ["ZenohBridge"]
 
@@ -144,9 +144,9 @@ class ZenohBridge:
         try:
             self._importer = Importer(self, self._sizes)
             self._existing = {(p, t) for t, protos in list_topics(self.root).items()
-                              if self.matches(t) for p in protos if p in (PUBSUB, LOG)}
+                              if self.matches(t) for p in protos if p in BRIDGED}
             for glob in self.globs:
-                for protocol in (PUBSUB, LOG):
+                for protocol in BRIDGED:
                     self._discoveries.append(Discovery(
                         glob, lambda name, p=protocol: self._on_topic(p, name), root=self.root,
                         protocols=(protocol,)))
@@ -214,8 +214,8 @@ class ZenohBridge:
 
     def status(self):
         """``{"id", "host", "prefix", "reliable", "bad_samples", "topics": {name:
-        counts}, "logs": {name: counts}}`` (pub/sub packets and log messages of each
-        topic) where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
+        counts}, "logs": {name: counts}, "cfgs": {name: counts}}`` (pub/sub packets,
+        log messages and configuration versions of each topic) where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
         (exported, imported, missed_local, lost, duplicates, too_large, corrupt,
         write_errors)."""
         with self._lock:
@@ -223,7 +223,8 @@ class ZenohBridge:
         return {"id": self.id, "host": self.host, "prefix": self.prefix, "reliable": self.reliable,
                 "bad_samples": self.bad_samples,
                 "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
-                "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG}}
+                "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG},
+                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG}}
 
     def _report_loop(self):
         while not self._stopping.wait(self.report_interval):

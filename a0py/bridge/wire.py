@@ -4,7 +4,8 @@ expressions, the attachment of each sample, and the re-encoding of a bridged pac
 Invariants:
 
 * A local topic ``T``'s pub/sub packets go to the key ``<prefix>/pubsub/T``, its log
-  messages to ``<prefix>/log/T`` (:data:`BRIDGED`): the topic's segments are the key's
+  messages to ``<prefix>/log/T``, its configuration's versions to ``<prefix>/cfg/T``
+  (:data:`BRIDGED`): the topic's segments are the key's
   chunks (topic names are a subset of Zenoh's chunk syntax:
   letters, digits, ``_ - .``, never ``*``, ``$``, ``?``, ``#`` or ``@``).
 * A sample's payload is the packet exactly as it lies in the origin's frame (the
@@ -26,14 +27,14 @@ import uuid
 from .._core import Packet
 from ..errors import ArgumentError, PacketCorruptError
 from ..proto.packets import STANDARD_HEADERS
-from ..proto.topic import LOG, PUBSUB, check_topic_name
+from ..proto.topic import CFG, LOG, PUBSUB, check_topic_name
 from .errors import WireError
 
 __all__ = ["BRIDGED", "HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet",
            "check_prefix", "key_of", "pubsub_key", "topic_of_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
-BRIDGED = (PUBSUB, LOG)
+BRIDGED = (PUBSUB, LOG, CFG)
 
 #: Header naming the bridge (its id, 32 hex digits) that exported a bridged packet.
 ORIGIN = "a0py.bridge.origin"

@@ -1,6 +1,8 @@
-"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets or log
-messages to Zenoh) and :class:`Importer` (Zenoh to local topics). Log messages are
-packets in a ring as pub/sub packets are, and travel the same way under their own key.
+"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets, log
+messages or configuration versions to Zenoh) and :class:`Importer` (Zenoh to local
+topics). Log messages and configuration versions are packets in a ring as pub/sub
+packets are (a configuration version is a whole JSON document), and travel the same way
+under their own keys.
 
 Invariants:
 
@@ -16,6 +18,12 @@ Invariants:
   restarted bridge sends nothing twice); topics that appear later are exported from
   their oldest packet (nothing published between the topic's creation and the bridge
   noticing it is left behind).
+* Configurations: the exporter watches the newest version (intermediate versions
+  written faster than it reads may be skipped, never reordered); a version that existed
+  when the bridge started is not sent (two machines' different configurations are not
+  swapped at start), only those written since. The importer writes a version holding
+  the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
+  merges into a version the bridge has just replaced.
 * User callbacks of a0py never run under an arena lock, so the exporter's Zenoh put
   (which may block under the block policy) never holds a topic's lock.
 """
@@ -25,10 +33,11 @@ import threading
 
 from .. import _core
 from ..errors import A0Error, FrameTooLargeError
+from ..proto.cfg import CfgWatcher
 from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
-from ..proto.topic import LOG, PUBSUB, Topic, parse_size, topic_arena
+from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
 from .wire import BRIDGED, ORIGIN, Attachment, WireError, bridged_packet, key_of, topic_of_key
 
 __all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]
@@ -40,6 +49,9 @@ _log = logging.getLogger("a0py.bridge")
 _MAX_ORIGINS = 64
 # A topic the importer creates holds at least this many frames of its first packet's size.
 _FRAMES_PER_TOPIC = 4
+# How long the importer waits for a configuration's writers' lock (a local writer holds
+# it only while it merges one document).
+_CFG_LOCK_S = 5.0
 
 
 class Exporter:
@@ -51,14 +63,24 @@ class Exporter:
         self._publisher = bridge.session.declare_publisher(
             key_of(bridge.prefix, protocol, name), congestion_control=bridge.congestion_control)
         self._seq = 0
+        self._after = 0
+        # a configuration watcher skips to the newest version on purpose: not a loss
+        self._count_missed = protocol != CFG
         topic = Topic(name, root=bridge.root)
-        if protocol == LOG:
+        if protocol == CFG:
+            if init == INIT_AWAIT_NEW:  # a version present at start is not sent
+                with _core.Transport(topic_arena(topic, CFG)).lock() as t:
+                    self._after = 0 if t.empty else t.seq_high
+            self._subscriber = CfgWatcher(topic, self._on_packet)
+        elif protocol == LOG:
             self._subscriber = LogListener(topic, LogLevel.DBG, self._on_packet, init=init)
         else:
             self._subscriber = Subscriber(topic, self._on_packet, init=init)
 
     def _on_packet(self, pkt):
-        if pkt.missed:
+        if pkt.seq <= self._after:
+            return
+        if pkt.missed and self._count_missed:
             self.counts.missed_local += pkt.missed
         if ORIGIN in pkt.headers:
             return
@@ -80,11 +102,12 @@ class Exporter:
 
 
 class _Imported:
-    __slots__ = ("counts", "last", "transport")
+    __slots__ = ("counts", "last", "transport", "writers_lock")
 
     def __init__(self, counts):
         self.counts = counts
         self.transport = None
+        self.writers_lock = None  # a configuration's (a0py.Cfg's) writers' lock
         self.last = {}
 
 
@@ -143,7 +166,16 @@ class Importer:
             try:
                 if state.transport is None:
                     state.transport = self._open(protocol, name, len(frame))
-                state.transport.write(frame)
+                    if protocol == CFG:
+                        state.writers_lock = _core.Deadman(state.transport.arena)
+                if state.writers_lock is None:
+                    state.transport.write(frame)
+                else:
+                    state.writers_lock.take(_CFG_LOCK_S)
+                    try:
+                        state.transport.write(frame)
+                    finally:
+                        state.writers_lock.release()
             except FrameTooLargeError:
                 counts.too_large += 1
                 return
