@@ -310,6 +310,30 @@ def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(ma
     assert bb.stop()["cfgs"]["robot/cfg"]["duplicates"] == 0
 
 
+
+def test_imported_topics_are_created_at_a_size_that_fits(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port), "--size", "robot/sized/*=32M")
+    link(a, [b], "robot/probe")
+    big = b"x" * (3 << 20)  # does not fit a default (4 MiB) arena's four frames
+    with Publisher(Topic("robot/big", root=a, size="16M")) as p_big, \
+            Publisher(Topic("robot/sized/x", root=a)) as p_sized:
+        deadline = time.monotonic() + LINK_S
+        # (polled without opening them: a reader would create them at the default size)
+        while not (Topic("robot/big", root=b).exists("pubsub")
+                   and Topic("robot/sized/x", root=b).exists("pubsub")):
+            p_big.pub(big)
+            p_sized.pub(b"small")
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert wait_for(b, "robot/big", 1)[0].payload == big
+    assert Topic("robot/sized/x", root=b).arena("pubsub").size == 32 << 20
+    assert Topic("robot/big", root=b).arena("pubsub").size >= 4 * len(big)
+    assert bb.stop()["topics"]["robot/big"]["too_large"] == 0
+
+
 def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(machines, bridges):
     roots = machines(3)
     ports = [free_port() for _ in roots]
