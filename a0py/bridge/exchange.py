@@ -67,6 +67,10 @@ class Exporter:
         # a configuration watcher skips to the newest version on purpose: not a loss
         self._count_missed = protocol != CFG
         topic = Topic(name, root=bridge.root)
+        # Attached as it is, never created: a topic just discovered may still be being
+        # made by its creator, with a size the bridge must not second-guess. The readers
+        # below find this mapping in the process's arena cache.
+        self._arena = topic_arena(topic, protocol, create=False)
         if protocol == CFG:
             if init == INIT_AWAIT_NEW:  # a version present at start is not sent
                 with _core.Transport(topic_arena(topic, CFG)).lock() as t:
