@@ -18,7 +18,7 @@ import pytest
 import zenoh  # the test extra has it: nothing here is skipped
 
 from a0py import Cfg, CfgWatcher, Packet, Publisher, SubscriberSync
-from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, ZenohBridge
+from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
 from a0py.bridge.wire import Attachment, pubsub_key
 from a0py.proto import INIT_OLDEST
@@ -473,6 +473,14 @@ def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
     tags = [p.headers["tag"] for p in got]
     assert tags.count("first") == 50 and tags.count("second") == 50
     assert [p.headers["i"] for p in got if p.headers["tag"] == "second"] == [str(i) for i in range(50)]
+
+
+def test_an_endpoint_in_use_is_a_clear_error(machines):
+    (a,) = machines(1)
+    ep = endpoint(free_port())
+    with ZenohBridge(["robot/**"], listen=[ep], root=a):
+        with pytest.raises(BridgeStartError, match="Address already in use"):
+            ZenohBridge(["robot/**"], listen=[ep], root=a).start()
 
 
 def test_bad_configuration_is_a_clear_error(tmp_path):
