@@ -60,8 +60,6 @@ class Exporter:
     def __init__(self, bridge, protocol, name, init):
         self.counts = bridge.counts_of(protocol, name)
         self._bridge = bridge
-        self._publisher = bridge.session.declare_publisher(
-            key_of(bridge.prefix, protocol, name), congestion_control=bridge.congestion_control)
         self._seq = 0
         self._after = 0
         # a configuration watcher skips to the newest version on purpose: not a loss
@@ -71,9 +69,11 @@ class Exporter:
         # made by its creator, with a size the bridge must not second-guess. The readers
         # below find this mapping in the process's arena cache.
         self._arena = topic_arena(topic, protocol, create=False)
+        self._publisher = bridge.session.declare_publisher(
+            key_of(bridge.prefix, protocol, name), congestion_control=bridge.congestion_control)
         if protocol == CFG:
             if init == INIT_AWAIT_NEW:  # a version present at start is not sent
-                with _core.Transport(topic_arena(topic, CFG)).lock() as t:
+                with _core.Transport(self._arena).lock() as t:
                     self._after = 0 if t.empty else t.seq_high
             self._subscriber = CfgWatcher(topic, self._on_packet)
         elif protocol == LOG:
