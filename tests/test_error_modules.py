@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "a0py"
-PACKAGES = ["actor", "broker", "cli", "view"]
+PACKAGES = ["actor", "broker", "bridge", "cli", "view"]
 
 
 def error_classes(path):

@@ -51,6 +51,7 @@ LAYERS = [
     ("recording", ["a0py.recording"]),
     ("spark", ["a0py.spark"]),
     ("view", ["a0py.view"]),
+    ("bridge", ["a0py.bridge"]),
     ("cli", ["a0py.cli", "a0py.__main__"]),
 ]
 

@@ -51,6 +51,7 @@ COMMANDS = {
     # Live topics need nothing more; a recording needs the view extra, which
     # the view says itself when asked to open one.
     "view": ("view", "view", None),
+    "bridge": ("bridge", "bridge", "bridge"),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:
@@ -58,6 +59,7 @@ COMMANDS = {
 # ImportError half-way through a recording).
 EXTRA_MODULES = {
     "record": ("numpy", "mcap", "zstandard", "lz4", "pyarrow"),
+    "bridge": ("zenoh",),
 }
 
 

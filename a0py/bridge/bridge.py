@@ -1,0 +1,255 @@
+"""The bridge: one Zenoh session, the exporters of the local topics matching its globs,
+the importer of the remote ones, and its report of what it could not deliver.
+
+Invariants:
+
+* One exporter per local topic and bridged protocol (pub/sub, log, cfg), however many globs
+  match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
+  topic's arena of that protocol.
+* Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
+  happen and reported every `report_interval` seconds, when they changed, as a
+  ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
+* Every wait is bounded: stopping closes discovery, subscribers, the Zenoh session
+  and the reporter, each with a timeout.
+"""
+
+import importlib
+import logging
+import socket
+import threading
+import uuid
+
+from ..errors import ArgumentError
+from ..proto.discovery import Discovery, compile_glob
+from ..proto.log import Logger
+from ..proto.topic import CFG, LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
+from .config import zenoh_config
+from .counts import TopicCounts
+from .errors import BridgeConfigError, BridgeError, BridgeStartError
+from .exchange import Exporter, Importer, compile_sizes, init_for
+from .wire import BRIDGED, check_prefix
+
+__all__ = ["ZenohBridge"]
+
+_log = logging.getLogger("a0py.bridge")
+
+
+def _import_zenoh():
+    try:
+        return importlib.import_module("zenoh")
+    except ImportError:
+        raise BridgeError("the bridge needs eclipse-zenoh: pip install 'a0py[bridge]'") from None
+
+
+class ZenohBridge:
+    """Bridges the local topics matching `globs` (topic globs, as
+    :class:`a0py.Discovery` takes) to and from other machines over Zenoh.
+
+    Local pub/sub packets of matching topics are published to Zenoh under
+    ``<prefix>/pubsub/<topic>``; remote ones of matching topics are written into local
+    topics (created at a size that fits: `sizes` maps globs to arena sizes, first match
+    wins, else four frames of the first packet or the default size, whichever is
+    larger). Bridged packets keep their id, headers, payload and standard headers and
+    gain ``a0py.bridge.origin`` (the exporting bridge's id), ``a0py.bridge.host`` and
+    ``a0py.bridge.seq``. See docs/bridge.md.
+
+    Zenoh: `listen` and `connect` are endpoints (``tcp/127.0.0.1:7447``,
+    ``unixsock-stream//tmp/s``...), `config` a Zenoh JSON5 file used as the base,
+    `mode` ``peer`` (default), ``client`` or ``router``, `multicast` turns multicast
+    scouting on (off by default). `reliable=True`: Zenoh's block policy (a slow link
+    slows the bridge, whose topic rings then overrun, counted as ``missed_local``);
+    default: the drop policy (Zenoh drops under congestion; the far side counts the gap
+    as ``lost``).
+
+    ``start()``, ``stop()``, context manager; ``status()``: a dict of counts per topic;
+    ``id``: this bridge's id (32 hex digits, new at each start). Losses are also logged
+    to `log_topic` (``None``: not logged).
+
+    Raises BridgeConfigError (a bad glob, endpoint, prefix, size or config file) here,
+    BridgeStartError from :meth:`start` (Zenoh could not open the session), BridgeError
+    when eclipse-zenoh is not installed."""
+
+    def __init__(self, globs, listen=(), connect=(), config=None, prefix="a0py", *, mode=None,
+                 multicast=None, reliable=False, sizes=None, root=None, log_topic="a0py/bridge",
+                 report_interval=1.0):
+        if isinstance(globs, str):
+            globs = (globs,)
+        try:
+            self.globs = tuple(globs)
+            if not self.globs:
+                raise ArgumentError("give at least one topic glob ('**' bridges every topic)")
+            self._matchers = [compile_glob(g).match for g in self.globs]
+            self.prefix = check_prefix(prefix)
+            self._sizes = compile_sizes(sizes or {})
+            self.root = current_root() if root is None else Root.parse(root)
+            self.log_topic = None if log_topic is None else check_topic_name(log_topic)
+            if isinstance(report_interval, bool) or not isinstance(report_interval, (int, float)) \
+                    or not report_interval > 0:
+                raise ArgumentError(f"report_interval must be seconds > 0, not {report_interval!r}")
+        except BridgeConfigError:
+            raise
+        except ArgumentError as e:
+            raise BridgeConfigError(str(e)) from None
+        self.zenoh = _import_zenoh()
+        self._config = zenoh_config(self.zenoh, listen=listen, connect=connect, config=config,
+                                    mode=mode, multicast=multicast)
+        self.reliable = bool(reliable)
+        self.congestion_control = (self.zenoh.CongestionControl.BLOCK if self.reliable
+                                   else self.zenoh.CongestionControl.DROP)
+        self.report_interval = float(report_interval)
+        self.host = socket.gethostname()
+        self.id = None
+        self.id_bytes = None
+        self.session = None
+        self._lock = threading.Lock()
+        self._counts = {}
+        self.bad_samples = 0
+        self._exporters = {}
+        self._existing = set()
+        self._discoveries = []
+        self._importer = None
+        self._stopping = threading.Event()
+        self._reporter = None
+        self._reported = {}
+
+    # --- what the parts share
+
+    def matches(self, name):
+        """Whether topic `name` matches one of the bridge's globs."""
+        return any(m(name) for m in self._matchers)
+
+    def counts_of(self, protocol, name):
+        """The counters of topic `name`'s `protocol` packets (made on first use)."""
+        with self._lock:
+            counts = self._counts.get((protocol, name))
+            if counts is None:
+                counts = self._counts[protocol, name] = TopicCounts()
+            return counts
+
+    # --- life
+
+    def start(self):
+        """Opens the Zenoh session and starts bridging; returns self. Raises
+        BridgeStartError if Zenoh cannot open the session, BridgeError if started
+        already."""
+        if self.session is not None:
+            raise BridgeError("this bridge is started already")
+        ident = uuid.uuid4()
+        self.id, self.id_bytes = ident.hex, ident.bytes
+        try:
+            self.session = self.zenoh.open(self._config)
+        except Exception as e:  # zenoh's ZError names the endpoint and the reason
+            raise BridgeStartError(f"Zenoh could not open a session: {e}") from None
+        self._stopping.clear()
+        try:
+            self._importer = Importer(self, self._sizes)
+            self._existing = {(p, t) for t, protos in list_topics(self.root).items()
+                              if self.matches(t) for p in protos if p in BRIDGED}
+            for glob in self.globs:
+                for protocol in BRIDGED:
+                    self._discoveries.append(Discovery(
+                        glob, lambda name, p=protocol: self._on_topic(p, name), root=self.root,
+                        protocols=(protocol,)))
+        except BaseException:
+            self.stop()
+            raise
+        self._reporter = threading.Thread(target=self._report_loop, name="a0py-bridge-report",
+                                          daemon=True)
+        self._reporter.start()
+        _log.info("bridge %s started (prefix %r, globs %s)", self.id, self.prefix, self.globs)
+        return self
+
+    def _on_topic(self, protocol, name):
+        # On a discovery thread.
+        key = (protocol, name)
+        with self._lock:
+            if key in self._exporters or self.session is None or self._stopping.is_set():
+                return
+            self._exporters[key] = None  # claimed: a second glob's discovery skips it
+        try:
+            exporter = Exporter(self, protocol, name, init_for(key in self._existing))
+        except Exception:
+            with self._lock:
+                del self._exporters[key]
+            raise
+        with self._lock:
+            self._exporters[key] = exporter
+        if self._stopping.is_set():
+            exporter.close()
+
+    def stop(self, timeout=5.0):
+        """Stops bridging and closes the Zenoh session (each part waited for at most
+        `timeout` seconds). Idempotent."""
+        self._stopping.set()
+        for d in self._discoveries:
+            d.close(timeout)
+        self._discoveries = []
+        with self._lock:
+            exporters = [e for e in self._exporters.values() if e is not None]
+            self._exporters = {}
+        for e in exporters:
+            e.close()
+        if self._importer is not None:
+            self._importer.close()
+            self._importer = None
+        session, self.session = self.session, None
+        if session is not None:
+            try:
+                session.close()
+            except Exception as e:
+                _log.debug("bridge: closing the Zenoh session: %s", e)
+        reporter, self._reporter = self._reporter, None
+        if reporter is not None:
+            reporter.join(timeout)
+            self._report()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # --- what it reports
+
+    def status(self):
+        """``{"id", "host", "prefix", "reliable", "bad_samples", "topics": {name:
+        counts}, "logs": {name: counts}, "cfgs": {name: counts}}`` (pub/sub packets,
+        log messages and configuration versions of each topic) where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
+        (exported, imported, missed_local, lost, duplicates, too_large, corrupt,
+        write_errors)."""
+        with self._lock:
+            counts = sorted(self._counts.items())
+        return {"id": self.id, "host": self.host, "prefix": self.prefix, "reliable": self.reliable,
+                "bad_samples": self.bad_samples,
+                "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
+                "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG},
+                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG}}
+
+    def _report_loop(self):
+        while not self._stopping.wait(self.report_interval):
+            try:
+                self._report()
+            except Exception:
+                _log.exception("bridge: reporting losses failed")
+
+    def _report(self):
+        if self.log_topic is None:
+            return
+        with self._lock:
+            losses = {key: c.losses() for key, c in self._counts.items()}
+        changed = {key: loss for key, loss in losses.items()
+                   if loss and loss != self._reported.get(key)}
+        if not changed:
+            return
+        with Logger(Topic(self.log_topic, root=self.root)) as logger:
+            for (protocol, name), loss in sorted(changed.items()):
+                text = ", ".join(f"{k} {v}" for k, v in sorted(loss.items()))
+                logger.warn(f"bridge {self.id}: topic {name!r} ({protocol}) undelivered: {text}",
+                            headers=[("topic", name), ("protocol", protocol)]
+                            + [(k, str(v)) for k, v in sorted(loss.items())])
+                self._reported[protocol, name] = loss
+
+    def __repr__(self):
+        state = "started" if self.session is not None else "stopped"
+        return f"<a0py.bridge.ZenohBridge {self.prefix!r} {list(self.globs)} {state}>"

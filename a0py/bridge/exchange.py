@@ -1,0 +1,217 @@
+"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets, log
+messages or configuration versions to Zenoh) and :class:`Importer` (Zenoh to local
+topics). Log messages and configuration versions are packets in a ring as pub/sub
+packets are (a configuration version is a whole JSON document), and travel the same way
+under their own keys.
+
+Invariants:
+
+* The exporter sends only packets published on this machine: a packet carrying the
+  :data:`~a0py.bridge.wire.ORIGIN` header arrived through a bridge and is never sent
+  again. So every packet crosses the network once, from the bridge of the machine where
+  it was published to each bridge subscribed to its key, whatever the topology, and no
+  loop can form.
+* The importer ignores samples its own session sent, and writes a sample of a given
+  (exporting bridge, topic) only if its number is above the last one written: a sample
+  seen twice is written once (``duplicates``), a gap is counted as ``lost``.
+* Topics present when the bridge starts are exported from their next packet (a
+  restarted bridge sends nothing twice); topics that appear later are exported from
+  their oldest packet (nothing published between the topic's creation and the bridge
+  noticing it is left behind).
+* Configurations: the exporter watches the newest version (intermediate versions
+  written faster than it reads may be skipped, never reordered); a version that existed
+  when the bridge started is not sent (two machines' different configurations are not
+  swapped at start), only those written since. The importer writes a version holding
+  the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
+  merges into a version the bridge has just replaced.
+* User callbacks of a0py never run under an arena lock, so the exporter's Zenoh put
+  (which may block under the block policy) never holds a topic's lock.
+"""
+
+import logging
+import threading
+
+from .. import _core
+from ..errors import A0Error, FrameTooLargeError
+from ..proto.cfg import CfgWatcher
+from ..proto.discovery import compile_glob
+from ..proto.log import LogLevel, LogListener
+from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
+from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
+from .wire import BRIDGED, ORIGIN, Attachment, WireError, bridged_packet, key_of, topic_of_key
+
+__all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]
+
+_log = logging.getLogger("a0py.bridge")
+
+# Remote origins remembered per topic (for duplicates and gaps); the oldest is
+# forgotten past this, so bridges restarting forever cost bounded memory.
+_MAX_ORIGINS = 64
+# A topic the importer creates holds at least this many frames of its first packet's size.
+_FRAMES_PER_TOPIC = 4
+# How long the importer waits for a configuration's writers' lock (a local writer holds
+# it only while it merges one document).
+_CFG_LOCK_S = 5.0
+
+
+class Exporter:
+    """Sends one local topic's `protocol` packets to Zenoh (see the module doc)."""
+
+    def __init__(self, bridge, protocol, name, init):
+        self.counts = bridge.counts_of(protocol, name)
+        self._bridge = bridge
+        self._seq = 0
+        self._after = 0
+        # a configuration watcher skips to the newest version on purpose: not a loss
+        self._count_missed = protocol != CFG
+        topic = Topic(name, root=bridge.root)
+        # Attached as it is, never created: a topic just discovered may still be being
+        # made by its creator, with a size the bridge must not second-guess. The readers
+        # below find this mapping in the process's arena cache.
+        self._arena = topic_arena(topic, protocol, create=False)
+        self._publisher = bridge.session.declare_publisher(
+            key_of(bridge.prefix, protocol, name), congestion_control=bridge.congestion_control)
+        if protocol == CFG:
+            if init == INIT_AWAIT_NEW:  # a version present at start is not sent
+                with _core.Transport(self._arena).lock() as t:
+                    self._after = 0 if t.empty else t.seq_high
+            self._subscriber = CfgWatcher(topic, self._on_packet)
+        elif protocol == LOG:
+            self._subscriber = LogListener(topic, LogLevel.DBG, self._on_packet, init=init)
+        else:
+            self._subscriber = Subscriber(topic, self._on_packet, init=init)
+
+    def _on_packet(self, pkt):
+        if pkt.seq <= self._after:
+            return
+        if pkt.missed and self._count_missed:
+            self.counts.missed_local += pkt.missed
+        if ORIGIN in pkt.headers:
+            return
+        self._seq += 1
+        att = Attachment(self._bridge.id_bytes, self._seq, self._bridge.host)
+        try:
+            self._publisher.put(pkt.to_bytes(), attachment=att.encode())
+        except Exception as e:  # zenoh's ZError: the session is closing
+            _log.debug("bridge: export of %r stopped: %s", self._subscriber.topic.name, e)
+            return
+        self.counts.exported += 1
+
+    def close(self):
+        self._subscriber.close()
+        try:
+            self._publisher.undeclare()
+        except Exception:  # the session closed first
+            pass
+
+
+class _Imported:
+    __slots__ = ("counts", "last", "transport", "writers_lock")
+
+    def __init__(self, counts):
+        self.counts = counts
+        self.transport = None
+        self.writers_lock = None  # a configuration's (a0py.Cfg's) writers' lock
+        self.last = {}
+
+
+class Importer:
+    """Writes remote topics matching the bridge's globs into local ones (see the module
+    doc). `sizes`: ``[(compiled glob, bytes)]``, the first match sizing a topic this
+    importer creates."""
+
+    def __init__(self, bridge, sizes):
+        self._bridge = bridge
+        self._sizes = sizes
+        self._lock = threading.Lock()
+        self._topics = {}
+        self._subscribers = [bridge.session.declare_subscriber(
+            key_of(bridge.prefix, protocol, "**"), self._on_sample,
+            allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
+
+    def _refuse(self, why):
+        self._bridge.bad_samples += 1
+        _log.debug("bridge: refused a sample: %s", why)
+
+    def _on_sample(self, sample):
+        # On a Zenoh thread; nothing in the sample is trusted.
+        bridge = self._bridge
+        try:
+            protocol, name = topic_of_key(bridge.prefix, str(sample.key_expr))
+            raw_att = sample.attachment
+            att = Attachment.decode(None if raw_att is None else raw_att.to_bytes())
+        except WireError as e:
+            self._refuse(e)
+            return
+        if att.origin == bridge.id_bytes or not bridge.matches(name):
+            return
+        data = sample.payload.to_bytes()
+        with self._lock:
+            state = self._topics.get((protocol, name))
+            if state is None:
+                state = self._topics[protocol, name] = _Imported(bridge.counts_of(protocol, name))
+            counts = state.counts
+            last = state.last.get(att.origin)
+            if last is not None:
+                if att.seq <= last:
+                    counts.duplicates += 1
+                    return
+                if att.seq > last + 1:
+                    counts.lost += att.seq - last - 1
+            elif len(state.last) >= _MAX_ORIGINS:
+                del state.last[next(iter(state.last))]
+            state.last[att.origin] = att.seq
+            try:
+                frame = bridged_packet(data, att)
+            except WireError as e:
+                counts.corrupt += 1
+                _log.debug("bridge: topic %r: refused a sample: %s", name, e)
+                return
+            try:
+                if state.transport is None:
+                    state.transport = self._open(protocol, name, len(frame))
+                    if protocol == CFG:
+                        state.writers_lock = _core.Deadman(state.transport.arena)
+                if state.writers_lock is None:
+                    state.transport.write(frame)
+                else:
+                    state.writers_lock.take(_CFG_LOCK_S)
+                    try:
+                        state.transport.write(frame)
+                    finally:
+                        state.writers_lock.release()
+            except FrameTooLargeError:
+                counts.too_large += 1
+                return
+            except A0Error as e:
+                counts.write_errors += 1
+                _log.warning("bridge: cannot write topic %r: %s", name, e)
+                return
+            counts.imported += 1
+
+    def _open(self, protocol, name, frame_size):
+        size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
+        topic = Topic(name, root=self._bridge.root)
+        if size is None:
+            need = _FRAMES_PER_TOPIC * (_core.FRAME_HEADER_SIZE + frame_size + 16) + _core.HEADER_SIZE
+            size = max(topic.size_for(protocol), need)
+        return _core.Transport(topic_arena(Topic(name, root=topic.root, size={protocol: size}), protocol))
+
+    def close(self):
+        for sub in self._subscribers:
+            try:
+                sub.undeclare()
+            except Exception:  # the session closed first
+                pass
+
+
+def init_for(existing):
+    """Where the exporter of a topic starts: the next packet for a topic that existed
+    when the bridge started, the oldest for one that appeared since."""
+    return INIT_AWAIT_NEW if existing else INIT_OLDEST
+
+
+def compile_sizes(sizes):
+    """``[(match, bytes)]`` from ``{glob: size}`` or ``[(glob, size)]``."""
+    items = sizes.items() if hasattr(sizes, "items") else sizes
+    return [(compile_glob(g).match, parse_size(s, f"bridge size for {g!r}")) for g, s in items]
