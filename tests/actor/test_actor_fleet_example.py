@@ -6,16 +6,15 @@ import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.procs import REPO
 
 
 @pytest.mark.slow
 def test_fleet_report_example_prints_a_partial_weekly_report():
     out = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "fleet_report.py"), "--vehicles", "24",
+        [sys.executable, os.path.join(REPO, "examples", "fleet_report.py"), "--vehicles", "24",
          "--processes", "2"],
-        check=False, capture_output=True, text=True, timeout=120, cwd=ROOT)
+        check=False, capture_output=True, text=True, timeout=120, cwd=REPO)
     assert out.returncode == 0, out.stderr[-2000:]
     text = out.stdout
     assert "FUSE WEEKLY REPORT" in text

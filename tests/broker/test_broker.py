@@ -14,6 +14,7 @@ import time
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py.broker import (
@@ -40,7 +41,6 @@ from a0py.dataspace import (
     parse,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WAIT = 20.0   # liveness bound for cross-process waits (not a speed assertion)
 
 pytestmark = pytest.mark.slow
@@ -129,13 +129,6 @@ class Proc:
                 self.p.wait(5)
             except subprocess.TimeoutExpired:
                 self.kill()
-
-
-@pytest.fixture
-def name():
-    n = f"t{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    yield n
-    a0py.Arena.unlink_shm(wire.request_arena_name(n))
 
 
 def start_broker(name):

@@ -6,24 +6,16 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py.broker import wire
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WAIT = 20.0
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def name():
-    n = f"cli{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    yield n
-    a0py.Arena.unlink_shm(wire.request_arena_name(n))
 
 
 def env(name):

@@ -5,8 +5,7 @@ import subprocess
 import sys
 
 import pytest
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.procs import REPO
 
 
 @pytest.mark.slow

@@ -3,8 +3,7 @@ configuration is checked with a0py.Cfg and changed by other processes."""
 
 import json
 
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import Running, a0, assert_fails_cleanly, python
+from helpers.cli import Running, a0, assert_fails_cleanly, python
 
 import a0py
 from a0py.proto import topic as tp

@@ -3,8 +3,7 @@ through a0py.Logger and Python's logging in other processes."""
 
 import re
 
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import Running, a0, assert_fails_cleanly, python
+from helpers.cli import Running, a0, assert_fails_cleanly, python
 
 import a0py
 from a0py.proto import topic as tp

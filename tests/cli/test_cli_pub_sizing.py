@@ -6,8 +6,8 @@ publisher's size warning, in the CLI's own form."""
 import os
 import re
 
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import REPO, a0, assert_fails_cleanly
+from helpers.cli import a0, assert_fails_cleanly
+from helpers.procs import REPO
 
 import a0py
 from a0py.proto import topic as tp

@@ -4,8 +4,7 @@ another process."""
 import json
 import signal
 
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import Running, a0, assert_fails_cleanly, python
+from helpers.cli import Running, a0, assert_fails_cleanly, python
 
 from a0py.proto import topic as tp
 

@@ -11,8 +11,8 @@ import subprocess
 import time
 
 import pytest
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import SCRIPT, Running, a0, assert_fails_cleanly, python, wait_until
+from helpers.cli import SCRIPT, Running, a0, assert_fails_cleanly, python
+from helpers.procs import wait_until
 
 import a0py
 from a0py.proto import topic as tp

@@ -8,8 +8,7 @@ import uuid
 
 import click
 import pytest
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import a0, assert_fails_cleanly
+from helpers.cli import a0, assert_fails_cleanly
 
 import a0py
 from a0py.clitypes import (

@@ -25,13 +25,13 @@ import traceback
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py import Arena, ArenaPermissionError, Transport
 from a0py.proto import topic as tp
 
 CTX = mp.get_context("fork")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OTHER = 65534  # nobody
 JOIN_S = 30.0
 

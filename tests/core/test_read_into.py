@@ -18,7 +18,7 @@ import zlib
 
 import numpy as np
 import pytest
-from mcap_data import T0, packet
+from helpers.mcap_data import T0, packet
 
 import a0py
 from a0py import ArgumentError, BufferTooSmallError, ClosedError, LockError

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.procs import REPO
 
 
 def _run(*args):

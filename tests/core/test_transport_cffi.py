@@ -16,13 +16,13 @@ import re
 import struct
 
 import pytest
+from helpers.procs import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 cffi = pytest.importorskip("cffi")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CSRC = os.path.join(ROOT, "csrc")
+CSRC = os.path.join(REPO, "csrc")
 
 # The public headers whose declarations the tests use, read as they are.
 HEADERS = ("a0_err.h", "a0_arena.h", "a0_transport.h", "a0_deadman.h")

@@ -12,6 +12,7 @@ import textwrap
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py import (
@@ -29,7 +30,6 @@ from a0py import (
     Transport,
 )
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZE = 4096
 
 
@@ -691,7 +691,7 @@ def test_random_corruption_never_crashes_or_hangs_the_interpreter(tmp_path):
     script = tmp_path / "fuzz_child.py"
     script.write_text(FUZZ_CHILD)
     examples = 150 if os.environ.get("CI") else 400
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, str(script), str(examples)], capture_output=True,
                           text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]

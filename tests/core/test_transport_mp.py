@@ -9,7 +9,6 @@ the behaviour it pins; the only time bound asserted is a liveness bound (a
 dead lock holder must not stall the next locker for a second).
 """
 
-import multiprocessing as mp
 import os
 import signal
 import struct
@@ -19,6 +18,7 @@ import uuid
 import zlib
 
 import pytest
+from helpers.procs import CTX, JOIN_S, MSG_S, join_ok, recv
 
 import a0py
 from a0py import A0TimeoutError
@@ -27,10 +27,6 @@ pytestmark = pytest.mark.slow
 
 # fork: children start in milliseconds and inherit sys.path, so this works
 # both from a source tree (PYTHONPATH=.) and after `pip install -e .`.
-CTX = mp.get_context("fork")
-
-JOIN_S = 20.0  # upper bound on any join; a healthy test needs a fraction of it
-MSG_S = 10.0  # upper bound on waiting for one message from a child
 
 
 # ---------------------------------------------------------------- fixtures
@@ -42,37 +38,6 @@ def shm_name():
     name = f"a0py-mp-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     yield name
     a0py.Arena.unlink_shm(name)
-
-
-@pytest.fixture
-def spawn():
-    """Starts child processes; any still alive at teardown is SIGKILLed."""
-    started = []
-
-    def start(target, *args):
-        p = CTX.Process(target=target, args=args, daemon=True)
-        p.start()
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.is_alive():
-            os.kill(p.pid, signal.SIGKILL)
-        p.join(JOIN_S)
-
-
-def recv(conn, timeout=MSG_S):
-    """One message from a child, or a test failure naming the wait."""
-    if not conn.poll(timeout):
-        pytest.fail(f"no message from child within {timeout} s")
-    return conn.recv()
-
-
-def join_ok(p, timeout=JOIN_S):
-    p.join(timeout)
-    assert not p.is_alive(), f"child {p.pid} still running after {timeout} s"
-    assert p.exitcode == 0, f"child {p.pid} exited with {p.exitcode}"
 
 
 def kill_and_reap(p):

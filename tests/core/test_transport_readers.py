@@ -7,7 +7,6 @@ synchronize through pipes and events, and assert outcomes, never timings.
 """
 
 import itertools
-import multiprocessing as mp
 import os
 import signal
 import struct
@@ -16,13 +15,10 @@ import uuid
 import zlib
 
 import pytest
+from helpers.procs import CTX, JOIN_S, MSG_S, join_ok, recv
 
 import a0py
 from a0py import A0TimeoutError, FrameEvictedError, LockError
-
-CTX = mp.get_context("fork")
-JOIN_S = 60.0
-MSG_S = 10.0
 
 
 @pytest.fixture
@@ -37,35 +33,6 @@ def shm_name():
     name = f"a0py-readers-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     yield name
     a0py.Arena.unlink_shm(name)
-
-
-@pytest.fixture
-def spawn():
-    started = []
-
-    def start(target, *args):
-        p = CTX.Process(target=target, args=args, daemon=True)
-        p.start()
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.is_alive():
-            os.kill(p.pid, signal.SIGKILL)
-        p.join(JOIN_S)
-
-
-def recv(conn, timeout=MSG_S):
-    if not conn.poll(timeout):
-        pytest.fail(f"no message from child within {timeout} s")
-    return conn.recv()
-
-
-def join_ok(p, timeout=JOIN_S):
-    p.join(timeout)
-    assert not p.is_alive(), f"child {p.pid} still running after {timeout} s"
-    assert p.exitcode == 0, f"child {p.pid} exited with {p.exitcode}"
 
 
 def child_main(fn):

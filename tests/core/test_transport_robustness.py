@@ -12,11 +12,10 @@ import time
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py import A0OSError, A0TimeoutError, ArgumentError, ClosedError
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def unique(prefix="rob"):

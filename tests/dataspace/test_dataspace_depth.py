@@ -30,7 +30,7 @@ try:
 except ImportError:  # pragma: no cover - the build is part of `make test`
     compiled = None
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 

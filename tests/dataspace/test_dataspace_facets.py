@@ -200,7 +200,7 @@ def test_callbacks_may_act_on_the_dataspace():
 
 
 def test_chat_room_example_runs():
-    path = Path(__file__).resolve().parent.parent / "examples" / "chat_room.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "chat_room.py"
     spec = importlib.util.spec_from_file_location("chat_room", path)
     chat = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(chat)

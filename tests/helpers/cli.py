@@ -1,11 +1,11 @@
-"""Helpers shared by the tests of the topic command groups (test_cli_topics,
-test_cli_rpc, test_cli_cfg, test_cli_log): each test gets a shared-memory
-root of its own (``A0PY_ROOT`` for the commands it runs, removed after),
-commands run as the installed ``a0py`` script in subprocesses, and a hard
-time bound on every test.
+"""Running the installed ``a0py`` script as a user does: commands run to
+completion in subprocesses (bounded), commands and Python programs in the
+background (killed at the latest when their ``with`` block ends), and the
+check that a command failed cleanly. Children import this checkout's a0py.
 
-Import with ``from _cli_common import *`` so pytest sees the fixtures.
-"""
+The shared-memory root of each test and the time bound are fixtures
+(``root``, ``bounded``: tests/conftest.py; the CLI layer's settings:
+tests/cli/conftest.py)."""
 
 import os
 import signal
@@ -13,58 +13,20 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from a0py.proto import topic as tp
-
-__all__ = ["SCRIPT", "Running", "a0", "assert_fails_cleanly", "bounded", "python", "root",
-           "wait_until"]
+from helpers.procs import REPO
 
 SCRIPT = Path(sys.executable).parent / "a0py"
-RUN_S = 60        # one command run to completion
-TEST_LIMIT_S = 120
-
-
-class TestTookTooLong(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def bounded():
-    """Fails the test (instead of hanging the suite) past TEST_LIMIT_S seconds."""
-
-    def expired(signum, frame):
-        raise TestTookTooLong(f"test still running after {TEST_LIMIT_S} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(TEST_LIMIT_S)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
-
-
-@pytest.fixture
-def root(monkeypatch):
-    """A shared-memory root of the test's own (``shm:PREFIX``), in this
-    process's and its children's A0PY_ROOT; its topics removed afterwards."""
-    spec = f"shm:a0py-clit-{uuid.uuid4().hex[:10]}"
-    monkeypatch.setenv("A0PY_ROOT", spec)
-    yield spec
-    tp.close_arenas()
-    for name in tp.list_topics(spec):
-        tp.unlink_topic(tp.Topic(name, root=spec))
-
-
-# The checkout under test, first on the children's path: the ``a0py`` script
-# then runs this tree's code, not whatever a0py the environment has installed.
-REPO = str(Path(__file__).resolve().parent.parent)
+RUN_S = 60          # one command run to completion
+GUARD_S = 120       # a background process is killed after this long
 
 
 def _env():
+    # The checkout under test first on the children's path: the ``a0py`` script
+    # then runs this tree's code, not whatever a0py the environment has installed.
     env = dict(os.environ)
     env.pop("COLUMNS", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
@@ -102,7 +64,7 @@ class Running:
         # stdin a pipe of its own, open until the end: a process may wait on it
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=_env())
-        self._guard = threading.Timer(TEST_LIMIT_S, self.proc.kill)
+        self._guard = threading.Timer(GUARD_S, self.proc.kill)
         self._guard.start()
         self._err = b""
 
@@ -154,10 +116,3 @@ def python(code, *args):
     :class:`Running`; ``args`` are its sys.argv[1:]."""
     return Running([sys.executable, "-c", textwrap.dedent(code), *args])
 
-
-def wait_until(predicate, timeout=30.0, what="condition"):
-    """Poll ``predicate`` until true (bounded; fails the test with ``what``)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)

@@ -13,10 +13,10 @@ import time
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)  # bench/ is not installed: the harness is imported from the checkout
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)  # bench/ is not installed: the harness is imported from the checkout
 MODULE = ["-m", "bench.peers"]
 WORKLOADS = {"pingpong", "64b", "4kib", "1mib", "fanout"}
 LOSSLESS = ("mp-pipe", "mp-queue", "os-pipe", "posix-mq", "shm-ring")
@@ -73,7 +73,7 @@ def _run(args, code=None, timeout=120):
     repository root in its own session; returns (returncode, stdout,
     stderr, processes left in the session)."""
     cmd = [sys.executable, *MODULE, *args] if code is None else [sys.executable, "-c", code, *args]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env={**os.environ, "A0BENCH_RUN": RUN_TAG})
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -233,7 +233,7 @@ def test_a_side_that_fails_is_reported_with_its_traceback_and_nothing_is_left(wo
 def test_the_peers_package_refuses_to_run_as_a_folder():
     """Its modules are named after the libraries they measure: run as a
     folder (which puts it on sys.path) it would shadow them."""
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "peers"), "--quick"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "bench", "peers"), "--quick"], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
     assert "python -m bench.peers" in proc.stderr

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.procs import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -26,9 +25,9 @@ def test_demo_runs_every_stage(tmp_path):
     root = f"shm:a0py-demo-test-{os.getpid()}"
     env = {**os.environ, "A0PY_ROOT": root}
     result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "examples", "demo.py"), "--seconds", "1.5",
+        [sys.executable, os.path.join(REPO, "examples", "demo.py"), "--seconds", "1.5",
          "--port", str(_free_port()), "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     out = result.stdout
     assert result.returncode == 0, result.stderr[-3000:]
     sent = re.search(r"callback subscriber: (\d+) of (\d+) received, (\d+) missed", out)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "a0py"
+PACKAGE = Path(__file__).resolve().parents[2] / "a0py"
 PACKAGES = ["actor", "broker", "cli", "view"]
 
 

@@ -29,8 +29,8 @@ import uuid
 import zipfile
 
 import pytest
+from helpers.procs import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_S = 900   # compiling the C core and every Cython module on a loaded machine
 PIP_S = 600     # pip fetching the core dependencies or an extra
 RUN_S = 120     # one command
@@ -315,7 +315,7 @@ spark.stop()
 def test_spark_reads_a0_without_register_from_a_directory_outside_the_checkout(tmp_path):
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.fail("no Java runtime for Spark (Java 17: apt-get install openjdk-17-jre-headless)")
-    from mcap_data import write_segment
+    from helpers.mcap_data import write_segment
 
     path = str(tmp_path / "r.mcap")
     write_segment(path, {"a": 5, "b": 3})

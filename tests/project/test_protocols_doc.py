@@ -7,12 +7,17 @@ import subprocess
 import sys
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixture: bounded
-from _proto_common import REPO, example_env
+from helpers.procs import REPO, example_env
 
 from a0py.proto import topic as tp
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def time_limit_s():
+    """Each snippet test is bounded (tests/conftest.py's ``bounded``)."""
+    return 90
 
 DOC = os.path.join(REPO, "docs", "protocols.md")
 

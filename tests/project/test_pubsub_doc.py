@@ -8,11 +8,11 @@ import os
 import re
 
 import pytest
+from helpers.procs import REPO
 
 import a0py
 from a0py.proto import pubsub
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(REPO, "docs", "pubsub.md")
 # Dotted names on the page that are not Python names: logger names.
 NOT_PYTHON = {"a0py.pubsub"}

@@ -10,8 +10,7 @@ import signal
 import threading
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixtures: root, spawn, bounded
-from _proto_common import CTX, MSG_S, join_ok, recv
+from helpers.procs import CTX, MSG_S, join_ok, recv
 
 import a0py
 from a0py import A0TimeoutError, ArgumentError, EmptyError

@@ -7,8 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixture: bounded
-from _proto_common import EXAMPLES, example_env
+from helpers.procs import EXAMPLES, example_env
 
 from a0py.proto import topic as tp
 

@@ -8,8 +8,7 @@ import threading
 import time
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixtures: root, spawn, bounded
-from _proto_common import CTX, MSG_S, join_ok, recv
+from helpers.procs import CTX, MSG_S, join_ok, recv
 
 import a0py
 from a0py import A0TimeoutError, ArgumentError, LockError

@@ -7,8 +7,7 @@ import logging
 import threading
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixtures: root, spawn, bounded
-from _proto_common import CTX, MSG_S, join_ok, recv, wait_until
+from helpers.procs import CTX, MSG_S, join_ok, recv, wait_until
 
 import a0py
 from a0py import ArgumentError

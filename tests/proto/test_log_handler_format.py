@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import REPO, a0, python
+from helpers.cli import a0, python
+from helpers.procs import REPO
 
 import a0py
 

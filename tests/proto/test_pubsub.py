@@ -12,18 +12,14 @@ generous upper bounds and no assertion is about speed.
 import asyncio
 import logging
 import mmap
-import multiprocessing as mp
 import os
 import signal
 import struct
-import subprocess
-import sys
-import textwrap
 import threading
 import time
-import uuid
 
 import pytest
+from helpers.procs import CTX, JOIN_S, MSG_S, join_ok, recv, run_python, wait_until
 
 import a0py
 from a0py import A0TimeoutError, ArgumentError
@@ -32,76 +28,8 @@ from a0py.proto import topic as tp
 
 pytestmark = pytest.mark.slow
 
-CTX = mp.get_context("fork")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JOIN_S = 20.0
-MSG_S = 10.0
-
 
 # ------------------------------------------------------------ fixtures and helpers
-
-
-@pytest.fixture
-def root(monkeypatch):
-    """A shared-memory root of this test's own (children inherit it); every topic in it
-    removed afterwards."""
-    prefix = f"a0pyt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("A0PY_ROOT", f"shm:{prefix}")
-    monkeypatch.setenv("A0PY_ARENA_SIZE", "256k")
-    monkeypatch.delenv("A0PY_TOPIC_SIZES", raising=False)
-    monkeypatch.delenv("A0PY_MULTIWAIT", raising=False)
-    yield prefix
-    for name in tp.list_topics(f"shm:{prefix}"):
-        tp.unlink_topic(tp.Topic(name, root=f"shm:{prefix}"))
-    tp.close_arenas()
-
-
-@pytest.fixture
-def spawn():
-    """Starts forked children; any still alive at teardown is SIGKILLed."""
-    started = []
-
-    def start(target, *args):
-        p = CTX.Process(target=target, args=args, daemon=True)
-        p.start()
-        started.append(p)
-        return p
-
-    yield start
-    for p in started:
-        if p.is_alive():
-            os.kill(p.pid, signal.SIGKILL)
-        p.join(JOIN_S)
-
-
-def recv(conn, timeout=MSG_S):
-    if not conn.poll(timeout):
-        pytest.fail(f"no message from the child within {timeout} s")
-    return conn.recv()
-
-
-def join_ok(p):
-    p.join(JOIN_S)
-    assert not p.is_alive() and p.exitcode == 0, f"child exit code {p.exitcode}"
-
-
-def wait_until(pred, what, timeout=MSG_S):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.002)
-
-
-def child_env(**extra):
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    env.update(extra)
-    return env
-
-
-def run_python(code, timeout=60, **env):
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(**env),
-                          capture_output=True, text=True, timeout=timeout, check=False)
 
 
 class Collector:

@@ -7,12 +7,12 @@ import sys
 import uuid
 
 import pytest
+from helpers.procs import REPO
 
 from a0py.proto import topic as tp
 
 pytestmark = pytest.mark.slow
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")
 
 

@@ -8,8 +8,7 @@ import textwrap
 import warnings
 
 import pytest
-from _proto_common import *  # noqa: F403 - fixtures: root, bounded
-from _proto_common import child_env
+from helpers.procs import child_env
 
 import a0py
 from a0py.proto import pubsub

@@ -8,12 +8,11 @@ import os
 import re
 
 import pytest
-from _cli_common import *  # noqa: F403 - fixtures: root, bounded
-from _cli_common import Running, a0, python
+from helpers.cli import Running, a0, python
+from helpers.procs import REPO
 
 import a0py
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WAIT_S = "20"  # --timeout of the commands: a bound, never reached when the code is right
 
 # Publishes argv[2] packets "0", "1", ... to topic argv[1] as fast as it can,

@@ -2,7 +2,6 @@
 (threads and fork), listing and removal. Multi-process cases use real children.
 """
 
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -11,29 +10,12 @@ import threading
 import uuid
 
 import pytest
+from helpers.procs import CTX, JOIN_S, REPO
 
 import a0py
 from a0py import ArenaNotFoundError, ArgumentError
 from a0py.proto import arena_cache
 from a0py.proto import topic as tp
-
-CTX = mp.get_context("fork")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-JOIN_S = 20.0
-
-
-@pytest.fixture
-def root(monkeypatch):
-    """A shared-memory root of this test's own; every topic in it removed afterwards."""
-    prefix = f"a0pyt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("A0PY_ROOT", f"shm:{prefix}")
-    monkeypatch.setenv("A0PY_ARENA_SIZE", "256k")
-    for var in ("A0PY_TOPIC_SIZES", "A0PY_ARENA_SIZE_PUBSUB", "A0PY_ARENA_SIZE_LOG"):
-        monkeypatch.delenv(var, raising=False)
-    yield prefix
-    for name in tp.list_topics(f"shm:{prefix}"):
-        tp.unlink_topic(tp.Topic(name, root=f"shm:{prefix}"))
-    tp.close_arenas()
 
 
 def run_child(code, timeout=30):
@@ -78,7 +60,7 @@ def test_every_protocol_has_its_own_arena(root):
     t = tp.Topic("multi")
     arenas = {p: t.arena(p) for p in tp.PROTOCOLS}
     assert len({id(a) for a in arenas.values()}) == len(tp.PROTOCOLS)
-    assert {a.name for a in arenas.values()} == {f"/{root}.multi.{p}" for p in tp.PROTOCOLS}
+    assert {a.name for a in arenas.values()} == {f"/{root.removeprefix('shm:')}.multi.{p}" for p in tp.PROTOCOLS}
     assert tp.list_topics() == {"multi": sorted(tp.PROTOCOLS)}
 
 

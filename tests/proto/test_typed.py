@@ -17,10 +17,9 @@ import threading
 
 import numpy as np
 import pytest
-from _proto_common import *  # noqa: F403 - fixtures: root, spawn, bounded
-from _proto_common import CTX, REPO, child_env, join_ok, recv, wait_until
 from foxglove_schemas_protobuf.Log_pb2 import Log as LogPb
 from foxglove_schemas_protobuf.RawImage_pb2 import RawImage as RawImagePb
+from helpers.procs import CTX, REPO, child_env, join_ok, recv, wait_until
 from hypothesis import given
 from hypothesis import strategies as st
 

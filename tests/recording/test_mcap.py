@@ -10,11 +10,7 @@ import os
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from mcap.reader import make_reader
-from mcap.writer import CompressionType, IndexType, Writer
-from mcap_data import (
+from helpers.mcap_data import (
     EPOCH,
     T0,
     Expected,
@@ -26,6 +22,10 @@ from mcap_data import (
     table_gaps,
     write_segment,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcap.reader import make_reader
+from mcap.writer import CompressionType, IndexType, Writer
 
 import a0py
 from a0py.spark import RecordingFormatError, RecordingOptionError, _mcap, bag_info, read_table

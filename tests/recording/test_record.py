@@ -14,11 +14,11 @@ import textwrap
 import time
 
 import pytest
+from helpers.mcap_data import table_frames, table_gaps
+from helpers.procs import REPO
 from mcap.reader import make_reader
-from mcap_data import table_frames, table_gaps
 
 import a0py
-from a0py.proto.topic import list_topics, unlink_topic
 from a0py.spark import (
     Player,
     Recorder,
@@ -29,19 +29,7 @@ from a0py.spark import (
     read_table,
 )
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def root(monkeypatch):
-    """A shared-memory root of this test's own; its topics removed after."""
-    spec = f"shm:a0pyrec{os.getpid()}x{time.monotonic_ns() % 10**9}"
-    monkeypatch.setenv("A0PY_ROOT", spec)
-    monkeypatch.setenv("A0PY_ARENA_SIZE", "16M")
-    yield spec
-    for topic in list_topics(spec):
-        unlink_topic(a0py.Topic(topic, root=spec))
 
 
 def _env(**extra):

@@ -10,13 +10,12 @@ import sys
 import textwrap
 
 import numpy as np
+from helpers.mcap_data import T0, packet
+from helpers.procs import REPO
 from mcap.reader import make_reader
-from mcap_data import T0, packet
 
 import a0py
 from a0py.spark._writer import SegmentWriter
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def messages(path):

@@ -16,13 +16,12 @@ import textwrap
 import time
 
 import pytest
-from mcap_data import EPOCH, T0, cut, flip_byte, write_segment
+from helpers.mcap_data import EPOCH, T0, cut, flip_byte, write_segment
+from helpers.procs import REPO
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
 from a0py.spark import _mcap, read_table, register
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")

@@ -6,15 +6,13 @@ The browser side is in test_view_browser.py."""
 
 import asyncio
 import json
-import os
 import struct
 import time
 import urllib.error
 import urllib.request
-import uuid
 
 import pytest
-from _view_helpers import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
+from helpers.view import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
@@ -25,19 +23,6 @@ from a0py.view import _protocol as P
 from a0py.view._schema import BYTES_ENCODING, JSON_ENCODING, infer_schema, kind_of
 
 MSG_S = 10.0
-
-
-@pytest.fixture
-def root(monkeypatch):
-    """A shared-memory root of this test's own (the view and publisher
-    processes inherit it); its topics removed afterwards."""
-    prefix = f"a0pyv-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("A0PY_ROOT", f"shm:{prefix}")
-    monkeypatch.setenv("A0PY_ARENA_SIZE", "4M")
-    yield prefix
-    for name in tp.list_topics(f"shm:{prefix}"):
-        tp.unlink_topic(tp.Topic(name, root=f"shm:{prefix}"))
-    tp.close_arenas()
 
 
 @pytest.fixture
@@ -782,4 +767,4 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
 
     run(main())
     # the view created nothing: the topic still has only its log and cfg arenas
-    assert tp.list_topics(f"shm:{root}") == {"robot": ["cfg", "log"]}
+    assert tp.list_topics(root) == {"robot": ["cfg", "log"]}

@@ -12,15 +12,13 @@ import os
 import re
 import shutil
 import time
-import uuid
 
 import pytest
-from _view_helpers import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
-
-from a0py.proto import topic as tp
+from helpers.procs import REPO
+from helpers.view import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
 
 CHROMIUM = os.environ.get("A0PY_CHROMIUM", "/usr/bin/chromium")
-DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+DOCS = os.path.join(REPO, "docs")
 WAIT_MS = 15_000
 
 
@@ -34,16 +32,6 @@ def browser():
         b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
         yield b
         b.close()
-
-
-@pytest.fixture
-def root(monkeypatch):
-    prefix = f"a0pyb-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setenv("A0PY_ROOT", f"shm:{prefix}")
-    yield prefix
-    for name in tp.list_topics(f"shm:{prefix}"):
-        tp.unlink_topic(tp.Topic(name, root=f"shm:{prefix}"))
-    tp.close_arenas()
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ import textwrap
 import uuid
 
 import pytest
-from _view_helpers import (
+from helpers.procs import REPO
+from helpers.view import (
     LATE_FROM,
     PERIOD_NS,
     T0_NS,
@@ -345,8 +346,7 @@ def test_a_live_view_refuses_playback_and_series_requests(monkeypatch):
 @pytest.mark.parametrize("arg", ["recs/", "./recs", "missing.mcap", "~/no/such/dir/"])
 def test_a_path_that_does_not_exist_is_an_error_not_a_topic(tmp_path, arg):
     # run from another directory (relative paths are the point), with this checkout's a0py
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
     r = subprocess.run([sys.executable, "-m", "a0py.view.cli", arg, "--port", "0"], capture_output=True,
                        text=True, timeout=60, cwd=tmp_path, env=env)
     assert r.returncode == 1, (r.stdout, r.stderr)
