@@ -1,6 +1,6 @@
 """Bad option values on every command are usage errors, not tracebacks or
 commands that run forever: the types of a0py.clitypes, run through the real
-``a0py`` script in subprocesses (each bounded by _cli_common's limits)."""
+``a0py`` script in subprocesses (each bounded by the CLI layer's limits, tests/cli/conftest.py)."""
 
 import math
 import os

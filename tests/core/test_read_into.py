@@ -1,4 +1,4 @@
-"""Transport.read_into (issue 10, the recorder's hot path): the frames after
+"""Transport.read_into (the recorder's hot path): the frames after
 the cursor copied into a caller's buffer as MCAP message records, exactly
 the bytes the recorder wrote before (``_bulk.append_records``); limits,
 offsets and the too-small error; gaps reported exactly; and, with writer

@@ -484,7 +484,7 @@ def test_nested_lock_and_two_transports_in_one_thread(tr):
                 pass
         with pytest.raises(LockError):
             other.write(b"x")
-        # Reads take no lock (issue 8): reading while this thread holds it
+        # Reads take no lock: reading while this thread holds it
         # neither deadlocks nor fails.
         assert other.read_next() is None and other.read_many() == []
     assert other.write(b"x") == 1  # nothing leaked: both work afterwards

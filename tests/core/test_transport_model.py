@@ -11,7 +11,7 @@ all the time, with mixed sizes, the case AlephZero 0.3.17 got wrong) and after
 every step compares everything observable, including the raw bytes of the
 committed state page and of every live frame.
 
-Reads take no lock (issue 8). Besides the copying reads of the binding, a
+Reads take no lock (docs/transport.md: readers never block writers). Besides the copying reads of the binding, a
 second reader drives the C read protocol step by step through cffi
 (``read_while_writers_evict``): it locates frames, copies them, then lets
 writers run -- evicting and overwriting those very frames, or only the frame

@@ -1,4 +1,4 @@
-"""Readers that never block writers (issue 8): reads without the lock,
+"""Readers that never block writers: reads without the lock,
 read_view and FrameEvictedError, gaps counted in Transport.missed, readers
 that are SIGKILLed mid-read or asleep, and a multi-process torture run.
 

@@ -1,4 +1,4 @@
-"""The segment writer's fast path (issue 10): frames read from a transport
+"""The segment writer's fast path: frames read from a transport
 straight into the open chunk (``SegmentWriter.read_frames``), chunks written
 by a background thread in order, and that thread's errors raised by
 ``close()`` and ``Recorder.stop()``, never swallowed (a real file-size
