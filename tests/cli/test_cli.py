@@ -11,13 +11,12 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from helpers.cli import SCRIPT, assert_fails_cleanly
 
 import a0py
 
-SCRIPT = Path(sys.executable).parent / "a0py"
 ENTRY_POINTS = {"script": [str(SCRIPT)], "module": [sys.executable, "-m", "a0py"]}
 
 
@@ -46,16 +45,6 @@ def a0(*args, entry=ENTRY_POINTS["script"], input=None, cwd=None):
     done.out = done.stdout.decode()
     done.err = done.stderr.decode()
     return done
-
-
-def assert_fails_cleanly(result, status, *needles):
-    """Exit ``status``, nothing on stdout, no traceback, and a message on
-    stderr that contains each of ``needles``."""
-    assert result.returncode == status, (result.returncode, result.out, result.err)
-    assert result.out == ""
-    assert "Traceback" not in result.err
-    for needle in needles:
-        assert needle in result.err, (needle, result.err)
 
 
 def frames_in(name):
