@@ -5,6 +5,7 @@
   ``A0PY_ROOT`` for the test and its children), every topic in it removed
   afterwards; the arena size it sets comes from the ``arena_size`` fixture,
   which a layer's conftest.py (or a module) overrides.
+- ``shm_name``: a shared-memory object name of the test's own, removed after.
 - ``spawn``: starts forked children; any still alive at teardown is SIGKILLed.
 - ``bounded`` (autouse): fails a test that runs past ``time_limit_s`` seconds
   (SIGALRM) instead of hanging the suite; off where ``time_limit_s`` is None
@@ -54,6 +55,17 @@ def root(monkeypatch, arena_size):
     for name in tp.list_topics(spec):
         tp.unlink_topic(tp.Topic(name, root=spec))
     tp.close_arenas()
+
+
+@pytest.fixture
+def shm_name():
+    """A shared-memory object name of this test's own (no leading slash), removed
+    afterwards whatever the test left there."""
+    from a0py import Arena
+
+    name = f"a0pyt-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+    yield name
+    Arena.unlink_shm(name)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ against a brute-force evaluation over random claim/retract sequences."""
 import itertools
 
 import pytest
+from helpers.broker_ops import CLIENTS, RETRACT_PATTERNS, SUBSCRIPTIONS
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -167,26 +168,12 @@ def test_revoke_retracts_other_clients_claims_and_reports_them():
 
 # ---------------------------------------------------------------- differential test
 
-SUBSCRIPTIONS = [
-    ('temp($room, $t)',),
-    ('temp($room, $t)', 'setpoint($room, $s)'),
-    ('edge($a, $b)', 'edge($b, $c)'),
-    ('edge($a, $a)',),
-    ('edge($a, $)', 'temp($, $a)'),
-    ('temp($room, _)', 'setpoint($room, _)', 'edge($room, $x)'),
-    ('setpoint(_, _)', 'temp($r, $t)'),
-    ('edge($x, $y)', 'temp($z, $w)'),   # a cross product
-    ('subscription($who, $id, _)',),
-]
 ATOMS = [1, 2, 1.0, True, "k", "h"]
 FACTS = st.one_of(
     st.builds(lambda a, b: Record("temp", a, b), st.sampled_from(ATOMS), st.sampled_from(ATOMS)),
     st.builds(lambda a, b: Record("setpoint", a, b), st.sampled_from(ATOMS), st.sampled_from(ATOMS)),
     st.builds(lambda a, b: Record("edge", a, b), st.sampled_from(ATOMS), st.sampled_from(ATOMS)),
 )
-RETRACT_PATTERNS = [DISCARD, parse('temp($x, _)'), parse('edge($x, $x)'), parse('setpoint(1, $)'),
-                    parse('edge(_, True)')]
-CLIENTS = ["a", "b", "c"]
 
 OPS = st.one_of(
     st.tuples(st.just("claim"), st.sampled_from(CLIENTS), st.lists(FACTS, min_size=1, max_size=4)),

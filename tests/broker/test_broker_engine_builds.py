@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.broker_ops import CLIENTS, RETRACT_PATTERNS, SUBSCRIPTIONS
 from hypothesis import example, given
 from hypothesis import strategies as st
-from test_broker_engine import CLIENTS, RETRACT_PATTERNS, SUBSCRIPTIONS
 
 import a0py.broker as broker
 from a0py.broker import BatchRejectedError, engine

@@ -81,16 +81,6 @@ def prefix():
 
 
 @pytest.fixture
-def shm_name():
-    name = f"a0pysec-{os.getpid()}-{uuid.uuid4().hex[:10]}"
-    yield name
-    try:
-        os.unlink("/dev/shm/" + name)
-    except FileNotFoundError:
-        pass
-
-
-@pytest.fixture
 def shared_dir(tmp_path):
     """A directory anyone may write to, sticky like /tmp (its parents are not
     reachable by the other user: it works in it through a directory fd)."""

@@ -31,10 +31,9 @@ LOG = T0 + 123_456
 
 
 @pytest.fixture
-def tr():
-    arena = a0py.Arena.heap(1 << 20)
-    yield a0py.Transport(arena)
-    arena.close()
+def heap_size():
+    """The heap arena under the ``tr`` fixture (tests/core/conftest.py)."""
+    return 1 << 20
 
 
 def parse_records(buf, nbytes):

@@ -44,13 +44,6 @@ def shm():
         Arena.unlink_shm(name)
 
 
-@pytest.fixture
-def tr():
-    a = Arena.heap(4096)
-    yield Transport(a)
-    a.close()
-
-
 def span(n):
     return (32 + n + 15) & ~15
 

@@ -320,10 +320,9 @@ def test_wait_whose_relock_finds_corruption_raises_it_and_releases(arena_path):
 
 
 @pytest.fixture
-def tr():
-    a = Arena.heap(1024)
-    yield Transport(a)
-    a.close()
+def heap_size():
+    """The heap arena under the ``tr`` fixture (tests/core/conftest.py)."""
+    return 1024
 
 
 @pytest.mark.parametrize("bad", [-1, -(2**70), 2**64, 1.5, "3", None, b"\x01", [1]])

@@ -229,8 +229,8 @@ SIZES = st.one_of(
 
 
 try:
-    from test_transport_cffi import build_core
-except pytest.skip.Exception:  # no cffi: the step-by-step reader is left out
+    from helpers.cffi_core import build_core
+except ImportError:  # no cffi: the step-by-step reader is left out
     build_core = None
 
 _CORE = []

@@ -14,7 +14,6 @@ import signal
 import struct
 import sys
 import time
-import uuid
 import zlib
 
 import pytest
@@ -30,14 +29,6 @@ pytestmark = pytest.mark.slow
 
 
 # ---------------------------------------------------------------- fixtures
-
-
-@pytest.fixture
-def shm_name():
-    """A fresh shm arena name, unlinked after the test whatever happens."""
-    name = f"a0py-mp-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    yield name
-    a0py.Arena.unlink_shm(name)
 
 
 def kill_and_reap(p):

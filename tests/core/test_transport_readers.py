@@ -11,7 +11,6 @@ import os
 import signal
 import struct
 import time
-import uuid
 import zlib
 
 import pytest
@@ -19,20 +18,6 @@ from helpers.procs import CTX, JOIN_S, MSG_S, join_ok, recv
 
 import a0py
 from a0py import A0TimeoutError, FrameEvictedError, LockError
-
-
-@pytest.fixture
-def tr():
-    arena = a0py.Arena.heap(4096)
-    yield a0py.Transport(arena)
-    arena.close()
-
-
-@pytest.fixture
-def shm_name():
-    name = f"a0py-readers-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    yield name
-    a0py.Arena.unlink_shm(name)
 
 
 def child_main(fn):

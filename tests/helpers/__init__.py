@@ -8,4 +8,6 @@ through ``pythonpath`` in pyproject.toml's pytest settings.
 - :mod:`helpers.cli`: running the installed ``a0py`` script.
 - :mod:`helpers.view`: recordings to view, ``a0py view`` and publisher processes.
 - :mod:`helpers.mcap_data`: packets and MCAP segments with known contents.
+- :mod:`helpers.cffi_core`: the C core compiled as a cffi extension.
+- :mod:`helpers.broker_ops`: what the broker engine's random tests draw from.
 """

@@ -3,7 +3,6 @@ one Transport per thread, holds, kinds; topics, actor mailboxes and broker clien
 map their arenas through it. (The forked child's fresh cache is pinned in
 ``test_topic.py``.)"""
 
-import os
 import threading
 import uuid
 
@@ -12,13 +11,6 @@ import pytest
 import a0py
 from a0py.broker import Broker, BrokerClient, wire
 from a0py.proto import arena_cache
-
-
-@pytest.fixture
-def shm_name():
-    name = f"/a0py-test-cache-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    yield name
-    a0py.Arena.unlink_shm(name)
 
 
 def test_one_mapping_per_key_and_the_opener_runs_once(shm_name):
