@@ -12,7 +12,7 @@ client got. With the control queue bounded in bytes the client is
 disconnected (close code 1008) and the peak stays near the budget (16 MiB)
 plus what parsing the requests costs.
 
-A script, not a test: tests/test_view.py holds the assertions.
+A script, not a test: tests/view/test_view.py holds the assertions.
 """
 
 import argparse
@@ -70,7 +70,7 @@ def main():
     parser.add_argument("--ids", type=int, default=10_000, help="unknown channel ids per request")
     args = parser.parse_args()
     os.environ["A0PY_ROOT"] = f"shm:a0pyflood-{uuid.uuid4().hex[:8]}"
-    from _view_helpers import ViewProcess
+    from helpers.view import ViewProcess
 
     with ViewProcess() as view:
         asyncio.run(flood(view, args.requests, args.ids))

@@ -5,7 +5,7 @@ everything here; this module is only the bytes. It runs on every request and eve
 notification, on both sides, so it is written in Cython's pure-Python mode and built
 twice, as the engine is: ``a0py/broker/_compiled.pyx`` includes it (the build the broker
 and its clients use), and imported as it is, it is the interpreted build that
-``tests/test_broker_framing_builds.py`` holds the compiled one to.
+``tests/broker/test_broker_framing_builds.py`` holds the compiled one to.
 
 Invariants:
 

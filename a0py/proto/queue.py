@@ -25,7 +25,7 @@ Invariants:
   lock the writer sleeps on. Giving room back only when a writer is seen waiting (a
   flag read before that writer sleeps) loses exactly the writer that starts waiting
   after the check: it then waits for a reader that waits for it. The waiter flag here
-  only makes room sooner. ``tests/test_arena_queue.py`` steps a reader and a writer by
+  only makes room sooner. ``tests/proto/test_arena_queue.py`` steps a reader and a writer by
   hand through every interleaving of these steps.
 * **One reader**, whose liveness is the arena's deadman: :meth:`ArenaQueue.open_reader`
   takes it (refused while a live reader holds it), :meth:`ArenaQueue.close_reader`

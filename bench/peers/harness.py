@@ -74,7 +74,7 @@ STOP = PROBE + 3
 WARM_MAX = 1 << 20     # stream warm-up messages at most (and at most WARM_S of them)
 WARM_S = 0.6           # enough for the fast peers to write a whole 64 MiB once at 64 B
 
-# A0BENCH_RUN tags every name a run creates, so a caller (tests/test_bench_peers.py)
+# A0BENCH_RUN tags every name a run creates, so a caller (tests/project/test_bench_peers.py)
 # can tell its leftovers from those of another run on the machine.
 RUN_TAG = os.environ.get("A0BENCH_RUN", "")
 

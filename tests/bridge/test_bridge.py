@@ -1,0 +1,571 @@
+"""The Zenoh bridge with real processes: each "machine" is a root of its own
+(``A0PY_ROOT=shm:PREFIX``), each bridge an ``a0py bridge`` process, the bridges joined
+over TCP on loopback. Every wait is bounded; a bridge that does not stop on SIGTERM is
+killed and the test fails."""
+
+import itertools
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import zenoh  # the test extra has it: nothing here is skipped
+from helpers.procs import REPO
+
+from a0py import Cfg, CfgWatcher, Packet, Publisher, SubscriberSync
+from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
+from a0py.bridge.config import zenoh_config
+from a0py.bridge.wire import Attachment, pubsub_key
+from a0py.proto import INIT_OLDEST
+from a0py.proto.log import LogListener, log_level
+from a0py.proto.topic import Topic, list_topics, unlink_topic
+
+START_S = 20.0   # a bridge process prints its first line within this
+LINK_S = 20.0    # two bridges route a topic within this
+MSG_S = 15.0     # packets cross within this
+QUIET_S = 1.5    # after the expected packets, how long nothing more may arrive
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def endpoint(port):
+    return f"tcp/127.0.0.1:{port}"
+
+
+@pytest.fixture
+def machines():
+    """make(n): n fresh roots (one per "machine"), removed afterwards with their topics."""
+    roots = []
+
+    def make(n):
+        tag = uuid.uuid4().hex[:8]
+        new = [f"shm:brt{tag}{chr(ord('a') + i)}" for i in range(n)]
+        roots.extend(new)
+        return new
+
+    yield make
+    for root in roots:
+        for name in list_topics(root):
+            unlink_topic(Topic(name, root=root))
+
+
+class BridgeProc:
+    """An ``a0py bridge`` process; ``id`` from its first line, ``stop()`` its final status."""
+
+    def __init__(self, root, globs, *args):
+        env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "a0py", "bridge", "--status-interval", "0.2", *args, *globs],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        line = self._line(START_S)
+        assert line.startswith("a0py bridge: "), f"bridge did not start: {line!r} {self._err()}"
+        self.id = line.split()[2]
+
+    def _line(self, timeout):
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        return self.proc.stdout.readline() if ready else ""
+
+    def _err(self):
+        if self.proc.poll() is None:
+            return ""
+        return self.proc.stderr.read()
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.communicate(timeout=10)
+
+    def stop(self):
+        """SIGTERM; the final status line (a dict)."""
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+            pytest.fail("the bridge did not stop within 20 s of SIGTERM")
+        assert self.proc.returncode == 0, err
+        return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def bridges():
+    """start(root, globs, *args): a BridgeProc, killed at teardown if still running."""
+    started = []
+
+    def start(root, globs, *args):
+        b = BridgeProc(root, globs, *args)
+        started.append(b)
+        return b
+
+    yield start
+    for b in started:
+        if b.proc.poll() is None:
+            b.kill()
+
+
+def drain(root, name):
+    """Every packet of topic `name` under `root` now, oldest first."""
+    with SubscriberSync(Topic(name, root=root), init=INIT_OLDEST) as sub:
+        out = []
+        while (pkt := sub.read()) is not None:
+            out.append(pkt)
+        return out
+
+
+def wait_for(root, name, count, timeout=MSG_S):
+    """The packets of `name` under `root` once there are `count` of them; fails at the
+    timeout saying how many came."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = drain(root, name)
+        if len(got) >= count or time.monotonic() > deadline:
+            assert len(got) >= count, f"{len(got)} of {count} packets of {name!r} under {root}"
+            return got
+        time.sleep(0.05)
+
+
+def link(src, dsts, probe):
+    """Publishes on topic `probe` under `src` until a packet of it shows under every root
+    of `dsts`: the route from src to each is up."""
+    deadline = time.monotonic() + LINK_S
+    with Publisher(Topic(probe, root=src)) as pub:
+        while True:
+            pub.pub(b"probe")
+            if all(drain(d, probe) for d in dsts):
+                return
+            assert time.monotonic() < deadline, f"no route from {src} to {dsts} within {LINK_S} s"
+            time.sleep(0.1)
+
+
+PUBLISHER = """
+import sys
+from a0py import Publisher
+n, name, tag = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with Publisher(name) as pub:
+    for i in range(n):
+        pub.pub(f"{tag}-{i}".encode() * (1 + i % 7), headers=[("i", str(i)), ("tag", tag)])
+"""
+
+
+def publish(root, name, n, tag):
+    """Publishes n packets on `name` under `root` from a process of its own."""
+    subprocess.run([sys.executable, "-c", PUBLISHER, str(n), name, tag], check=True, timeout=60,
+                   env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
+
+
+def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    # robot/data is created after both bridges started: discovered, exported from its first packet.
+    publish(a, "robot/data", 300, "A")
+    sent = drain(a, "robot/data")
+    got = wait_for(b, "robot/data", 300)
+    assert len(sent) == 300
+    assert [p.id for p in got] == [p.id for p in sent]
+    for i, (s, g) in enumerate(zip(sent, got)):
+        assert g.payload == s.payload
+        theirs = list(g.headers)
+        # the publisher's headers, standard ones included, byte for byte, then the bridge's
+        assert theirs[:len(s.headers)] == list(s.headers)
+        assert g.headers[ORIGIN] == ba.id
+        assert g.headers[HOST] == socket.gethostname()
+        assert g.headers[SEQ] == str(i + 1)
+        assert len(theirs) == len(s.headers) + 3
+    # nothing came back to A, nothing on B went out again
+    time.sleep(QUIET_S)
+    assert len(drain(a, "robot/data")) == 300
+    assert len(drain(b, "robot/data")) == 300
+    sa, sb = ba.stop(), bb.stop()
+    assert sa["topics"]["robot/data"]["exported"] == 300
+    assert sb["topics"]["robot/data"]["imported"] == 300
+    assert sb["topics"]["robot/data"]["lost"] == 0
+    assert sb["topics"]["robot/data"]["exported"] == 0  # imported packets are never re-exported
+
+
+def test_a_topic_present_before_the_bridge_starts_is_bridged_from_its_next_packet(machines, bridges):
+    a, b = machines(2)
+    with Publisher(Topic("robot/old", root=a)) as pub:
+        pub.pub(b"before the bridge")
+        port = free_port()
+        bridges(a, ["robot/**"], "--listen", endpoint(port))
+        bridges(b, ["robot/**"], "--connect", endpoint(port))
+        link(a, [b], "robot/probe")
+        deadline = time.monotonic() + LINK_S
+        # the bridge's subscriber to robot/old may come a moment after the probe's route
+        while not drain(b, "robot/old"):
+            pub.pub(b"after")
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert all(p.payload == b"after" for p in drain(b, "robot/old"))
+
+
+LOGGER = """
+import sys
+from a0py import Logger
+with Logger(sys.argv[1]) as log:
+    for i in range(int(sys.argv[2])):
+        (log.warn if i % 2 else log.info)(f"message {i}")
+"""
+
+
+def test_log_messages_cross_with_their_levels_in_order(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    got = []
+    listener = LogListener(Topic("robot/arm", root=b), "DBG", got.append, init=INIT_OLDEST)
+    try:
+        subprocess.run([sys.executable, "-c", LOGGER, "robot/arm", "40"], check=True, timeout=60,
+                       env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+        deadline = time.monotonic() + MSG_S
+        while len(got) < 40:
+            assert time.monotonic() < deadline, f"{len(got)} of 40 log messages crossed"
+            time.sleep(0.05)
+        time.sleep(QUIET_S)
+    finally:
+        listener.close()
+    assert [p.payload for p in got] == [f"message {i}".encode() for i in range(40)]
+    assert [log_level(p).name for p in got] == ["INFO", "WARN"] * 20
+    assert all(p.headers[ORIGIN] == ba.id for p in got)
+    assert bb.stop()["logs"]["robot/arm"]["imported"] == 40
+    assert ba.stop()["logs"]["robot/arm"]["exported"] == 40
+
+
+
+def cli(root, *args):
+    """Runs ``a0py ARGS`` under `root`; its stdout."""
+    out = subprocess.run([sys.executable, "-m", "a0py", *args], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(machines, bridges):
+    a, b = machines(2)
+    # Each side has its own configuration before the bridges start: neither is sent.
+    with Cfg(Topic("robot/cfg", root=a)) as cfg_a, Cfg(Topic("robot/cfg", root=b)) as cfg_b:
+        cfg_a.write({"side": "a"})
+        cfg_b.write({"side": "b"})
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    link(b, [a], "robot/probe_back")
+    versions = []
+    watcher = CfgWatcher(Topic("robot/cfg", root=b), lambda pkt: versions.append(pkt.json()))
+    try:
+        deadline = time.monotonic() + MSG_S
+        while not versions:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert versions == [{"side": "b"}]
+        # The bridge's exporter on A may subscribe a moment after the probe's route is up:
+        # set until the first change shows on B, then a series of patches.
+        deadline = time.monotonic() + LINK_S
+        n = 0
+        while len(versions) < 2:
+            n += 1
+            cli(a, "cfg", "robot/cfg", "set", "/n", str(n))
+            assert time.monotonic() < deadline, "no cfg change crossed"
+            time.sleep(0.2)
+        for k in range(1, 6):
+            cli(a, "cfg", "robot/cfg", "patch", json.dumps({f"k{k}": k}))
+        deadline = time.monotonic() + MSG_S
+        while versions[-1].get("k5") != 5:
+            assert time.monotonic() < deadline, f"the patches did not all cross: {versions[-1]}"
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        watcher.close()
+    # in order: each version a superset of the one before (patches only add)
+    later = [v for v in versions if v.get("n") == n]
+    for older, newer in itertools.pairwise(later):
+        assert set(older.items()) <= set(newer.items()), (older, newer)
+    assert versions[-1] == {"side": "a", "n": n, **{f"k{k}": k for k in range(1, 6)}}
+    # a change made on B goes back to A, merged into what B had
+    with Cfg(Topic("robot/cfg", root=b)) as cfg_b:
+        cfg_b.mergepatch({"from": "b"})
+    deadline = time.monotonic() + MSG_S
+    with Cfg(Topic("robot/cfg", root=a)) as cfg_a:
+        while cfg_a.read().json().get("from") != "b":
+            assert time.monotonic() < deadline, "the change on B never reached A"
+            time.sleep(0.05)
+        assert cfg_a.read().json() == {**versions[-1], "from": "b"}
+    assert bb.stop()["cfgs"]["robot/cfg"]["duplicates"] == 0
+
+
+
+def test_imported_topics_are_created_at_a_size_that_fits(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port), "--size", "robot/sized/*=32M")
+    link(a, [b], "robot/probe")
+    big = b"x" * (3 << 20)  # does not fit a default (4 MiB) arena's four frames
+    with Publisher(Topic("robot/big", root=a, size="16M")) as p_big, \
+            Publisher(Topic("robot/sized/x", root=a)) as p_sized:
+        deadline = time.monotonic() + LINK_S
+        # (polled without opening them: a reader would create them at the default size)
+        while not (Topic("robot/big", root=b).exists("pubsub")
+                   and Topic("robot/sized/x", root=b).exists("pubsub")):
+            p_big.pub(big)
+            p_sized.pub(b"small")
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert wait_for(b, "robot/big", 1)[0].payload == big
+    assert Topic("robot/sized/x", root=b).arena("pubsub").size == 32 << 20
+    assert Topic("robot/big", root=b).arena("pubsub").size >= 4 * len(big)
+    assert bb.stop()["topics"]["robot/big"]["too_large"] == 0
+
+
+def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(machines, bridges):
+    roots = machines(3)
+    ports = [free_port() for _ in roots]
+    procs = [bridges(roots[0], ["robot/**"], "--listen", endpoint(ports[0])),
+             bridges(roots[1], ["robot/**"], "--listen", endpoint(ports[1]),
+                     "--connect", endpoint(ports[0])),
+             bridges(roots[2], ["robot/**"], "--listen", endpoint(ports[2]),
+                     "--connect", endpoint(ports[0]), "--connect", endpoint(ports[1]))]
+    for i, r in enumerate(roots):
+        link(r, [o for o in roots if o != r], f"robot/probe{i}")
+    n = 60
+    for i, r in enumerate(roots):
+        publish(r, "robot/shared", n, f"m{i}")     # one topic written on every machine
+        publish(r, f"robot/only{i}", n, f"m{i}")   # and one per machine
+    for r in roots:
+        shared = wait_for(r, "robot/shared", 3 * n)
+        for i in range(3):
+            wait_for(r, f"robot/only{i}", n)
+    time.sleep(QUIET_S)  # loops or duplicates would show up as more packets meanwhile
+    for r in roots:
+        shared = drain(r, "robot/shared")
+        assert len(shared) == 3 * n and len({p.id for p in shared}) == 3 * n, r
+        for i in range(3):
+            only = drain(r, f"robot/only{i}")
+            assert len(only) == n and len({p.id for p in only}) == n, (r, i)
+            # each machine's packets in the order published
+            assert [p.headers["i"] for p in only] == [str(k) for k in range(n)]
+    # on each machine, each other machine's packets on the shared topic arrived once, in order
+    for r in roots:
+        shared = drain(r, "robot/shared")
+        for i in range(3):
+            mine = [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"]
+            assert mine == [str(k) for k in range(n)]
+    for p in procs:
+        status = p.stop()
+        assert all(c["duplicates"] == 0 and c["lost"] == 0 for c in status["topics"].values())
+
+
+def _session(port):
+    return zenoh.open(zenoh_config(zenoh, connect=[endpoint(port)]))
+
+
+def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines, bridges):
+    (b,) = machines(1)
+    port = free_port()
+    bb = bridges(b, ["robot/**"], "--listen", endpoint(port))
+    good = Packet([("k", "v")], b"real").to_bytes()
+    origin = uuid.uuid4().bytes
+    with _session(port) as s:
+        deadline = time.monotonic() + LINK_S
+        seq = 0
+        # until the route is up: numbered good packets from a made-up bridge
+        while not drain(b, "robot/good"):
+            seq += 1
+            s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq, "h").encode())
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        s.put(pubsub_key("a0py", "robot/good"), good)  # no attachment
+        s.put(pubsub_key("a0py", "robot/good"), good, attachment=b"junk")
+        s.put("a0py/pubsub/robot/-bad", good, attachment=Attachment(origin, 1, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), b"not a packet",
+              attachment=Attachment(origin, seq + 1, "h").encode())
+        already = Packet([(ORIGIN, "x" * 32)], b"twice").to_bytes()
+        s.put(pubsub_key("a0py", "robot/good"), already,
+              attachment=Attachment(origin, seq + 2, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq + 3, "h").encode())
+        deadline = time.monotonic() + MSG_S
+        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 3):
+            assert time.monotonic() < deadline, "the good packet after the bad ones never came"
+            time.sleep(0.05)
+    status = bb.stop()
+    assert status["bad_samples"] == 3
+    assert status["topics"]["robot/good"]["corrupt"] == 2
+    assert all(p.payload == b"real" for p in drain(b, "robot/good"))
+
+
+def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, bridges):
+    (b,) = machines(1)
+    port = free_port()
+    bb = bridges(b, ["robot/**"], "--listen", endpoint(port))
+    logs = []
+    listener = LogListener(Topic("a0py/bridge", root=b), "WARN", logs.append, init=INIT_OLDEST)
+    origin = uuid.uuid4().bytes
+
+    def put(s, seq):
+        s.put(pubsub_key("a0py", "robot/lossy"), Packet(str(seq)).to_bytes(),
+              attachment=Attachment(origin, seq, "h").encode())
+
+    try:
+        with _session(port) as s:
+            deadline = time.monotonic() + LINK_S
+            first = 0
+            while not drain(b, "robot/lossy"):
+                first += 1
+                put(s, first)
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            for seq in (first + 1, first + 1, first + 4, first + 2, first + 5):  # dup, gap of 2, late
+                put(s, seq)
+            deadline = time.monotonic() + MSG_S
+            while drain(b, "robot/lossy")[-1].payload != str(first + 5).encode():
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            got = drain(b, "robot/lossy")
+            deadline = time.monotonic() + MSG_S
+            while not logs:
+                assert time.monotonic() < deadline, "no WARN on the bridge's log topic"
+                time.sleep(0.05)
+        status = bb.stop()
+    finally:
+        listener.close()
+    counts = status["topics"]["robot/lossy"]
+    assert [p.payload for p in got[-3:]] == [str(first + k).encode() for k in (1, 4, 5)]
+    assert counts["duplicates"] == 2   # first+1 again, and first+2 after first+4
+    assert counts["lost"] == 2         # first+2 and first+3, as seen when first+4 came
+    assert "robot/lossy" in logs[-1].payload.decode() and logs[-1].headers["lost"] == "2"
+
+
+def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    publish(a, "robot/data", 50, "first")
+    wait_for(b, "robot/data", 50)
+    bb.proc.kill()
+    bb.proc.communicate(timeout=10)
+    publish(a, "robot/data", 20, "while-down")
+    bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe2")
+    publish(a, "robot/data", 50, "second")
+    got = wait_for(b, "robot/data", 100)
+    time.sleep(QUIET_S)
+    got = drain(b, "robot/data")
+    assert len({p.id for p in got}) == len(got)
+    tags = [p.headers["tag"] for p in got]
+    assert tags.count("first") == 50 and tags.count("second") == 50
+    assert [p.headers["i"] for p in got if p.headers["tag"] == "second"] == [str(i) for i in range(50)]
+
+
+def test_an_endpoint_in_use_is_a_clear_error(machines):
+    (a,) = machines(1)
+    ep = endpoint(free_port())
+    with ZenohBridge(["robot/**"], listen=[ep], root=a):
+        with pytest.raises(BridgeStartError, match="Address already in use"):
+            ZenohBridge(["robot/**"], listen=[ep], root=a).start()
+
+
+def test_bad_configuration_is_a_clear_error(tmp_path):
+    with pytest.raises(BridgeConfigError, match="endpoint"):
+        ZenohBridge(["robot/**"], listen=["127.0.0.1:7447"])
+    bad = tmp_path / "zenoh.json5"
+    bad.write_text("{ mode: ")
+    with pytest.raises(BridgeConfigError, match="does not parse"):
+        ZenohBridge(["robot/**"], config=str(bad))
+    with pytest.raises(BridgeConfigError, match="glob"):
+        ZenohBridge([""])
+    with pytest.raises(BridgeConfigError, match="prefix"):
+        ZenohBridge(["robot/**"], prefix="a/*")
+    out = subprocess.run([sys.executable, "-m", "a0py", "bridge", "--config", str(bad), "robot/**"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO,
+                         env=dict(os.environ, PYTHONPATH=REPO))
+    assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
+
+
+def _ip(*args):
+    subprocess.run(["ip", *args], check=True, timeout=20, capture_output=True)
+
+
+@pytest.fixture
+def two_namespaces():
+    """Two network namespaces joined by a veth pair: (ns_a, addr_a, ns_b, addr_b)."""
+    tag = uuid.uuid4().hex[:6]
+    ns_a, ns_b = f"a0br{tag}a", f"a0br{tag}b"
+    net = 10 + int(tag[:2], 16) % 200
+    addr_a, addr_b = f"10.{net}.{int(tag[2:4], 16)}.1", f"10.{net}.{int(tag[2:4], 16)}.2"
+    try:
+        _ip("netns", "add", ns_a)
+        _ip("netns", "add", ns_b)
+        _ip("link", "add", f"v{tag}a", "netns", ns_a, "type", "veth", "peer", "name", f"v{tag}b",
+            "netns", ns_b)
+        for ns, dev, addr in ((ns_a, f"v{tag}a", addr_a), (ns_b, f"v{tag}b", addr_b)):
+            _ip("-n", ns, "addr", "add", f"{addr}/24", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        yield ns_a, addr_a, ns_b, addr_b
+    finally:
+        for ns in (ns_a, ns_b):
+            subprocess.run(["ip", "netns", "del", ns], timeout=20, capture_output=True)
+
+
+def _in_machine(ns, *args):
+    """A process in network namespace `ns` with a private, empty /dev/shm."""
+    script = os.path.join(REPO, "tests", "helpers", "bridge_machine.py")
+    inner = f"mount -t tmpfs tmpfs /dev/shm && exec {sys.executable} {script} " + " ".join(args)
+    return subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "-m", "--propagation", "private",
+                             "sh", "-c", inner], env=dict(os.environ, PYTHONPATH=REPO),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+
+
+def test_two_network_namespaces_with_private_shared_memory(two_namespaces):
+    ns_a, addr_a, ns_b, _ = two_namespaces
+    n = 20  # alternately 1 MiB and 64 B
+    port = 7447
+    pub = _in_machine(ns_a, "pub", str(n), "--listen", f"tcp/{addr_a}:{port}")
+    sub = _in_machine(ns_b, "sub", str(n), "--connect", f"tcp/{addr_a}:{port}")
+    try:
+        sub_out, sub_err = sub.communicate(timeout=60)
+        pub_out, pub_err = pub.communicate(timeout=60)
+    finally:
+        for p in (pub, sub):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert sub.returncode == 0, (sub_out[-2000:], sub_err[-2000:], pub_err[-2000:])
+    assert pub.returncode == 0, pub_err
+    pub_id = json.loads(pub_out.splitlines()[0])["bridge"]
+    lines = [json.loads(x) for x in sub_out.splitlines()[1:]]
+    packets, status = lines[:-1], lines[-1]["status"]
+    assert len(packets) == n
+    for i, p in enumerate(packets):
+        headers = dict(p["headers"])
+        assert headers["i"] == str(i) and headers[ORIGIN] == pub_id and headers["a0_writer_seq"] == str(i + 1)
+        assert p["size"] == (64 if i % 2 else 1 << 20)
+    assert status["topics"]["robot/data"]["imported"] == n
+    assert status["topics"]["robot/data"]["lost"] == 0
+
+
+def test_the_two_machines_example_shows_packets_crossing():
+    out = subprocess.run(["sh", os.path.join(REPO, "examples", "two_machines.sh"), "3"],
+                         capture_output=True, text=True, timeout=120, cwd=REPO,
+                         env=dict(os.environ, PYTHON=sys.executable))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count(f"{ORIGIN}: ") == 3 and out.stdout.count("source: pubsub_pub") == 3

@@ -1,0 +1,64 @@
+"""The checkout's paths and helpers for tests with child processes: the fork
+context, bounded receives and joins, waiting on a condition, and environments
+that make children import this checkout's a0py."""
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+CTX = mp.get_context("fork")
+REPO = str(Path(__file__).resolve().parents[2])  # the checkout under test
+EXAMPLES = os.path.join(REPO, "examples")
+JOIN_S = 60.0   # a child's exit
+MSG_S = 10.0    # one message from a child
+WAIT_S = 30.0   # a condition polled by wait_until
+
+
+def recv(conn, timeout=MSG_S):
+    """The next object on ``conn``; fails the test if none comes in ``timeout`` s."""
+    if not conn.poll(timeout):
+        pytest.fail(f"no message from the child within {timeout} s")
+    return conn.recv()
+
+
+def join_ok(p, timeout=JOIN_S):
+    """Joins ``p`` (bounded) and checks that it exited with status 0."""
+    p.join(timeout)
+    assert not p.is_alive(), f"child {p.pid} still running after {timeout} s"
+    assert p.exitcode == 0, f"child {p.pid} exited with {p.exitcode}"
+
+
+def wait_until(pred, what="condition", timeout=WAIT_S):
+    """Polls ``pred`` until true; fails the test naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.002)
+
+
+def child_env(**extra):
+    """This process's environment with the checkout first on PYTHONPATH, plus ``extra``."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    env.update(extra)
+    return env
+
+
+def run_python(code, timeout=60, **env):
+    """Python ``code`` (dedented) run to completion in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env(**env),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def example_env():
+    """(root, env) for running an example program in a root of its own."""
+    root = f"shm:a0pyt-ex-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    return root, child_env(A0PY_ROOT=root, A0PY_ARENA_SIZE="64k")
