@@ -10,7 +10,7 @@ CORE_HDR := $(wildcard csrc/*.h)
 CTEST_SRC := $(wildcard csrc/tests/*.c)
 PYTEST_ARGS ?=
 
-.PHONY: all venv build demo browser test pytest ctest sanitize bench lint clean
+.PHONY: all venv build jvm demo browser test pytest ctest sanitize bench lint clean
 
 all: build
 
@@ -33,8 +33,24 @@ FULL := $(VENV)/.installed-test+spark
 venv: $(FULL)
 
 # Rebuild the compiled modules in place (editable install picks them up).
-build: $(FULL)
+build: $(FULL) jvm
 	$(VPY) setup.py -q build_ext --inplace
+
+# The JVM reader of the `a0` source (jvm/): compiled with javac against the
+# jars inside the installed pyspark package (no Maven download), packaged in
+# the Python package so a wheel carries it.
+JVM_SRC := $(shell find jvm/src -name '*.java') $(wildcard jvm/resources/META-INF/services/*)
+JVM_JAR := a0py/spark/jars/a0py-spark.jar
+SPARK_JARS = $(shell $(VPY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+
+jvm: $(JVM_JAR)
+
+$(JVM_JAR): $(JVM_SRC) | $(FULL)
+	@rm -rf build/jvm && mkdir -p build/jvm/classes $(dir $@)
+	javac --release 17 -Xlint:all,-serial,-processing -Werror -nowarn -encoding UTF-8 \
+	  -cp "$(SPARK_JARS)/*" -d build/jvm/classes $(filter %.java,$^)
+	cp -r jvm/resources/. build/jvm/classes/
+	jar --create --file $@ -C build/jvm/classes .
 
 demo: build
 	$(VPY) examples/demo.py
@@ -98,4 +114,4 @@ lint: $(VENV)/.installed-test+lint
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/cython-lint --max-line-length 110 $(wildcard a0py/*.pyx a0py/*.pxd a0py/includes/*.pxd a0py/binding/*.pxi a0py/dataspace/*.pyx a0py/dataspace/*.pxd a0py/broker/*.pyx)
 
 clean:
-	rm -rf build a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c a0py/broker/_compiled.c .pytest_cache .hypothesis
+	rm -rf build a0py/spark/jars a0py/*.so a0py/**/*.so a0py/_core.c a0py/dataspace/_compiled.c a0py/broker/_compiled.c .pytest_cache .hypothesis
