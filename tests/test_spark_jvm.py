@@ -84,7 +84,7 @@ def both(spark, python_source, path, options=(), query=lambda df: df):
 
 
 OPTIONS = [(), (("gaps", "true"),), (("headers", "false"),), (("recordTime", "true"), ("gaps", "true")),
-           (("topics", "cam,odom"), ("gaps", "true")), (("maxPartitionBytes", "20000"),),
+           (("topics", "a,cam"), ("gaps", "true")), (("maxPartitionBytes", "20000"),),
            (("validateCrc", "false"),)]
 
 
