@@ -248,11 +248,13 @@ def test_bad_compression_is_an_error_naming_the_chunk(spark, tmp_path):
         path = str(tmp_path / f"{comp}.mcap")
         write_segment(path, {"cam": 400}, compression=comp)
         ref = _mcap.read_layout(path).chunks[0]
-        data = bytearray(open(path, "rb").read())
+        with open(path, "rb") as f:
+            data = bytearray(f.read())
         start = ref.offset + 9 + 8 + 8 + 8 + 4 + 4 + len(comp) + 8
         for i in range(start + 20, start + 60):
             data[i] ^= 0x5A
-        open(path, "wb").write(bytes(data))
+        with open(path, "wb") as f:
+            f.write(bytes(data))
         _fails(spark, path, rf"{comp}\.mcap: at byte {ref.offset}: ({comp} chunk does not decompress|chunk "
                "decompressed to|chunk CRC mismatch)")
 
