@@ -54,6 +54,7 @@ if __package__ in (None, ""):
 
 
 from a0py.spark import jar_path, read_table, register
+from a0py.spark._jvm import read_metrics
 from a0py.spark._writer import SegmentWriter
 
 KiB = 1024
@@ -221,12 +222,15 @@ def bench_read(args, results):
             row["jvm_over_parquet_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["parquet"]))
             row["jvm_over_python_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["python"]))
             # a selective filter (one topic of four): the chunks of the others are not read
-            sel = statistics.median(timed(lambda rec=rec: spark.read.format("a0").load(rec).filter("topic = 't0'")
-                                          .write.format("noop").mode("overwrite").save(), 1)[0]
+            def one_topic(rec=rec):
+                return spark.read.format("a0").load(rec).filter("topic = 'bench/t0'")
+
+            sel = statistics.median(timed(lambda: one_topic().write.format("noop").mode("overwrite").save(), 1)[0]
                                     for _ in range(args.repeats))
             row["jvm_topic_filter_s"] = sel
-            row["jvm_topic_filter_partitions"] = spark.read.format("a0").load(rec).filter(
-                "topic = 't0'").rdd.getNumPartitions()
+            row["jvm_topic_filter_rows"] = one_topic().count()
+            row["jvm_bytes_read_whole"] = read_metrics(spark.read.format("a0").load(rec))["chunkBytesRead"]
+            row["jvm_bytes_read_topic_filter"] = read_metrics(one_topic())["chunkBytesRead"]
             results[f"read {name}"] = row
             print(f"read {name:>7} ({frames} frames, {disk / 1e6:.1f} MB MCAP, {parts} partitions; medians of "
                   f"{args.repeats}):", flush=True)
@@ -234,9 +238,10 @@ def bench_read(args, results):
                 print(f"    {k:>18}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s  {row[f'{k}_MB_per_s']:8.1f} MB/s "
                       f"of payload", flush=True)
             print(f"    JVM reader / Parquet (rows/s, paired runs): {row['jvm_over_parquet_paired']:.2f}x; "
-                  f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x; one topic of four by filter: "
-                  f"{sel:.2f} s against {med['jvm']:.2f} s, {row['jvm_topic_filter_partitions']} partitions of "
-                  f"{parts}", flush=True)
+                  f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x\n"
+                  f"    one topic of four by filter ({row['jvm_topic_filter_rows']} rows): {sel:.2f} s against "
+                  f"{med['jvm']:.2f} s, chunk bytes read {row['jvm_bytes_read_topic_filter'] / 1e6:.1f} MB against "
+                  f"{row['jvm_bytes_read_whole'] / 1e6:.1f} MB", flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)

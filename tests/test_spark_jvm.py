@@ -20,6 +20,7 @@ from mcap_data import cut, write_segment
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
 from a0py.spark import _mcap, jar_path, reader_in_use, register
+from a0py.spark._jvm import read_metrics
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -125,7 +126,15 @@ def test_pushdown_skips_chunks_and_says_so_in_the_plan(spark, recordings):
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "a0 (JVM)" in plan and "(Python)" not in plan
     assert sorted(r.seq for r in df.collect()) == list(range(10, 41))
-    # odom's chunks alone are planned: fewer partitions than the whole read
+    # odom's chunks alone are read: the bytes the scan read, as Spark's metrics show them
+    whole_read = read_metrics(spark.read.format("a0").load(recordings["mixed"]))
+    odom_read = read_metrics(spark.read.format("a0").load(recordings["mixed"]).filter("topic = 'odom'"))
+    late_read = read_metrics(spark.read.format("a0").load(recordings["mixed"]).filter(
+        "time_wall > timestamp'2026-09-21 14:13:20.9'"))
+    assert 0 < odom_read["chunksRead"] < whole_read["chunksRead"] / 4
+    assert 0 < odom_read["chunkBytesRead"] < whole_read["chunkBytesRead"] / 4
+    assert 0 < late_read["chunkBytesRead"] < whole_read["chunkBytesRead"] / 2
+    # and fewer partitions are planned than for the whole read
     whole = spark.read.format("a0").option("maxPartitionBytes", "1").load(recordings["mixed"])
     part = spark.read.format("a0").option("maxPartitionBytes", "1").load(recordings["mixed"]).filter(
         "topic = 'odom'")
@@ -297,6 +306,13 @@ def test_the_jar_is_in_the_package_and_the_session_helper_uses_it(spark):
         names = set(z.namelist())
         service = z.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister").decode().split()
     assert "a0py/spark/jvm/A0Source.class" in names and service == ["a0py.spark.jvm.A0Source"]
+    import fnmatch
+    import tomllib
+
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["a0py"]
+    inside = os.path.relpath(jar, os.path.join(REPO, "a0py"))
+    assert any(fnmatch.fnmatch(inside, pattern) for pattern in data)  # package data: a wheel carries it
     from a0py.spark import session
 
     assert session() is spark  # the suite's session already has the jar: returned as is

@@ -87,3 +87,28 @@ def reader_in_use(spark_or_df):
     except Exception:  # noqa: BLE001 - py4j raises its own classes; nothing found means Python
         return "python"
     return "jvm" if cls.getName() == JVM_CLASS else "python"
+
+
+def read_metrics(df):
+    """Runs ``df``'s plan in the JVM (no row goes to Python) and returns what
+    its JVM reader scans read from disk, summed: ``{"chunkBytesRead": bytes
+    of MCAP chunk records, "chunksRead": chunks}`` (empty for a plan without
+    one), as Spark shows them with the scan in its UI."""
+    plan = df._jdf.queryExecution().executedPlan()
+    plan.execute().count()
+    out = {}
+    todo = [plan]
+    while todo:
+        node = todo.pop()
+        if node.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+            todo.append(node.executedPlan())
+            continue
+        metrics = node.metrics()
+        for name in ("chunkBytesRead", "chunksRead"):
+            found = metrics.get(name)
+            if found.isDefined():
+                out[name] = out.get(name, 0) + found.get().value()
+        children = node.children().iterator()
+        while children.hasNext():
+            todo.append(children.next())
+    return out

@@ -95,6 +95,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private FileChannel file;
   private final Map<Integer, Object[]> channels = new HashMap<>(); // id -> {topic bytes, topic, kind}
   private final byte[] scratch = new byte[64];
+  private long bytesRead;
+  private long chunksRead;
 
   // The kept rows of the current chunk.
   private int rows;
@@ -161,6 +163,12 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   }
 
   @Override
+  public org.apache.spark.sql.connector.metric.CustomTaskMetric[] currentMetricsValues() {
+    return new org.apache.spark.sql.connector.metric.CustomTaskMetric[] {
+      ReadMetrics.task(ReadMetrics.BYTES, bytesRead), ReadMetrics.task(ReadMetrics.CHUNKS, chunksRead)};
+  }
+
+  @Override
   public ColumnarBatch get() {
     return batch;
   }
@@ -177,6 +185,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   /** Decodes one chunk into the batch; returns its row count. */
   private int readChunk(String path, McapLayout.Ref ref) {
     byte[] recs = McapLayout.chunkRecords(file, ref, path, read.validateCrc);
+    bytesRead += ref.length;
+    chunksRead++;
     String where = path + ": " + (ref.region ? "message region" : "chunk") + " at byte " + ref.offset;
     int n = recs.length;
     int[] msgs = new int[256];
@@ -488,12 +498,25 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     return v;
   }
 
+  /** Writes the decimal of an unsigned 64-bit value into scratch; returns its length. */
   private int putDec(long unsigned) {
-    String s = Long.toUnsignedString(unsigned);
-    for (int i = 0; i < s.length(); i++) {
-      scratch[i] = (byte) s.charAt(i);
+    if (unsigned < 0) {
+      String s = Long.toUnsignedString(unsigned);
+      for (int i = 0; i < s.length(); i++) {
+        scratch[i] = (byte) s.charAt(i);
+      }
+      return s.length();
     }
-    return s.length();
+    int n = 1;
+    for (long v = unsigned; v >= 10; v /= 10) {
+      n++;
+    }
+    long v = unsigned;
+    for (int i = n - 1; i >= 0; i--) {
+      scratch[i] = (byte) ('0' + (int) (v % 10));
+      v /= 10;
+    }
+    return n;
   }
 
   private void putHeaders(OnHeapColumnVector map, int row, byte[] b, int p, String where) {

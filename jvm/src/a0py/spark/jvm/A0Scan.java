@@ -125,7 +125,18 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public String description() {
-    return "a0 (JVM) " + ReadOptions.get(options, "path");
+    String where;
+    try {
+      where = String.join(", ", paths(options));
+    } catch (RecordingOptionException e) {
+      where = "(no path)";
+    }
+    return "a0 (JVM) [" + where + "]";
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.metric.CustomMetric[] supportedCustomMetrics() {
+    return ReadMetrics.supported();
   }
 
   @Override
