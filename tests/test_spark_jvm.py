@@ -337,3 +337,31 @@ def test_without_the_jar_the_name_a0_is_the_python_source(recordings):
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split()[-3:] == ["python", "python", "120"]
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_random_damage_is_rows_or_an_error_naming_the_file_never_a_dead_jvm(spark, tmp_path, compression):
+    import random
+
+    path = str(tmp_path / f"orig-{compression}.mcap")
+    write_segment(path, {"a": 150, "b": 150}, compression=compression, gaps=[("a", 151, 160)], chunk_bytes=4096)
+    with open(path, "rb") as f:
+        original = f.read()
+    rng = random.Random(len(original))
+    errors = 0
+    for i in range(24):
+        data = bytearray(original)
+        for _ in range(rng.choice((1, 1, 4))):
+            at = rng.randrange(len(data))
+            data[at] = rng.choice((0x00, 0xFF, data[at] ^ (1 << rng.randrange(8))))
+        bad = tmp_path / f"bad{i}.mcap"
+        bad.write_bytes(bytes(data))
+        try:
+            spark.read.format("a0").option("gaps", "true").option("validateCrc", str(i % 2 == 0).lower()).load(
+                str(bad)).collect()
+        except Exception as e:  # noqa: BLE001 - any failure must name the damaged file
+            errors += 1
+            assert f"bad{i}.mcap" in str(e), str(e)[-2000:]
+            assert "OutOfMemoryError" not in str(e) and "IndexOutOfBounds" not in str(e), str(e)[-2000:]
+    assert errors  # some damage was found
+    assert spark.read.format("a0").load(path).count() == 300  # the JVM and its executors go on
