@@ -47,7 +47,7 @@ jvm: $(JVM_JAR)
 
 $(JVM_JAR): $(JVM_SRC) | $(FULL)
 	@rm -rf build/jvm && mkdir -p build/jvm/classes $(dir $@)
-	javac --release 17 -Xlint:all,-serial,-processing -Werror -nowarn -encoding UTF-8 \
+	javac --release 17 -Xlint:all,-serial,-processing,-path -Werror -encoding UTF-8 \
 	  -cp "$(SPARK_JARS)/*" -d build/jvm/classes $(filter %.java,$^)
 	cp -r jvm/resources/. build/jvm/classes/
 	jar --create --file $@ -C build/jvm/classes .
