@@ -10,7 +10,7 @@ CORE_HDR := $(wildcard csrc/*.h)
 CTEST_SRC := $(wildcard csrc/tests/*.c)
 PYTEST_ARGS ?=
 
-.PHONY: all venv build demo browser test pytest ctest sanitize bench lint clean
+.PHONY: all venv build jvm demo browser test pytest ctest sanitize bench lint clean
 
 all: build
 
@@ -34,8 +34,24 @@ FULL := $(VENV)/.installed-test+spark+demo
 venv: $(FULL)
 
 # Rebuild the compiled modules in place (editable install picks them up).
-build: $(FULL)
+build: $(FULL) jvm
 	$(VPY) setup.py -q build_ext --inplace
+
+# The JVM reader of the `a0` source (jvm/): compiled with javac against the
+# jars inside the installed pyspark package (no Maven download), packaged in
+# the Python package so a wheel carries it.
+JVM_SRC := $(shell find jvm/src -name '*.java') $(wildcard jvm/resources/META-INF/services/*)
+JVM_JAR := a0py/spark/jars/a0py-spark.jar
+SPARK_JARS = $(shell $(VPY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
+
+jvm: $(JVM_JAR)
+
+$(JVM_JAR): $(JVM_SRC) | $(FULL)
+	@rm -rf build/jvm && mkdir -p build/jvm/classes $(dir $@)
+	javac --release 17 -Xlint:all,-serial,-processing,-path -Werror -encoding UTF-8 \
+	  -cp "$(SPARK_JARS)/*" -d build/jvm/classes $(filter %.java,$^)
+	cp -r jvm/resources/. build/jvm/classes/
+	jar --create --file $@ -C build/jvm/classes .
 
 demo: build
 	$(VPY) examples/demo.py
@@ -102,5 +118,5 @@ lint: $(VENV)/.installed-test+lint
 CYTHON_SOURCES = $(shell find a0py -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi')
 
 clean:
-	rm -rf build .pytest_cache .hypothesis
+	rm -rf build a0py/spark/jars .pytest_cache .hypothesis
 	find a0py \( -name '*.so' -o -name '*.c' \) -delete

@@ -1,4 +1,5 @@
-"""Build a0py: the C core (csrc/, warnings are errors) and the Cython modules.
+"""Build a0py: the C core (csrc/, warnings are errors), the Cython modules, and
+the jar of the ``a0`` Spark source's JVM reader.
 
 Every ``a0py/**/*.pyx`` becomes an extension module. Modules that use the C
 core get the core's objects they need linked in (``a0py._core`` all of them;
@@ -11,6 +12,12 @@ milder flags.
 ``A0PY_ONLY=a0py.dataspace._compiled,a0py._core`` builds only the named
 modules (handy while one of them is being edited); ``A0PY_DEBUG=1`` builds
 without optimisation.
+
+The jar (``a0py/spark/jars/a0py-spark.jar``, package data) is what ``make
+jvm`` builds; building from an sdist that lacks it (or has an older one)
+compiles ``jvm/`` the same way, with ``javac`` against the jars of an
+installed ``pyspark``, when both are there, and otherwise goes on without
+it (the Python reader then serves every read).
 """
 
 import glob
@@ -19,6 +26,7 @@ import os
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
@@ -53,6 +61,44 @@ class BuildExtStrictCore(build_ext):
         super().build_extension(ext)
 
 
+JAR = os.path.join("a0py", "spark", "jars", "a0py-spark.jar")
+
+
+def build_jar():
+    """Compiles jvm/ into JAR where it is missing or older than its sources
+    and javac and pyspark's jars are at hand; else leaves it as it is."""
+    import importlib.util
+    import shutil
+    import subprocess
+    import tempfile
+
+    sources = sorted(glob.glob("jvm/src/**/*.java", recursive=True))
+    if not sources:
+        return
+    newest = max(os.path.getmtime(p) for p in sources + glob.glob("jvm/resources/**/*", recursive=True))
+    if os.path.exists(JAR) and os.path.getmtime(JAR) >= newest:
+        return
+    spec = importlib.util.find_spec("pyspark")
+    if not (shutil.which("javac") and shutil.which("jar") and spec and spec.origin):
+        print("a0py: no javac or pyspark here: the JVM reader's jar is not built (the Python reader serves)")
+        return
+    jars = os.path.join(os.path.dirname(spec.origin), "jars")
+    with tempfile.TemporaryDirectory() as classes:
+        subprocess.run(["javac", "--release", "17", "-nowarn", "-encoding", "UTF-8", "-cp", os.path.join(jars, "*"),
+                        "-d", classes, *sources], check=True)
+        shutil.copytree("jvm/resources", classes, dirs_exist_ok=True)
+        os.makedirs(os.path.dirname(JAR), exist_ok=True)
+        subprocess.run(["jar", "--create", "--file", JAR, "-C", classes, "."], check=True)
+
+
+class BuildPyWithJar(build_py):
+    """Package data includes the JVM reader's jar: build it first."""
+
+    def run(self):
+        build_jar()
+        super().run()
+
+
 def module_name(path):
     return os.path.splitext(path)[0].replace(os.sep, ".")
 
@@ -81,5 +127,5 @@ setup(
         compiler_directives={"language_level": "3", "embedsignature": True},
         quiet=True,
     ),
-    cmdclass={"build_ext": BuildExtStrictCore},
+    cmdclass={"build_ext": BuildExtStrictCore, "build_py": BuildPyWithJar},
 )

@@ -8,11 +8,15 @@
 
 Workloads (medians of --repeats runs):
 
-  read     rows/s through ``spark.read.format("a0").load(DIR)`` (local[2],
-           consumed by the ``noop`` sink) for 1 M frames of 64 B and 10 k
-           frames of 64 KiB, against Spark reading the same rows exported to
-           Parquet, and against Spark's floor for the same rows (a source
-           yielding prebuilt Arrow batches), runs alternating, same Spark session;
+  read     rows/s through the ``a0`` source's two readers, the JVM one
+           (``format("a0")`` with the jar) and the Python one
+           (``format("a0.python")``), each with and without the headers
+           column, for 1 M frames of 64 B and 10 k frames of 64 KiB
+           (local[2], consumed by the ``noop`` sink), against Spark reading
+           the same rows exported to Parquet, and against Spark's floor for
+           a Python source (one yielding prebuilt Arrow batches); runs
+           alternating, same Spark session; and the JVM reader with a filter
+           on one topic of four (chunks skipped);
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
@@ -50,7 +54,8 @@ if __package__ in (None, ""):
 
 
 from a0py.recording import SegmentWriter
-from a0py.spark import read_table
+from a0py.spark import jar_path, read_table, register
+from a0py.spark._jvm import read_metrics
 
 KiB = 1024
 
@@ -84,6 +89,8 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
 
 
 def spark_session():
+    """The session of the reads: the JVM reader's jar on its classpath (it
+    takes the name ``a0``), the Python source registered as ``a0.python``."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
@@ -92,8 +99,9 @@ def spark_session():
     spark = (SparkSession.builder.master("local[2]").appName("a0py-bench")
              .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "2g").getOrCreate())
+             .config("spark.driver.memory", "2g").config("spark.jars", jar_path()).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
     return spark
 
 
@@ -184,38 +192,58 @@ def bench_read(args, results):
 
             floor()
             floor_flat()
-            a0_all, pq_all, fl_all, ff_all, nh_all = [], [], [], [], []
-            for _ in range(args.repeats):
-                a0_all.append(timed(lambda rec=rec: spark.read.format("a0").load(rec).write.format("noop")
-                                    .mode("overwrite").save(), 1)[0])
-                pq_all.append(timed(lambda pq=pq: spark.read.parquet(pq).write.format("noop")
-                                    .mode("overwrite").save(), 1)[0])
-                fl_all.append(timed(floor, 1)[0])
-                ff_all.append(timed(floor_flat, 1)[0])
-                nh_all.append(timed(lambda rec=rec: spark.read.format("a0").option("headers", "false").load(rec)
-                                    .write.format("noop").mode("overwrite").save(), 1)[0])
-            a0_s, pq_s, fl_s = statistics.median(a0_all), statistics.median(pq_all), statistics.median(fl_all)
-            pair_ratio = statistics.median(a / p for a, p in zip(a0_all, pq_all))
-            row = {
-                "frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made,
-                "a0_rows_per_s": frames / a0_s, "parquet_rows_per_s": frames / pq_s,
-                "ratio_parquet_over_a0": a0_s / pq_s, "paired_ratio": pair_ratio,
-                "floor_rows_per_s": frames / fl_s, "a0_runs_s": a0_all, "parquet_runs_s": pq_all,
-                "floor_runs_s": fl_all, "floor_no_headers_rows_per_s": frames / statistics.median(ff_all),
-                "floor_no_headers_runs_s": ff_all, "a0_no_headers_rows_per_s": frames / statistics.median(nh_all),
-                "a0_no_headers_runs_s": nh_all,
-                "partitions": spark.read.format("a0").load(rec).rdd.getNumPartitions(),
+
+            def read(fmt, rec=rec, **opts):
+                def run():
+                    r = spark.read.format(fmt)
+                    for k, v in opts.items():
+                        r = r.option(k, v)
+                    r.load(rec).write.format("noop").mode("overwrite").save()
+                return run
+
+            readers = {
+                "jvm": read("a0"), "python": read("a0.python"),
+                "parquet": lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite").save(),
+                "jvm_no_headers": read("a0", headers="false"), "python_no_headers": read("a0.python", headers="false"),
+                "floor": floor, "floor_no_headers": floor_flat,
             }
+            for fn in readers.values():
+                fn()  # warm up
+            runs = {k: [] for k in readers}
+            # Alternate the readers run by run: the machine's load drifts, and
+            # each round then sees about the same conditions.
+            for _ in range(args.repeats):
+                for k, fn in readers.items():
+                    runs[k].append(timed(fn, 1)[0])
+            med = {k: statistics.median(v) for k, v in runs.items()}
+            row = {"frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made, "partitions": parts}
+            for k in readers:
+                row[f"{k}_rows_per_s"] = frames / med[k]
+                row[f"{k}_MB_per_s"] = frames * size / med[k] / 1e6
+                row[f"{k}_runs_s"] = runs[k]
+            row["jvm_over_parquet_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["parquet"]))
+            row["jvm_over_python_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["python"]))
+            # a selective filter (one topic of four): the chunks of the others are not read
+            def one_topic(rec=rec):
+                return spark.read.format("a0").load(rec).filter("topic = 'bench/t0'")
+
+            sel = statistics.median(timed(lambda: one_topic().write.format("noop").mode("overwrite").save(), 1)[0]
+                                    for _ in range(args.repeats))
+            row["jvm_topic_filter_s"] = sel
+            row["jvm_topic_filter_rows"] = one_topic().count()
+            row["jvm_bytes_read_whole"] = read_metrics(spark.read.format("a0").load(rec))["chunkBytesRead"]
+            row["jvm_bytes_read_topic_filter"] = read_metrics(one_topic())["chunkBytesRead"]
             results[f"read {name}"] = row
-            print(f"read {name:>7}: a0 {row['a0_rows_per_s'] / 1e6:6.2f} M rows/s   parquet "
-                  f"{row['parquet_rows_per_s'] / 1e6:6.2f} M rows/s   a0 takes {pair_ratio:.2f}x "
-                  f"parquet's time (median of paired runs)   ({frames} frames, {disk / 1e6:.1f} MB MCAP, "
-                  f"{row['partitions']} partitions)\n"
-                  f"          Spark's floor for these rows prebuilt (same partitions): "
-                  f"{row['floor_rows_per_s'] / 1e6:.2f} M rows/s; without the headers map "
-                  f"{row['floor_no_headers_rows_per_s'] / 1e6:.2f} M rows/s\n"
-                  f"          a0 with option headers=false: {row['a0_no_headers_rows_per_s'] / 1e6:.2f} M rows/s",
-                  flush=True)
+            print(f"read {name:>7} ({frames} frames, {disk / 1e6:.1f} MB MCAP, {parts} partitions; medians of "
+                  f"{args.repeats}):", flush=True)
+            for k in readers:
+                print(f"    {k:>18}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s  {row[f'{k}_MB_per_s']:8.1f} MB/s "
+                      f"of payload", flush=True)
+            print(f"    JVM reader / Parquet (rows/s, paired runs): {row['jvm_over_parquet_paired']:.2f}x; "
+                  f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x\n"
+                  f"    one topic of four by filter ({row['jvm_topic_filter_rows']} rows): {sel:.2f} s against "
+                  f"{med['jvm']:.2f} s, chunk bytes read {row['jvm_bytes_read_topic_filter'] / 1e6:.1f} MB against "
+                  f"{row['jvm_bytes_read_whole'] / 1e6:.1f} MB", flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)

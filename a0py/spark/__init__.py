@@ -5,6 +5,9 @@
   ``spark.read.format("a0")`` and ``spark.readStream.format("a0")`` work;
 * :func:`read_table` reads recordings (or arenas) into a ``pyarrow.Table``,
   the same rows without Spark.
+* :func:`session` gives a SparkSession with the JVM reader's jar
+  (:func:`jar_path`) on its classpath, and :func:`reader_in_use` says which
+  reader ``spark.read.format("a0")`` uses (docs/spark.md "Two readers").
 
 The source is built of small modules: :mod:`.options` (read options),
 :mod:`.predicate` (pushdown), :mod:`.planning` (partitions),
@@ -20,18 +23,22 @@ from .errors import DataLossError
 
 # Moved to a0py.recording; still importable from here.
 _MOVED = ("Recorder", "Player", "bag_info", "SegmentWriter")
+_JVM = ("jar_path", "session", "reader_in_use")
 
 __all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "read_table",
-           "register"]
+           "jar_path", "reader_in_use", "register", "session"]
 
 
 def register(spark):
     """Registers the ``a0`` data source with ``spark`` (a SparkSession), so
     ``spark.read.format("a0")`` and ``spark.readStream.format("a0")`` work
-    even where ``pyspark_a0`` is not importable by PySpark's lookup."""
-    from .datasource import A0DataSource
+    even where ``pyspark_a0`` is not importable by PySpark's lookup; and the
+    same Python source as ``a0.python``, which names it even where the JVM
+    reader's jar has the name ``a0`` (see :func:`session`)."""
+    from .datasource import A0DataSource, A0PythonDataSource
 
     spark.dataSource.register(A0DataSource)
+    spark.dataSource.register(A0PythonDataSource)
     return A0DataSource
 
 
@@ -40,6 +47,10 @@ def __getattr__(name):
         from .part_reader import read_table
 
         return read_table
+    if name in _JVM:  # the JVM reader's jar and session helpers
+        from . import _jvm
+
+        return getattr(_jvm, name)
     if name in _MOVED:
         from .. import recording
 
@@ -48,4 +59,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted({*globals(), "read_table", *_MOVED})
+    return sorted({*globals(), "read_table", *_MOVED, *_JVM})

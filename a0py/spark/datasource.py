@@ -223,6 +223,16 @@ class A0DataSource(DataSource):
         return A0StreamReader(dict(self.options), schema)
 
 
+class A0PythonDataSource(A0DataSource):
+    """The Python ``a0`` source under a name of its own, ``a0.python``: the
+    Python reader even in a session whose classpath has the JVM reader's jar
+    (which takes the name ``a0``)."""
+
+    @classmethod
+    def name(cls):
+        return "a0.python"
+
+
 def _called_for_pushdown():
     """Is ``reader()`` being called by PySpark's filter-pushdown planner?
 

@@ -164,6 +164,8 @@ def test_the_sdist_carries_the_sources_of_the_build_and_nothing_generated(sdist)
     needed = [p for p in tracked if p.endswith((".c", ".h", ".pyx", ".pxi", ".pxd", ".pyi"))]
     assert needed and not set(needed) - names, set(needed) - names
     assert {"setup.py", "pyproject.toml", "README.md", "pyspark_a0/__init__.py"} <= names
+    java = _run(["git", "ls-files", "jvm"], cwd=REPO).stdout.split()  # the JVM reader's sources
+    assert java and not set(java) - names, set(java) - names
     assert not [n for n in names if n.startswith("a0py/") and n.endswith((".c", ".so", ".o"))]
 
 
@@ -178,6 +180,7 @@ def test_the_wheel_carries_the_compiled_modules_and_no_c(wheel):
         assert [n for n in names if n.startswith(stem + ".cpython-") and n.endswith(".so")], stem
         assert stem + ".pyi" in names, stem
     assert "pyspark_a0/__init__.py" in names and "a0py/view/static/index.html" in names
+    assert "a0py/spark/jars/a0py-spark.jar" in names  # the JVM reader of the a0 source
 
 
 def _a0py(venv, *args, cwd, **kwargs):

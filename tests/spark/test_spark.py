@@ -313,24 +313,29 @@ def test_evicted_frames_are_data_loss(spark, live_root):
 QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 CLUSTER = textwrap.dedent("""
     import os, sys, time
-    from pyspark.sql import SparkSession
+    from a0py.spark import reader_in_use, session
     path, master = sys.argv[1], sys.argv[2]
-    spark = (SparkSession.builder.master(master).appName("a0py-cluster-test")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false").config("spark.cores.max", "2")
-             .config("spark.executor.cores", "1").config("spark.executor.memory", "512m")
-             .config("spark.executor.extraJavaOptions", os.environ["SPARK_DAEMON_JAVA_OPTS"])
-             .config("spark.driver.extraJavaOptions", os.environ["SPARK_DAEMON_JAVA_OPTS"])
-             .config("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
-             .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable).getOrCreate())
+    # The JVM reader's jar reaches the executors through spark.jars (session() sets it).
+    spark = session(master, app_name="a0py-cluster-test", **{
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": "false", "spark.cores.max": "2",
+        "spark.executor.cores": "1", "spark.executor.memory": "512m",
+        "spark.executor.extraJavaOptions": os.environ["SPARK_DAEMON_JAVA_OPTS"],
+        "spark.driver.extraJavaOptions": os.environ["SPARK_DAEMON_JAVA_OPTS"],
+        "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
+        "spark.executorEnv.PYSPARK_PYTHON": sys.executable})
     end = time.monotonic() + 120
     while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3 and time.monotonic() < end:
         time.sleep(0.5)
     df = spark.read.format("a0").option("maxPartitionBytes", "30000").load(path)
     counts = sorted((r.topic, r["count"]) for r in df.groupBy("topic").count().collect())
+    py = spark.read.format("a0.python").option("maxPartitionBytes", "30000").load(path)
+    py_counts = sorted((r.topic, r["count"]) for r in py.groupBy("topic").count().collect())
     hosts = spark.sparkContext.parallelize(range(8), 8).map(lambda _: os.getpid()).distinct().count()
     print("PARTITIONS", df.rdd.getNumPartitions())
     print("COUNTS", counts)
+    print("PYCOUNTS", py_counts)
+    print("READERS", reader_in_use(df), reader_in_use(py))
     print("EXECUTORS", spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1, hosts)
     spark.stop()
 """)
@@ -345,7 +350,7 @@ def _free_port():
 
 
 @pytest.mark.slow
-def test_the_same_read_runs_on_a_standalone_cluster(recs, tmp_path):
+def test_the_same_read_runs_on_a_standalone_cluster_through_both_readers(recs, tmp_path):
     import pyspark
 
     d, exp = recs
@@ -388,11 +393,13 @@ def test_the_same_read_runs_on_a_standalone_cluster(recs, tmp_path):
             log.close()
         shutil.rmtree(tmp_path / "work", ignore_errors=True)
     out = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.split(" ", 1)[0] in
-               ("PARTITIONS", "COUNTS", "EXECUTORS"))
+               ("PARTITIONS", "COUNTS", "PYCOUNTS", "READERS", "EXECUTORS"))
     want = {}
     for topic, _ in exp.frames:
         want[topic] = want.get(topic, 0) + 1
     assert eval(out["COUNTS"]) == sorted(want.items())  # noqa: S307 - our own script's repr
+    assert eval(out["PYCOUNTS"]) == sorted(want.items())  # noqa: S307 - our own script's repr
+    assert out["READERS"] == "jvm python"  # the JVM reader's jar shipped by spark.jars, and the Python source
     assert int(out["PARTITIONS"]) >= 8
     executors, pids = (int(x) for x in out["EXECUTORS"].split())
     assert executors == 2 and pids >= 2  # tasks ran in both workers' executors

@@ -1,0 +1,578 @@
+package a0py.spark.jvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Reads one partition: each chunk decompressed, its message records walked,
+ * the a0py packets checked and decoded straight into Spark's column vectors
+ * (one columnar batch a chunk: its frame rows, then its gap rows).
+ *
+ * <p>The rows are the Python source's (a0py/spark/_read.py invariants): seq is
+ * the packet's a0_transport_seq (the record's 32-bit sequence when it has
+ * none), time_mono its a0_time_mono, time_wall the record's publish time in
+ * µs, headers the standard ones first, rendered as a0py's readers show them,
+ * then the packet's own, in order. The packet checks are the C decoder's
+ * (a0py/spark/_bulk.pyx): nothing is read outside the packet, every index
+ * entry and string is checked before it is followed, and the first packet
+ * that fails is an error naming the file, chunk and message. Only columns
+ * the query asks for are filled.
+ */
+final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
+  static final class Factory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+    private final ReadOptions read;
+    private final Predicate predicate;
+    private final StructType schema;
+
+    Factory(ReadOptions read, Predicate predicate, StructType schema) {
+      this.read = read;
+      this.predicate = predicate;
+      this.schema = schema;
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      throw new UnsupportedOperationException("the a0 JVM reader is columnar");
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+      return new A0PartitionReader((A0Scan.Partition) partition, read, predicate, schema);
+    }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+      return true;
+    }
+  }
+
+  private static final int PACKET_MAGIC = 0x4B503041;
+  private static final int INDEX_OFF = 96;
+  private static final byte[][] STD_KEYS = {
+    bytes("a0_time_mono"), bytes("a0_time_wall"), bytes("a0_writer_id"), bytes("a0_writer_seq"),
+    bytes("a0_transport_seq")};
+  private static final byte[] K_SEQ = STD_KEYS[4];
+  private static final byte[] K_MONO = STD_KEYS[0];
+  private static final byte[] HEX = bytes("0123456789abcdef");
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final A0Scan.Partition part;
+  private final ReadOptions read;
+  private final Predicate predicate;
+  private final OnHeapColumnVector[] vectors;
+  private final ColumnarBatch batch;
+  private final int cTopic;
+  private final int cSeq;
+  private final int cMono;
+  private final int cWall;
+  private final int cHeaders;
+  private final int cPayload;
+  private final int cIsGap;
+  private final int cGapFirst;
+  private final int cGapLast;
+  private final int cRecord;
+
+  private int sliceIndex;
+  private int refIndex;
+  private FileChannel file;
+  private final Map<Integer, Object[]> channels = new HashMap<>(); // id -> {topic bytes, topic, kind}
+  private final byte[] scratch = new byte[64];
+  private long bytesRead;
+  private long chunksRead;
+
+  // The kept rows of the current chunk.
+  private int rows;
+  private int[] rowMsg = new int[1024]; // record offset in the chunk
+  private long[] rowSeq = new long[1024];
+  private long[] rowMono = new long[1024]; // Long.MIN_VALUE: null
+
+  A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema) {
+    this.part = part;
+    this.read = read;
+    this.predicate = predicate;
+    this.vectors = OnHeapColumnVector.allocateColumns(4096, schema);
+    this.batch = new ColumnarBatch(vectors);
+    cTopic = index(schema, "topic");
+    cSeq = index(schema, "seq");
+    cMono = index(schema, "time_mono");
+    cWall = index(schema, "time_wall");
+    cHeaders = index(schema, "headers");
+    cPayload = index(schema, "payload");
+    cIsGap = index(schema, "is_gap");
+    cGapFirst = index(schema, "gap_first");
+    cGapLast = index(schema, "gap_last");
+    cRecord = index(schema, "time_record");
+  }
+
+  private static int index(StructType schema, String name) {
+    String[] names = schema.fieldNames();
+    for (int i = 0; i < names.length; i++) {
+      if (names[i].equals(name)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private static byte[] bytes(String s) {
+    return s.getBytes(StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    while (sliceIndex < part.slices.size()) {
+      A0Scan.Slice slice = part.slices.get(sliceIndex);
+      if (file == null) {
+        file = McapLayout.open(slice.path);
+        channels.clear();
+        for (int i = 0; i < slice.channelIds.length; i++) {
+          channels.put(slice.channelIds[i], new Object[] {bytes(slice.topics[i]), slice.topics[i], slice.kinds[i]});
+        }
+      }
+      if (refIndex < slice.refs.length) {
+        McapLayout.Ref ref = slice.refs[refIndex++];
+        if (readChunk(slice.path, ref) > 0) {
+          return true;
+        }
+        continue;
+      }
+      file.close();
+      file = null;
+      refIndex = 0;
+      sliceIndex++;
+    }
+    return false;
+  }
+
+  @Override
+  public org.apache.spark.sql.connector.metric.CustomTaskMetric[] currentMetricsValues() {
+    return new org.apache.spark.sql.connector.metric.CustomTaskMetric[] {
+      ReadMetrics.task(ReadMetrics.BYTES, bytesRead), ReadMetrics.task(ReadMetrics.CHUNKS, chunksRead)};
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  @Override
+  public void close() throws IOException {
+    if (file != null) {
+      file.close();
+      file = null;
+    }
+    batch.close();
+  }
+
+  /** Decodes one chunk into the batch; returns its row count. */
+  private int readChunk(String path, McapLayout.Ref ref) {
+    byte[] recs = McapLayout.chunkRecords(file, ref, path, read.validateCrc);
+    bytesRead += ref.length;
+    chunksRead++;
+    String where = path + ": " + (ref.region ? "message region" : "chunk") + " at byte " + ref.offset;
+    int n = recs.length;
+    int[] msgs = new int[256];
+    int count = 0;
+    int pos = 0;
+    while (pos < n) {
+      if (pos + McapLayout.RECORD_HEADER > n) {
+        throw McapLayout.fail(path, ref.offset, "chunk records: partial record header at " + pos + " of " + n);
+      }
+      int op = recs[pos] & 0xff;
+      long ln = McapLayout.le64(recs, pos + 1);
+      if (ln < 0 || ln > n - pos - McapLayout.RECORD_HEADER) {
+        throw McapLayout.fail(path, ref.offset, "chunk records: record of opcode 0x" + Integer.toHexString(op)
+            + " at " + pos + " claims " + Long.toUnsignedString(ln) + " bytes, "
+            + (n - pos - McapLayout.RECORD_HEADER) + " left");
+      }
+      int end = pos + McapLayout.RECORD_HEADER + (int) ln;
+      if (op == McapLayout.OP_MESSAGE) {
+        if (count == msgs.length) {
+          msgs = Arrays.copyOf(msgs, 2 * count);
+        }
+        msgs[count++] = pos;
+      } else if (op == McapLayout.OP_CHANNEL) {
+        McapLayout.Channel ch = McapLayout.parseChannel(recs, pos + McapLayout.RECORD_HEADER, end, path, ref.offset);
+        byte kind = A0Scan.kindOf(ch);
+        if (kind != 0 && !channels.containsKey(ch.id)) {
+          channels.put(ch.id, new Object[] {bytes(ch.topic), ch.topic, kind});
+        }
+      }
+      pos = end;
+    }
+    rows = 0;
+    int gaps = 0;
+    int[] gapMsgs = null;
+    for (int i = 0; i < count; i++) {
+      int o = msgs[i];
+      long ln = McapLayout.le64(recs, o + 1);
+      if (ln < McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER) {
+        throw new RecordingFormatException(where + ": message " + i + ": record of " + ln
+            + " bytes, shorter than a message's fixed fields");
+      }
+      Object[] ch = channels.get(McapLayout.le16(recs, o + 9));
+      if (ch == null) {
+        continue;
+      }
+      byte kind = (Byte) ch[2];
+      if (kind == A0Scan.KIND_GAP) {
+        if (read.gaps) {
+          if (gapMsgs == null) {
+            gapMsgs = new int[16];
+          } else if (gaps == gapMsgs.length) {
+            gapMsgs = Arrays.copyOf(gapMsgs, 2 * gaps);
+          }
+          gapMsgs[gaps++] = o;
+        }
+        continue;
+      }
+      if (!predicate.topicOk((String) ch[1]) || !predicate.wallOk(wallUs(recs, o))) {
+        continue;
+      }
+      int p = o + McapLayout.MESSAGE_FIXED;
+      int size = (int) ln - (McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER);
+      String why = check(recs, p, size);
+      if (why != null) {
+        throw new RecordingFormatException(where + ", message " + i + ": corrupt a0py packet: " + why);
+      }
+      long seq = -1;
+      long mono = Long.MIN_VALUE;
+      if ((McapLayout.le16(recs, p + 6) & 1) != 0) {
+        seq = McapLayout.le64(recs, p + 88);
+        long m = McapLayout.le64(recs, p + 48);
+        mono = m >= 0 ? m : Long.MIN_VALUE;
+      } else {
+        long entries = McapLayout.le32(recs, p + 24);
+        boolean gotSeq = false;
+        boolean gotMono = false;
+        for (int j = 0; j < entries && !(gotSeq && gotMono); j++) {
+          int e = p + INDEX_OFF + 16 * j;
+          long kl = McapLayout.le32(recs, e + 4);
+          int ko = p + (int) McapLayout.le32(recs, e);
+          int vo = p + (int) McapLayout.le32(recs, e + 8);
+          long vl = McapLayout.le32(recs, e + 12);
+          if (kl == 16 && !gotSeq && Arrays.equals(recs, ko, ko + 16, K_SEQ, 0, 16)) {
+            gotSeq = true;
+            seq = parseDec(recs, vo, vl);
+          } else if (kl == 12 && !gotMono && Arrays.equals(recs, ko, ko + 12, K_MONO, 0, 12)) {
+            gotMono = true;
+            long m = parseDec(recs, vo, vl);
+            mono = m >= 0 ? m : Long.MIN_VALUE;
+          }
+        }
+      }
+      if (seq < 0) {
+        seq = McapLayout.le32(recs, o + 11);
+      }
+      if (predicate.hasSeqBound() && !predicate.seqOk(seq)) {
+        continue;
+      }
+      if (rows == rowMsg.length) {
+        rowMsg = Arrays.copyOf(rowMsg, 2 * rows);
+        rowSeq = Arrays.copyOf(rowSeq, 2 * rows);
+        rowMono = Arrays.copyOf(rowMono, 2 * rows);
+      }
+      rowMsg[rows] = i;
+      rowSeq[rows] = seq;
+      rowMono[rows] = mono;
+      rows++;
+    }
+    int frames = rows;
+    Object[][] gapRows = gaps > 0 ? gapRows(recs, gapMsgs, gaps, where) : new Object[0][];
+    int total = frames + gapRows.length;
+    for (OnHeapColumnVector v : vectors) {
+      v.reset();
+      v.reserve(Math.max(total, 1));
+    }
+    for (int r = 0; r < frames; r++) {
+      int i = rowMsg[r];
+      int o = msgs[i];
+      int p = o + McapLayout.MESSAGE_FIXED;
+      int size = (int) McapLayout.le64(recs, o + 1) - (McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER);
+      if (cTopic >= 0) {
+        byte[] t = (byte[]) channels.get(McapLayout.le16(recs, o + 9))[0];
+        vectors[cTopic].putByteArray(r, t, 0, t.length);
+      }
+      if (cSeq >= 0) {
+        vectors[cSeq].putLong(r, rowSeq[r]);
+      }
+      if (cMono >= 0) {
+        if (rowMono[r] == Long.MIN_VALUE) {
+          vectors[cMono].putNull(r);
+        } else {
+          vectors[cMono].putLong(r, rowMono[r]);
+        }
+      }
+      if (cWall >= 0) {
+        vectors[cWall].putLong(r, wallUs(recs, o));
+      }
+      if (cHeaders >= 0) {
+        putHeaders(vectors[cHeaders], r, recs, p, where + ", message " + i);
+      }
+      if (cPayload >= 0) {
+        int poff = (int) McapLayout.le64(recs, p + 32);
+        vectors[cPayload].putByteArray(r, recs, p + poff, size - poff);
+      }
+      if (cIsGap >= 0) {
+        vectors[cIsGap].putBoolean(r, false);
+      }
+      if (cGapFirst >= 0) {
+        vectors[cGapFirst].putNull(r);
+      }
+      if (cGapLast >= 0) {
+        vectors[cGapLast].putNull(r);
+      }
+      if (cRecord >= 0) {
+        vectors[cRecord].putLong(r, capped(McapLayout.le64(recs, o + 15)) / 1000);
+      }
+    }
+    for (int g = 0; g < gapRows.length; g++) {
+      int r = frames + g;
+      Object[] gr = gapRows[g];
+      if (cTopic >= 0) {
+        byte[] t = bytes((String) gr[0]);
+        vectors[cTopic].putByteArray(r, t, 0, t.length);
+      }
+      if (cSeq >= 0) {
+        vectors[cSeq].putLong(r, (Long) gr[1]);
+      }
+      if (cMono >= 0) {
+        vectors[cMono].putNull(r);
+      }
+      if (cWall >= 0) {
+        vectors[cWall].putLong(r, (Long) gr[3]);
+      }
+      if (cHeaders >= 0) {
+        vectors[cHeaders].putNull(r);
+      }
+      if (cPayload >= 0) {
+        vectors[cPayload].putNull(r);
+      }
+      if (cIsGap >= 0) {
+        vectors[cIsGap].putBoolean(r, true);
+      }
+      if (cGapFirst >= 0) {
+        vectors[cGapFirst].putLong(r, (Long) gr[1]);
+      }
+      if (cGapLast >= 0) {
+        vectors[cGapLast].putLong(r, (Long) gr[2]);
+      }
+      if (cRecord >= 0) {
+        vectors[cRecord].putLong(r, (Long) gr[4]);
+      }
+    }
+    batch.setNumRows(total);
+    return total;
+  }
+
+  private static long capped(long u64) {
+    return u64 < 0 ? Long.MAX_VALUE : u64;
+  }
+
+  private static long wallUs(byte[] recs, int o) {
+    return capped(McapLayout.le64(recs, o + 23)) / 1000;
+  }
+
+  /** The gap rows (topic, first, last, wall µs, record µs) of the gap messages that pass. */
+  private Object[][] gapRows(byte[] recs, int[] offs, int count, String where) {
+    java.util.List<Object[]> out = new java.util.ArrayList<>();
+    for (int i = 0; i < count; i++) {
+      int o = offs[i];
+      int ln = (int) McapLayout.le64(recs, o + 1);
+      String topic;
+      long first;
+      long last;
+      try {
+        JsonNode g = JSON.readTree(recs, o + McapLayout.MESSAGE_FIXED,
+            McapLayout.RECORD_HEADER + ln - McapLayout.MESSAGE_FIXED);
+        if (g == null || !g.isObject() || !g.has("topic") || !g.has("first") || !g.has("last")) {
+          throw new IOException("not an object with topic, first and last");
+        }
+        topic = g.get("topic").asText();
+        first = integer(g.get("first"));
+        last = integer(g.get("last"));
+      } catch (IOException | RuntimeException e) {
+        throw new RecordingFormatException(where + ", gap message " + i + ": not a gap record (" + e.getMessage()
+            + ")");
+      }
+      long wall = wallUs(recs, o);
+      if (predicate.topicOk(topic) && predicate.seqOk(first) && predicate.wallOk(wall)) {
+        out.add(new Object[] {topic, first, last, wall, capped(McapLayout.le64(recs, o + 15)) / 1000});
+      }
+    }
+    return out.toArray(new Object[0][]);
+  }
+
+  private static long integer(JsonNode n) throws IOException {
+    if (n.isIntegralNumber() && n.canConvertToLong()) {
+      return n.longValue();
+    }
+    if (n.isTextual()) {
+      try {
+        return Long.parseLong(n.asText().trim());
+      } catch (NumberFormatException e) {
+        throw new IOException("not an integer: " + n);
+      }
+    }
+    throw new IOException("not an integer: " + n);
+  }
+
+  /** The C decoder's checks of the packet at p (size bytes): null when it passes, else why not. */
+  static String check(byte[] b, int p, int size) {
+    if (size < INDEX_OFF) {
+      return "shorter than the 96 bytes of the fixed header and standard block";
+    }
+    if ((int) McapLayout.le32(b, p) != PACKET_MAGIC) {
+      return "field magic";
+    }
+    if (McapLayout.le16(b, p + 4) != 1) {
+      return "field version";
+    }
+    if ((McapLayout.le16(b, p + 6) & ~1) != 0) {
+      return "field flags";
+    }
+    if (McapLayout.le32(b, p + 28) != 0) {
+      return "field reserved";
+    }
+    long count = McapLayout.le32(b, p + 24);
+    long poff = McapLayout.le64(b, p + 32);
+    long psize = McapLayout.le64(b, p + 40);
+    long indexEnd = INDEX_OFF + 16 * count;
+    if (poff < indexEnd || poff % 16 != 0 || poff > size) {
+      return "field payload_off";
+    }
+    if (psize != size - poff) {
+      return "field payload_size";
+    }
+    for (int i = 0; i < count; i++) {
+      int e = p + INDEX_OFF + 16 * i;
+      long ko = McapLayout.le32(b, e);
+      long kl = McapLayout.le32(b, e + 4);
+      long vo = McapLayout.le32(b, e + 8);
+      long vl = McapLayout.le32(b, e + 12);
+      if (ko < indexEnd || ko + kl + 1 > poff || b[p + (int) (ko + kl)] != 0) {
+        return "a header key outside the strings area or without its NUL";
+      }
+      if (vo < indexEnd || vo + vl + 1 > poff || b[p + (int) (vo + vl)] != 0) {
+        return "a header value outside the strings area or without its NUL";
+      }
+    }
+    return null;
+  }
+
+  /** A decimal of 1..19 digits below 2**63, or -1. */
+  private static long parseDec(byte[] b, int off, long n) {
+    if (n < 1 || n > 19) {
+      return -1;
+    }
+    long v = 0;
+    for (int i = 0; i < n; i++) {
+      int c = b[off + i];
+      if (c < '0' || c > '9') {
+        return -1;
+      }
+      long next = v * 10 + (c - '0');
+      if (next < 0 || (v > Long.MAX_VALUE / 10)) {
+        return -1;
+      }
+      v = next;
+    }
+    return v;
+  }
+
+  /** Writes the decimal of an unsigned 64-bit value into scratch; returns its length. */
+  private int putDec(long unsigned) {
+    if (unsigned < 0) {
+      String s = Long.toUnsignedString(unsigned);
+      for (int i = 0; i < s.length(); i++) {
+        scratch[i] = (byte) s.charAt(i);
+      }
+      return s.length();
+    }
+    int n = 1;
+    for (long v = unsigned; v >= 10; v /= 10) {
+      n++;
+    }
+    long v = unsigned;
+    for (int i = n - 1; i >= 0; i--) {
+      scratch[i] = (byte) ('0' + (int) (v % 10));
+      v /= 10;
+    }
+    return n;
+  }
+
+  private void putHeaders(OnHeapColumnVector map, int row, byte[] b, int p, String where) {
+    WritableColumnVector keys = map.getChild(0);
+    WritableColumnVector values = map.getChild(1);
+    int start = keys.getElementsAppended();
+    int n = 0;
+    if ((McapLayout.le16(b, p + 6) & 1) != 0) {
+      for (int k = 0; k < 5; k++) {
+        keys.appendByteArray(STD_KEYS[k], 0, STD_KEYS[k].length);
+        int len;
+        if (k == 2) {
+          int o = 0;
+          for (int i = 0; i < 16; i++) {
+            if (i == 4 || i == 6 || i == 8 || i == 10) {
+              scratch[o++] = '-';
+            }
+            int x = b[p + 64 + i] & 0xff;
+            scratch[o++] = HEX[x >> 4];
+            scratch[o++] = HEX[x & 15];
+          }
+          len = 36;
+        } else {
+          len = putDec(McapLayout.le64(b, p + (k == 0 ? 48 : k == 1 ? 56 : k == 3 ? 80 : 88)));
+        }
+        values.appendByteArray(scratch, 0, len);
+      }
+      n = 5;
+    }
+    long count = McapLayout.le32(b, p + 24);
+    for (int j = 0; j < count; j++) {
+      int e = p + INDEX_OFF + 16 * j;
+      int ko = p + (int) McapLayout.le32(b, e);
+      int kl = (int) McapLayout.le32(b, e + 4);
+      int vo = p + (int) McapLayout.le32(b, e + 8);
+      int vl = (int) McapLayout.le32(b, e + 12);
+      checkUtf8(b, ko, kl, where, n + j, "key");
+      checkUtf8(b, vo, vl, where, n + j, "value");
+      keys.appendByteArray(b, ko, kl);
+      values.appendByteArray(b, vo, vl);
+    }
+    map.putArray(row, start, n + (int) count);
+  }
+
+  private static void checkUtf8(byte[] b, int off, int len, String where, int j, String what) {
+    for (int i = off; i < off + len; i++) {
+      if (b[i] < 0) {
+        try {
+          StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+              .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b, off, len));
+        } catch (CharacterCodingException e) {
+          throw new RecordingFormatException(where + ": corrupt a0py packet: header " + j + " " + what
+              + " is not UTF-8");
+        }
+        return;
+      }
+    }
+  }
+}
