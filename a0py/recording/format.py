@@ -67,6 +67,10 @@ GAP_SCHEMA_DATA = json.dumps({
 # The JSON copy of a topic's payloads (for Foxglove): /a0py/json/TOPIC.
 JSON_TOPIC_PREFIX = "/a0py/json/"
 
+# The a0py packet's fixed header and its payload_size field (csrc/a0_packet.h).
+PACKET_FIXED = 48
+PACKET_PAYLOAD_SIZE_AT = 40
+
 # A typed topic (one with a schema) is two channels: TOPIC, its payloads with
 # their real schema and message encoding, and /a0py/headers/TOPIC, its packets
 # cut at the payload (a0py packets with an empty payload: id, times, seqs,
@@ -99,6 +103,25 @@ def channel_kind(channel):
     if channel.topic == GAP_TOPIC and channel.message_encoding == "json":
         return KIND_GAP
     return None
+
+
+def headers_topic(channel):
+    """The a0py topic of a typed topic's headers channel (its ``a0py.topic``
+    metadata)."""
+    return channel.metadata.get(TOPIC_KEY) or channel.topic[len(HEADERS_TOPIC_PREFIX):]
+
+
+def join_packet(headers, payload):
+    """The packet a typed topic's recorded messages were cut from: the
+    headers channel's message ``headers`` (the packet up to its payload, with
+    ``payload_size`` 0) and the payload channel's message of the same
+    sequence. Raises ValueError if ``headers`` is too short to be a packet."""
+    if len(headers) < PACKET_FIXED:
+        raise ValueError(f"a packet's headers are at least {PACKET_FIXED} bytes, not {len(headers)}")
+    out = bytearray(headers)
+    out[PACKET_PAYLOAD_SIZE_AT:PACKET_PAYLOAD_SIZE_AT + 8] = len(payload).to_bytes(8, "little")
+    out += payload
+    return bytes(out)
 
 
 def gap_message(topic, first, last):
