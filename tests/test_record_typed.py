@@ -169,7 +169,7 @@ def _go_mcap():
     spec = importlib.util.find_spec("databeam_mcap_reader")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("databeam-mcap-reader (which bundles the Go mcap CLI) is not installed")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "mcap_cli")
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "mcap_cli")
     if not os.access(path, os.X_OK):
         pytest.skip(f"no Go mcap CLI at {path}")
     return path
