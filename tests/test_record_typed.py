@@ -238,3 +238,26 @@ def test_bag_info_names_typed_topics_by_schema_and_encoding(recording):
     assert not any(t.startswith("/a0py/") for t in info["topics"])
     text = format_bag_info(info)
     assert "Topic: ty/cam | Type: foxglove.RawImage (protobuf) | Count: 30" in text
+
+
+def test_segment_writer_splits_typed_frames_and_keeps_a_frame_that_is_no_packet_whole(tmp_path):
+    from a0py.recording import SegmentWriter
+
+    schema = a0py.Schema.json_schema("ty.Point", {"type": "object", "properties": {"x": {"type": "number"}}})
+    good = a0py.Packet({"k": "v"}, b'{"x": 1.5}').to_bytes()
+    junk = b"not a packet at all, 32 bytes.."
+    path = tmp_path / "seg.mcap"
+    with SegmentWriter(path) as w:
+        w.add_typed_topic("ty/p", schema)
+        w.write_frames("ty/p", [good, junk, good], 1000, seqs=[7, 8, 9])
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[_JsonDecoders()])
+        counts = reader.get_summary().statistics.channel_message_counts
+        payloads = [(m.sequence, v) for _, _, m, v in reader.iter_decoded_messages(topics=["ty/p"])]
+    with open(path, "rb") as f:
+        headers = [(m.sequence, m.data) for _, _, m in make_reader(f).iter_messages(topics=["/a0py/headers/ty/p"])]
+    assert payloads == [(7, {"x": 1.5}), (9, {"x": 1.5})]
+    assert [s for s, _ in headers] == [7, 8, 9]
+    assert headers[1][1] == junk  # kept whole where it can be found, never dropped
+    assert join_packet(headers[0][1], b'{"x": 1.5}') == good
+    assert sorted(counts.values()) == [2, 3]
