@@ -11,7 +11,10 @@ Invariants:
   message, byte for byte; nothing is decoded on the hot path. The publish
   time (the packet's ``a0_time_wall``, from its standard block, or its
   header in a packet without one) is filled in when the chunk is indexed,
-  on the segment's background thread.
+  on the segment's background thread. A typed topic's frames are read the
+  same way and split there, byte for byte, into a payload message on a
+  channel with the topic's schema and the rest of the packet on its headers
+  channel (docs/recording.md "File layout").
 * **No Python object per frame**: ``Transport.read_into`` copies the frames
   after the cursor, without the lock or the GIL, straight into the open
   chunk's buffer, each after a prefix laid out as an MCAP message record's
@@ -390,10 +393,11 @@ class Recorder:
         ``topic_schema``: cheap): its frames then go to a channel of their
         schema (the payloads) and a headers channel (the rest of each
         packet). A schema without a message encoding (raw bytes) keeps whole
-        packets; one that does not read is warned about once and ignored."""
+        packets; one that does not read, or a schema arena that is not ours,
+        is warned about once and ignored (the frames are recorded whole)."""
         try:
             schema = topic_schema(Topic(st.name, root=self.root))
-        except SchemaError as e:
+        except (SchemaError, ArenaPermissionError) as e:
             if not st.schema_warned:
                 st.schema_warned = True
                 _log.warning("a0py record: topic %r: recording whole packets: %s", st.name, e)
