@@ -41,6 +41,12 @@ Layout choices (docs/recording.md "File layout"):
   ``a0_time_wall`` (the receive time when it has none), ``sequence`` the
   transport seq modulo 2**32 (the packet's ``a0_transport_seq`` header keeps
   it whole).
+* A typed topic (:meth:`SegmentWriter.add_typed_topic`) is read into its
+  chunk as whole packets like any other; when the chunk is written, each
+  packet is split (``_bulk.split_records``) into its payload, a message of
+  the topic's channel with its real schema and message encoding, and the
+  packet cut at its payload, a message of ``/a0py/headers/TOPIC``: two
+  chunks, same sequences and times, so ``format.join_packet`` rejoins them.
 * At close, metadata ``a0py.segment`` describes the segment (topics, seq and
   time ranges, host, gaps) and ``a0py.chunks`` gives each chunk's seq and
   publish-time range per channel, which the Spark source uses to skip chunks.
@@ -173,7 +179,8 @@ class SegmentWriter:
 
     ``compression`` is ``zstd`` (level -1 by default: a quarter of level 1's
     CPU for files about 5 % larger), ``lz4`` or ``none``. Channels are added
-    with :meth:`add_topic` (a0py packets), :meth:`add_json_topic` (a JSON
+    with :meth:`add_topic` (a0py packets), :meth:`add_typed_topic` (a typed
+    topic's payloads and headers), :meth:`add_json_topic` (a JSON
     copy of the payloads for Foxglove) and the gap channel on first use.
     Frames come in through :meth:`read_frames` (straight from a transport
     into the open chunk, the recorder's way) or :meth:`write_frames`.
