@@ -261,3 +261,9 @@ def test_segment_writer_splits_typed_frames_and_keeps_a_frame_that_is_no_packet_
     assert headers[1][1] == junk  # kept whole where it can be found, never dropped
     assert join_packet(headers[0][1], b'{"x": 1.5}') == good
     assert sorted(counts.values()) == [2, 3]
+
+
+def test_resume_finds_the_last_seq_of_typed_topics_from_their_headers_channel(recording):
+    from a0py.recording.recorder import last_recorded_seqs
+
+    assert last_recorded_seqs([str(recording)]) == {t: N + 1 for t in TOPICS}
