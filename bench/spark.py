@@ -30,7 +30,11 @@ Workloads (medians of --repeats runs):
            one at a time at 100, 1 000 and 10 000 frames/s;
   capacity the recorder draining a topic that already holds 1 M frames
            (64 B) or 125 k (4 KiB): what it can write, apart from any
-           publisher, per wall and per CPU second.
+           publisher, per wall and per CPU second;
+  jsoncap  the same for 500 k JSON objects (about 80 B): schemaless (bytes,
+           recorded as whole packets) beside a typed JSON topic
+           (``pub_json``: a ``json`` channel and its headers channel), the
+           two alternating.
 
 Targets: >= 1.5 M rows/s on small frames through local[2], within
 2x of the Parquet reader on the same rows; the recorder sustains >= 1 M
@@ -302,6 +306,52 @@ print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 """
 
 
+CAPACITY_JSON = """
+import json, os, sys, time, tempfile, a0py
+from a0py.recording import Recorder
+topic, mode, frames = sys.argv[1], sys.argv[2], int(sys.argv[3])
+pub = a0py.Publisher(topic)
+objs = [{"i": i, "x": i / 3, "name": "pose", "ok": True, "v": [i, i + 1, i + 2]} for i in range(64)]
+for i in range(frames):
+    if mode == "typed":
+        pub.pub_json(objs[i % 64])  # a typed topic: message encoding json, an inferred jsonschema
+    else:
+        pub.pub(json.dumps(objs[i % 64]).encode(), headers={"content-type": "application/json"})
+out = tempfile.mkdtemp()
+rec = Recorder([topic], out=out, init="oldest")
+wall, cpu = time.perf_counter(), time.process_time()
+rec.run(duration=0.2)
+wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+s = rec.stats()[topic]
+print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
+"""
+
+
+def bench_json_capacity(args, results):
+    """The recorder draining a topic of JSON objects that already holds the
+    frames: schemaless JSON (whole packets, channel ``a0py/packet``) beside a
+    typed JSON topic (``pub_json``: channels ``json`` + headers), alternating."""
+    root = f"shm:a0pybench{os.getpid()}"
+    env = dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO, A0PY_TOPIC_SIZES="bench/jcap=400M")
+    frames = args.small // 2
+    runs = {"schemaless": [], "typed": []}
+    for _ in range(args.repeats):
+        for mode in runs:
+            r = subprocess.run([sys.executable, "-c", CAPACITY_JSON, "bench/jcap", mode, str(frames)], env=env,
+                               capture_output=True, text=True, check=True)
+            got, wall, cpu, disk = r.stdout.split()
+            runs[mode].append({"frames": int(got), "wall_s": float(wall), "cpu_s": float(cpu),
+                               "mcap_bytes": int(disk)})
+            unlink_topic("bench/jcap", env)
+    for mode, rs in runs.items():
+        wall = statistics.median(r["frames"] / r["wall_s"] for r in rs)
+        cpu = statistics.median(r["frames"] / r["cpu_s"] for r in rs)
+        results[f"record capacity json {mode}"] = {"runs": rs, "frames_per_s_wall": wall, "frames_per_s_cpu": cpu}
+        print(f"capacity json {mode:>10}: the recorder drains {wall / 1e6:5.2f} M frames/s ({cpu / 1e6:5.2f} M per "
+              f"CPU second) of {rs[0]['frames']} frames already in the arena; "
+              f"{statistics.median(r['mcap_bytes'] / r['frames'] for r in rs):.0f} B/frame on disk", flush=True)
+
+
 def start_recorder(topic, out, env):
     """``a0py record TOPIC --out OUT`` in its own process, once it records."""
     rec = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", topic, "--out", out],
@@ -431,7 +481,7 @@ def bench_latency(args, results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, record, capacity, decode, latency (default: read record capacity)")
+                    help="read, record, capacity, jsoncap, decode, latency (default: read record capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -439,15 +489,16 @@ def main():
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
-    unknown = sorted(set(args.what) - {"read", "record", "capacity", "decode", "latency"})
+    unknown = sorted(set(args.what) - {"read", "record", "capacity", "jsoncap", "decode", "latency"})
     if unknown:
-        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, decode, latency")
+        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, jsoncap, decode, "
+                 "latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
-        {"read": bench_read, "record": bench_record, "capacity": bench_capacity,
+        {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,
          "decode": bench_decode, "latency": bench_latency}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:

@@ -32,3 +32,6 @@ def index_records(
 def record_frames(
     buf: bytes | bytearray | memoryview, start: int, nbytes: int, count: int
 ) -> list[bytes]: ...
+def split_records(
+    buf: bytes | bytearray | memoryview, offsets: np.ndarray, payload_channel: int, headers_channel: int
+) -> tuple[bytearray, np.ndarray, bytearray, np.ndarray]: ...

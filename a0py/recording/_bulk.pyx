@@ -9,7 +9,8 @@ and :mod:`a0py.recording.writer` wrap it.
   already copied out (bytes) the same way; :func:`index_records` walks a
   closed chunk's records once (offsets, log times, publish times) and fills
   in each packet's publish time; :func:`record_frames` copies frames back
-  out of records.
+  out of records; :func:`split_records` splits a typed topic's packet
+  records into payload records and header records (two channels).
 * Packets: many packets lying in one buffer (a decompressed chunk, or frames
   copied out of an arena) are checked and indexed in one pass
   (:func:`scan`), then the kept ones are copied into the contiguous buffers
@@ -83,6 +84,7 @@ cdef int64_t AT_CHANNEL = MESSAGE_CHANNEL_AT
 cdef int64_t AT_SEQUENCE = MESSAGE_SEQUENCE_AT
 cdef int64_t AT_LOG = MESSAGE_LOG_TIME_AT
 cdef int64_t AT_PUBLISH = MESSAGE_PUBLISH_TIME_AT
+cdef int64_t PACKET_PAYLOAD_SIZE_AT = 40  # the packet's payload_size (csrc/a0_packet.c asserts it)
 # A message record's fixed part with the frame's size, sequence and times to fill in.
 _MESSAGE_HEAD = struct.Struct("<BQHIQQ")
 assert _MESSAGE_HEAD.size == MESSAGE_FIXED
@@ -526,3 +528,75 @@ def record_frames(const uint8_t[::1] buf, int64_t start, int64_t nbytes, Py_ssiz
     if pos != end:
         raise ValueError(f"{count} records end at byte {pos}, not {end}")
     return out
+
+
+def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payload_channel,
+                  int headers_channel):
+    """Splits the packet message records of a closed chunk (``buf``, each
+    record at ``offsets``, as :func:`index_records` found them and with their
+    publish times filled in) into the records of a typed topic's two channels:
+    ``payload_channel`` gets each packet's payload as its data, and
+    ``headers_channel`` the packet cut at its payload (``payload_size`` 0):
+    its id, standard block and headers, an a0py packet with an empty payload.
+    Both keep the record's sequence, log time and publish time.
+
+    A frame that is not a valid packet goes whole to ``headers_channel`` and
+    gives no payload record. Returns ``(payload_records, payload_offsets,
+    headers_records, headers_offsets)``: two bytearrays of records and the
+    int64 offsets of their records."""
+    cdef Py_ssize_t n = offsets.shape[0], i, np_ = 0, nh = 0
+    cdef int64_t pos, size, psize = 0, hsize = 0, keep
+    cdef uint64_t length
+    cdef const uint8_t* base = &buf[0] if buf.shape[0] else NULL
+    cdef a0_packet_view_t v
+    cdef const char* why = NULL
+    for i in range(n):
+        pos = offsets[i]
+        if pos < 0 or pos + MSG_FIXED > buf.shape[0]:
+            raise ValueError(f"record offset {pos} outside the chunk")
+        length = rd64(base + pos + 1)
+        size = <int64_t>length - (MSG_FIXED - HDR)
+        if size < 0 or pos + MSG_FIXED + size > buf.shape[0]:
+            raise ValueError(f"record at {pos} runs past the chunk")
+        if a0_packet_view(base + pos + MSG_FIXED, <uint64_t>size, &v, NULL) == A0_OK:
+            psize += MSG_FIXED + <int64_t>v.payload_size
+            hsize += MSG_FIXED + <int64_t>(v.payload - v.base)
+        else:
+            hsize += MSG_FIXED + size
+    pay = bytearray(psize)
+    hdr = bytearray(hsize)
+    poff_a = np.empty(n, np.int64)
+    hoff_a = np.empty(n, np.int64)
+    cdef int64_t[::1] po = poff_a
+    cdef int64_t[::1] ho = hoff_a
+    cdef uint8_t* pb = <uint8_t*>PyByteArray_AS_STRING(pay)
+    cdef uint8_t* hb = <uint8_t*>PyByteArray_AS_STRING(hdr)
+    cdef uint16_t pch = <uint16_t>payload_channel, hch = <uint16_t>headers_channel
+    cdef int64_t pp = 0, hp = 0
+    cdef uint64_t zero = 0
+    with nogil:
+        for i in range(n):
+            pos = offsets[i]
+            size = <int64_t>rd64(base + pos + 1) - (MSG_FIXED - HDR)
+            if a0_packet_view(base + pos + MSG_FIXED, <uint64_t>size, &v, NULL) == A0_OK:
+                memcpy(pb + pp, base + pos, MSG_FIXED)
+                length = <uint64_t>(MSG_FIXED - HDR) + v.payload_size
+                memcpy(pb + pp + 1, &length, 8)
+                memcpy(pb + pp + AT_CHANNEL, &pch, 2)
+                memcpy(pb + pp + MSG_FIXED, v.payload, v.payload_size)
+                po[np_] = pp
+                np_ += 1
+                pp += MSG_FIXED + <int64_t>v.payload_size
+                keep = <int64_t>(v.payload - v.base)
+                memcpy(hb + hp, base + pos, MSG_FIXED + keep)
+                length = <uint64_t>(MSG_FIXED - HDR + keep)
+                memcpy(hb + hp + 1, &length, 8)
+                memcpy(hb + hp + MSG_FIXED + PACKET_PAYLOAD_SIZE_AT, &zero, 8)
+            else:
+                keep = size
+                memcpy(hb + hp, base + pos, MSG_FIXED + keep)
+            memcpy(hb + hp + AT_CHANNEL, &hch, 2)
+            ho[nh] = hp
+            nh += 1
+            hp += MSG_FIXED + keep
+    return pay, poff_a[:np_], hdr, hoff_a[:nh]

@@ -12,13 +12,34 @@ import json
 import os
 
 from . import reader
-from .format import KIND_GAP, KIND_PACKET, SEGMENT_METADATA, channel_kind
+from .format import (
+    KIND_GAP,
+    KIND_HEADERS,
+    KIND_PACKET,
+    KIND_TYPED,
+    PACKET_ENCODING,
+    PACKET_SCHEMA,
+    SEGMENT_METADATA,
+    channel_kind,
+    headers_topic,
+)
 from .frames import recorded_seqs
 from .reader import SHM_PREFIX, expand_paths
 
 
 def _topic_entry():
-    return {"frames": 0, "bytes": None, "first_seq": None, "last_seq": None, "gaps": 0, "lost_frames": 0}
+    return {"frames": 0, "bytes": None, "first_seq": None, "last_seq": None, "gaps": 0, "lost_frames": 0,
+            "type": PACKET_SCHEMA, "encoding": PACKET_ENCODING}
+
+
+def _note_types(layout, topics):
+    """A typed topic's schema name and message encoding, from its payload channel."""
+    for ch in layout.channels.values():
+        if channel_kind(ch) == KIND_TYPED:
+            schema = layout.schemas.get(ch.schema_id)
+            entry = topics.setdefault(ch.topic, _topic_entry())
+            entry["type"] = schema.name if schema is not None else ""
+            entry["encoding"] = ch.message_encoding
 
 
 def _merge_seq(entry, first, last):
@@ -36,9 +57,10 @@ def _from_summary(layout, topics):
         return False
     counts = layout.statistics.channel_message_counts
     for cid, ch in layout.channels.items():
-        if channel_kind(ch) != KIND_PACKET:
+        kind = channel_kind(ch)
+        if kind not in (KIND_PACKET, KIND_HEADERS):
             continue
-        entry = topics.setdefault(ch.topic, _topic_entry())
+        entry = topics.setdefault(headers_topic(ch) if kind == KIND_HEADERS else ch.topic, _topic_entry())
         entry["frames"] += counts.get(cid, 0)
     for key, value in seg.items():
         if not key.startswith("topic."):
@@ -75,7 +97,8 @@ def bag_info(spec):
     """A dict describing the recordings ``spec`` (file, directory, glob):
     ``files`` (path, size, complete, cut short at, chunks, compression,
     messages, times), ``topics`` (frames, first and last seq, gaps, frames
-    lost), and totals (``size``, ``messages``, ``start``/``end`` in ns,
+    lost, ``type`` and ``encoding``: the schema name and message encoding of
+    a typed topic, ``a0py.Packet`` and ``a0py/packet`` for whole packets), and totals (``size``, ``messages``, ``start``/``end`` in ns,
     ``duration`` in s, ``gaps``, ``lost_frames``).
 
     Raises :class:`RecordingFormatError` for a damaged file and
@@ -98,6 +121,7 @@ def bag_info(spec):
             f_end = max((c.end_time for c in layout.chunks), default=None)
         if not layout.has_summary or not _from_summary(layout, topics):
             _from_data(layout, topics)
+        _note_types(layout, topics)
         files.append({
             "path": path, "size": layout.size, "complete": layout.has_summary,
             "cut_short_at": layout.truncated_at, "chunks": len(layout.chunks), "compression": comp,
@@ -169,7 +193,8 @@ def format_bag_info(info):
     for t, e in info["topics"].items():
         seqs = f"{e['first_seq']}..{e['last_seq']}" if e["first_seq"] is not None else "-"
         size = _size(e["bytes"]) if e["bytes"] is not None else "-"
-        text = (f"Topic: {t} | Type: a0py.Packet | Count: {e['frames']} | Seq: {seqs} | Size: {size} | "
+        kind = e["type"] if e["encoding"] == PACKET_ENCODING else f"{e['type']} ({e['encoding']})"
+        text = (f"Topic: {t} | Type: {kind} | Count: {e['frames']} | Seq: {seqs} | Size: {size} | "
                 f"Gaps: {e['gaps']} ({e['lost_frames']} lost)")
         if first:
             row("Topic information", text)

@@ -1,8 +1,8 @@
 """MCAP as a0py writes and reads it: the fixed sizes and offsets of the
 records (each defined here once; the opcodes are the ``mcap`` package's
 ``Opcode``, its record classes the names of the records), and a0py's
-conventions on top of the format: the channel of a topic's packets, the gap
-channel, the JSON copies, and the per-chunk ranges of ``a0py.chunks``.
+conventions on top of the format: the channel of a topic's packets, the two
+channels of a typed topic, the gap channel, the JSON copies, and the per-chunk ranges of ``a0py.chunks``.
 
 The record layout is fixed by the MCAP specification: the file is magic,
 records, magic; a record is opcode (u8), body length (u64), body; every
@@ -67,18 +67,61 @@ GAP_SCHEMA_DATA = json.dumps({
 # The JSON copy of a topic's payloads (for Foxglove): /a0py/json/TOPIC.
 JSON_TOPIC_PREFIX = "/a0py/json/"
 
+# The a0py packet's fixed header and its payload_size field (csrc/a0_packet.h).
+PACKET_FIXED = 48
+PACKET_PAYLOAD_SIZE_AT = 40
+
+# A typed topic (one with a schema) is two channels: TOPIC, its payloads with
+# their real schema and message encoding, and /a0py/headers/TOPIC, its packets
+# cut at the payload (a0py packets with an empty payload: id, times, seqs,
+# writer, user headers), paired message for message by sequence.
+HEADERS_TOPIC_PREFIX = "/a0py/headers/"
+# Channel metadata: the a0py topic of a channel; on a typed topic's payload
+# channel, the topic of its headers channel; on a headers channel, the topic
+# of its payload channel.
+TOPIC_KEY = "a0py.topic"
+HEADERS_KEY = "a0py.headers"
+PAYLOADS_KEY = "a0py.payloads"
+
 KIND_PACKET = "packet"
 KIND_GAP = "gap"
+KIND_HEADERS = "headers"
+KIND_TYPED = "typed"
 
 
 def channel_kind(channel):
-    """``KIND_PACKET`` for a channel of a0py packets, ``KIND_GAP`` for the
-    gap channel, None for any other (JSON copies, foreign channels)."""
+    """``KIND_PACKET`` for a channel of whole a0py packets, ``KIND_GAP`` for
+    the gap channel, ``KIND_HEADERS`` for the headers channel of a typed
+    topic, ``KIND_TYPED`` for its payload channel, None for any other (JSON
+    copies, foreign channels)."""
     if channel.message_encoding == PACKET_ENCODING:
+        if PAYLOADS_KEY in channel.metadata:
+            return KIND_HEADERS
         return KIND_PACKET
+    if HEADERS_KEY in channel.metadata:
+        return KIND_TYPED
     if channel.topic == GAP_TOPIC and channel.message_encoding == "json":
         return KIND_GAP
     return None
+
+
+def headers_topic(channel):
+    """The a0py topic of a typed topic's headers channel (its ``a0py.topic``
+    metadata)."""
+    return channel.metadata.get(TOPIC_KEY) or channel.topic[len(HEADERS_TOPIC_PREFIX):]
+
+
+def join_packet(headers, payload):
+    """The packet a typed topic's recorded messages were cut from: the
+    headers channel's message ``headers`` (the packet up to its payload, with
+    ``payload_size`` 0) and the payload channel's message of the same
+    sequence. Raises ValueError if ``headers`` is too short to be a packet."""
+    if len(headers) < PACKET_FIXED:
+        raise ValueError(f"a packet's headers are at least {PACKET_FIXED} bytes, not {len(headers)}")
+    out = bytearray(headers)
+    out[PACKET_PAYLOAD_SIZE_AT:PACKET_PAYLOAD_SIZE_AT + 8] = len(payload).to_bytes(8, "little")
+    out += payload
+    return bytes(out)
 
 
 def gap_message(topic, first, last):

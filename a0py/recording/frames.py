@@ -21,12 +21,15 @@ from . import reader
 from .errors import RecordingFormatError
 from .format import (
     KIND_GAP,
+    KIND_HEADERS,
     KIND_PACKET,
+    KIND_TYPED,
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
     MESSAGE_SEQUENCE_AT,
     RECORD_HEADER,
     channel_kind,
+    headers_topic,
     parse_gap,
 )
 from .packets import transport_seqs
@@ -64,7 +67,7 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
     for ch in layout.channels.values():
         kind = channel_kind(ch)
         if kind is not None:
-            channels[ch.id] = (ch.topic, kind)
+            channels[ch.id] = _seq_channel(ch, kind)
     fd = os.open(layout.path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         for ref in [*layout.chunks, *layout.regions]:
@@ -79,12 +82,23 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
                     ch = reader.parse_channel(body, layout.path, body_at)
                     kind = channel_kind(ch)
                     if kind is not None and ch.id not in channels:
-                        channels[ch.id] = (ch.topic, kind)
+                        channels[ch.id] = _seq_channel(ch, kind)
             what = "chunk" if isinstance(ref, reader.ChunkRef) else "message region"
             _add_chunk(topics, records, offs, channels, f"{layout.path}: {what} at byte {ref.offset}")
     finally:
         os.close(fd)
     return topics
+
+
+def _seq_channel(ch, kind):
+    """(topic, kind) under which a channel's seqs count: a typed topic's
+    headers channel counts as its topic's packets (they carry the standard
+    block), its payload channel not at all (the same frames again)."""
+    if kind == KIND_HEADERS:
+        return headers_topic(ch), KIND_PACKET
+    if kind == KIND_TYPED:
+        return None, None
+    return ch.topic, kind
 
 
 def _add_chunk(topics, records, offs, channels, where):

@@ -13,6 +13,10 @@ Invariants:
   ``a0_replay_source`` (the file) and ``a0_replay_<standard header>`` (each
   original standard header's value), so a subscriber can tell a replayed
   packet and recover the original times and seqs.
+* A typed topic (recorded as its payload channel and its headers channel,
+  docs/recording.md) is replayed into a topic declaring the recorded schema;
+  each packet is joined back from its headers message and the payload
+  message of the same sequence, so subscribers get the original packet.
 * Gaps in the recording publish nothing; they are counted.
 * Memory is bounded by the chunks whose time ranges overlap, not by the
   recording: chunks are decoded as the replay reaches them.
@@ -29,11 +33,14 @@ import numpy as np
 
 from .. import _core
 from ..proto.pubsub import Publisher
+from ..proto.schema import Schema
 from ..proto.topic import Topic, check_topic_name
 from . import reader
 from .errors import RecordingOptionError
 from .format import (
     KIND_GAP,
+    KIND_HEADERS,
+    KIND_TYPED,
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
     MESSAGE_PUBLISH_TIME_AT,
@@ -41,6 +48,8 @@ from .format import (
     RECORD_HEADER,
     channel_kind,
     chunk_ranges,
+    headers_topic,
+    join_packet,
 )
 from .reader import SHM_PREFIX, expand_paths
 
@@ -75,9 +84,9 @@ def parse_remap(items):
 class _ChunkCursor:
     """The frames of one chunk in publish-time order, decoded on open."""
 
-    __slots__ = ("frames", "gap", "i", "pub", "seqs", "source", "topics")
+    __slots__ = ("chan", "frames", "gap", "i", "pub", "seqs", "source", "topics")
 
-    def __init__(self, source, records, offs, channels, wanted):
+    def __init__(self, source, records, offs, channels, wanted, payloads=None):
         u16, u32, u64 = reader.u_views(records)
         chan = u16[offs + MESSAGE_CHANNEL_AT]
         pub = u64[offs + MESSAGE_PUBLISH_TIME_AT].astype(np.int64)
@@ -94,6 +103,19 @@ class _ChunkCursor:
         self.topics = [channels[int(c)][0] for c in chan]
         self.gap = [channels[int(c)][1] == KIND_GAP for c in chan]
         self.seqs = u32[offs + MESSAGE_SEQUENCE_AT]
+        if payloads is not None and any(channels[int(c)][1] == KIND_TYPED for c in chan):
+            # A typed topic's payloads wait for their headers (same topic, same sequence).
+            typed = np.array([channels[int(c)][1] == KIND_TYPED for c in chan], bool)
+            for j in np.nonzero(typed)[0].tolist():
+                payloads[(self.topics[j], int(self.seqs[j]))] = self.frames[j]
+            rest = np.nonzero(~typed)[0]
+            self.pub = self.pub[rest]
+            self.frames = [self.frames[j] for j in rest.tolist()]
+            self.topics = [self.topics[j] for j in rest.tolist()]
+            self.gap = [self.gap[j] for j in rest.tolist()]
+            self.seqs = self.seqs[rest]
+            chan = chan[rest]
+        self.chan = chan
         self.i = 0
         self.source = source
 
@@ -146,6 +168,8 @@ class Player:
         self.validate_crc = validate_crc
         self.stats = PlayStats()
         self._publishers = {}
+        self._schemas = {}  # recorded topic -> a0py.Schema of its typed channel
+        self._payloads = {}  # (typed topic, sequence) -> payload waiting for its headers message
         self._stop = False
 
     def stop(self):
@@ -156,7 +180,8 @@ class Player:
         pub = self._publishers.get(topic)
         if pub is None:
             live = self.remap.get(topic, topic)
-            pub = self._publishers[topic] = Publisher(Topic(live, root=self.root) if self.root else live)
+            pub = self._publishers[topic] = Publisher(Topic(live, root=self.root) if self.root else live,
+                                                      schema=self._schemas.get(topic))
         return pub
 
     def _frames(self):
@@ -169,8 +194,12 @@ class Player:
                 kind = channel_kind(ch)
                 if kind is None:
                     continue
-                channels[ch.id] = (ch.topic, kind)
-                if kind == KIND_GAP or self.topics is None or ch.topic in self.topics:
+                topic = headers_topic(ch) if kind == KIND_HEADERS else ch.topic
+                channels[ch.id] = (topic, kind)
+                if kind == KIND_TYPED and ch.schema_id in layout.schemas:
+                    s = layout.schemas[ch.schema_id]
+                    self._schemas[topic] = Schema(s.name, s.encoding, s.data, message_encoding=ch.message_encoding)
+                if kind == KIND_GAP or self.topics is None or topic in self.topics:
                     wanted.add(ch.id)
             starts = _chunk_start_times(layout)
             refs = [r for r in layout.chunks if r.channel_ids is None or (r.channel_ids & wanted)]
@@ -193,7 +222,7 @@ class Player:
                         records = reader.read_chunk_records(fd, ref, path, self.validate_crc)
                         idx = reader.read_message_index(fd, ref, path) if isinstance(ref, reader.ChunkRef) else None
                         offs, _ = reader.message_offsets(records, idx, path, ref.offset)
-                        cur = _ChunkCursor(source, records, offs, channels, wanted)
+                        cur = _ChunkCursor(source, records, offs, channels, wanted, self._payloads)
                         if len(cur.pub):
                             serial += 1
                             heapq.heappush(heap, (int(cur.pub[0]), serial, cur))
@@ -201,7 +230,13 @@ class Player:
                         break
                     t, serial_c, cur = heapq.heappop(heap)
                     i = cur.i
-                    yield t, cur.topics[i], cur.gap[i], cur.frames[i], cur.source
+                    frame = cur.frames[i]
+                    if channels.get(int(cur.chan[i]), (None, None))[1] == KIND_HEADERS:
+                        payload = self._payloads.pop((cur.topics[i], int(cur.seqs[i])), None)
+                        if payload is None:
+                            continue  # its payload was not recorded (not a whole packet): nothing to replay
+                        frame = join_packet(frame, payload)
+                    yield t, cur.topics[i], cur.gap[i], frame, cur.source
                     cur.i += 1
                     if cur.i < len(cur.pub):
                         heapq.heappush(heap, (int(cur.pub[cur.i]), serial_c, cur))

@@ -11,7 +11,10 @@ Invariants:
   message, byte for byte; nothing is decoded on the hot path. The publish
   time (the packet's ``a0_time_wall``, from its standard block, or its
   header in a packet without one) is filled in when the chunk is indexed,
-  on the segment's background thread.
+  on the segment's background thread. A typed topic's frames are read the
+  same way and split there, byte for byte, into a payload message on a
+  channel with the topic's schema and the rest of the packet on its headers
+  channel (docs/recording.md "File layout").
 * **No Python object per frame**: ``Transport.read_into`` copies the frames
   after the cursor, without the lock or the GIL, straight into the open
   chunk's buffer, each after a prefix laid out as an MCAP message record's
@@ -50,7 +53,9 @@ from dataclasses import dataclass
 
 from .. import _core
 from ..errors import ArenaPermissionError
+from ..proto.errors import SchemaError
 from ..proto.packets import TIME_WALL
+from ..proto.schema import topic_schema
 from ..proto.topic import (
     PUBSUB,
     Topic,
@@ -98,7 +103,8 @@ class TopicStats:
 
 
 class _TopicState:
-    __slots__ = ("arena", "json", "last", "more", "name", "stats", "transport", "window_frames")
+    __slots__ = ("arena", "json", "last", "more", "name", "schema", "schema_warned", "stats", "transport",
+                 "window_frames")
 
     def __init__(self, name, arena, json_copy):
         self.name = name
@@ -109,6 +115,8 @@ class _TopicState:
         self.json = json_copy
         self.window_frames = 0
         self.more = False  # the last drain stopped with frames left
+        self.schema = None  # the topic's schema once it has one with a message encoding
+        self.schema_warned = False
 
 
 def _parse_duration(value, what):
@@ -262,6 +270,7 @@ class Recorder:
                 # From the oldest frame held (none held: from the next one written);
                 # any frame missing after that point is a gap.
                 st.last = t.seq_low - 1 if not t.empty else t.seq_high
+        self._learn_schema(st)
         self._states[name] = st
         self._mw_update()
         return st
@@ -299,8 +308,11 @@ class Recorder:
         self._writer = SegmentWriter(path, compression=self.compression, level=self.level,
                                      chunk_bytes=self.chunk_bytes, chunk_seconds=self.chunk_seconds,
                                      message_index=self.message_index, metadata=meta)
-        for name in self._states:
-            self._writer.add_topic(name)
+        for name, st in self._states.items():
+            if st.schema is not None:
+                self._writer.add_typed_topic(name, st.schema)
+            else:
+                self._writer.add_topic(name)
         self._segment_opened = time.monotonic()
         self.segments.append(path)
 
@@ -348,6 +360,8 @@ class Recorder:
         ``_DRAIN_LIMIT`` frames so that the loop's other duties (chunks due,
         rotation, the other topics) wait at most that long."""
         got = 0
+        if st.schema is None:
+            self._learn_schema(st)
         st.more = True  # until a read comes back empty
         while got < _DRAIN_LIMIT:
             batch = self._batch_size(st)
@@ -373,6 +387,25 @@ class Recorder:
             st.last = last
             self._maybe_rotate(time.monotonic())
         return got
+
+    def _learn_schema(self, st):
+        """Makes ``st`` a typed topic once its schema is declared (cached by
+        ``topic_schema``: cheap): its frames then go to a channel of their
+        schema (the payloads) and a headers channel (the rest of each
+        packet). A schema without a message encoding (raw bytes) keeps whole
+        packets; one that does not read, or a schema arena that is not ours,
+        is warned about once and ignored (the frames are recorded whole)."""
+        try:
+            schema = topic_schema(Topic(st.name, root=self.root))
+        except (SchemaError, ArenaPermissionError) as e:
+            if not st.schema_warned:
+                st.schema_warned = True
+                _log.warning("a0py record: topic %r: recording whole packets: %s", st.name, e)
+            return
+        if schema is not None and schema.message_encoding:
+            st.schema = schema
+            if self._writer is not None:
+                self._writer.add_typed_topic(st.name, schema)
 
     def _batch_size(self, st):
         """Frames to read at once: many, but few enough that a segment

@@ -41,6 +41,12 @@ Layout choices (docs/recording.md "File layout"):
   ``a0_time_wall`` (the receive time when it has none), ``sequence`` the
   transport seq modulo 2**32 (the packet's ``a0_transport_seq`` header keeps
   it whole).
+* A typed topic (:meth:`SegmentWriter.add_typed_topic`) is read into its
+  chunk as whole packets like any other; when the chunk is written, each
+  packet is split (``_bulk.split_records``) into its payload, a message of
+  the topic's channel with its real schema and message encoding, and the
+  packet cut at its payload, a message of ``/a0py/headers/TOPIC``: two
+  chunks, same sequences and times, so ``format.join_packet`` rejoins them.
 * At close, metadata ``a0py.segment`` describes the segment (topics, seq and
   time ranges, host, gaps) and ``a0py.chunks`` gives each chunk's seq and
   publish-time range per channel, which the Spark source uses to skip chunks.
@@ -85,6 +91,8 @@ from .format import (
     GAP_SCHEMA,
     GAP_SCHEMA_DATA,
     GAP_TOPIC,
+    HEADERS_KEY,
+    HEADERS_TOPIC_PREFIX,
     JSON_TOPIC_PREFIX,
     LIBRARY,
     MAGIC,
@@ -95,8 +103,10 @@ from .format import (
     PACKET_SCHEMA,
     PACKET_SCHEMA_DATA,
     PACKET_SCHEMA_ENCODING,
+    PAYLOADS_KEY,
     RECORD_HEADER,
     SEGMENT_METADATA,
+    TOPIC_KEY,
     chunk_range,
     gap_message,
 )
@@ -155,10 +165,11 @@ class _OpenChunk:
 class _ChunkJob:
     """A closed chunk on its way to the file (the background thread's work)."""
 
-    __slots__ = ("cid", "count", "log_hi", "log_lo", "packets", "records", "seq_hi", "seq_lo", "used")
+    __slots__ = ("cid", "count", "headers", "log_hi", "log_lo", "packets", "records", "seq_hi", "seq_lo", "used")
 
-    def __init__(self, cid, ch):
+    def __init__(self, cid, ch, headers=None):
         self.cid = cid
+        self.headers = headers  # a typed topic's headers channel: the packets are split at write time
         self.records, self.used, self.count, self.packets = ch.records, ch.used, ch.count, ch.packets
         self.log_lo, self.log_hi, self.seq_lo, self.seq_hi = ch.log_lo, ch.log_hi, ch.seq_lo, ch.seq_hi
 
@@ -168,7 +179,8 @@ class SegmentWriter:
 
     ``compression`` is ``zstd`` (level -1 by default: a quarter of level 1's
     CPU for files about 5 % larger), ``lz4`` or ``none``. Channels are added
-    with :meth:`add_topic` (a0py packets), :meth:`add_json_topic` (a JSON
+    with :meth:`add_topic` (a0py packets), :meth:`add_typed_topic` (a typed
+    topic's payloads and headers), :meth:`add_json_topic` (a JSON
     copy of the payloads for Foxglove) and the gap channel on first use.
     Frames come in through :meth:`read_frames` (straight from a transport
     into the open chunk, the recorder's way) or :meth:`write_frames`.
@@ -200,6 +212,8 @@ class SegmentWriter:
         self._channels = {}  # id -> mcap Channel
         self._topic_channel = {}  # topic -> packet channel id
         self._json_channel = {}
+        self._headers_channel = {}  # typed topic's payload channel id -> its headers channel id
+        self._split_counts = {}  # messages written to a typed topic's two channels (background thread)
         self._open = {}  # channel id -> _OpenChunk
         self._chunk_indexes = []  # written by the background thread
         self._chunk_meta = {}  # chunk offset -> format.chunk_range (background thread)
@@ -339,6 +353,32 @@ class SegmentWriter:
             self._check_open()
             cid = self._add_channel(topic, PACKET_ENCODING, self._packet_schema, {"a0py.topic": topic})
             self._topic_channel[topic] = cid
+        return cid
+
+    def add_typed_topic(self, topic, schema):
+        """The channel id of typed topic ``topic`` (created on first use):
+        channel ``topic`` with ``schema`` (an ``a0py.Schema``: its name,
+        encoding and data, and its message encoding), whose messages are the
+        packets' payloads, and beside it channel ``/a0py/headers/TOPIC`` of
+        the packets cut at their payload. Frames read for ``topic`` from now
+        on are split between the two (its open chunk of whole packets, if
+        any, is closed first). Raises ValueError for a schema with no message
+        encoding (raw bytes are recorded as whole packets)."""
+        cid = self._topic_channel.get(topic)
+        if cid is not None and cid in self._headers_channel:
+            return cid
+        if not schema.message_encoding:
+            raise ValueError(f"topic {topic!r}: schema {schema.name!r} has no message encoding")
+        self._check_open()
+        if cid is not None and cid in self._open:
+            self._close_chunk(cid)
+        sid = self._add_schema(schema.name, schema.encoding, bytes(schema.data))
+        cid = self._add_channel(topic, schema.message_encoding, sid,
+                                {TOPIC_KEY: topic, HEADERS_KEY: HEADERS_TOPIC_PREFIX + topic})
+        hid = self._add_channel(HEADERS_TOPIC_PREFIX + topic, PACKET_ENCODING, self._packet_schema,
+                                {TOPIC_KEY: topic, PAYLOADS_KEY: topic})
+        self._topic_channel[topic] = cid
+        self._headers_channel[cid] = hid
         return cid
 
     def add_json_topic(self, topic, schema=None):
@@ -526,7 +566,7 @@ class SegmentWriter:
         ch = self._open.pop(cid)
         if not ch.count:
             return
-        self._submit("chunk", _ChunkJob(cid, ch), ch.used)
+        self._submit("chunk", _ChunkJob(cid, ch, self._headers_channel.get(cid)), ch.used)
 
     def _write_chunk(self, job):
         """Indexes, compresses and writes one chunk and its message index
@@ -544,6 +584,24 @@ class SegmentWriter:
             u64[found + MESSAGE_PUBLISH_TIME_AT] = wall[have]
             pub[np.searchsorted(offsets, found)] = wall[have]
             del u64
+        if job.headers is not None:
+            with memoryview(records) as whole, whole[:used] as view:
+                pay, pay_offs, hdr, hdr_offs = _bulk.split_records(view, offsets, job.cid, job.headers)
+            if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
+                self._pool.append(records)
+            for cid, recs, offs in ((job.headers, hdr, hdr_offs), (job.cid, pay, pay_offs)):
+                if len(offs):
+                    _, logs, pubs, _ = _bulk.index_records(recs, len(offs), False)
+                    self._split_counts[cid] = self._split_counts.get(cid, 0) + len(offs)
+                    self._emit_chunk(cid, recs, len(recs), offs, logs, pubs, job)
+            return
+        self._emit_chunk(job.cid, records, used, offsets, log_times, pub, job)
+        if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
+            self._pool.append(records)
+
+    def _emit_chunk(self, cid, records, used, offsets, log_times, pub, job):
+        """Writes ``records[:used]`` (message records of channel ``cid`` at
+        ``offsets``) as one chunk and its message index (the background thread)."""
         with memoryview(records) as whole, whole[:used] as view:
             crc = zlib.crc32(view)
             data = self._compress(view) if self._compress else view
@@ -560,24 +618,22 @@ class SegmentWriter:
         index_offsets = {}
         index_start = self._pos
         if self.message_index:
-            entries = np.empty(job.count, _INDEX_ENTRY)
+            entries = np.empty(len(offsets), _INDEX_ENTRY)
             entries["log_time"] = log_times
             entries["offset"] = offsets
             body = entries.tobytes()
-            index_offsets[job.cid] = self._pos
+            index_offsets[cid] = self._pos
             self._write(struct.pack("<BQHI", Opcode.MESSAGE_INDEX, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body),
-                                    job.cid, len(body)))
+                                    cid, len(body)))
             self._write(body)
         self._chunk_indexes.append(ChunkIndex(
             message_start_time=job.log_lo, message_end_time=job.log_hi, chunk_start_offset=offset,
             chunk_length=chunk_len, message_index_offsets=index_offsets,
             message_index_length=self._pos - index_start, compression=self.compression,
             compressed_size=compressed, uncompressed_size=used))
-        self._chunk_meta[str(offset)] = chunk_range(job.cid, job.seq_lo, job.seq_hi, int(pub.min()),
+        self._chunk_meta[str(offset)] = chunk_range(cid, job.seq_lo, job.seq_hi, int(pub.min()),
                                                     int(pub.max()))
         self._f.flush()
-        if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
-            self._pool.append(records)
 
     @property
     def size(self):
@@ -673,12 +729,16 @@ class SegmentWriter:
 
         group(Opcode.SCHEMA, self._schemas.values())
         group(Opcode.CHANNEL, self._channels.values())
+        counts = dict(self._counts)
+        for cid in self._headers_channel:  # split channels: what was written, not frames read
+            counts[cid] = 0
+        counts.update(self._split_counts)
         group(Opcode.STATISTICS, [Statistics(
-            message_count=sum(self._counts.values()), schema_count=len(self._schemas),
+            message_count=sum(counts.values()), schema_count=len(self._schemas),
             channel_count=len(self._channels), attachment_count=0, metadata_count=self._metadata_count,
             chunk_count=len(self._chunk_indexes), message_start_time=self._log_lo or 0,
             message_end_time=self._log_hi or 0,
-            channel_message_counts={c: n for c, n in self._counts.items() if n})])
+            channel_message_counts={c: n for c, n in counts.items() if n})])
         group(Opcode.CHUNK_INDEX, self._chunk_indexes)
         group(Opcode.METADATA_INDEX, self._metadata_indexes)
         summary_offset_start = summary_start + sb.count
