@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import RecordingOptionError
+from ..recording.errors import RecordingOptionError
 
 JAR_NAME = "a0py-spark.jar"
 JVM_CLASS = "a0py.spark.jvm.A0Source"

@@ -158,7 +158,7 @@ def test_a_recorders_segment_with_evictions_reads_the_same_through_both(spark, p
     env = dict(os.environ, A0PY_ROOT=spec, A0PY_ARENA_SIZE="64k",
                PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
     out = tmp_path / "rec"
-    rec = subprocess.Popen([sys.executable, "-m", "a0py.spark.cli", "record", "ev", "--out", str(out)], env=env,
+    rec = subprocess.Popen([sys.executable, "-m", "a0py", "record", "ev", "--out", str(out)], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = rec.stderr.readline()
