@@ -276,7 +276,7 @@ print(s.frames, wall, cpu, os.path.getsize(rec.segments[0]))
 
 def start_recorder(topic, out, env):
     """``a0py record TOPIC --out OUT`` in its own process, once it records."""
-    rec = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", topic, "--out", out],
+    rec = subprocess.Popen([sys.executable, "-m", "a0py.cli.recordings", "record", topic, "--out", out],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "recording to" in rec.stderr.readline()
     return rec

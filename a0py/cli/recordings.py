@@ -1,52 +1,47 @@
 """The recording commands of the ``a0py`` command line: ``record``, ``play``
-and the ``bag`` group (``bag info``), as click commands.
+and the ``bag`` group (``bag info``), on :mod:`a0py.recording`.
 
-The ``a0py`` CLI registers them; ``python -m a0py.recording.cli`` runs them
+The ``a0py`` CLI registers them; ``python -m a0py.cli.recordings`` runs them
 alone. Errors leave as one line on stderr (``a0py: error: ...``), exit
-status 1; a usage error exits 2; Ctrl-C closes what is open and exits 130.
+status 1; a bad value is a usage error, exit 2; Ctrl-C closes what is open
+and exits 130.
+
+Invariant: ``record`` reads and never creates a topic (see
+:class:`a0py.recording.recorder.Recorder`): it says which topics it waits
+for, and records each from its first packet once a publisher creates it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import time
 
 import click
 
-from ..errors import A0Error
+from a0py.cli._common import (
+    MAX_SECONDS,
+    SECONDS,
+    TOPIC,
+    ByteSize,
+    FiniteFloat,
+    TopicTarget,
+    root_option,
+    size_warnings_on_stderr,
+)
+from a0py.cli.errors import CliError
+from a0py.clitypes import MAX_RATE
+from a0py.errors import A0Error
 
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-class RecordingCliError(click.ClickException):
-    """An error the user can act on: ``a0py: error: MESSAGE``, exit status 1."""
-
-    def show(self, file=None):
-        click.echo(f"a0py: error: {self.format_message()}", err=True)
-
-
-class _Size(click.ParamType):
-    name = "SIZE"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int):
-            return value
-        s = str(value).strip().lower().removesuffix("ib").removesuffix("b")
-        unit = s[-1:] if s[-1:] in _SIZE_UNITS and s[-1:] else ""
-        try:
-            return int(float(s[: len(s) - len(unit)]) * _SIZE_UNITS[unit])
-        except ValueError:
-            self.fail(f"{value!r} is not a size (e.g. 1G, 512M, 4096)", param, ctx)
-
-
-SIZE = _Size()
+# A segment smaller than this holds little more than the file's own records.
+MIN_SEGMENT_BYTES = 4096
 
 
 def _fail(e):
-    raise RecordingCliError(str(e)) from None
+    raise CliError(str(e)) from None
 
 
 def _split(values):
@@ -92,35 +87,85 @@ def _progress_printer(enabled):
     return show
 
 
+def _regex(ctx, param, value):
+    if value is None:
+        return None
+    try:
+        return re.compile(value)
+    except re.error as e:
+        raise click.BadParameter(f"{value!r} is not a regular expression: {e}") from None
+
+
+def _segment_bytes(ctx, param, value):
+    if value is not None and value < MIN_SEGMENT_BYTES:
+        raise click.BadParameter(f"{value} bytes is too small a segment: give at least {MIN_SEGMENT_BYTES} (4K)")
+    return value
+
+
+def _remaps(ctx, param, values):
+    from a0py.proto.topic import check_topic_name
+
+    out = []
+    for item in _split(values):
+        old, sep, new = item.partition(":")
+        if not sep:
+            raise click.BadParameter(f"{item!r}: give OLD:NEW (the recorded name, a colon, the live name)")
+        for name in (old, new):
+            try:
+                check_topic_name(name)
+            except A0Error as e:
+                raise click.BadParameter(f"{item!r}: {e}") from None
+        out.append(item)
+    return out
+
+
+def _topic_list(ctx, param, values):
+    return [TOPIC.convert(t, param, ctx) for t in _split(values)] or None
+
+
 @click.command("record")
-@click.argument("topics", nargs=-1)
+@click.argument("topics", nargs=-1, type=TOPIC)
 @click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
               help="Directory of the segments (PREFIX_NNNNN.mcap).")
 @click.option("-a", "--all", "all_", is_flag=True, help="Record every topic, including new ones.")
-@click.option("-e", "--regex", help="Record the topics whose name matches this regular expression.")
-@click.option("--max-bytes", type=SIZE, help="Start a new segment after this size (e.g. 1G).")
-@click.option("--max-duration", type=float, help="Start a new segment after this many seconds.")
+@click.option("-e", "--regex", callback=_regex,
+              help="Record the topics whose name matches this regular expression.")
+@root_option
+@click.option("--max-bytes", type=ByteSize(), callback=_segment_bytes,
+              help="Start a new segment once one holds this many bytes (64M, 1G). Chunks not yet "
+                   "compressed count at their uncompressed size: a compressed segment ends below it.")
+@click.option("--max-duration", type=FiniteFloat(0, MAX_SECONDS, min_open=True), metavar="SECONDS",
+              help="Start a new segment after this many seconds (not while the topics are idle: "
+                   "no segment is left empty).")
 @click.option("--compression", type=click.Choice(["zstd", "lz4", "none"]), default="zstd", show_default=True)
 @click.option("--json", "json_", is_flag=True, help="Also write JSON payloads to /a0py/json/TOPIC channels (Foxglove).")
 @click.option("--resume", is_flag=True, help="Continue the recording in --out after its last seq per topic.")
 @click.option("--from-oldest", is_flag=True, help="Also record the frames the topics already hold.")
-@click.option("--duration", type=float, help="Stop after this many seconds.")
+@click.option("--duration", type=SECONDS, metavar="SECONDS", help="Stop after this many seconds.")
 @click.option("--prefix", default="a0py", show_default=True, help="Segment file name prefix.")
 @click.option("--progress/--no-progress", default=None, help="Show frames, rate and gaps per topic "
               "(default: when stderr is a terminal).")
-def record(topics, out, all_, regex, max_bytes, max_duration, compression, json_, resume, from_oldest, duration,
-           prefix, progress):
+def record(topics, out, all_, regex, root, max_bytes, max_duration, compression, json_, resume, from_oldest,
+           duration, prefix, progress):
     """Record live TOPICS into MCAP segments in --out (Ctrl-C to stop).
 
-    Frames evicted before they were read are recorded as gaps, never
-    skipped silently. Open the segments with Spark
-    (spark.read.format("a0").load(DIR)), Foxglove, or `a0py bag info`."""
-    from .recorder import Recorder
+    Never creates a topic: one that does not exist yet is waited for (it
+    says so) and recorded from its first packet once a publisher creates
+    it, at the size the publisher asks for. Frames evicted before they were
+    read are recorded as gaps, never skipped silently. Open the segments
+    with Spark (spark.read.format("a0").load(DIR)), Foxglove, or
+    `a0py bag info`."""
+    from a0py.recording.recorder import Recorder, existing_segments
 
+    if not topics and not all_ and regex is None:
+        raise click.UsageError("nothing to record: name TOPICS, or give --all or -e REGEX")
+    if not resume and existing_segments(out):
+        raise CliError(f"{os.path.abspath(out)} already holds recordings: give --resume to continue them, "
+                       "or another --out directory")
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        rec = Recorder(list(topics), out=out, all=all_, regex=regex, max_bytes=max_bytes,
+        rec = Recorder(list(topics), out=out, all=all_, regex=regex, root=root, max_bytes=max_bytes,
                        max_duration=max_duration, compression=compression, json=json_, resume=resume,
                        init="oldest" if from_oldest else "new", prefix=prefix,
                        on_progress=_progress_printer(progress))
@@ -131,9 +176,16 @@ def record(topics, out, all_, regex, max_bytes, max_duration, compression, json_
         try:
             rec.wait_ready()
             click.echo(f"recording to {rec.out} (Ctrl-C to stop)", err=True)
+            for name in rec.waiting_for():
+                target = TopicTarget(name, root)
+                click.echo(f"a0py: {target.label} does not exist yet ({target.where}); waiting for a publisher "
+                           "to create it (recorded from its first packet)", err=True)
+            if (all_ or regex is not None) and not rec.stats():
+                click.echo("a0py: no topic to record yet; waiting for topics "
+                           f"{'to appear' if regex is None else f'matching {regex.pattern!r}'}", err=True)
             deadline = None if duration is None else time.monotonic() + duration
             while rec.running and (deadline is None or time.monotonic() < deadline):
-                rec._thread.join(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
+                time.sleep(0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic())))
             stats = rec.stop()
         except (A0Error, OSError) as e:
             _fail(e)
@@ -143,28 +195,41 @@ def record(topics, out, all_, regex, max_bytes, max_duration, compression, json_
         click.echo(path)
     for t, s in stats.items():
         click.echo(f"{t}: {s.frames} frames, {s.bytes} bytes, {s.gaps} gaps ({s.lost} frames lost)")
+    for name in rec.waiting_for():
+        click.echo(f"{name}: never appeared, nothing recorded")
 
 
 @click.command("play")
 @click.argument("path")
-@click.option("-r", "--rate", type=float, default=1.0, show_default=True,
+@click.option("-r", "--rate", type=FiniteFloat(0, MAX_RATE), default=1.0, show_default=True,
               help="Speed factor (2 = twice as fast, 0 = as fast as possible).")
 @click.option("-l", "--loop", is_flag=True, help="Play again from the start at the end (Ctrl-C to stop).")
-@click.option("--start-offset", type=float, default=0.0, help="Skip the first SECONDS of the recording.")
-@click.option("--topics", multiple=True, help="Only these recorded topics (repeat, or separate with ',').")
-@click.option("--remap", multiple=True, help="Publish recorded topic OLD as NEW (OLD:NEW; repeatable).")
-def play(path, rate, loop, start_offset, topics, remap):
+@click.option("--start-offset", type=SECONDS, default=0.0, metavar="SECONDS",
+              help="Skip the first SECONDS of the recording.")
+@click.option("--topics", multiple=True, callback=_topic_list,
+              help="Only these recorded topics (repeat, or separate with ',').")
+@click.option("--remap", multiple=True, callback=_remaps, metavar="OLD:NEW",
+              help="Publish recorded topic OLD as NEW (repeatable).")
+@root_option
+def play(path, rate, loop, start_offset, topics, remap, root):
     """Publish the recording PATH (file, directory or glob) into live topics
     at its original timing. Replayed packets keep their ids, headers and
-    payloads, and carry a0_replay_* headers."""
-    from .player import Player
+    payloads, and carry a0_replay_* headers. A topic this creates is sized
+    to hold several of its first recorded packet; a packet that fits a
+    topic only a few times is warned about."""
+    from a0py.recording.player import Player
 
     try:
-        player = Player(path, rate=rate, loop=loop, start_offset=start_offset,
-                        topics=_split(topics) or None, remap=_split(remap))
+        player = Player(path, rate=rate, loop=loop, start_offset=start_offset, topics=topics, remap=remap,
+                        root=root)
+        if topics:
+            missing = sorted(set(topics) - player.recorded_topics())
+            if missing:
+                raise CliError(f"{path}: no topic {', '.join(map(repr, missing))} in the recording "
+                               f"(`a0py bag info {path}` lists its topics)")
     except (A0Error, OSError) as e:
         _fail(e)
-    with player, _Signals(player.stop):
+    with player, _Signals(player.stop), size_warnings_on_stderr():
         try:
             stats = player.run()
         except (A0Error, OSError) as e:
@@ -183,7 +248,7 @@ def bag():
 def info(path, as_json):
     """Describe the recording PATH (file, directory or glob): topics, counts,
     time range, gaps, sizes."""
-    from .baginfo import bag_info, format_bag_info
+    from a0py.recording.baginfo import bag_info, format_bag_info
 
     try:
         facts = bag_info(path)
@@ -218,4 +283,3 @@ def run(argv=None):
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     sys.exit(run())
-

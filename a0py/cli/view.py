@@ -1,5 +1,6 @@
-"""``a0py view``: the live web view as a click command (registered by the
-``a0py`` command line; ``python -m a0py.view.cli`` runs it alone).
+"""``a0py view``: the live web view (:mod:`a0py.view`) as a click command
+(registered by the ``a0py`` command line; ``python -m a0py.cli.view`` runs it
+alone).
 
 Errors leave as one line on stderr (``a0py: error: ...``), exit status 1; a
 usage error exits 2; Ctrl-C stops the server and exits 0.
@@ -10,9 +11,9 @@ import sys
 
 import click
 
-from ..clitypes import BoundedInt, RootSpec
-from ..errors import A0Error
-from .errors import ViewCliError
+from a0py.cli.errors import CliError
+from a0py.clitypes import BoundedInt, RootSpec
+from a0py.errors import A0Error
 
 
 @click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,14 +47,14 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
     slider. The same port speaks the Foxglove WebSocket protocol
     (foxglove.sdk.v1): the Foxglove app can open ws://HOST:PORT too.
     """
-    from . import DEFAULT_ORIGINS, _is_recording, serve
+    from a0py.view import DEFAULT_ORIGINS, foxglove_bridge, is_recording, serve
 
     recording = None
     globs = list(sources)
-    if len(globs) == 1 and _is_recording(globs[0]):
+    if len(globs) == 1 and is_recording(globs[0]):
         recording, globs = os.path.expanduser(globs[0]), []
-    elif any(_is_recording(g) for g in globs):
-        raise ViewCliError("give either topic globs or one recording (a FILE.mcap or a DIR), not both")
+    elif any(is_recording(g) for g in globs):
+        raise CliError("give either topic globs or one recording (a FILE.mcap or a DIR), not both")
 
     def ready(url):
         what = f"recording {recording}" if recording else (
@@ -67,9 +68,7 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
     sdk = None
     try:
         if foxglove_sdk:
-            from ._foxglove_sdk import FoxgloveBridge
-
-            sdk = FoxgloveBridge(host=host, port=foxglove_port, root=root, globs=globs or None,
+            sdk = foxglove_bridge(host=host, port=foxglove_port, root=root, globs=globs or None,
                                  allow_remote=allow_remote)
             sdk.start()
             click.echo(f"a0py view: Foxglove SDK server on ws://{host}:{sdk.port}")
@@ -77,7 +76,7 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
               allowed_origins=tuple(DEFAULT_ORIGINS) + tuple(origins), queue_messages=queue_messages,
               ready=ready)
     except A0Error as e:
-        raise ViewCliError(str(e)) from None
+        raise CliError(str(e)) from None
     finally:
         if sdk is not None:
             sdk.close()
