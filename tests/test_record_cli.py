@@ -240,3 +240,21 @@ def test_max_duration_leaves_no_empty_segment_while_idle(root, tmp_path):
     assert found
     for path in found:
         assert messages(path), f"{os.path.basename(path)} of {len(found)} segments is empty"
+
+
+def test_play_creates_a_topic_large_enough_for_its_recorded_packets(root, tmp_path):
+    out = str(tmp_path / "rec")
+    rec = Recorder(["cam/big"], out=out, root=root).start()
+    assert rec.wait_ready(RUN_S)
+    publish(root, "cam/big", 2, size="64M", payload=5_000_000)
+    deadline = time.monotonic() + RUN_S
+    while getattr(rec.stats().get("cam/big"), "frames", 0) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    rec.stop()
+    close_arenas()
+    unlink_topic(a0py.Topic("cam/big", root=root))
+    # The default 4 MiB arena would refuse these 5 MB packets (FrameTooLargeError).
+    r = a0("play", out, "--rate", "0", "--root", root)
+    assert r.returncode == 0, r.stderr
+    assert "published 2 frames" in r.stdout and "Traceback" not in r.stderr

@@ -135,8 +135,8 @@ def _topic_list(ctx, param, values):
               help="Start a new segment once one holds this many bytes (64M, 1G). Chunks not yet "
                    "compressed count at their uncompressed size: a compressed segment ends below it.")
 @click.option("--max-duration", type=FiniteFloat(0, MAX_SECONDS, min_open=True), metavar="SECONDS",
-              help="Start a new segment after this many seconds (not while the topics are idle: "
-                   "no segment is left empty).")
+              help="Start a new segment after this many seconds, with the next frame (idle topics "
+                   "start no empty segment).")
 @click.option("--compression", type=click.Choice(["zstd", "lz4", "none"]), default="zstd", show_default=True)
 @click.option("--json", "json_", is_flag=True, help="Also write JSON payloads to /a0py/json/TOPIC channels (Foxglove).")
 @click.option("--resume", is_flag=True, help="Continue the recording in --out after its last seq per topic.")

@@ -168,9 +168,9 @@ class Recorder:
     at their uncompressed size, so a compressed segment can end well below
     it (chunks are up to ``chunk_bytes``: a ``max_bytes`` of several chunks
     ends closer to it). ``max_duration`` never starts a segment of nothing:
-    while the topics are idle the open segment waits for a frame, and its
-    span starts again (a last segment that recorded nothing is removed at
-    the stop). ``compression`` is
+    a segment whose span is over is closed when the next frame comes, so
+    idle topics leave the open segment open (readable up to its last
+    chunk), and an empty segment's span starts again. ``compression`` is
     ``zstd`` (default), ``lz4`` or ``none``; ``json`` (True, or a list of
     topics) also writes a JSON copy of payloads that are JSON objects, for
     Foxglove. ``init="new"`` records frames published from now on,
@@ -392,21 +392,33 @@ class Recorder:
         if error is not None:
             raise error
 
-    def _maybe_rotate(self, now):
+    def _maybe_rotate(self, now, st=None):
+        """Starts the next segment if this one is full (``max_bytes``) or its
+        ``max_duration`` is over; the latter only when topic ``st`` holds a
+        frame the recorder has not read yet, so idle topics start no segment
+        of nothing: an empty segment's span starts again, and a segment that
+        holds frames stays open until the next frame comes (or the stop)."""
         w = self._writer
         if w is None:
             return
         if self.max_duration is not None and now - self._segment_opened >= self.max_duration:
             if self._recorded() == self._segment_mark:
-                # Idle topics: no segment of nothing; this one's span starts again.
                 self._segment_opened = now
-            else:
+            elif st is not None and self._unread(st):
                 self._close_segment(wait=False)
                 self._open_segment()
                 return
         if self.max_bytes is not None and w.size + w.pending_bytes >= self.max_bytes:
             self._close_segment(wait=False)
             self._open_segment()
+
+    @staticmethod
+    def _unread(st):
+        """Whether ``st``'s arena holds a frame after the last one read (a
+        look under the lock: taken once a segment's span is over, not per
+        frame)."""
+        with st.transport.lock() as t:
+            return not t.empty and (st.last is None or t.seq_high > st.last)
 
     # -- the loop ------------------------------------------------------------
 
@@ -418,6 +430,7 @@ class Recorder:
         got = 0
         st.more = True  # until a read comes back empty
         while got < _DRAIN_LIMIT:
+            self._maybe_rotate(time.monotonic(), st)
             batch = self._batch_size(st)
             now = time.time_ns()
             n, nbytes, first, last, _gf, _gl, copies = self._writer.read_frames(
@@ -439,7 +452,6 @@ class Recorder:
             if st.json:
                 self._write_json(st, range(first, last + 1), copies, now)
             st.last = last
-            self._maybe_rotate(time.monotonic())
         return got
 
     def _batch_size(self, st):
@@ -540,12 +552,7 @@ class Recorder:
             raise
         finally:
             try:
-                # A segment rotated into that then recorded nothing is not kept.
-                empty = (self._writer is not None and len(self.segments) > 1
-                         and self._recorded() == self._segment_mark)
                 self._close_segment()
-                if empty:
-                    os.unlink(self.segments.pop())
             except BaseException as e:
                 if self._error is None:
                     self._error = e
@@ -578,9 +585,11 @@ class Recorder:
             pass
 
     def wait_ready(self, timeout=None):
-        """Waits until the named topics are open and the first segment exists
-        (frames published from then on are recorded); True if so. Raises the
-        error that stopped the recorder, if any."""
+        """Waits until the named topics that exist are open and the first
+        segment exists (frames published on them from then on are recorded;
+        the others, :meth:`waiting_for`, are recorded from their first
+        packet once created); True if so. Raises the error that stopped the
+        recorder, if any."""
         ok = self._ready.wait(timeout)
         if self._error is not None:
             raise self._error
