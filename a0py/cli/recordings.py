@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import sys
 import time
@@ -226,7 +227,7 @@ def play(path, rate, loop, start_offset, topics, remap, root):
             missing = sorted(set(topics) - player.recorded_topics())
             if missing:
                 raise CliError(f"{path}: no topic {', '.join(map(repr, missing))} in the recording "
-                               f"(`a0py bag info {path}` lists its topics)")
+                               f"(`a0py bag info {shlex.quote(path)}` lists its topics)")
     except (A0Error, OSError) as e:
         _fail(e)
     with player, _Signals(player.stop), size_warnings_on_stderr():
