@@ -354,7 +354,7 @@ def bench_json_capacity(args, results):
 
 def start_recorder(topic, out, env):
     """``a0py record TOPIC --out OUT`` in its own process, once it records."""
-    rec = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", topic, "--out", out],
+    rec = subprocess.Popen([sys.executable, "-m", "a0py.cli.recordings", "record", topic, "--out", out],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert "recording to" in rec.stderr.readline()
     return rec

@@ -75,7 +75,7 @@ def percentile(xs, q):
 
 
 def start_view(env):
-    proc = subprocess.Popen([sys.executable, "-m", "a0py.view.cli", "--port", "0"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "a0py.cli.view", "--port", "0"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
     while True:
         line = proc.stdout.readline()

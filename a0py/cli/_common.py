@@ -15,6 +15,7 @@ import functools
 import json
 import shlex
 import time
+import warnings
 from dataclasses import dataclass
 
 import click
@@ -231,6 +232,25 @@ def _with_label(message, target):
     if f"'{target.name}'" in message:
         return message
     return f"{target.label}: {message}"
+
+
+@contextlib.contextmanager
+def size_warnings_on_stderr():
+    """Show a publisher's TopicSizeWarning as ``a0py: warning: ...`` (once),
+    not as Python's ``file:line: TopicSizeWarning`` with a source line."""
+    from a0py.proto.pubsub import TopicSizeWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, TopicSizeWarning):
+                click.echo(f"a0py: warning: {message}", err=True)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 # How often a command waiting for a topic's arena to appear looks again (s).

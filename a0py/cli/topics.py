@@ -19,7 +19,6 @@ Invariants:
   command read it is reported on stderr, never dropped silently.
 """
 
-import contextlib
 import itertools
 import json
 import math
@@ -27,7 +26,6 @@ import re
 import sys
 import threading
 import time
-import warnings
 from collections import deque
 
 import click
@@ -48,6 +46,7 @@ from a0py.cli._common import (
     parse_header,
     prepare_payload,
     root_option,
+    size_warnings_on_stderr,
     wait_for_topic,
 )
 from a0py.cli._output import (
@@ -511,25 +510,6 @@ def _open_publisher(target, topic, packet_size):
     return Publisher(topic)
 
 
-@contextlib.contextmanager
-def _size_warnings_on_stderr():
-    """Show the publisher's TopicSizeWarning as ``a0py: warning: ...`` (once),
-    not as Python's ``file:line: TopicSizeWarning`` with a source line."""
-    from a0py.proto.pubsub import TopicSizeWarning
-
-    with warnings.catch_warnings():
-        shown = warnings.showwarning
-
-        def show(message, category, filename, lineno, file=None, line=None):
-            if issubclass(category, TopicSizeWarning):
-                _warn(f"warning: {message}")
-            else:
-                shown(message, category, filename, lineno, file, line)
-
-        warnings.showwarning = show
-        yield
-
-
 @click.command()
 @click.argument("topic", type=TOPIC)
 @click.argument("data")
@@ -603,7 +583,7 @@ def pub(topic, data, root, rate, times, once, lines, as_json, as_hex, headers, s
                 n += 1
     publisher = None
     try:
-        with errors_about_topic(target), _size_warnings_on_stderr():
+        with errors_about_topic(target), size_warnings_on_stderr():
             for payload in _paced(payloads(), rate):
                 if publisher is None:
                     # headers included: the fixed part, these headers, padding

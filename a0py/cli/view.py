@@ -1,5 +1,97 @@
-"""``a0py view``: the live web view (the command lives in :mod:`a0py.view.cli`)."""
+"""``a0py view``: the live web view (:mod:`a0py.view`) as a click command
+(registered by the ``a0py`` command line; ``python -m a0py.cli.view`` runs it
+alone).
 
-from a0py.view.cli import view
+Errors leave as one line on stderr (``a0py: error: ...``), exit status 1; a
+usage error exits 2; Ctrl-C stops the server and exits 0.
+"""
 
-__all__ = ["view"]
+import os
+import sys
+
+import click
+
+from a0py.cli.errors import CliError
+from a0py.clitypes import BoundedInt, RootSpec
+from a0py.errors import A0Error
+
+
+@click.command("view", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("sources", nargs=-1, metavar="[TOPIC_GLOB...] | DIR | FILE.mcap")
+@click.option("--port", "-p", type=BoundedInt(0, 65535), default=8765, show_default=True,
+              help="Port of the page and of the WebSocket (0: any free port).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback also needs --allow-remote.")
+@click.option("--allow-remote", is_flag=True,
+              help="Allow binding a non-loopback --host; every connection then needs the printed token.")
+@click.option("--allow-origin", "origins", multiple=True, metavar="ORIGIN",
+              help="Also accept WebSocket connections from this browser origin (repeatable); the page "
+                   "itself and https://app.foxglove.dev are accepted already.")
+@click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
+              help="Where the live topics are: shm:PREFIX (shared memory, default shm:a0py) or a "
+                   "directory.")
+@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=1000, show_default=True,
+              help="Messages each client may have waiting before its oldest are dropped.")
+@click.option("--foxglove-sdk", "foxglove_sdk", is_flag=True,
+              help="Also log the topics to the Foxglove SDK's own WebSocket server "
+                   "(needs: pip install 'a0py[foxglove]').")
+@click.option("--foxglove-port", type=BoundedInt(0, 65535), default=8766, show_default=True,
+              help="Port of the Foxglove SDK's server (with --foxglove-sdk).")
+def view(sources, port, host, allow_remote, origins, root, queue_messages, foxglove_sdk, foxglove_port):
+    """Serve a web page that shows live topics (or a recording).
+
+    With TOPIC_GLOBs (default: every topic), the page lists the live topics
+    with their rates, bandwidth and missed counts, shows the latest messages
+    of the one you pick (JSON, text or hex, with headers) and plots numeric
+    JSON fields. With a DIR or FILE.mcap, it plays the recording with a time
+    slider. The same port speaks the Foxglove WebSocket protocol
+    (foxglove.sdk.v1): the Foxglove app can open ws://HOST:PORT too.
+    """
+    from a0py.view import DEFAULT_ORIGINS, foxglove_bridge, is_recording, serve
+
+    recording = None
+    globs = list(sources)
+    if len(globs) == 1 and is_recording(globs[0]):
+        recording, globs = os.path.expanduser(globs[0]), []
+    elif any(is_recording(g) for g in globs):
+        raise CliError("give either topic globs or one recording (a FILE.mcap or a DIR), not both")
+
+    def ready(url):
+        what = f"recording {recording}" if recording else (
+            "topics " + " ".join(globs) if globs else "every topic")
+        click.echo(f"a0py view: serving {what}")
+        click.echo(f"a0py view: open {url}")
+        ws = "ws" + url[4:]
+        click.echo(f"a0py view: Foxglove WebSocket: {ws}")
+        sys.stdout.flush()
+
+    sdk = None
+    try:
+        if foxglove_sdk:
+            sdk = foxglove_bridge(host=host, port=foxglove_port, root=root, globs=globs or None,
+                                 allow_remote=allow_remote)
+            sdk.start()
+            click.echo(f"a0py view: Foxglove SDK server on ws://{host}:{sdk.port}")
+        serve(globs or None, host, port, recording=recording, root=root, allow_remote=allow_remote,
+              allowed_origins=tuple(DEFAULT_ORIGINS) + tuple(origins), queue_messages=queue_messages,
+              ready=ready)
+    except A0Error as e:
+        raise CliError(str(e)) from None
+    finally:
+        if sdk is not None:
+            sdk.close()
+
+
+def main(argv=None):
+    try:
+        view.main(args=argv, prog_name="a0py view", standalone_mode=False)
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.Abort:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -32,14 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
-from ..proto.pubsub import Publisher
+from ..errors import PacketCorruptError
+from ..proto.pubsub import Publisher, size_for_packets
 from ..proto.schema import Schema
-from ..proto.topic import Topic, check_topic_name
+from ..proto.topic import PUBSUB, Topic, check_topic_name
 from . import reader
-from .errors import RecordingOptionError
+from .errors import RecordingFormatError, RecordingOptionError
 from .format import (
     KIND_GAP,
     KIND_HEADERS,
+    KIND_PACKET,
     KIND_TYPED,
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
@@ -55,6 +57,9 @@ from .reader import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
 REPLAY_PREFIX = "a0_replay_"
+# What a replayed packet gains over the recorded one: fresh standard headers and the
+# a0_replay_* copies of the recorded ones (a few hundred bytes), with room to spare.
+_REPLAY_HEADROOM = 1024
 
 
 @dataclass
@@ -176,12 +181,25 @@ class Player:
         """Ends :meth:`run` after the frame being published (thread-safe)."""
         self._stop = True
 
-    def _publisher(self, topic):
+    def recorded_topics(self):
+        """The topics the recording holds packets of (from each file's channels)."""
+        found = set()
+        for path in self.files:
+            found.update(ch.topic for ch in reader.read_layout(path).channels.values()
+                         if channel_kind(ch) in (KIND_PACKET, KIND_TYPED))
+        return found
+
+    def _publisher(self, topic, frame_size):
         pub = self._publishers.get(topic)
         if pub is None:
-            live = self.remap.get(topic, topic)
-            pub = self._publishers[topic] = Publisher(Topic(live, root=self.root) if self.root else live,
-                                                      schema=self._schemas.get(topic))
+            live = Topic(self.remap.get(topic, topic), root=self.root)
+            if not live.exists(PUBSUB):
+                # Creating it: large enough for this recorded frame several times over
+                # (the default size may hold one camera image, or none).
+                want = size_for_packets(frame_size + _REPLAY_HEADROOM)
+                if want > live.size_for(PUBSUB):
+                    live = Topic(live.name, root=self.root, size={PUBSUB: want})
+            pub = self._publishers[topic] = Publisher(live, schema=self._schemas.get(topic))
         return pub
 
     def _frames(self):
@@ -244,14 +262,18 @@ class Player:
                 os.close(fd)
 
     def _publish(self, topic, frame, source):
-        pkt = _core.Packet.from_bytes(frame)
+        try:
+            pkt = _core.Packet.from_bytes(frame)
+        except PacketCorruptError as e:
+            raise RecordingFormatError(f"{source}: a recorded frame of topic {topic!r} is not an a0py "
+                                       f"packet: {e}") from None
         extra = [(REPLAY_SOURCE, source)]
         headers = pkt.headers
         for key in _core.STANDARD_HEADERS:
             v = headers.get(key)
             if v is not None:
                 extra.append((REPLAY_PREFIX + key[3:], v))
-        self._publisher(topic).pub(pkt, headers=extra)
+        self._publisher(topic, len(frame)).pub(pkt, headers=extra)
 
     def run(self):
         """Plays until the end (or forever with ``loop``, until :meth:`stop`);

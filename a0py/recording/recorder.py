@@ -39,6 +39,15 @@ Invariants:
   by ``stop()`` / ``run()``.
 * ``resume`` continues after the last seq recorded for each topic in the
   output directory: frames evicted in between become a gap.
+* **A recorder never creates a topic.** The program that publishes a topic
+  knows the size its arena needs, and whoever creates an arena fixes its
+  size; a recorder that created it would fix the default size first (and a
+  mistyped name would leave an arena behind). A named topic that does not
+  exist yet is waited for (:meth:`Recorder.waiting_for`), looked for every
+  ``_APPEAR_PERIOD``; a topic that appears after the recorder started, named
+  or found by ``all``/``regex``, is recorded from its first packet whatever
+  ``init`` says (every packet it holds was published after recording began),
+  and packets it evicted before the recorder got to it are a gap.
 """
 
 from __future__ import annotations
@@ -52,12 +61,13 @@ import time
 from dataclasses import dataclass
 
 from .. import _core
-from ..errors import ArenaPermissionError
+from ..errors import ArenaNotFoundError, ArenaPermissionError
 from ..proto.errors import SchemaError
 from ..proto.packets import TIME_WALL
 from ..proto.schema import topic_schema
 from ..proto.topic import (
     PUBSUB,
+    Root,
     Topic,
     check_topic_name,
     current_root,
@@ -74,6 +84,8 @@ SEGMENT_RE = re.compile(r"^(?P<prefix>.+)_(?P<index>\d{5,})\.mcap$")
 _READ_BATCH = 65536
 _DRAIN_LIMIT = 1 << 18  # frames one _drain takes before the loop's other duties
 _DISCOVERY_PERIOD = 1.0
+# How often a named topic that does not exist yet is looked for (a stat call).
+_APPEAR_PERIOD = 0.05
 _log = logging.getLogger("a0py.recording")
 # After a pass that found nothing the loop sleeps this long, this many times,
 # before it sleeps on the notify words: a publisher then never pays a wake
@@ -159,7 +171,14 @@ class Recorder:
     ``topics``: names to record; ``all=True`` records every topic of the root,
     ``regex`` those whose name matches (``re.search``), both picking up new
     topics as they appear. Segments are ``out/PREFIX_NNNNN.mcap``, rotated
-    after ``max_bytes`` or ``max_duration`` seconds; ``compression`` is
+    after ``max_bytes`` or ``max_duration`` seconds. ``max_bytes`` bounds a
+    segment's size on disk from above: the chunks not compressed yet count
+    at their uncompressed size, so a compressed segment can end well below
+    it (chunks are up to ``chunk_bytes``: a ``max_bytes`` of several chunks
+    ends closer to it). ``max_duration`` never starts a segment of nothing:
+    a segment whose span is over is closed when the next frame comes, so
+    idle topics leave the open segment open (readable up to its last
+    chunk), and an empty segment's span starts again. ``compression`` is
     ``zstd`` (default), ``lz4`` or ``none``; ``json`` (True, or a list of
     topics) also writes a JSON copy of payloads that are JSON objects, for
     Foxglove. ``init="new"`` records frames published from now on,
@@ -169,9 +188,17 @@ class Recorder:
     Use ``start()``/``stop()`` (a background thread), ``run(duration)`` (the
     calling thread), or ``with Recorder(...) as rec:``.
 
+    No topic is created: a named topic that does not exist yet is waited
+    for (:meth:`waiting_for` names them) and recorded from its first packet
+    when a publisher creates it, at the size the publisher asks for; topics
+    that ``all``/``regex`` find after the start are recorded from their
+    first packet too. ``root``: where the topics live (an
+    :class:`a0py.proto.topic.Root` or ``A0PY_ROOT`` syntax; default
+    ``A0PY_ROOT``).
+
     Raises :class:`RecordingOptionError` for bad options (no topic, a
-    non-empty ``out`` without ``resume``, an unknown compression) and
-    ``ArgumentError`` for a bad topic name."""
+    non-empty ``out`` without ``resume``, an unknown compression, a bad
+    ``regex``) and ``ArgumentError`` for a bad topic name or root."""
 
     def __init__(self, topics=(), *, out, all=False, regex=None, prefix="a0py", max_bytes=None,
                  max_duration=None, compression="zstd", level=None, chunk_bytes=4 << 20,
@@ -181,9 +208,12 @@ class Recorder:
             topics = [topics]
         self.topics = [check_topic_name(t) for t in topics]
         self.all = bool(all)
-        self.regex = re.compile(regex) if isinstance(regex, str) else regex
+        try:
+            self.regex = re.compile(regex) if isinstance(regex, str) else regex
+        except re.error as e:
+            raise RecordingOptionError(f"regex {regex!r} is not a regular expression: {e}") from None
         if not self.topics and not self.all and self.regex is None:
-            raise RecordingOptionError("nothing to record: name topics, or use all=True (--all) or a regex (-e)")
+            raise RecordingOptionError("nothing to record: name topics, or give all=True or a regex")
         if compression not in COMPRESSIONS:
             raise RecordingOptionError(f"compression {compression!r}: use one of {', '.join(COMPRESSIONS)}")
         if init not in ("new", "oldest"):
@@ -204,7 +234,7 @@ class Recorder:
         self.json = json
         self.resume = bool(resume)
         self.init = init
-        self.root = current_root() if root is None else root
+        self.root = current_root() if root is None else root if isinstance(root, Root) else Root.parse(root)
         self.on_progress = on_progress
         self.progress_period = float(progress_period)
         self.segments = []
@@ -221,6 +251,8 @@ class Recorder:
         self._resume_from = {}
         self._last_discovery = 0.0
         self._refused = set()  # discovered names whose arena is not ours (ArenaPermissionError)
+        self._waiting = []  # named topics whose arena does not exist yet
+        self._last_appear = 0.0
         self._last_progress = time.monotonic()
         self._prepare_out()
 
@@ -231,8 +263,8 @@ class Recorder:
         existing = existing_segments(self.out)
         if existing and not self.resume:
             raise RecordingOptionError(
-                f"{self.out} already holds recordings ({os.path.basename(existing[-1])}...): use resume=True "
-                "(--resume) to continue them, or another output directory")
+                f"{self.out} already holds recordings ({os.path.basename(existing[-1])}...): resume them "
+                "(resume=True), or record into another output directory")
         mine = existing_segments(self.out, self.prefix)
         if mine:
             self._next_index = int(SEGMENT_RE.match(os.path.basename(mine[-1])).group("index")) + 1
@@ -249,8 +281,11 @@ class Recorder:
             return False
         return topic in set(self.json)
 
-    def _add_topic(self, name):
-        arena = topic_arena(Topic(name, root=self.root), PUBSUB)
+    def _add_topic(self, name, fresh=False):
+        """Opens ``name``'s pubsub arena (never creating it: ArenaNotFoundError
+        if missing) and places its cursor; ``fresh``: the topic appeared after
+        recording began, so it is read from its first packet."""
+        arena = topic_arena(Topic(name, root=self.root), PUBSUB, create=False)
         st = _TopicState(name, arena, self._json_for(name))
         with st.transport.lock() as t:
             resumed = self._resume_from.get(name)
@@ -263,6 +298,8 @@ class Recorder:
                     st.last = resumed
                 # else: the arena holds only seqs up to below the resumed one, so it is not
                 # the arena that was recorded (it was recreated): record it from its oldest.
+            elif fresh:
+                st.last = 0  # seqs start at 1: any the arena no longer holds is a gap
             elif self.init == "new" and not t.empty:
                 t.jump_tail()
                 st.last = t.seq_high
@@ -281,7 +318,24 @@ class Recorder:
         arenas = [st.arena for st in self._states.values()]
         self._mw.set_arenas(arenas[: self._mw.capacity])
 
-    def _discover(self, now):
+    def waiting_for(self):
+        """The named topics that do not exist yet (recorded from their first
+        packet once a publisher creates them)."""
+        return list(self._waiting)
+
+    def _open_named(self, now, fresh):
+        """Opens the named topics that exist now; the others wait."""
+        if not self._waiting or (now - self._last_appear < _APPEAR_PERIOD and self._last_appear):
+            return
+        self._last_appear = now
+        for name in list(self._waiting):
+            try:
+                self._add_topic(name, fresh=fresh)
+            except ArenaNotFoundError:
+                continue
+            self._waiting.remove(name)
+
+    def _discover(self, now, fresh=True):
         if not (self.all or self.regex is not None):
             return
         if now - self._last_discovery < _DISCOVERY_PERIOD and self._last_discovery:
@@ -291,7 +345,9 @@ class Recorder:
             if PUBSUB in protocols and name not in self._states and name not in self._refused \
                     and self._wants(name):
                 try:
-                    self._add_topic(name)
+                    self._add_topic(name, fresh=fresh)
+                except ArenaNotFoundError:
+                    continue  # removed since it was listed
                 except ArenaPermissionError as e:
                     # Planted by another user, say: a name that matched is no reason to stop.
                     self._refused.add(name)
@@ -314,7 +370,12 @@ class Recorder:
             else:
                 self._writer.add_topic(name)
         self._segment_opened = time.monotonic()
+        self._segment_mark = self._recorded()
         self.segments.append(path)
+
+    def _recorded(self):
+        """Frames and gaps recorded so far (all topics): what tells an empty segment."""
+        return sum(st.stats.frames + st.stats.gaps for st in self._states.values())
 
     def _close_segment(self, wait=True):
         """Closes the current segment; ``wait=False`` lets its background
@@ -343,14 +404,33 @@ class Recorder:
         if error is not None:
             raise error
 
-    def _maybe_rotate(self, now):
+    def _maybe_rotate(self, now, st=None):
+        """Starts the next segment if this one is full (``max_bytes``) or its
+        ``max_duration`` is over; the latter only when topic ``st`` holds a
+        frame the recorder has not read yet, so idle topics start no segment
+        of nothing: an empty segment's span starts again, and a segment that
+        holds frames stays open until the next frame comes (or the stop)."""
         w = self._writer
         if w is None:
             return
-        if (self.max_bytes is not None and w.size + w.pending_bytes >= self.max_bytes) or (
-                self.max_duration is not None and now - self._segment_opened >= self.max_duration):
+        if self.max_duration is not None and now - self._segment_opened >= self.max_duration:
+            if self._recorded() == self._segment_mark:
+                self._segment_opened = now
+            elif st is not None and self._unread(st):
+                self._close_segment(wait=False)
+                self._open_segment()
+                return
+        if self.max_bytes is not None and w.size + w.pending_bytes >= self.max_bytes:
             self._close_segment(wait=False)
             self._open_segment()
+
+    @staticmethod
+    def _unread(st):
+        """Whether ``st``'s arena holds a frame after the last one read (a
+        look under the lock: taken once a segment's span is over, not per
+        frame)."""
+        with st.transport.lock() as t:
+            return not t.empty and (st.last is None or t.seq_high > st.last)
 
     # -- the loop ------------------------------------------------------------
 
@@ -364,6 +444,7 @@ class Recorder:
             self._learn_schema(st)
         st.more = True  # until a read comes back empty
         while got < _DRAIN_LIMIT:
+            self._maybe_rotate(time.monotonic(), st)
             batch = self._batch_size(st)
             now = time.time_ns()
             n, nbytes, first, last, _gf, _gl, copies = self._writer.read_frames(
@@ -385,7 +466,6 @@ class Recorder:
             if st.json:
                 self._write_json(st, range(first, last + 1), copies, now)
             st.last = last
-            self._maybe_rotate(time.monotonic())
         return got
 
     def _learn_schema(self, st):
@@ -458,10 +538,10 @@ class Recorder:
 
     def _loop(self, deadline=None):
         try:
-            for name in self.topics:
-                if name not in self._states:
-                    self._add_topic(name)
-            self._discover(time.monotonic())
+            self._waiting = [name for name in self.topics if name not in self._states]
+            self._open_named(time.monotonic(), fresh=False)
+            self._discover(time.monotonic(), fresh=False)
+            self._mw_update()  # (also with no topic open yet: the loop sleeps on it)
             self._open_segment()
             self._ready.set()
             wait = min(0.1, self.chunk_seconds / 2)
@@ -471,6 +551,7 @@ class Recorder:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
+                self._open_named(now, fresh=True)
                 self._discover(now)
                 # changed() before draining: whatever is committed after it ends the wait.
                 moved = {id(a) for a in self._mw.changed()}
@@ -537,9 +618,11 @@ class Recorder:
             pass
 
     def wait_ready(self, timeout=None):
-        """Waits until the named topics are open and the first segment exists
-        (frames published from then on are recorded); True if so. Raises the
-        error that stopped the recorder, if any."""
+        """Waits until the named topics that exist are open and the first
+        segment exists (frames published on them from then on are recorded;
+        the others, :meth:`waiting_for`, are recorded from their first
+        packet once created); True if so. Raises the error that stopped the
+        recorder, if any."""
         ok = self._ready.wait(timeout)
         if self._error is not None:
             raise self._error

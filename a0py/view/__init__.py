@@ -14,10 +14,10 @@ from ._protocol import SUBPROTOCOL
 from ._server import DEFAULT_ORIGINS
 from .errors import ProtocolError, ViewError
 
-__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "make_server", "serve", "start"]
+__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "foxglove_bridge", "is_recording", "make_server", "serve", "start"]
 
 
-def _is_recording(spec):
+def is_recording(spec):
     """Whether ``spec`` names a recording rather than topic globs: an
     ``.mcap`` file, an existing file or directory, or anything written as a
     path (ending in ``/``, or starting with ``./``, ``../`` or ``~``), which
@@ -42,7 +42,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
     from ._server import ViewServer
 
     if isinstance(topics, (str, os.PathLike)):
-        if recording is None and _is_recording(topics):
+        if recording is None and is_recording(topics):
             recording, topics = topics, None
         else:
             topics = [os.fspath(topics)]
@@ -112,3 +112,13 @@ def start(topics=None, host="127.0.0.1", port=0, **options):
     bg = BackgroundServer(lambda: make_server(topics, host, port, **options))
     bg.start()
     return bg
+
+
+def foxglove_bridge(**options):
+    """A bridge that logs live topics to the Foxglove SDK's own WebSocket
+    server (not started; ``options`` as :class:`a0py.view._foxglove_sdk.FoxgloveBridge`
+    takes them: ``host``, ``port``, ``root``, ``globs``, ``allow_remote``).
+    Needs ``pip install 'a0py[foxglove]'``."""
+    from ._foxglove_sdk import FoxgloveBridge
+
+    return FoxgloveBridge(**options)

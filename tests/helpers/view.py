@@ -75,13 +75,13 @@ def write_recording(path, topic_root, n=1000, chunk_size=4096, late=False):
 
 
 class ViewProcess:
-    """``python -m a0py.view.cli ARGS --port 0`` in a subprocess; ``url`` is
+    """``python -m a0py.cli.view ARGS --port 0`` in a subprocess; ``url`` is
     read from what it prints."""
 
     def __init__(self, *args, env=None, timeout=30):
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, "-m", "a0py.view.cli", *args, "--port", "0"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "a0py.cli.view", *args, "--port", "0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
         self.lines = []
         deadline = time.monotonic() + timeout

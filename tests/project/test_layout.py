@@ -428,7 +428,7 @@ def test_a_new_top_level_module_has_no_layer_until_placed():
         ("a0py.recording.writer", "a0py.recording.format", "_own", True),
         ("a0py.spark.arenas", "a0py._core", None, True),
         ("a0py.recording.reader", "a0py.errors", "ArenaNotFoundError", True),
-        ("a0py.cli.recordings", "a0py.recording.cli", "record", True),
+        ("a0py.cli.recordings", "a0py.recording.recorder", "Recorder", True),
     ],
 )
 def test_privacy_rule_reads_as_design_says(importer, imported, name, allowed):

@@ -52,7 +52,7 @@ def publish(topic, n, start=0, gap=0.0, env=None, wait=True):
 
 
 def cli(*args, env=None, timeout=120, check=None):
-    r = subprocess.run([sys.executable, "-m", "a0py.recording.cli", *args], env=env or _env(), capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "a0py.cli.recordings", *args], env=env or _env(), capture_output=True,
                        text=True, timeout=timeout)
     if check is not None:
         assert r.returncode == check, r.stderr
@@ -60,7 +60,7 @@ def cli(*args, env=None, timeout=120, check=None):
 
 
 def start_cli_recorder(*args, env=None):
-    p = subprocess.Popen([sys.executable, "-m", "a0py.recording.cli", "record", *args], env=env or _env(),
+    p = subprocess.Popen([sys.executable, "-m", "a0py.cli.recordings", "record", *args], env=env or _env(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = p.stderr.readline()  # printed once the topics are open
     assert "recording to" in line, line + p.stderr.read()
@@ -251,7 +251,7 @@ def test_player_and_recorder_refuse_bad_options(root, tmp_path):
 def test_the_commands_as_a_user_runs_them(root, tmp_path):
     out = tmp_path / "rec"
     r = cli("record", "--out", str(out))
-    assert r.returncode == 1 and "nothing to record" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "nothing to record" in r.stderr and "Traceback" not in r.stderr
     rec = start_cli_recorder("c/one", "c/two", "--out", str(out))
     publish("c/one", 50)
     publish("c/two", 30)

@@ -500,7 +500,7 @@ def test_binding_beyond_loopback_needs_a_flag_and_then_a_token(view, root):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "a0py.view.cli", "--host", "0.0.0.0", "--port", "0"],
+    r = subprocess.run([sys.executable, "-m", "a0py.cli.view", "--host", "0.0.0.0", "--port", "0"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and "--allow-remote" in r.stderr
     v = view("--host", "0.0.0.0", "--allow-remote")
@@ -586,7 +586,7 @@ def test_recording_errors_are_clear(tmp_path, view):
     empty.mkdir()
     for target, fragment in ((bad, "MCAP"), (tmp_path / "missing.mcap", "no such file"),
                              (empty, "no .mcap recording")):
-        r = subprocess.run([sys.executable, "-m", "a0py.view.cli", str(target), "--port", "0"],
+        r = subprocess.run([sys.executable, "-m", "a0py.cli.view", str(target), "--port", "0"],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and fragment in r.stderr, r.stderr
 
@@ -680,7 +680,7 @@ def test_foxglove_sdk_option_needs_the_extra_or_serves(root, publisher):
     import sys
 
     if importlib.util.find_spec("foxglove") is None:
-        r = subprocess.run([sys.executable, "-m", "a0py.view.cli", "--foxglove-sdk", "--port", "0"],
+        r = subprocess.run([sys.executable, "-m", "a0py.cli.view", "--foxglove-sdk", "--port", "0"],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and "pip install 'a0py[foxglove]'" in r.stderr, r.stderr
     else:

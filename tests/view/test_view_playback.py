@@ -347,7 +347,7 @@ def test_a_live_view_refuses_playback_and_series_requests(monkeypatch):
 def test_a_path_that_does_not_exist_is_an_error_not_a_topic(tmp_path, arg):
     # run from another directory (relative paths are the point), with this checkout's a0py
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])))
-    r = subprocess.run([sys.executable, "-m", "a0py.view.cli", arg, "--port", "0"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "a0py.cli.view", arg, "--port", "0"], capture_output=True,
                        text=True, timeout=60, cwd=tmp_path, env=env)
     assert r.returncode == 1, (r.stdout, r.stderr)
     assert r.stderr.startswith("a0py: error: ") and "no such file or directory" in r.stderr, r.stderr
