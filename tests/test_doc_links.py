@@ -1,0 +1,43 @@
+"""The README and docs/ lead somewhere: every relative markdown link in README.md
+and docs/*.md names a file or directory of the repository (the part before any
+``#anchor``), and no page points at notes kept outside the repository."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def links(page):
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # code blocks are not links
+    return [t for t in LINK.findall(text) if not re.match(r"[a-z][a-z0-9+.-]*:", t) and not t.startswith("#")]
+
+
+def test_the_pages_have_links_to_check():
+    assert len(PAGES) > 10
+    assert "docs/quickstart.md" in links(REPO / "README.md")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_relative_link_resolves_inside_the_repository(page):
+    for target in links(page):
+        path = (page.parent / target.split("#", 1)[0]).resolve()
+        assert path.is_relative_to(REPO), f"{page.name}: {target} leaves the repository"
+        assert path.exists(), f"{page.name}: {target} does not exist"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_no_page_names_notes_outside_the_repository(page):
+    text = page.read_text(encoding="utf-8")
+    for name in ("DESIGN.md", "NOTES.md", "docs/DESIGN", "NOTES \""):
+        assert name not in text, f"{page.name} names {name}, which is not in the repository"
+
+
+def test_the_readme_links_the_quickstart_first():
+    first = links(REPO / "README.md")[0]
+    assert first == "docs/quickstart.md"
