@@ -41,3 +41,28 @@ def test_no_page_names_notes_outside_the_repository(page):
 def test_the_readme_links_the_quickstart_first():
     first = links(REPO / "README.md")[0]
     assert first == "docs/quickstart.md"
+
+
+def test_cli_md_shows_the_arena_format_version_info_prints(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    section = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("### `info --shm/--file`")[1]
+    [shown] = re.findall(r"^format .*$", section, re.M)
+    arena = tmp_path / "demo.arena"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    run = [sys.executable, "-m", "a0py"]
+    subprocess.run([*run, "write", "--file", str(arena), "--size", "1M", "hello"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    out = subprocess.run([*run, "info", "--file", str(arena)], env=env, check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    [printed] = re.findall(r"^format .*$", out, re.M)
+    assert printed.split() == shown.split()
+
+
+def test_spark_md_says_how_to_set_the_python_and_stop_the_cluster():
+    section = (REPO / "docs" / "spark.md").read_text(encoding="utf-8").split("## On a cluster")[1]
+    section = section.split("\n## ")[0]
+    assert "export PYSPARK_PYTHON=" in section
+    assert "kill $WORKER1 $WORKER2" in section and "kill $MASTER" in section
