@@ -68,3 +68,46 @@ def test_the_size_warning_on_the_page_is_the_one_a_publisher_gives():
 def test_the_warning_class_is_public(name):
     assert issubclass(getattr(a0py, name), UserWarning)
     assert getattr(a0py.proto, name) is getattr(a0py, name)
+
+
+def test_the_getting_started_callback_subscriber_runs_until_ctrl_c(tmp_path):
+    """Run as a script, the page's callback subscriber stays up, prints what is
+    published, and ends cleanly on Ctrl-C (it used to exit at once)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    [code] = [c for c in re.findall(r"```python\n(.*?)```", page(), re.S)
+              if c.startswith("# a callback subscriber")]
+    root = f"shm:a0py-pdoc-{uuid.uuid4().hex[:10]}"
+    env = dict(os.environ, A0PY_ROOT=root, PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    script = tmp_path / "sub.py"
+    script.write_text(code)
+    proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        topic = a0py.Topic("robot/odom", root=root)
+        deadline = time.monotonic() + 30
+        while topic.name not in a0py.proto.list_topics(root):  # the subscriber creates the topic
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the subscriber never opened its topic"
+            time.sleep(0.05)
+        a0py.Publisher(topic).pub(b"odom 1")
+        line = proc.stdout.readline()
+        assert line.startswith("1 b'odom 1' missed: 0"), line
+        assert proc.poll() is None  # still running
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "Traceback" not in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        from a0py.proto import topic as tp
+
+        tp.close_arenas()
+        for name in tp.list_topics(root):
+            tp.unlink_topic(tp.Topic(name, root=root))
