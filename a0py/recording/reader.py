@@ -30,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import struct
 import zlib
@@ -51,6 +52,8 @@ from .format import (
     MESSAGE_INDEX_FIXED,
     RECORD_HEADER,
 )
+
+_log = logging.getLogger("a0py.recording")
 
 SHM_PREFIX = "shm://"  # a live topic in a path spec (read by the Spark source, skipped by replay)
 
@@ -256,6 +259,18 @@ def read_layout(path):
         return lay
     finally:
         os.close(fd)
+
+
+def read_layout_or_skip(path):
+    """:func:`read_layout`, or None with a warning logged for a file that
+    holds no record yet (:class:`EmptyRecordingError`: what a recorder killed
+    before flushing a segment's header leaves): the readers of a set of
+    recordings skip such a file and count it."""
+    try:
+        return read_layout(path)
+    except EmptyRecordingError as e:
+        _log.warning("skipping %s", e)
+        return None
 
 
 def _check_started(head, size, path):
