@@ -245,7 +245,7 @@ def read_layout(path):
     try:
         size = os.fstat(fd).st_size
         if size == 0:
-            raise EmptyRecordingError(f"{path}: the file is empty (0 bytes): not an MCAP recording yet")
+            raise EmptyRecordingError(f"{path}: the file is empty (0 bytes): no record yet")
         head = _pread(fd, len(MAGIC) + RECORD_HEADER, 0)
         if head[:len(MAGIC)] != MAGIC:
             if size < len(MAGIC) and MAGIC.startswith(head):
@@ -545,12 +545,13 @@ def _check_usize(path, offset, what, compression, csize, usize):
               f"records: more than the codec can give (at most {ratio}x)")
 
 
-def _bounded_zstd(data, size):
+def _bounded_zstd(data, size, path, offset):
     import zstandard
 
     declared = zstandard.frame_content_size(data)
     if declared not in (-1, size):  # -1: the frame does not say
-        raise ValueError(f"the zstd frame declares {declared} bytes of content")
+        _fail(path, offset, f"chunk record: its zstd frame declares {declared} bytes of content, its "
+              f"uncompressed_size {size}: the chunk is damaged")
     reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
     pieces = []
     got = 0
@@ -596,7 +597,7 @@ def decompress(data, compression, size, path, offset):
         if compression == "":
             out = data
         elif compression == "zstd":
-            pieces = _bounded_zstd(data, size)
+            pieces = _bounded_zstd(data, size, path, offset)
             out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         elif compression == "lz4":
             pieces = _bounded_lz4(data, size)
