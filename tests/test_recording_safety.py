@@ -286,3 +286,17 @@ def test_a_chunk_time_past_int64_is_a_format_error(tmp_path):
         RecordingSource.open(short)
     with pytest.raises(RecordingFormatError, match=pattern):
         bag_info(short)
+
+
+def test_a_malformed_chunk_ranges_entry_is_ignored_not_a_crash():
+    """The a0py.chunks metadata with items of the wrong arity: the chunk
+    ranges are ignored (every chunk is read), as for unreadable ones."""
+    from a0py.recording.format import chunk_ranges
+    from a0py.recording.reader import Layout
+
+    lay = Layout(path="x", size=0, metadata=[("a0py.chunks", {"100": "1:2", "200": "1:2:3:4:5"})])
+    assert chunk_ranges(lay) == {}
+    lay = Layout(path="x", size=0, metadata=[("a0py.chunks", {"x": "1:2:3:4:5"})])
+    assert chunk_ranges(lay) == {}
+    lay = Layout(path="x", size=0, metadata=[("a0py.chunks", {"100": "1:2:3:4:5;7:1:1:1:1"})])
+    assert chunk_ranges(lay) == {100: [(1, 2, 3, 4, 5), (7, 1, 1, 1, 1)]}
