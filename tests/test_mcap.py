@@ -28,7 +28,13 @@ from mcap_data import (
 )
 
 import a0py
-from a0py.recording import EmptyRecordingError, RecordingFormatError, RecordingOptionError, SegmentWriter, bag_info
+from a0py.recording import (
+    EmptyRecordingError,
+    RecordingFormatError,
+    RecordingOptionError,
+    SegmentWriter,
+    bag_info,
+)
 from a0py.recording.format import GAP_TOPIC, PACKET_ENCODING
 from a0py.recording.packets import wall_times
 from a0py.recording.reader import (

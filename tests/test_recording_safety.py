@@ -159,7 +159,8 @@ def _damaged_dir(tmp_path):
     d.mkdir()
     good = str(d / "a0py_00000.mcap")
     exp = write_segment(good, {"a": 120})
-    full = open(good, "rb").read()
+    with open(good, "rb") as f:
+        full = f.read()
     (d / "a0py_00001.mcap").write_bytes(b"")
     (d / "a0py_00002.mcap").write_bytes(MAGIC[:5])
     (d / "a0py_00003.mcap").write_bytes(full[:len(MAGIC) + 12])  # inside the header record

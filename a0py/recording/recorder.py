@@ -60,9 +60,9 @@ from ..proto.topic import (
     make_private_dirs,
     topic_arena,
 )
+from . import reader
 from .errors import RecordingOptionError
 from .format import COMPRESSIONS
-from . import reader
 from .frames import recorded_seqs
 from .writer import SegmentWriter
 
