@@ -19,7 +19,7 @@ import tempfile
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcap_data import table_frames, write_segment
 
@@ -92,9 +92,11 @@ def test_a_mutated_recording_reads_as_format_error_or_as_written(recordings, com
             got = table_frames(read_table(path))
         except RecordingFormatError:
             got = None
+            event("RecordingFormatError")
         if got is not None:
             for key, value in got.items():  # nothing invented or altered
                 assert key in exp.frames and value == exp.frames[key], key
+            event("read: every frame" if len(got) == len(exp.frames) else "read: fewer frames (a cut or a skipped chunk)")
         try:
             bag_info(path)
         except RecordingFormatError:
@@ -132,6 +134,7 @@ def test_a_mutated_packet_in_a_topic_is_reported_and_intact_ones_delivered(fuzz_
             got.append(bytes(sync.read().payload))
         except a0py.PacketCorruptError:
             got.append(None)
+    event("PacketCorruptError" if got[1] is None else "a packet")
     assert got[0] == b"before" and got[2] == b"after"
     assert not sync.can_read()
 
@@ -155,8 +158,9 @@ def test_a_mutated_broker_frame_is_a_wire_error_or_parses(which, data):
                     wire.parse_subscribe(payload)
         else:
             wire.parse_reply(bad)
+        event("parsed")
     except wire.WireError:
-        pass
+        event("WireError")
 
 
 # -- a view client message --------------------------------------------------------
@@ -189,8 +193,9 @@ def test_a_mutated_view_text_message_is_a_protocol_error_or_parses(base, data):
         text = json.dumps(msg)
     try:
         P.parse_client_text(text)
+        event("parsed")
     except ProtocolError:
-        pass
+        event("ProtocolError")
 
 
 _BINARY = bytes([P.CLIENT_OP_PLAYBACK_CONTROL]) + struct.pack("<BfBQI", 0, 1.0, 1, 5, 3) + b"abc"
@@ -201,5 +206,6 @@ def test_a_mutated_view_binary_message_is_a_protocol_error_or_parses(data):
     bad = _mutate(_BINARY, data.draw(_mutations(len(_BINARY))))
     try:
         P.parse_client_binary(bad)
+        event("parsed")
     except ProtocolError:
-        pass
+        event("ProtocolError")
