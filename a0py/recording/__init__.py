@@ -15,7 +15,7 @@ live view read recordings through them.
 Names are loaded on first use, so ``import a0py.recording`` costs nothing.
 """
 
-from .errors import RecordingError, RecordingFormatError, RecordingOptionError
+from .errors import EmptyRecordingError, RecordingError, RecordingFormatError, RecordingOptionError
 
 _LAZY = {
     "Recorder": (".recorder", "Recorder"),
@@ -27,7 +27,8 @@ _LAZY = {
     "SegmentWriter": (".writer", "SegmentWriter"),
 }
 
-__all__ = ["PlayStats", "Player", "Recorder", "RecordingError", "RecordingFormatError", "RecordingOptionError",
+__all__ = ["EmptyRecordingError", "PlayStats", "Player", "Recorder", "RecordingError", "RecordingFormatError",
+           "RecordingOptionError",
            "SegmentWriter", "TopicStats", "bag_info", "format_bag_info"]
 
 

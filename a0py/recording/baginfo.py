@@ -96,7 +96,8 @@ def _from_data(layout, topics):
 def bag_info(spec):
     """A dict describing the recordings ``spec`` (file, directory, glob):
     ``files`` (path, size, complete, cut short at, chunks, compression,
-    messages, times), ``topics`` (frames, first and last seq, gaps, frames
+    messages, times), ``empty_files`` (the paths of files holding no record
+    yet, skipped with a warning), ``topics`` (frames, first and last seq, gaps, frames
     lost, ``type`` and ``encoding``: the schema name and message encoding of
     a typed topic, ``a0py.Packet`` and ``a0py/packet`` for whole packets), and totals (``size``, ``messages``, ``start``/``end`` in ns,
     ``duration`` in s, ``gaps``, ``lost_frames``).
@@ -104,12 +105,16 @@ def bag_info(spec):
     Raises :class:`RecordingFormatError` for a damaged file and
     :class:`RecordingOptionError` when ``spec`` names nothing."""
     files = []
+    empty = []  # files with no record yet (skipped with a warning)
     topics = {}
     start = end = None
     for path in expand_paths(spec):
         if path.startswith(SHM_PREFIX):
             continue
-        layout = reader.read_layout(path)
+        layout = reader.read_layout_or_skip(path)
+        if layout is None:
+            empty.append(path)
+            continue
         comp = sorted({c.compression or "none" for c in layout.chunks})
         if layout.statistics is not None:
             messages = layout.statistics.message_count
@@ -133,6 +138,7 @@ def bag_info(spec):
             end = f_end if end is None else max(end, f_end)
     return {
         "files": files,
+        "empty_files": empty,
         "topics": dict(sorted(topics.items())),
         "size": sum(f["size"] for f in files),
         "messages": sum(f["messages"] or 0 for f in files),
@@ -180,6 +186,10 @@ def format_bag_info(info):
             lines.append(" " * label + os.path.basename(f["path"]) + note)
     if not info["files"]:
         row("Files", "none")
+    empty = info.get("empty_files", ())
+    if empty:
+        row("Skipped", f"{len(empty)} file(s) with no record yet (empty or cut short in the header): "
+            + ", ".join(os.path.basename(p) for p in empty))
     row("Bag size", _size(info["size"]))
     row("Storage id", "mcap")
     row("Duration", f"{info['duration']:.3f} s")

@@ -17,9 +17,17 @@ class RecordingFormatError(RecordingError, ValueError):
     whole chunk."""
 
 
+class EmptyRecordingError(RecordingFormatError):
+    """A file holds no record yet: 0 bytes, part of the MCAP magic, or the
+    magic and part of the header record, as a recorder killed between
+    creating a segment and flushing its header (or a power loss) leaves it.
+    Every reader of a set of recordings skips such a file with a warning and
+    counts it; read alone it is this error."""
+
+
 class RecordingOptionError(RecordingError, ValueError):
     """An option of the recorder, the player or the ``a0`` source is unknown or
     out of range (the message names it and the accepted values)."""
 
 
-__all__ = ["RecordingError", "RecordingFormatError", "RecordingOptionError"]
+__all__ = ["EmptyRecordingError", "RecordingError", "RecordingFormatError", "RecordingOptionError"]

@@ -157,7 +157,11 @@ def chunk_ranges(layout):
     out = {}
     for off, value in layout.metadata_named(CHUNKS_METADATA).items():
         try:
-            out[int(off)] = [tuple(int(x) for x in item.split(":")) for item in value.split(";") if item]
+            items = [tuple(int(x) for x in item.split(":")) for item in value.split(";") if item]
+            at = int(off)
         except ValueError:
             return {}
+        if any(len(i) != 5 for i in items):
+            return {}  # not the five fields a0py writes: ignored as a whole
+        out[at] = items
     return out

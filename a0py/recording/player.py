@@ -68,6 +68,7 @@ class PlayStats:
     gaps: int = 0
     loops: int = 0
     late_max: float = 0.0  # seconds the worst frame went out after its due time
+    empty_files: int = 0  # files with no record yet, skipped with a warning (counted once)
 
 
 def parse_remap(items):
@@ -205,7 +206,11 @@ class Player:
     def _frames(self):
         """(publish time ns, topic, is_gap, frame bytes, source) in publish-time order."""
         for path in self.files:
-            layout = reader.read_layout(path)
+            layout = reader.read_layout_or_skip(path)
+            if layout is None:
+                if self.stats.loops == 0:
+                    self.stats.empty_files += 1
+                continue
             channels = {}
             wanted = set()
             for ch in layout.channels.values():

@@ -30,6 +30,7 @@ Invariants:
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import struct
 import zlib
@@ -40,7 +41,7 @@ from mcap.data_stream import ReadDataStream
 from mcap.opcode import Opcode
 from mcap.records import Channel, ChunkIndex, Header, Metadata, MetadataIndex, Schema, Statistics
 
-from .errors import RecordingFormatError, RecordingOptionError
+from .errors import EmptyRecordingError, RecordingFormatError, RecordingOptionError
 from .format import (
     FOOTER_BODY,
     FOOTER_RECORD,
@@ -52,6 +53,8 @@ from .format import (
     RECORD_HEADER,
 )
 
+_log = logging.getLogger("a0py.recording")
+
 SHM_PREFIX = "shm://"  # a live topic in a path spec (read by the Spark source, skipped by replay)
 
 _U64 = struct.Struct("<Q")
@@ -60,6 +63,9 @@ _CHUNK_FIXED = struct.Struct("<QQQI")  # start, end, uncompressed size, uncompre
 _FOOTER = struct.Struct("<BQQQI")
 # A chunk record's fields before its records, with a compression name of up to 64 bytes.
 _CHUNK_HEAD_MAX = _CHUNK_FIXED.size + 4 + 64 + 8
+# The largest header record read (two strings, the profile and the library
+# name): a longer one is damage, not a file cut short in its header.
+_HEADER_MAX = 1 << 20
 # Where the u32 byte length of a map lies in a record body whose map entries
 # are 10 bytes (u16 key, u64 value): checked before the mcap class reads it.
 _CHUNK_INDEX_MAP_AT = 32
@@ -239,17 +245,62 @@ def read_layout(path):
     try:
         size = os.fstat(fd).st_size
         if size == 0:
-            raise RecordingFormatError(f"{path}: the file is empty (0 bytes): not an MCAP recording")
-        head = _pread(fd, len(MAGIC), 0)
-        if head != MAGIC:
+            raise EmptyRecordingError(f"{path}: the file is empty (0 bytes): no record yet")
+        head = _pread(fd, len(MAGIC) + RECORD_HEADER, 0)
+        if head[:len(MAGIC)] != MAGIC:
+            if size < len(MAGIC) and MAGIC.startswith(head):
+                raise EmptyRecordingError(f"{path}: {size} bytes, part of the MCAP magic: no record yet")
             raise RecordingFormatError(
                 f"{path}: does not start with the MCAP magic (found {head[:8]!r}): not an MCAP recording")
+        _check_started(head, size, path)
         lay = Layout(path=path, size=size)
         if not _read_summary(fd, lay):
             _scan(fd, lay)
         return lay
     finally:
         os.close(fd)
+
+
+def read_layout_or_skip(path):
+    """:func:`read_layout`, or None with a warning logged for a file that
+    holds no record yet (:class:`EmptyRecordingError`: what a recorder killed
+    before flushing a segment's header leaves): the readers of a set of
+    recordings skip such a file and count it."""
+    try:
+        return read_layout(path)
+    except EmptyRecordingError as e:
+        _log.warning("skipping %s", e)
+        return None
+
+
+def _check_started(head, size, path):
+    """Raises :class:`EmptyRecordingError` when the file holds the magic and
+    at most part of its header record (``head``: its first 17 bytes)."""
+    rest = head[len(MAGIC):]
+    if not rest:
+        raise EmptyRecordingError(f"{path}: the MCAP magic alone ({size} bytes): no record yet")
+    if rest[0] != Opcode.HEADER:
+        return  # not a0py's layout (the header comes first): _read_header names it
+    if len(rest) < RECORD_HEADER:
+        raise EmptyRecordingError(f"{path}: cut short in its header record ({size} bytes): no record yet")
+    n = _U64.unpack_from(rest, 1)[0]
+    if n > _HEADER_MAX:
+        _fail(path, len(MAGIC) + 1, f"header record: body length {n} (a header is a profile and a library "
+              f"name, at most {_HEADER_MAX} bytes here)")
+    if n > size - len(MAGIC) - RECORD_HEADER:
+        raise EmptyRecordingError(f"{path}: at byte {len(MAGIC)}: cut short in its header record (it claims "
+                                  f"{n} bytes, the file has {size}): no record yet")
+
+
+_TIME_MAX = (1 << 63) - 1  # times are int64 nanoseconds everywhere they are used
+
+
+def _check_times(path, offset, what, start, end):
+    """A record's time range: int64 nanoseconds, start <= end."""
+    if start > _TIME_MAX or end > _TIME_MAX:
+        _fail(path, offset, f"{what}: time {max(start, end)} ns is past 2^63 - 1 (year 2262): the record is damaged")
+    if start > end:
+        _fail(path, offset, f"{what}: start time {start} ns after end time {end} ns: the record is damaged")
 
 
 def _read_summary(fd, lay):
@@ -300,7 +351,10 @@ def _read_summary(fd, lay):
         elif op == Opcode.CHUNK_INDEX:
             chunk_index.append(_parse(ChunkIndex, body, path, base, "chunk index record", _CHUNK_INDEX_MAP_AT))
         elif op == Opcode.STATISTICS:
-            lay.statistics = _parse(Statistics, body, path, base, "statistics record", _STATISTICS_MAP_AT)
+            st = _parse(Statistics, body, path, base, "statistics record", _STATISTICS_MAP_AT)
+            if st.message_count:
+                _check_times(path, base, "statistics record", st.message_start_time, st.message_end_time)
+            lay.statistics = st
         elif op == Opcode.METADATA_INDEX:
             meta_index.append(_parse(MetadataIndex, body, path, base, "metadata index record"))
         elif op == Opcode.ATTACHMENT_INDEX:
@@ -317,6 +371,8 @@ def _read_summary(fd, lay):
         idx_off, idx_len = off + length, ci.message_index_length
         if idx_len and idx_off + idx_len > summary_start:
             _fail(path, idx_off, "chunk index: message index area runs past the data section")
+        _check_times(path, off, "chunk index", ci.message_start_time, ci.message_end_time)
+        _check_usize(path, off, "chunk index", ci.compression, ci.compressed_size, ci.uncompressed_size)
         idx = ci.message_index_offsets.items()
         chans = _channels_of_index(idx, idx_off, idx_len, path) if idx else ()
         lay.chunks.append(ChunkRef(off, length, ci.message_start_time, ci.message_end_time, ci.compression,
@@ -341,10 +397,13 @@ def _read_header(fd, lay):
     if len(rec) < RECORD_HEADER or rec[0] != Opcode.HEADER:
         _fail(lay.path, len(MAGIC), "the first record is not a header record")
     n = _U64.unpack_from(rec, 1)[0]
+    if n > min(lay.size - len(MAGIC) - RECORD_HEADER, _HEADER_MAX):
+        _fail(lay.path, len(MAGIC) + 1, f"header record: body length {n} runs past the end of the file "
+              f"({lay.size} bytes)")
     if n > len(rec) - RECORD_HEADER:
         rec = _pread(fd, RECORD_HEADER + n, len(MAGIC))
         if len(rec) < RECORD_HEADER + n:
-            return "", ""
+            _fail(lay.path, len(MAGIC), "header record: the file is shorter than when it was measured")
     h = _parse(Header, memoryview(rec)[RECORD_HEADER:RECORD_HEADER + n], lay.path, len(MAGIC) + RECORD_HEADER,
                "header record")
     return h.profile, h.library
@@ -404,6 +463,8 @@ def _scan(fd, lay):
             csize = b.read8()  # records length
             if b.count + csize != n:
                 _fail(path, body_at, f"chunk record: records length {csize} does not fill the record of {n} bytes")
+            _check_times(path, body_at, "chunk record", start, end)
+            _check_usize(path, body_at, "chunk record", comp, csize, usize)
             last_chunk = (pos, RECORD_HEADER + n, start, end, comp, csize, usize)
             idx_start = body_at + n
             idx_chans_end = idx_start
@@ -465,29 +526,94 @@ def _scan(fd, lay):
                     break
 
 
+# The most a codec can expand its input: an lz4 sequence extends a match by
+# 255 bytes per input byte; a zstd RLE block is 4 bytes for 128 KiB. A chunk
+# that claims more than its records can give is damaged.
+MAX_RATIO = {"zstd": 32768, "lz4": 256, "": 1}
+_PIECE = 64 << 20  # decompressed at most this much per step
+
+
+def _check_usize(path, offset, what, compression, csize, usize):
+    """The uncompressed size a chunk declares, bounded by what its compressed
+    records can give and by :data:`MAX_CHUNK_SIZE`."""
+    if usize > MAX_CHUNK_SIZE:
+        _fail(path, offset, f"{what}: uncompressed_size {usize} above {MAX_CHUNK_SIZE} (chunks above 2 GiB are "
+              "not supported)")
+    ratio = MAX_RATIO.get(compression)
+    if ratio is not None and usize > csize * ratio:
+        _fail(path, offset, f"{what}: uncompressed_size {usize} from {csize} bytes of {compression or 'uncompressed'} "
+              f"records: more than the codec can give (at most {ratio}x)")
+
+
+def _bounded_zstd(data, size, path, offset):
+    import zstandard
+
+    declared = zstandard.frame_content_size(data)
+    if declared not in (-1, size):  # -1: the frame does not say
+        _fail(path, offset, f"chunk record: its zstd frame declares {declared} bytes of content, its "
+              f"uncompressed_size {size}: the chunk is damaged")
+    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+    pieces = []
+    got = 0
+    while got <= size:
+        piece = reader.read(min(size + 1 - got, _PIECE))
+        if not piece:
+            break
+        pieces.append(piece)
+        got += len(piece)
+    return pieces
+
+
+def _bounded_lz4(data, size):
+    import lz4.frame
+
+    pieces = []
+    got = 0
+    data = bytes(data)
+    while data and got <= size:
+        d = lz4.frame.LZ4FrameDecompressor()
+        piece = d.decompress(data, max_length=min(size + 1 - got, _PIECE))
+        while True:
+            pieces.append(piece)
+            got += len(piece)
+            if d.eof or got > size or (not piece and d.needs_input):
+                break
+            piece = d.decompress(b"", max_length=min(size + 1 - got, _PIECE))
+        if not d.eof:
+            if got <= size:
+                raise ValueError("the lz4 frame ends early")
+            break
+        data = d.unused_data  # a further frame, if any
+    return pieces
+
+
 def decompress(data, compression, size, path, offset):
-    """The records of a chunk: ``data`` decompressed to exactly ``size`` bytes."""
-    if size > MAX_CHUNK_SIZE:
-        _fail(path, offset, f"chunk of {size} uncompressed bytes: chunks above 2 GiB are not supported")
+    """The records of a chunk: ``data`` decompressed to exactly ``size``
+    bytes, never more: a chunk whose records give more (or whose zstd frame
+    declares another size) is a :class:`RecordingFormatError`, found without
+    decompressing past ``size`` + 1 bytes."""
+    _check_usize(path, offset, "chunk record", compression, len(data), size)
     try:
         if compression == "":
             out = data
         elif compression == "zstd":
-            import zstandard
-
-            out = zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+            pieces = _bounded_zstd(data, size, path, offset)
+            out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         elif compression == "lz4":
-            import lz4.frame
-
-            out = lz4.frame.decompress(data)  # takes any buffer
+            pieces = _bounded_lz4(data, size)
+            out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         else:
             _fail(path, offset, f"chunk compression {compression!r} is not supported (zstd, lz4 or none)")
     except RecordingFormatError:
         raise
+    except MemoryError:
+        raise
     except Exception as e:  # the codecs raise their own classes for damaged input
         _fail(path, offset, f"{compression} chunk does not decompress ({type(e).__name__}: {e}): the chunk is damaged")
     if len(out) != size:
-        _fail(path, offset, f"chunk decompressed to {len(out)} bytes, its record says {size}")
+        what = "more than" if len(out) > size else f"{len(out)} bytes,"
+        _fail(path, offset, f"chunk record: the records decompress to {what} the uncompressed_size of {size} "
+              "bytes it declares: the chunk is damaged")
     return out
 
 

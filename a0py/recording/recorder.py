@@ -75,6 +75,7 @@ from ..proto.topic import (
     make_private_dirs,
     topic_arena,
 )
+from . import reader
 from .errors import RecordingOptionError
 from .format import COMPRESSIONS
 from .frames import recorded_seqs
@@ -161,7 +162,9 @@ def last_recorded_seqs(paths):
     """topic -> the last seq recorded for it (frames and gaps) in ``paths``."""
     topics = {}
     for path in paths:
-        recorded_seqs(path, topics)
+        layout = reader.read_layout_or_skip(path)  # a segment with no record yet holds no seq
+        if layout is not None:
+            recorded_seqs(path, topics, layout=layout)
     return {t: s.last_recorded for t, s in topics.items() if s.last_recorded > 0}
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from .. import _core
 from ..proto.topic import check_topic_name
 from ..recording.format import KIND_GAP, KIND_PACKET, channel_kind, chunk_ranges
-from ..recording.reader import SHM_PREFIX, ChunkRef, expand_paths, read_layout
+from ..recording.reader import SHM_PREFIX, ChunkRef, expand_paths, read_layout_or_skip
 from .options import ReadOptions
 from .predicate import Predicate
 
@@ -55,8 +55,11 @@ def _is_arena_file(path):
 
 def plan_file(path, predicate, options):
     """The chunks of the recording at ``path`` that may hold rows passing
-    ``predicate``: (FileSlice or None, weight in uncompressed bytes)."""
-    layout = read_layout(path)
+    ``predicate``: (FileSlice or None, weight in uncompressed bytes); None
+    also for a file with no record yet (skipped with a warning)."""
+    layout = read_layout_or_skip(path)
+    if layout is None:
+        return None, 0
     channels = []
     wanted = set()
     for ch in layout.channels.values():

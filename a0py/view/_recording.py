@@ -201,14 +201,20 @@ class RecordingSource:
         mcap, format_error = _mcap_reader()
         files = _recording_files(spec)
         layouts = []
+        kept = []
         for f in files:
             try:
-                layouts.append(mcap.read_layout(f))
+                lay = mcap.read_layout_or_skip(f) if len(files) > 1 else mcap.read_layout(f)
+                if lay is not None:
+                    layouts.append(lay)
+                    kept.append(f)
             except format_error as e:
                 raise ViewError(str(e)) from None
             except OSError as e:
                 raise ViewError(f"{f}: cannot read it: {e.strerror or e}") from None
-        return cls(files, layouts)
+        if not kept:
+            raise ViewError(f"{spec}: every file of the recording is empty (no record yet)")
+        return cls(kept, layouts)
 
     def close(self):
         for fd in self._fds:
