@@ -247,8 +247,10 @@ def test_damaged_files_are_errors_naming_file_byte_and_field(spark, plain, tmp_p
     junk = tmp_path / "junk.mcap"
     junk.write_bytes(b"hello world, not a recording" * 10)
     _fails(spark, str(junk), r"junk\.mcap: does not start with the MCAP magic")
+    # a file with no record yet (a recorder killed before its header) is skipped, as by
+    # the Python source: no rows, no error
     (tmp_path / "empty.mcap").write_bytes(b"")
-    _fails(spark, str(tmp_path / "empty.mcap"), r"empty\.mcap: the file is empty")
+    assert spark.read.format("a0").load(str(tmp_path / "empty.mcap")).count() == 0
     assert name and spark.read.format("a0").load(path).count() == 600  # the JVM goes on
 
 

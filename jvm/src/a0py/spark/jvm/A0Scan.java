@@ -396,6 +396,11 @@ final class A0Scan implements Scan, Batch {
     List<Partition> parts = new ArrayList<>();
     Partition cur = new Partition();
     for (String src : expandPaths(spec)) {
+      String empty = McapLayout.noRecordYet(src);
+      if (empty != null) {
+        System.err.println("a0py: warning: skipping " + empty);
+        continue;
+      }
       McapLayout lay = McapLayout.read(src);
       List<Integer> ids = new ArrayList<>();
       List<String> topics = new ArrayList<>();

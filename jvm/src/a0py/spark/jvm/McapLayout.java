@@ -252,6 +252,46 @@ final class McapLayout {
     return new Channel(id, topic, enc);
   }
 
+  /**
+   * Why the file at {@code path} holds no record yet (0 bytes, part of the magic, the magic
+   * and part of the header record: what a recorder killed before flushing a segment's header
+   * leaves), or null when it does. The readers of a set of recordings skip such a file, as the
+   * Python reader's {@code read_layout_or_skip} does.
+   */
+  static String noRecordYet(String path) {
+    try (FileChannel ch = open(path)) {
+      long size = ch.size();
+      if (size == 0) {
+        return path + ": the file is empty (0 bytes): no record yet";
+      }
+      byte[] head = pread(ch, Math.min(size, MAGIC.length + RECORD_HEADER), 0, path);
+      int n = Math.min(head.length, MAGIC.length);
+      if (!Arrays.equals(Arrays.copyOf(head, n), Arrays.copyOf(MAGIC, n))) {
+        return null; // not MCAP at all: read() names it
+      }
+      if (size < MAGIC.length) {
+        return path + ": " + size + " bytes, part of the MCAP magic: no record yet";
+      }
+      if (size == MAGIC.length) {
+        return path + ": the MCAP magic alone (" + size + " bytes): no record yet";
+      }
+      if (head[MAGIC.length] != 0x01) {
+        return null; // the header record comes first in a0py's files: read() names what is there
+      }
+      if (size < MAGIC.length + RECORD_HEADER) {
+        return path + ": cut short in its header record (" + size + " bytes): no record yet";
+      }
+      long len = le64(head, MAGIC.length + 1);
+      if (len >= 0 && len <= (1 << 20) && MAGIC.length + RECORD_HEADER + len > size) {
+        return path + ": at byte " + MAGIC.length + ": cut short in its header record (it claims "
+            + len + " bytes): no record yet";
+      }
+      return null;
+    } catch (IOException e) {
+      throw new RecordingOptionException(path + ": " + e);
+    }
+  }
+
   /** The layout of the MCAP file at {@code path}. */
   static McapLayout read(String path) {
     try (FileChannel ch = open(path)) {
