@@ -1,6 +1,6 @@
 """What every command group shares: the arena
 options (``--shm NAME | --file PATH``), topic names and ``--root``, the
-parameter types of :mod:`a0py.clitypes` (sizes with units, finite seconds and
+parameter types of :mod:`a0py.cli.types` (sizes with units, finite seconds and
 rates, bounded integers and counts, roots), and the mapping of a0py's exceptions to messages that name the
 arena or topic and say what to do.
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import click
 
-from a0py.clitypes import (  # noqa: F401  (the types every command uses, re-exported)
+from a0py.cli.types import (  # noqa: F401  (the types every command uses, re-exported)
     MAX_SECONDS,
     RATE,
     SECONDS,

@@ -11,7 +11,7 @@ import threading
 
 import click
 
-from a0py.clitypes import FiniteFloat, RootSpec
+from a0py.cli.types import FiniteFloat, RootSpec
 from a0py.errors import A0Error
 
 from .errors import CliError

@@ -25,7 +25,7 @@ import threading
 import click
 
 from a0py.cli.errors import CliError
-from a0py.clitypes import SECONDS, Count, RootSpec
+from a0py.cli.types import SECONDS, Count, RootSpec
 from a0py.dataspace import ParseError, Record, format_term, parse
 
 DEFAULT_BROKER = "default"

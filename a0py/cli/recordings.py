@@ -34,7 +34,7 @@ from a0py.cli._common import (
     size_warnings_on_stderr,
 )
 from a0py.cli.errors import CliError
-from a0py.clitypes import MAX_RATE
+from a0py.cli.types import MAX_RATE
 from a0py.errors import A0Error
 
 # A segment smaller than this holds little more than the file's own records.

@@ -12,7 +12,7 @@ import sys
 import click
 
 from a0py.cli.errors import CliError
-from a0py.clitypes import BoundedInt, RootSpec
+from a0py.cli.types import BoundedInt, RootSpec
 from a0py.errors import A0Error
 
 
@@ -47,8 +47,11 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
     slider. The same port speaks the Foxglove WebSocket protocol
     (foxglove.sdk.v1): the Foxglove app can open ws://HOST:PORT too.
     """
-    from a0py.view import DEFAULT_ORIGINS, foxglove_bridge, is_recording, serve
+    from a0py.view import DEFAULT_ORIGINS, foxglove_bridge, is_loopback, is_recording, serve
 
+    if not allow_remote and not is_loopback(host):
+        raise CliError(f"--host {host} would show your topics to other machines: keep the default "
+                       "(127.0.0.1), or add --allow-remote, which prints an access token the page needs")
     recording = None
     globs = list(sources)
     if len(globs) == 1 and is_recording(globs[0]):

@@ -20,6 +20,7 @@ no Spark; PySpark is imported only by :func:`register` and the source.
 
 from ..recording.errors import RecordingError, RecordingFormatError, RecordingOptionError
 from .errors import DataLossError
+from .registration import register
 
 # Moved to a0py.recording; still importable from here.
 _MOVED = ("Recorder", "Player", "bag_info", "SegmentWriter")
@@ -27,19 +28,6 @@ _JVM = ("jar_path", "session", "reader_in_use")
 
 __all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "read_table",
            "jar_path", "reader_in_use", "register", "session"]
-
-
-def register(spark):
-    """Registers the ``a0`` data source with ``spark`` (a SparkSession), so
-    ``spark.read.format("a0")`` and ``spark.readStream.format("a0")`` work
-    even where ``pyspark_a0`` is not importable by PySpark's lookup; and the
-    same Python source as ``a0.python``, which names it even where the JVM
-    reader's jar has the name ``a0`` (see :func:`session`)."""
-    from .datasource import A0DataSource, A0PythonDataSource
-
-    spark.dataSource.register(A0DataSource)
-    spark.dataSource.register(A0PythonDataSource)
-    return A0DataSource
 
 
 def __getattr__(name):

@@ -47,7 +47,7 @@ def session(master="local[2]", app_name="a0py", **conf):
     a running JVM cannot change: stop it first)."""
     from pyspark.sql import SparkSession
 
-    from . import register
+    from .registration import register
 
     jar = jar_path()
     jars = [j for j in str(conf.pop("spark.jars", "")).split(",") if j]

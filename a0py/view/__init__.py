@@ -11,10 +11,10 @@ connect too). See docs/view.md.
 import os
 
 from ._protocol import SUBPROTOCOL
-from ._server import DEFAULT_ORIGINS
+from ._server import DEFAULT_ORIGINS, is_loopback
 from .errors import ProtocolError, ViewError
 
-__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "foxglove_bridge", "is_recording", "make_server", "serve", "start"]
+__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "foxglove_bridge", "is_loopback", "is_recording", "make_server", "serve", "start"]
 
 
 def is_recording(spec):

@@ -1,5 +1,5 @@
 """Bad option values on every command are usage errors, not tracebacks or
-commands that run forever: the types of a0py.clitypes, run through the real
+commands that run forever: the types of a0py.cli.types, run through the real
 ``a0py`` script in subprocesses (each bounded by the CLI layer's limits, tests/cli/conftest.py)."""
 
 import math
@@ -11,7 +11,7 @@ import pytest
 from helpers.cli import a0, assert_fails_cleanly
 
 import a0py
-from a0py.clitypes import (
+from a0py.cli.types import (
     MAX_COUNT,
     RATE,
     SECONDS,

@@ -40,10 +40,8 @@ LAYERS = [
     # The binding: the compiled core and the exceptions it raises.
     ("binding", ["a0py.errors", "a0py._core"]),
     # The package's public face re-exports the binding and the protocols
-    # (``a0py.Arena``, ``a0py.Publisher``), so it sits with the protocols; so do
-    # the command line's parameter types (a root is a protocols notion), which
-    # every layer that has commands (broker, spark, view, cli) uses.
-    ("protocols", ["a0py.proto", "a0py", "a0py.clitypes"]),
+    # (``a0py.Arena``, ``a0py.Publisher``), so it sits with the protocols.
+    ("protocols", ["a0py.proto", "a0py"]),
     # The compiled skeleton index is the dataspace's, wherever it is built.
     ("dataspace", ["a0py.dataspace", "a0py._index"]),
     ("broker", ["a0py.broker"]),

@@ -502,7 +502,7 @@ def test_binding_beyond_loopback_needs_a_flag_and_then_a_token(view, root):
 
     r = subprocess.run([sys.executable, "-m", "a0py.cli.view", "--host", "0.0.0.0", "--port", "0"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 1 and "--allow-remote" in r.stderr
+    assert r.returncode == 1 and "--allow-remote" in r.stderr and "allow_remote=" not in r.stderr
     v = view("--host", "0.0.0.0", "--allow-remote")
     assert "?token=" in v.url
     token = v.url.split("?token=")[1]

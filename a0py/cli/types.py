@@ -1,7 +1,5 @@
-"""Click parameter types shared by every command of the ``a0py`` command line,
-wherever the command's module lives (``a0py/cli/``, and the commands that live
-beside their package: ``a0py view``, the broker's, the recordings'). A leaf
-module, importable from any layer that has commands: it needs only click and
+"""Click parameter types shared by every command of the ``a0py`` command line
+(every command group lives in ``a0py/cli/``). It needs only click and
 :mod:`a0py.errors` (:class:`RootSpec` imports the topic layer when it
 converts a value).
 
