@@ -73,7 +73,7 @@ test: build ctest browser
 pytest: build
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
-build/ctest/%: csrc/tests/%.c $(CORE_SRC) $(CORE_HDR)
+build/ctest/%: csrc/tests/%.c $(wildcard csrc/tests/*.h) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_STRICT) -O2 -o $@ $< $(CORE_SRC) -lpthread
 

@@ -19,30 +19,7 @@
 #include "a0_sync.h"
 #include "a0_transport.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (cond) {                                                               \
-      passed++;                                                               \
-    } else {                                                                  \
-      failed++;                                                               \
-      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, \
-              __func__, #cond);                                               \
-    }                                                                         \
-  } while (0)
-
-#define CHECK_ERR(expr, code)                                                        \
-  do {                                                                               \
-    a0_err_t got_ = (expr);                                                          \
-    if (got_ == (code)) {                                                            \
-      passed++;                                                                      \
-    } else {                                                                         \
-      failed++;                                                                      \
-      fprintf(stderr, "%s:%d: %s: %s returned %d (%s), expected %s\n", __FILE__,     \
-              __LINE__, __func__, #expr, (int)got_, a0_strerror(got_), #code);       \
-    }                                                                                \
-  } while (0)
+#include "check.h"
 
 #define N_ARENAS 40
 #define ARENA_SIZE 4096

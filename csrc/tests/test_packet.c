@@ -13,30 +13,7 @@
 
 #include "a0_packet.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                           \
-  do {                                                                        \
-    if (cond) {                                                               \
-      passed++;                                                               \
-    } else {                                                                  \
-      failed++;                                                               \
-      fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, \
-              __func__, #cond);                                               \
-    }                                                                         \
-  } while (0)
-
-#define CHECK_ERR(expr, code)                                                        \
-  do {                                                                               \
-    a0_err_t got_ = (expr);                                                          \
-    if (got_ == (code)) {                                                            \
-      passed++;                                                                      \
-    } else {                                                                         \
-      failed++;                                                                      \
-      fprintf(stderr, "%s:%d: %s: %s returned %d (%s), expected %s\n", __FILE__,     \
-              __LINE__, __func__, #expr, (int)got_, a0_strerror(got_), #code);       \
-    }                                                                                \
-  } while (0)
+#include "check.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Du;
 static uint64_t rnd(void) {
