@@ -173,7 +173,7 @@ def parse_metadata_text(text, path="metadata.yaml"):
     lines = text.splitlines()
     start = None
     for i, line in enumerate(lines):
-        if line.rstrip() == f"{TOP_KEY}:" or line.startswith(f"{TOP_KEY}:") and not line[len(TOP_KEY) + 1:].strip():
+        if re.fullmatch(rf"{TOP_KEY}:\s*(#.*)?", line.rstrip()):
             start = i + 1
             break
     if start is None:
