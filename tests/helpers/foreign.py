@@ -344,3 +344,25 @@ def write_rosbag2_compressed(directory, mode="file", n=5):
         for i in range(n):
             w.write(conn, T0 + i, bytes(ts.serialize_cdr(String(data=f"s{i}"), "std_msgs/msg/String")))
     return str(directory)
+
+
+def write_mcap_channels(path, channels, profile=""):
+    """Channels of one's choosing from the official ``mcap`` writer:
+    ``channels`` is [(topic, message encoding, (schema name, schema encoding,
+    schema data) or None, [message bytes...])]; message k of every channel
+    is logged at ``T0 + k ms`` with sequence k."""
+    from mcap.writer import Writer
+
+    out = Written(path)
+    with open(path, "wb") as f:
+        w = Writer(f, chunk_size=16 * 1024)
+        w.start(profile=profile, library="mcap-python-test")
+        for topic, encoding, schema, datas in channels:
+            sid = w.register_schema(*schema) if schema is not None else 0
+            cid = w.register_channel(topic, encoding, sid)
+            for k, data in enumerate(datas):
+                log = T0 + k * 1_000_000
+                w.add_message(cid, log_time=log, data=data, publish_time=log + 1, sequence=k)
+                out.add(topic, schema[0] if schema else "", encoding, (log, log + 1, k, data, None))
+        w.finish()
+    return out
