@@ -277,8 +277,18 @@ class Player:
             for ch in layout.channels.values():
                 if bag_channel_kind(ch) != KIND_FOREIGN:
                     continue
-                topic = names.get(ch.topic) or foreign_topic_name(ch.topic)
-                names[ch.topic] = topic
+                if ch.topic in names:
+                    topic = names[ch.topic]
+                else:
+                    try:
+                        topic = foreign_topic_name(ch.topic)
+                    except RecordingOptionError:
+                        if self.topics is None:
+                            raise
+                        topic = None  # not selected by topics= (it has no name to select it by)
+                    names[ch.topic] = topic
+                if topic is None or (self.topics is not None and topic not in self.topics):
+                    continue
                 schema = layout.schemas.get(ch.schema_id) if ch.schema_id else None
                 what = (ch.topic, schema.name if schema is not None else "", ch.message_encoding)
                 seen = by_topic.setdefault(topic, what)
@@ -298,7 +308,7 @@ class Player:
     def recorded_topics(self):
         """The topics the recording holds packets of (from each file's
         channels), foreign channels by their :func:`foreign_topic_name`."""
-        found = set(self._foreign.values())
+        found = {t for t in self._foreign.values() if t is not None}
         for path in self.files:
             layout = reader.read_layout_or_skip(path)
             if layout is not None:
@@ -341,7 +351,10 @@ class Player:
                 if kind == KIND_JSON_COPY:
                     continue  # a copy of a topic's packets, played from those
                 if kind == KIND_FOREIGN:
-                    topic = self._foreign.get(ch.topic) or foreign_topic_name(ch.topic)
+                    topic = (self._foreign[ch.topic] if ch.topic in self._foreign  # planned in __init__
+                             else foreign_topic_name(ch.topic))
+                    if topic is None:
+                        continue  # left out by topics=, having no name
                     channels[ch.id] = (topic, kind)
                     if self.topics is None or topic in self.topics:
                         wanted.add(ch.id)

@@ -141,3 +141,16 @@ def test_a_channel_topic_that_leaves_no_name_is_an_error():
 
     with pytest.raises(RecordingOptionError, match="no a0py topic name"):
         foreign_topic_name("///")
+
+
+def test_a_channel_without_a_name_is_refused_unless_topics_leave_it_out(root, tmp_path):
+    from a0py.recording import Player, RecordingOptionError
+
+    w = foreign.write_mcap_channels(str(tmp_path / "odd.mcap"), [
+        ("/", "json", None, [b'{"a": 1}']), ("/ok", "json", None, [b'{"b": 2}', b'{"b": 3}'])])
+    with pytest.raises(RecordingOptionError, match="channel topic '/'"):
+        Player(w.path, rate=0)
+    sub = a0py.SubscriberSync("ok", init=a0py.INIT_OLDEST)
+    with Player(w.path, rate=0, topics=["ok"]) as player:
+        assert player.run().frames == 2
+    assert [bytes(p.payload) for p in _drain(sub)] == [b'{"b": 2}', b'{"b": 3}']
