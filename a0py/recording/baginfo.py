@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import A0Error
 from . import reader
-from .errors import RecordingFormatError
+from .errors import RecordingFormatError, RecordingOptionError
 from .format import (
     JSON_TOPIC_PREFIX,
     KIND_GAP,
@@ -64,24 +64,37 @@ def bag_channel_kind(channel):
     return KIND_FOREIGN
 
 
+def _decoder_for():
+    """``a0py.recording.decode.decoder_for`` where that package is present
+    (it decodes foreign encodings, and its extras may be missing), else None:
+    then the table of what it decodes answers."""
+    import importlib
+    import importlib.util
+
+    name = f"{__package__}.decode"
+    try:
+        if importlib.util.find_spec(name) is None:
+            return None
+        return importlib.import_module(name).decoder_for
+    except (ImportError, AttributeError):
+        return None
+
+
 def _decoding(channel, schema):
     """(decoded, note) for a foreign channel: whether a0py decodes its
     messages into fields, and otherwise why its bytes are read as they are."""
     name, enc, data = (schema.name, schema.encoding, schema.data) if schema is not None else ("", "", b"")
-    try:
-        from .decode import decoder_for
-    except ImportError:
-        decoder_for = None
+    decoder_for = _decoder_for()
     if decoder_for is not None:
         try:
             decoder_for(channel.topic, name, enc, data, channel.message_encoding)
             return True, None
         except RecordingFormatError as e:
             return False, f"{RAW_NOTE}: its schema does not parse ({e})"
-        except A0Error as e:
-            if type(e).__name__ == "DecodeUnsupported":
-                return False, RAW_NOTE
-            # Anything else (a decoder's extra not installed): the table below.
+        except RecordingOptionError:  # DecodeUnsupported: an encoding a0py does not decode
+            return False, RAW_NOTE
+        except A0Error:
+            pass  # anything else (a decoder's extra not installed): the table below answers
     if channel.message_encoding == "json" or (channel.message_encoding, enc) in _DECODED:
         return True, None
     return False, RAW_NOTE

@@ -103,3 +103,25 @@ def test_bag_info_json_is_serialisable_and_says_the_same(tmp_path):
     w = foreign.write_foxglove_mcap(str(tmp_path / "fx.mcap"), n=12)
     info = json.loads(json.dumps(bag_info(w.path)))
     assert {(c["topic"], c["type"], c["serialization_format"], c["count"]) for c in info["channels"]} == _expected(w)
+
+
+def test_what_the_decoders_say_decides_the_raw_bytes_note(tmp_path, monkeypatch):
+    """Where a0py.recording.decode is present, its decoder_for answers: an
+    encoding it refuses (DecodeUnsupported, a RecordingOptionError) or a
+    schema that does not parse (RecordingFormatError) makes the channel raw."""
+    from a0py.recording import RecordingFormatError, RecordingOptionError, baginfo
+
+    def decoder_for(topic, name, enc, data, msg_enc):
+        if topic == "/imu":
+            raise RecordingOptionError(f"{topic}: cdr is not decoded here")
+        if topic == "/chatter":
+            raise RecordingFormatError(f"{topic}: schema {name} does not parse")
+        return object()
+
+    monkeypatch.setattr(baginfo, "_decoder_for", lambda: decoder_for)
+    w = foreign.write_ros2_mcap(str(tmp_path / "ros.mcap"), n=10)
+    raw = foreign.write_mcap_raw(str(tmp_path / "raw.mcap"), n=3)
+    by_topic = {c["topic"]: c for c in bag_info([w.path, raw.path])["channels"]}
+    assert (by_topic["/imu"]["decoded"], by_topic["/imu"]["note"]) == (False, "read as raw bytes")
+    assert by_topic["/chatter"]["decoded"] is False and "schema does not parse" in by_topic["/chatter"]["note"]
+    assert by_topic["/raw/blob"]["decoded"] is True  # the decoders' word, not the table's
