@@ -211,18 +211,24 @@ def record(topics, out, all_, regex, root, max_bytes, max_duration, compression,
               help="Only these recorded topics (repeat, or separate with ',').")
 @click.option("--remap", multiple=True, callback=_remaps, metavar="OLD:NEW",
               help="Publish recorded topic OLD as NEW (repeatable).")
+@click.option("--prefix", type=TOPIC, metavar="NAMESPACE",
+              help="Publish every recorded topic not given by --remap under NAMESPACE/ (sim: imu -> sim/imu).")
 @root_option
-def play(path, rate, loop, start_offset, topics, remap, root):
-    """Publish the recording PATH (file, directory or glob) into live topics
-    at its original timing. Replayed packets keep their ids, headers and
-    payloads, and carry a0_replay_* headers. A topic this creates is sized
-    to hold several of its first recorded packet; a packet that fits a
-    topic only a few times is warned about."""
+def play(path, rate, loop, start_offset, topics, remap, prefix, root):
+    """Publish the recording PATH (file, directory, rosbag2 bag or glob) into
+    live topics at its original timing. Replayed packets keep their ids,
+    headers and payloads, and carry a0_replay_* headers. A channel a0py did
+    not write (any MCAP file, a ROS 2 bag) plays into the topic named after
+    its channel topic (/imu -> imu; characters a topic name cannot hold
+    become _), its messages' bytes as payloads, with its schema where an
+    a0py topic can carry it. A topic this creates is sized to hold several
+    of its first recorded packet; a packet that fits a topic only a few
+    times is warned about."""
     from a0py.recording.player import Player
 
     try:
         player = Player(path, rate=rate, loop=loop, start_offset=start_offset, topics=topics, remap=remap,
-                        root=root)
+                        root=root, prefix=prefix)
         if topics:
             missing = sorted(set(topics) - player.recorded_topics())
             if missing:
@@ -230,6 +236,8 @@ def play(path, rate, loop, start_offset, topics, remap, root):
                                f"(`a0py bag info {shlex.quote(path)}` lists its topics)")
     except (A0Error, OSError) as e:
         _fail(e)
+    for topic, why in sorted(player.stats.raw_topics.items()):
+        click.echo(f"a0py: {player.live_name(topic)}: {why}", err=True)
     with player, _Signals(player.stop), size_warnings_on_stderr():
         try:
             stats = player.run()
@@ -247,8 +255,11 @@ def bag():
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print the facts as JSON.")
 def info(path, as_json):
-    """Describe the recording PATH (file, directory or glob): topics, counts,
-    time range, gaps, sizes."""
+    """Describe the recording PATH (any MCAP file, a directory, a rosbag2 bag
+    or a glob), as `ros2 bag info` does: files, size, duration, start, end,
+    messages, compression, and every channel with its type, serialization
+    format and count (one a0py reads only as bytes says so); for a0py's
+    topics also their seqs and gaps."""
     from a0py.recording.baginfo import bag_info, format_bag_info
 
     try:

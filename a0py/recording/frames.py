@@ -34,6 +34,10 @@ from .format import (
 )
 from .packets import transport_seqs
 
+# a0py's channels; any other (JSON copies, foreign channels, whatever
+# channel_kind calls them) holds no frame of a topic.
+_READ_KINDS = (KIND_PACKET, KIND_HEADERS, KIND_TYPED, KIND_GAP)
+
 
 @dataclass
 class TopicSeqs:
@@ -66,7 +70,7 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
     channels = {}
     for ch in layout.channels.values():
         kind = channel_kind(ch)
-        if kind is not None:
+        if kind in _READ_KINDS:
             channels[ch.id] = _seq_channel(ch, kind)
     fd = os.open(layout.path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -81,7 +85,7 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
                 if op == Opcode.CHANNEL:
                     ch = reader.parse_channel(body, layout.path, body_at)
                     kind = channel_kind(ch)
-                    if kind is not None and ch.id not in channels:
+                    if kind in _READ_KINDS and ch.id not in channels:
                         channels[ch.id] = _seq_channel(ch, kind)
             what = "chunk" if isinstance(ref, reader.ChunkRef) else "message region"
             _add_chunk(topics, records, offs, channels, f"{layout.path}: {what} at byte {ref.offset}")

@@ -159,10 +159,10 @@ def write_ros2_mcap(path, n=1000, topic="/imu", robot=0, extra_string_topic=True
     return out
 
 
-def write_rosbag2(directory, n=300, robot=0, topics=("/imu",), version=9):
+def write_rosbag2(directory, n=300, robot=0, topics=("/imu",), version=9, t0=T0, start=0):
     """A rosbag2 directory (``metadata.yaml`` + one MCAP file) written by
-    ``rosbags`` with CDR ``sensor_msgs/msg/Imu`` messages on each of ``topics``.
-    ``directory`` must not exist yet."""
+    ``rosbags`` with CDR ``sensor_msgs/msg/Imu`` messages on each of ``topics``
+    (message ``start + i`` at ``t0 + i * 10 ms``). ``directory`` must not exist yet."""
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import Stores, get_typestore
 
@@ -179,7 +179,7 @@ def write_rosbag2(directory, n=300, robot=0, topics=("/imu",), version=9):
         conns = {t: w.add_connection(t, IMU_TYPE, typestore=ts) for t in topics}
         for i in range(n):
             for t, conn in conns.items():
-                v = imu_value(i, robot)
+                v = imu_value(start + i, robot)
                 st = v["header"]["stamp"]
                 msg = Imu(
                     header=Header(stamp=Time(sec=st["sec"], nanosec=st["nanosec"]), frame_id=v["header"]["frame_id"]),
@@ -191,7 +191,7 @@ def write_rosbag2(directory, n=300, robot=0, topics=("/imu",), version=9):
                     linear_acceleration_covariance=np.array(v["linear_acceleration_covariance"], dtype=np.float64),
                 )
                 data = bytes(ts.serialize_cdr(msg, IMU_TYPE))
-                log = T0 + i * 10_000_000
+                log = t0 + i * 10_000_000
                 w.write(conn, log, data)
                 out.add(t, IMU_TYPE, "cdr", (log, log, None, data, v))
     return out
@@ -271,3 +271,98 @@ def cut_summary(path):
     summary_start = int.from_bytes(body[9:17], "little")
     with open(path, "r+b") as f:
         f.truncate(summary_start or size - 8 - 29)
+
+
+def write_rosbag2_split(directory, names=("run_9.mcap", "run_10.mcap"), n=50, topic="/imu"):
+    """A rosbag2 bag split into several MCAP files, as ``ros2 bag record
+    --max-bag-size`` leaves one: each file written by ``rosbags`` (``n``
+    Imu messages each, later files later in time), one ``metadata.yaml``
+    listing them in ``names``' order (by default not their name order:
+    ``run_10`` sorts before ``run_9``). Returns a :class:`Written` whose
+    messages are in play order, and ``files`` (the paths in metadata order)."""
+    import shutil
+
+    from ruamel.yaml import YAML
+
+    directory = str(directory)
+    os.makedirs(directory)
+    out = Written(directory)
+    out.files = []
+    metas = []
+    for k, name in enumerate(names):
+        part = os.path.join(directory, f".part{k}")
+        w = write_rosbag2(part, n=n, topics=(topic,), t0=T0 + k * n * 10_000_000, start=k * n)
+        for t, items in w.messages.items():
+            for item in items:
+                out.add(t, IMU_TYPE, "cdr", item)
+        src = os.path.join(part, os.path.basename(part) + ".mcap")
+        dst = os.path.join(directory, name)
+        shutil.move(src, dst)
+        out.files.append(dst)
+        yaml = YAML(typ="safe", pure=True)
+        with open(os.path.join(part, "metadata.yaml")) as f:
+            metas.append(yaml.load(f))
+        shutil.rmtree(part)
+    info = metas[0]["rosbag2_bagfile_information"]
+    info["relative_file_paths"] = list(names)
+    info["message_count"] = sum(m["rosbag2_bagfile_information"]["message_count"] for m in metas)
+    info["files"] = [dict(m["rosbag2_bagfile_information"]["files"][0], path=name) for m, name in zip(metas, names)]
+    for entry in info["topics_with_message_count"]:
+        entry["message_count"] = len(out.messages[entry["topic_metadata"]["name"]])
+    yaml = YAML()
+    with open(os.path.join(directory, "metadata.yaml"), "w") as f:
+        yaml.dump(metas[0], f)
+    return out
+
+
+def write_rosbag2_sqlite(directory, n=5):
+    """A rosbag2 bag in ``rosbags``' default storage (sqlite3, a ``.db3`` file)."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    String = ts.types["std_msgs/msg/String"]
+    with Writer(directory, version=9) as w:
+        conn = w.add_connection("/chatter", "std_msgs/msg/String", typestore=ts)
+        for i in range(n):
+            w.write(conn, T0 + i, bytes(ts.serialize_cdr(String(data=f"s{i}"), "std_msgs/msg/String")))
+    return str(directory)
+
+
+def write_rosbag2_compressed(directory, mode="file", n=5):
+    """A rosbag2 bag stored as MCAP with rosbag2's zstd compression, ``mode``
+    ``file`` (``NAME.mcap.zstd``) or ``message`` (each message compressed)."""
+    from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    ts = get_typestore(Stores.ROS2_HUMBLE)
+    String = ts.types["std_msgs/msg/String"]
+    w = Writer(directory, version=9, storage_plugin=StoragePlugin.MCAP)
+    w.set_compression({"file": CompressionMode.FILE, "message": CompressionMode.MESSAGE}[mode], CompressionFormat.ZSTD)
+    with w:
+        conn = w.add_connection("/chatter", "std_msgs/msg/String", typestore=ts)
+        for i in range(n):
+            w.write(conn, T0 + i, bytes(ts.serialize_cdr(String(data=f"s{i}"), "std_msgs/msg/String")))
+    return str(directory)
+
+
+def write_mcap_channels(path, channels, profile=""):
+    """Channels of one's choosing from the official ``mcap`` writer:
+    ``channels`` is [(topic, message encoding, (schema name, schema encoding,
+    schema data) or None, [message bytes...])]; message k of every channel
+    is logged at ``T0 + k ms`` with sequence k."""
+    from mcap.writer import Writer
+
+    out = Written(path)
+    with open(path, "wb") as f:
+        w = Writer(f, chunk_size=16 * 1024)
+        w.start(profile=profile, library="mcap-python-test")
+        for topic, encoding, schema, datas in channels:
+            sid = w.register_schema(*schema) if schema is not None else 0
+            cid = w.register_channel(topic, encoding, sid)
+            for k, data in enumerate(datas):
+                log = T0 + k * 1_000_000
+                w.add_message(cid, log_time=log, data=data, publish_time=log + 1, sequence=k)
+                out.add(topic, schema[0] if schema else "", encoding, (log, log + 1, k, data, None))
+        w.finish()
+    return out

@@ -116,7 +116,7 @@ def test_the_extras_bring_what_the_command_table_looks_for():
     assert {extra for _, _, extra in COMMANDS.values() if extra} <= set(EXTRA_MODULES)
     assert not names("record") & {"pyspark", "pandas"}  # recording needs no Spark (and no Java)
     assert "a0py" in names("spark") and "a0py[record]" in extras["spark"]
-    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove]"}
+    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove,ros]"}
     assert "eclipse-zenoh==1.10.2" in extras["bridge"]
 
 

@@ -372,7 +372,7 @@ def test_bag_info_counts_topics_seqs_and_gaps(segs, tmp_path):
     from a0py.recording.baginfo import format_bag_info
 
     text = format_bag_info(info)
-    assert "Topic: imu | Type: a0py.Packet | Count: 900 | Seq: 1..920" in text
+    assert "Topic: imu | Type: a0py.Packet | Count: 900 | Serialization Format: a0py/packet | Seq: 1..920" in text
     assert "Gaps:              3 (31 frames lost)" in text
 
 

@@ -264,8 +264,8 @@ def test_the_commands_as_a_user_runs_them(root, tmp_path):
     r = cli("record", "c/one", "--out", str(out))
     assert r.returncode == 1 and "already holds recordings" in r.stderr and "--resume" in r.stderr
     r = cli("bag", "info", str(out), check=0)
-    assert "Topic: c/one | Type: a0py.Packet | Count: 50 | Seq: 1..50" in r.stdout
-    assert "Topic: c/two | Type: a0py.Packet | Count: 30 | Seq: 1..30" in r.stdout
+    assert "Topic: c/one | Type: a0py.Packet | Count: 50 | Serialization Format: a0py/packet | Seq: 1..50" in r.stdout
+    assert "Topic: c/two | Type: a0py.Packet | Count: 30 | Serialization Format: a0py/packet | Seq: 1..30" in r.stdout
     facts = json.loads(cli("bag", "info", str(out), "--json", check=0).stdout)
     assert facts["frames"] == 80 and facts["gaps"] == 0
     sub = a0py.SubscriberSync("played/one", init=a0py.INIT_OLDEST)

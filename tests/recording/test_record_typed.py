@@ -223,7 +223,7 @@ def test_bag_info_names_typed_topics_by_schema_and_encoding(recording):
         assert (info["topics"][t]["first_seq"], info["topics"][t]["last_seq"]) == (2, N + 1)
     assert not any(t.startswith("/a0py/") for t in info["topics"])
     text = format_bag_info(info)
-    assert "Topic: ty/cam | Type: foxglove.RawImage (protobuf) | Count: 30" in text
+    assert "Topic: ty/cam | Type: foxglove.RawImage | Count: 30 | Serialization Format: protobuf" in text
 
 
 def test_segment_writer_splits_typed_frames_and_keeps_a_frame_that_is_no_packet_whole(tmp_path):
