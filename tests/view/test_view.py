@@ -170,8 +170,10 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
         assert odom_ch["encoding"] == "json" and odom_ch["schemaEncoding"] == "jsonschema"
         schema = json.loads(odom_ch["schema"])
         assert schema["type"] == "object"
-        assert schema["properties"] == {"x": {"type": "number"}, "n": {"type": "integer"},
+        # The schema its publisher declared (pub_json's inferred one: every number a `number`).
+        assert schema["properties"] == {"x": {"type": "number"}, "n": {"type": "number"},
                                         "ok": {"type": "boolean"}, "tag": {"type": "string"}}
+        assert odom_ch["schemaName"] == "robot/odom"
         assert raw_ch["encoding"] == "a0py/bytes"
         assert (await c.channel("/a0py/view/stats"))["encoding"] == "json"
         await c.close()
