@@ -168,16 +168,21 @@ for line in sys.stdin:
         if t not in pubs:
             pubs[t] = a0py.Publisher(t)
         how, value = image_payload(cmd["kind"], cmd["w"], cmd["h"])
-        for _ in range(cmd.get("n", 1)):
+        for k in range(cmd.get("n", 1)):
             if how == "image":
-                pubs[t].pub_image(value, encoding=cmd["kind"])
+                pubs[t].pub_image(value, encoding=cmd["kind"], frame_id=f"f{k}")
             elif how == "png":
-                pubs[t].pub_image(value, format="png")
+                pubs[t].pub_image(value, format="png", frame_id=f"f{k}")
             else:
                 pubs[t].pub(value)
     elif op == "log_message":
         from foxglove_schemas_protobuf.Log_pb2 import Log
         pub(cmd["topic"]).pub(Log(message=cmd["text"], name="test", level=Log.WARNING, file="f.py", line=7))
+    elif op == "typed_bytes":
+        t = cmd["topic"]
+        if t not in pubs:
+            pubs[t] = a0py.Publisher(t, schema=a0py.Schema(cmd["name"], cmd["encoding"], cmd["schema"]))
+        pubs[t].pub(bytes.fromhex(cmd["hex"]))
     elif op == "array":
         import numpy as np
         pub(cmd["topic"]).pub(np.arange(cmd["n"], dtype=np.float64).reshape(cmd["shape"]))

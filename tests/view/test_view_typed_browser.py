@@ -7,7 +7,7 @@ import json
 
 import pytest
 from helpers.view import PublisherProcess, ViewProcess, expected_rgb
-from test_view_browser import WAIT_MS, browser, page  # noqa: F401 - fixtures
+from test_view_browser import WAIT_MS
 
 W, H = 64, 48
 # Points to sample: the middle of each quadrant, and the pixels beside the two centre lines.
