@@ -15,7 +15,10 @@ docs/camera.md walks through it.
 Every frame says which it is: its top-left pixel holds its number (red: the
 low byte, green: the high byte), and the rest is drawn from that number
 (:func:`make_frame`), so a reader can check each frame it gets. Needs
-``pip install 'a0py[typed,view,recording]'``; the Spark step also ``[spark]``.
+``pip install 'a0py[typed,view,record]'``; ``inspect`` also
+``mcap-protobuf-support`` and the ``mcap`` CLI (``databeam-mcap-reader`` ships
+one), ``spark`` also ``a0py[spark]`` and the ``decode`` option of the ``a0``
+source.
 """
 
 import argparse
