@@ -112,10 +112,14 @@ def _protobuf_renderer(topic, name, data):
     from google.protobuf.message import DecodeError
 
     def render(payload):
+        # Runs on the server's loop for bytes from shared memory or a file: whatever they
+        # hold, the answer is JSON, never an exception that would stop the channel's reader.
         try:
             return _dumps(message_fields(cls.FromString(bytes(payload)), BYTES_SHOWN))
         except (DecodeError, ValueError, RecursionError) as e:
             return _error(topic, name, e)
+        except Exception as e:  # noqa: BLE001 - see above
+            return _error(topic, name, f"{type(e).__name__}: {e}")
 
     return render
 
@@ -137,7 +141,7 @@ def _decoder_renderer(topic, name, schema_encoding, data, message_encoding):
     def render(payload):
         try:
             return _dumps(decoder.decode_one(bytes(payload)))
-        except (ValueError, RecursionError) as e:
-            return _error(topic, name, e)
+        except Exception as e:  # noqa: BLE001 - as in _protobuf_renderer: never stop the reader
+            return _error(topic, name, f"{type(e).__name__}: {e}")
 
     return render

@@ -158,29 +158,46 @@ def test_a_recording_of_typed_topics_advertises_their_schemas(publisher, tmp_pat
 
     from a0py.recording.recorder import Recorder
 
-    rec = Recorder(["cam", "log_pb"], out=str(tmp_path / "rec")).start()
+    # init="oldest": the frames a topic holds when the recorder finds it are recorded too
+    rec = Recorder(["cam", "log_pb"], out=str(tmp_path / "rec"), init="oldest").start()
     assert rec.wait_ready(30)
     assert publisher.call(op="image", topic="cam", kind="rgb8", w=8, h=4, n=5) == "ok"
     assert publisher.call(op="log_message", topic="log_pb", text="recorded") == "ok"
-    time.sleep(0.5)
-    rec.stop()
+    deadline = time.monotonic() + 30
+    while sum(st.frames for st in rec.stats().values()) < 6 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stats = rec.stop()
+    assert (stats["cam"].frames, stats["log_pb"].frames) == (5, 1)
     cam_schema = topic_schema(a0py.Topic("cam"))
     with ViewProcess(str(tmp_path / "rec")) as v:
         async def main():
             fox = await Client.open(v.ws_url)
-            await fox.until(lambda: {"cam", "log_pb"} <= {c["topic"] for c in fox.channels.values()},
-                            "the advertisements")
-            topics = {c["topic"]: c for c in fox.channels.values()}
+            # every channel in the first advertise, at connect
+            first = await fox.expect(lambda m: isinstance(m, dict) and m.get("op") == "advertise")
+            topics = {c["topic"]: c for c in first["channels"]}
+            assert {"cam", "log_pb"} <= set(topics)
             assert not [t for t in topics if t.startswith("/a0py/headers/")]  # the rest of the packets: hidden
             cam = topics["cam"]
             assert (cam["encoding"], cam["schemaName"], cam["schemaEncoding"]) == \
                 ("protobuf", "foxglove.RawImage", "protobuf")
             assert base64.b64decode(cam["schema"]) == cam_schema.data
-            assert "playbackControl" in fox.server_info["capabilities"]
+            info = fox.server_info
+            assert "playbackControl" in info["capabilities"]
+            lo = info["dataStartTime"]["sec"] * 10**9 + info["dataStartTime"]["nsec"]
+            hi = info["dataEndTime"]["sec"] * 10**9 + info["dataEndTime"]["nsec"]
             await fox.subscribe([(1, cam["id"])])
             await fox.ws.send(control(P.PLAY, speed=10.0, rid="go"))
-            img = RawImage.FromString((await fox.data(1))[2])
+            # (the recorder gives the frames it reads in one batch one log time: a paused start
+            # shows the last of them, so how many arrive depends on its pace; at least one)
+            _, log, data = await fox.data(1)
+            img = RawImage.FromString(data)  # the message as recorded: Foxglove decodes it
             assert (img.width, img.height, img.encoding) == (8, 4, "rgb8")
+            await fox.until(lambda: any(st[0] == P.PLAYBACK_ENDED for st in fox.states), "the end")
+            logs = [log]
+            # one clock: messages, time messages and playback states all on the recording's
+            assert fox.times and fox.states
+            for t in logs + fox.times + [s[1] for s in fox.states]:
+                assert lo <= t <= hi, (t, lo, hi)
             page = await Client.open(v.ws_url + "?packets=1")
             await page.channel("log_pb")
             lid = next(c for c in page.channels.values() if c["topic"] == "log_pb")
@@ -205,6 +222,7 @@ def _foreign_files(tmp_path):
     bag = foreign.write_rosbag2(str(tmp_path / "bag"), n=20)
     files = [(w, w.path) for w in out]
     files.append((bag, sorted(glob.glob(str(tmp_path / "bag" / "*.mcap")))[0]))
+    files.append((bag, str(tmp_path / "bag")))  # the rosbag2 directory itself: its .mcap files
     return files
 
 
@@ -212,7 +230,8 @@ def test_foreign_recordings_list_every_channel_with_its_schema_and_send_their_me
     from mcap.reader import make_reader
 
     for written, path in _foreign_files(tmp_path):
-        with open(path, "rb") as f:
+        mcap_file = path if path.endswith(".mcap") else glob.glob(f"{path}/*.mcap")[0]
+        with open(mcap_file, "rb") as f:
             summary = make_reader(f).get_summary()
         schemas = {ch.topic: summary.schemas.get(ch.schema_id) for ch in summary.channels.values()}
         with ViewProcess(path) as v:
@@ -267,3 +286,32 @@ def view_proc(root):
     yield start
     for v in views:
         v.close()
+
+
+def test_a_protobuf_message_that_does_not_decode_shows_as_its_error_never_raises():
+    from foxglove_schemas_protobuf.Log_pb2 import Log
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from a0py.proto.protobuf_types import descriptor_set_of
+    from a0py.view._typed import kind_of_schema
+
+    fds = descriptor_set_of(Log.DESCRIPTOR)
+    kind = kind_of_schema("t", "foxglove.Log", "protobuf", fds, "protobuf")
+    assert json.loads(kind.render(Log(message="x", line=3).SerializeToString())) == {"message": "x", "line": 3}
+    out = json.loads(kind.render(b"\x0a\xff\x01"))  # field 1, a length beyond the message's end
+    assert "t: a message that does not decode as foxglove.Log" in out["a0py.decodeError"]
+
+    @given(st.binary(max_size=200))
+    def any_bytes(data):
+        assert isinstance(json.loads(kind.render(data)), dict)
+
+    any_bytes()
+    # a schema that does not parse: advertised as it is (base64), shown as bytes
+    bad = kind_of_schema("t", "foxglove.Log", "protobuf", b"\xff\x00 not a FileDescriptorSet", "protobuf")
+    assert bad.render is None and base64.b64decode(bad.schema) == b"\xff\x00 not a FileDescriptorSet"
+    # images are drawn by the page from their own bytes
+    from foxglove_schemas_protobuf.RawImage_pb2 import RawImage
+
+    img = kind_of_schema("cam", "foxglove.RawImage", "protobuf", descriptor_set_of(RawImage.DESCRIPTOR), "protobuf")
+    assert (img.image, img.render) == ("raw", None)
