@@ -1,7 +1,8 @@
 """The live web view (``a0py view``): a page listing the topics with their
-rates, their latest messages and plots of their numeric fields, served with
-the Foxglove WebSocket protocol on the same port (so the Foxglove app can
-connect too). See docs/view.md.
+rates, their latest messages (typed ones field by field, images drawn) and
+plots of their numeric fields, served with the Foxglove WebSocket protocol on
+the same port (so the Foxglove app can connect too; typed topics and other
+tools' channels are advertised with their real schemas). See docs/view.md.
 
 * :func:`serve` runs a view until interrupted (live topics, or a recording);
 * :func:`start` runs one in a background thread and returns it (``.url``,

@@ -4,7 +4,8 @@ extra), for users whose tools expect that server. The default view needs
 none of it.
 
 Each topic becomes an SDK channel when its first packet tells what its
-payloads are (JSON with an inferred schema, or bytes, as in the view); its
+payloads are (a typed topic's declared schema; else JSON with an inferred
+schema, or bytes, as in the view); its
 packets are logged with their ``a0_time_wall`` as log time, from a callback
 subscriber on the process's dispatcher thread.
 """
@@ -79,10 +80,16 @@ class FoxgloveBridge:
         def on_packet(pkt):
             ch = self._channels.get(name)
             if ch is None:
-                kind = kind_of(name, pkt.payload, pkt.headers)
-                schema = fg.Schema(name=kind.schema_name, encoding=kind.schema_encoding or "",
-                                   data=kind.schema.encode())
-                ch = self._channels[name] = fg.Channel(name, schema=schema, message_encoding=kind.encoding)
+                declared = self._schema_of(name)
+                if declared is not None:  # a typed topic: its schema as declared (binary as it is)
+                    schema = fg.Schema(name=declared.name, encoding=declared.encoding, data=declared.data)
+                    encoding = declared.message_encoding
+                else:
+                    kind = kind_of(name, pkt.payload, pkt.headers)
+                    schema = fg.Schema(name=kind.schema_name, encoding=kind.schema_encoding or "",
+                                       data=kind.schema.encode())
+                    encoding = kind.encoding
+                ch = self._channels[name] = fg.Channel(name, schema=schema, message_encoding=encoding)
             try:
                 log_time = int(pkt.headers.get("a0_time_wall", 0)) or None
             except ValueError:
@@ -90,6 +97,20 @@ class FoxgloveBridge:
             ch.log(bytes(pkt.payload), log_time=log_time)
 
         return on_packet
+
+    def _schema_of(self, name):
+        """The schema a typed topic's publisher declared (with a message
+        encoding), else None."""
+        from ..errors import A0Error
+        from ..proto.schema import topic_schema
+        from ..proto.topic import Topic
+
+        try:
+            schema = topic_schema(Topic(name, root=self.root))
+        except A0Error as e:
+            _log.info("view: topic %r: its schema does not read (%s)", name, e)
+            return None
+        return schema if schema is not None and schema.message_encoding else None
 
     def close(self):
         self._stop.set()

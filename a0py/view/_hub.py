@@ -35,13 +35,17 @@ import logging
 import time
 
 from ..proto.packets import PACKET_ENCODING, page_vocabulary
+from ..recording.format import join_packet
 from . import _protocol as P
 from ._schema import PayloadKind
+from ._typed import IMAGE_MAX_HZ
 
 __all__ = ["Channel", "Client", "Hub", "STATS_TOPIC"]
 
 _log = logging.getLogger("a0py.view")
 
+# Where an a0py packet holds its payload's offset (u64; docs/pubsub.md).
+PAYLOAD_OFF_AT = 32
 #: The channel on which the server publishes, twice a second, the rate,
 #: bandwidth and missed count of every topic (JSON).
 STATS_TOPIC = "/a0py/view/stats"
@@ -92,7 +96,7 @@ class Channel:
         k = self.kind
         if packets and self.packets:
             # A log packet's payload is its text (the JSON of foxglove.Log is made for other clients).
-            payload = "text" if self.protocol == "log" else k.encoding
+            payload = "text" if self.protocol == "log" else "json" if k.render else k.encoding
             out = {"id": self.id, "topic": self.topic, "encoding": PACKET_ENCODING,
                    "schemaName": k.schema_name, "schema": k.schema, "payloadEncoding": payload}
             if self.protocol != "pubsub":
@@ -102,7 +106,18 @@ class Channel:
                    "schema": k.schema}
         if k.schema_encoding:
             out["schemaEncoding"] = k.schema_encoding
+        if packets:  # the page: how what it is sent differs from the channel's messages
+            if k.render:
+                out["a0pyRendered"] = k.encoding  # the payloads are JSON of the fields of these
+            if k.image:
+                out["a0pyImage"] = k.image
+                out["a0pyMaxHz"] = IMAGE_MAX_HZ
         return out
+
+    def page_interval(self):
+        """The least time between two messages of this channel sent to the
+        page (images: see :data:`a0py.view._typed.IMAGE_MAX_HZ`)."""
+        return 1.0 / IMAGE_MAX_HZ if self.kind.image else 0.0
 
 
 class Client:
@@ -211,11 +226,20 @@ class Client:
     def queued(self):
         return len(self.control) + len(self.data)
 
+    def interval(self, ch):
+        """The least time between two messages of ``ch`` sent to this client:
+        its own ``max_hz``; for the page (a client of packets), at least the
+        channel's (images)."""
+        if self.packets:
+            return max(self.min_interval, ch.page_interval())
+        return self.min_interval
+
     def may_send(self, ch, sub_id, log_time, msg, now):
         """Whether a message of ``ch`` goes out now; if not, it is kept as the
         one to send when the channel's interval ends (replacing any older)."""
+        interval = self.interval(ch)
         last = self.last_sent.get(ch.id)
-        if last is None or now - last >= self.min_interval:
+        if last is None or now - last >= interval:
             if self.pending.pop(ch.id, None) is not None:
                 self.conflated += 1  # older than this one: never sent, never after it
             self.last_sent[ch.id] = now
@@ -223,7 +247,7 @@ class Client:
         if ch.id in self.pending:
             self.conflated += 1
         else:
-            self.hub.loop.call_at(last + self.min_interval, self._flush, ch)
+            self.hub.loop.call_at(last + interval, self._flush, ch)
         self.pending[ch.id] = (sub_id, log_time, msg)
         return False
 
@@ -330,27 +354,27 @@ class Hub:
         if ch.backlog is not None:
             ch.backlog.append(ch.latest)
         if ch.subs:
-            payload = packet = None
+            payload = page = None
             head = P.message_head
             now = None
             for client, sub_id in ch.subs.items():
                 # Log lines and configuration versions are never conflated: each one counts.
-                if client.min_interval and ch.protocol == "pubsub":
+                if ch.protocol == "pubsub" and (client.min_interval or (client.packets and ch.kind.image)):
                     if now is None:
                         now = self.loop.time()
                     if not client.may_send(ch, sub_id, log_time, msg, now):
                         continue
-                if client.packets and ch.packets:
-                    if packet is None:
-                        packet = msg.to_bytes()
-                    client.put_data(head(sub_id, log_time) + packet)
+                if client.packets:
+                    if page is None:
+                        page = _page_data(ch, msg)
+                    client.put_data(head(sub_id, log_time) + page)
                 else:
                     if payload is None:
                         payload = msg.payload
                     client.put_data(head(sub_id, log_time) + payload)
 
     def _frame(self, client, ch, sub_id, log_time, msg):
-        data = msg.to_bytes() if client.packets and ch.packets else msg.payload
+        data = _page_data(ch, msg) if client.packets else msg.payload
         return P.message_data(sub_id, log_time, data)
 
     def broadcast_control(self, frame):
@@ -494,3 +518,19 @@ class Hub:
             for client, sub_id in list(ch.subs.items()):
                 client.put_data(P.message_data(sub_id, now, self._stats_payload(client, topics)))
             await asyncio.sleep(STATS_PERIOD)
+
+
+def _page_data(ch, msg):
+    """What the page (a client of packets) is sent for ``msg`` of ``ch``: the
+    whole packet when the source has packets, else the message; with its
+    payload replaced by the JSON of its fields when the channel's kind
+    renders it (:mod:`a0py.view._typed`)."""
+    render = ch.kind.render
+    if ch.packets:
+        packet = msg.to_bytes()
+        if render is None:
+            return packet
+        # The packet up to its payload (the payload is its last part), then the rendered payload.
+        off = int.from_bytes(packet[PAYLOAD_OFF_AT:PAYLOAD_OFF_AT + 8], "little")
+        return join_packet(memoryview(packet)[:off], render(msg.payload))
+    return msg.payload if render is None else render(msg.payload)

@@ -9,7 +9,8 @@ started shows its latest value at once. The channel is advertised when the
 first packet tells what the payloads are (JSON or bytes, see
 :mod:`a0py.view._schema`); a topic whose arena is removed is unadvertised and
 its mapping dropped, so a topic made again under the same name is a new
-channel. A topic's log and cfg arenas are channels ``T:log`` and ``T:cfg``
+channel; a typed topic (one whose publisher declared a schema) is advertised
+with its schema (:mod:`a0py.view._typed`). A topic's log and cfg arenas are channels ``T:log`` and ``T:cfg``
 (see :mod:`a0py.view._logcfg`), read by a :class:`a0py.LogListener` and a
 :class:`a0py.CfgWatcher` whose callbacks hand each packet to the event loop.
 
@@ -33,9 +34,11 @@ from ..proto.cfg import CfgWatcher
 from ..proto.log import LogLevel, LogListener
 from ..proto.packets import TIME_WALL
 from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
+from ..proto.schema import topic_schema
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, forget_arena, list_topics, topic_arena
 from ._logcfg import LOG_KIND, LogMessage, channel_topic
 from ._schema import kind_of
+from ._typed import kind_of_schema
 
 __all__ = ["LiveSource", "list_pubsub_topics"]
 
@@ -170,13 +173,27 @@ class LiveSource:
             async for pkt in packets:
                 ch = tap.channel
                 if ch is None:
-                    ch = tap.channel = hub.add_channel(tap.name, kind_of(tap.name, pkt.payload, pkt.headers))
+                    ch = tap.channel = hub.add_channel(tap.name, _kind(tap, pkt))
                     hub.topics.pop(tap.name, None)
                 if pkt.missed:
                     ch.missed += pkt.missed
                 hub.publish(ch, _log_time(pkt), pkt)
         finally:
             await packets.aclose()
+
+
+def _kind(tap, pkt):
+    """What ``tap``'s topic carries: its schema, when its publisher declared
+    one with a message encoding (a typed topic: advertised as it is, see
+    :mod:`a0py.view._typed`); else judged from its first packet ``pkt``."""
+    try:
+        schema = topic_schema(tap.topic)
+    except A0Error as e:  # a schema arena that does not read: the topic shows as untyped
+        _log.info("view: topic %r: its schema does not read (%s); judged from its packets", tap.name, e)
+        schema = None
+    if schema is not None and schema.message_encoding:
+        return kind_of_schema(tap.name, schema.name, schema.encoding, schema.data, schema.message_encoding)
+    return kind_of(tap.name, pkt.payload, pkt.headers)
 
 
 def _log_time(pkt):

@@ -11,8 +11,10 @@ Channels: an ``a0py/packet`` channel (what ``a0py record`` writes: whole
 a0py packets) becomes a topic whose payloads are judged like a live one
 (JSON with an inferred schema, or bytes) from its first message, and whose
 packets, headers included, go to clients that asked for packets; any other
-channel (a recording made by other tools) is advertised with its own
-encoding and schema, and its messages are sent as they are.
+channel (a typed topic's payloads, a recording made by other tools) is
+advertised with its own encoding and schema (:mod:`a0py.view._typed`), and
+its messages are sent as they are. A typed topic's headers channel
+(``/a0py/headers/T``, the rest of its packets) is not shown.
 
 Invariants:
 
@@ -50,14 +52,17 @@ import os
 import time
 
 from ..recording.format import (
+    KIND_HEADERS,
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
     MESSAGE_LOG_TIME_AT,
     PACKET_ENCODING,
     RECORD_HEADER,
+    channel_kind,
 )
 from . import _protocol as P
-from ._schema import PayloadKind, kind_of
+from ._schema import kind_of
+from ._typed import kind_of_schema
 from .errors import ViewError
 
 __all__ = ["RecordingSource"]
@@ -70,7 +75,6 @@ TIME_PERIOD = 0.05
 MAX_PER_TICK = 20_000
 CACHE_BYTES = 64 << 20
 SEEK_BACK_CHUNKS = 16
-_TEXT_SCHEMAS = {"jsonschema", "ros1msg", "ros2msg", "ros2idl", "omgidl", ""}
 
 
 def _mcap_reader():
@@ -175,6 +179,8 @@ class RecordingSource:
         by_key = {}
         for i, lay in enumerate(layouts):
             for cid, ch in sorted(lay.channels.items()):
+                if channel_kind(ch) == KIND_HEADERS:
+                    continue  # the rest of a typed topic's packets: not messages of their own
                 schema = lay.schemas.get(ch.schema_id)
                 key = (ch.topic, ch.message_encoding, schema.name if schema else "", schema.data if schema else b"")
                 slot = by_key.get(key)
@@ -295,16 +301,8 @@ class RecordingSource:
                         pass
                 packets = True
             else:
-                sname = schema.name if schema else ""
-                senc = schema.encoding if schema else ""
-                data = schema.data if schema else b""
-                if senc in _TEXT_SCHEMAS:
-                    text = data.decode("utf-8", "replace")
-                else:
-                    import base64
-
-                    text = base64.b64encode(data).decode("ascii")
-                kind = PayloadKind(encoding, sname, text, senc or None)
+                kind = kind_of_schema(topic, schema.name if schema else "", schema.encoding if schema else "",
+                                      schema.data if schema else b"", encoding)
                 packets = False
             s[2] = kind
             s[3] = hub.add_channel(topic, kind, packets=packets)

@@ -24,15 +24,21 @@ _MAX_DEPTH = 32
 
 class PayloadKind:
     """How a channel's payloads are advertised: ``encoding``, ``schema_name``,
-    ``schema`` (a JSON string, or "" for bytes), ``schema_encoding``."""
+    ``schema`` (the advertised text: JSON, base64 of a binary schema, or ""
+    for bytes), ``schema_encoding``; and how the page gets them (see
+    :mod:`a0py.view._typed`): ``render`` (None, or a function of a payload
+    giving the JSON the page is sent instead) and ``image`` (None, ``raw``,
+    ``compressed``)."""
 
-    __slots__ = ("encoding", "schema", "schema_encoding", "schema_name")
+    __slots__ = ("encoding", "image", "render", "schema", "schema_encoding", "schema_name")
 
     def __init__(self, encoding, schema_name, schema, schema_encoding):
         self.encoding = encoding
         self.schema_name = schema_name
         self.schema = schema
         self.schema_encoding = schema_encoding
+        self.render = None
+        self.image = None
 
     @property
     def is_json(self):

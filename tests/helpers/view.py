@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+_TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 10_000_000  # 100 Hz
 LATE_FROM = 600
@@ -126,6 +127,7 @@ class ViewProcess:
 
 _PUBLISHER = r'''
 import json, sys, time, math
+sys.path.insert(0, sys.argv[1])  # tests/: helpers.view
 import a0py
 pubs = {}
 def pub(t):
@@ -160,11 +162,104 @@ for line in sys.stdin:
             delay = start + k * period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+    elif op == "image":
+        from helpers.view import image_payload
+        t = cmd["topic"]
+        if t not in pubs:
+            pubs[t] = a0py.Publisher(t)
+        how, value = image_payload(cmd["kind"], cmd["w"], cmd["h"])
+        for k in range(cmd.get("n", 1)):
+            if how == "image":
+                pubs[t].pub_image(value, encoding=cmd["kind"], frame_id=f"f{k}")
+            elif how == "png":
+                pubs[t].pub_image(value, format="png", frame_id=f"f{k}")
+            else:
+                pubs[t].pub(value)
+    elif op == "log_message":
+        from foxglove_schemas_protobuf.Log_pb2 import Log
+        pub(cmd["topic"]).pub(Log(message=cmd["text"], name="test", level=Log.WARNING, file="f.py", line=7))
+    elif op == "typed_bytes":
+        t = cmd["topic"]
+        if t not in pubs:
+            pubs[t] = a0py.Publisher(t, schema=a0py.Schema(cmd["name"], cmd["encoding"], cmd["schema"]))
+        pubs[t].pub(bytes.fromhex(cmd["hex"]))
+    elif op == "array":
+        import numpy as np
+        pub(cmd["topic"]).pub(np.arange(cmd["n"], dtype=np.float64).reshape(cmd["shape"]))
     elif op == "unlink":
         pubs.pop(cmd["topic"], None)
         a0py.Topic(cmd["topic"]).unlink()
     print("ok", flush=True)
 '''
+
+
+#: The colours (RGB) of the quadrants of the test images: top left, top right,
+#: bottom left, bottom right.
+QUADRANTS = ((255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255))
+#: The two halves (left, right) of the mono8 test image.
+MONO = (50, 200)
+
+
+def image_rgb(w, h):
+    """An h x w x 3 uint8 image (RGB) of :data:`QUADRANTS`."""
+    import numpy as np
+
+    img = np.empty((h, w, 3), np.uint8)
+    img[:h // 2, :w // 2], img[:h // 2, w // 2:] = QUADRANTS[0], QUADRANTS[1]
+    img[h // 2:, :w // 2], img[h // 2:, w // 2:] = QUADRANTS[2], QUADRANTS[3]
+    return img
+
+
+def expected_rgb(kind, x, y, w, h):
+    """The RGB colour the page should draw at (x, y) of a test image of ``kind``."""
+    if kind == "mono8":
+        v = MONO[x >= w // 2]
+        return (v, v, v)
+    return QUADRANTS[(2 if y >= h // 2 else 0) + (x >= w // 2)]
+
+
+def _png(rgb):
+    """The bytes of a PNG of an h x w x 3 uint8 array (stored rows, zlib)."""
+    import struct
+    import zlib
+
+    h, w, _ = rgb.shape
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def image_payload(kind, w, h):
+    """What a publisher publishes for a test image of ``kind``: ("image",
+    array) for ``pub_image(array, encoding=kind)`` (rgb8, bgr8, mono8), ("png",
+    bytes) for ``pub_image(bytes, format="png")``, ("message", RawImage) for
+    ``pub(message)``: an rgba8 ``foxglove.RawImage`` whose rows are padded
+    (``step`` = 4 w + 12 bytes of 0xEE)."""
+    import numpy as np
+
+    rgb = image_rgb(w, h)
+    if kind == "rgb8":
+        return "image", rgb
+    if kind == "bgr8":
+        return "image", np.ascontiguousarray(rgb[:, :, ::-1])
+    if kind == "mono8":
+        img = np.empty((h, w), np.uint8)
+        img[:, :w // 2], img[:, w // 2:] = MONO
+        return "image", img
+    if kind == "png":
+        return "png", _png(rgb)
+    if kind == "rgba8_step":
+        from foxglove_schemas_protobuf.RawImage_pb2 import RawImage
+
+        rgba = np.concatenate([rgb, np.full((h, w, 1), 255, np.uint8)], axis=2).reshape(h, w * 4)
+        padded = np.concatenate([rgba, np.full((h, 12), 0xEE, np.uint8)], axis=1)
+        return "message", RawImage(width=w, height=h, encoding="rgba8", step=w * 4 + 12, data=padded.tobytes(),
+                                   frame_id="cam")
+    raise ValueError(f"unknown test image kind {kind!r}")
 
 
 class PublisherProcess:
@@ -174,7 +269,7 @@ class PublisherProcess:
     def __init__(self, env=None):
         e = dict(os.environ)
         e.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, "-c", _PUBLISHER], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-c", _PUBLISHER, _TESTS], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=e)
 
     def call(self, timeout=60, **cmd):

@@ -6,6 +6,7 @@ The browser side is in test_view_browser.py."""
 
 import asyncio
 import json
+import re
 import struct
 import time
 import urllib.error
@@ -170,8 +171,10 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
         assert odom_ch["encoding"] == "json" and odom_ch["schemaEncoding"] == "jsonschema"
         schema = json.loads(odom_ch["schema"])
         assert schema["type"] == "object"
-        assert schema["properties"] == {"x": {"type": "number"}, "n": {"type": "integer"},
+        # The schema its publisher declared (pub_json's inferred one: every number a `number`).
+        assert schema["properties"] == {"x": {"type": "number"}, "n": {"type": "number"},
                                         "ok": {"type": "boolean"}, "tag": {"type": "string"}}
+        assert odom_ch["schemaName"] == "robot/odom"
         assert raw_ch["encoding"] == "a0py/bytes"
         assert (await c.channel("/a0py/view/stats"))["encoding"] == "json"
         await c.close()
@@ -685,9 +688,21 @@ def test_foxglove_sdk_option_needs_the_extra_or_serves(root, publisher):
         assert r.returncode == 1 and "pip install 'a0py[foxglove]'" in r.stderr, r.stderr
     else:
         publisher.call(op="json", topic="t/sdk", objs=[{"a": 1}])
+        publisher.call(op="image", topic="t/cam", kind="rgb8", w=8, h=4)
         v = ViewProcess("--foxglove-sdk", "--foxglove-port", "0")
         try:
-            assert any("Foxglove SDK server on ws://" in line for line in v.lines)
+            line = next(line for line in v.lines if "Foxglove SDK server on ws://" in line)
+            sdk_url = re.search(r"(ws://\S+)", line).group(1).rstrip(".,")
+
+            async def main():
+                c = await Client.open(sdk_url)
+                cam = await c.channel("t/cam")  # a typed topic: its declared schema
+                assert (cam["schemaName"], cam["encoding"], cam["schemaEncoding"]) == \
+                    ("foxglove.RawImage", "protobuf", "protobuf")
+                assert (await c.channel("t/sdk"))["encoding"] == "json"
+                await c.close()
+
+            run(main())
         finally:
             v.close()
 

@@ -10,39 +10,14 @@ a test run leaves the working tree as it was)."""
 import json
 import os
 import re
-import shutil
 import time
 
 import pytest
 from helpers.procs import REPO
 from helpers.view import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
 
-CHROMIUM = os.environ.get("A0PY_CHROMIUM", "/usr/bin/chromium")
 DOCS = os.path.join(REPO, "docs")
 WAIT_MS = 15_000
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (make test does), or set A0PY_CHROMIUM")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"], headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    p = browser.new_page(viewport={"width": 1280, "height": 820})
-    errors = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    yield p
-    p.close()
-    assert not errors, f"the page reported errors: {errors}"
 
 
 def _series_pixels(page, color, x0=0.0, x1=1.0):

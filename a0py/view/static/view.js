@@ -13,6 +13,8 @@
   const STATS_TOPIC = "/a0py/view/stats";
   const PACKET_MAGIC = 0x4b503041;
   const KEEP_MESSAGES = 50;          // per watched topic
+  const KEEP_IMAGES = 2;             // per image topic (a frame can be megabytes)
+  const MAX_IMAGE_PIXELS = 64 << 20;
   const SERIES_POINTS = 20000;       // per plotted series
   const LATENCY_SAMPLES = 20000;
   const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#d97706", "#7c3aed", "#0891b2", "#db2777", "#4b5563"];
@@ -290,7 +292,8 @@
     let list = state.messages.get(ch.topic);
     if (!list) { list = []; state.messages.set(ch.topic, list); }
     list.push(msg);
-    if (list.length > KEEP_MESSAGES) list.splice(0, list.length - KEEP_MESSAGES);
+    const keep = ch.a0pyImage ? KEEP_IMAGES : KEEP_MESSAGES;
+    if (list.length > keep) list.splice(0, list.length - keep);
     if (ch.topic === state.selected) state.dirty.messages = true;
     let plotted = false;
     for (const s of state.series) {
@@ -360,7 +363,12 @@
 
   function isPacketChannel(ch) { return state.packetEncoding !== null && ch.encoding === state.packetEncoding; }
 
-  function payloadEncoding(ch) { return isPacketChannel(ch) ? ch.payloadEncoding : ch.encoding; }
+  // The encoding of the payloads as the page gets them: "json" for a typed
+  // channel the server renders (a0pyRendered names the channel's own encoding).
+  function payloadEncoding(ch) {
+    if (isPacketChannel(ch)) return ch.payloadEncoding;
+    return ch.a0pyRendered ? "json" : ch.encoding;
+  }
 
   // The payload bytes, without decoding the headers (packetOf decodes them).
   function payloadOf(msg) {
@@ -374,17 +382,142 @@
     return new Uint8Array(msg.buf, msg.offset + off, n);
   }
 
-  // The payload as a JS value when it is JSON (undefined otherwise); parsed once.
+  // The payload as a JS value when it is JSON, or an image's fields
+  // (undefined otherwise); parsed once.
   function valueOf(msg) {
     if (msg.value === undefined) {
       const p = payloadOf(msg);
       msg.value = null;
       const enc = payloadEncoding(msg.ch);
-      if (enc === "json" || (p.length && (p[0] === 0x7b || p[0] === 0x5b))) {
+      if (msg.ch.a0pyImage) {
+        const img = imageOf(msg);
+        msg.value = Object.fromEntries(Object.entries(img).filter(([k]) => k !== "data"));
+        if (img.data) msg.value.data = `<${img.data.length} bytes>`;
+      } else if (enc === "json" || (p.length && (p[0] === 0x7b || p[0] === 0x5b))) {
         try { msg.value = JSON.parse(utf8.decode(p)); } catch (e) { msg.value = null; }
       }
     }
     return msg.value === null ? undefined : msg.value;
+  }
+
+  // ---- images (foxglove.RawImage, foxglove.CompressedImage, in protobuf) ----
+  // The fields of one protobuf message: field number -> values in order
+  // (varints and fixed32 as numbers, fixed64 as BigInt, length-delimited as
+  // bytes). Every length is checked against the message; throws if it is not one.
+  function protobufFields(bytes) {
+    const out = new Map();
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const n = bytes.length;
+    let i = 0;
+    const varint = () => {
+      let r = 0, scale = 1;
+      for (let k = 0; k < 10; k++) {
+        if (i >= n) throw new Error("truncated varint");
+        const b = bytes[i++];
+        r += (b & 0x7f) * scale;
+        if (b < 0x80) return r;
+        scale *= 128;
+      }
+      throw new Error("varint longer than 10 bytes");
+    };
+    while (i < n) {
+      const key = varint();
+      const num = Math.floor(key / 8), wire = key % 8;
+      let v;
+      if (wire === 0) v = varint();
+      else if (wire === 1) { if (i + 8 > n) throw new Error("truncated fixed64"); v = dv.getBigUint64(i, true); i += 8; }
+      else if (wire === 2) {
+        const len = varint();
+        if (i + len > n) throw new Error(`field ${num}: ${len} bytes, ${n - i} left`);
+        v = bytes.subarray(i, i + len); i += len;
+      } else if (wire === 5) { if (i + 4 > n) throw new Error("truncated fixed32"); v = dv.getUint32(i, true); i += 4; }
+      else throw new Error(`wire type ${wire} (field ${num}) is not one of an image message`);
+      if (!out.has(num)) out.set(num, []);
+      out.get(num).push(v);
+    }
+    return out;
+  }
+
+  // Field numbers of foxglove.RawImage and foxglove.CompressedImage.
+  const IMAGE_FIELDS = {
+    raw: { timestamp: 1, frame_id: 7, width: 2, height: 3, encoding: 4, step: 5, data: 6 },
+    compressed: { timestamp: 1, frame_id: 4, data: 2, format: 3 },
+  };
+
+  // The image in a message of an image channel: {width, height, encoding,
+  // step, format, frame_id, timestamp, data} or {error}; read once.
+  function imageOf(msg) {
+    if (msg.image) return msg.image;
+    const nums = IMAGE_FIELDS[msg.ch.a0pyImage];
+    let img;
+    try {
+      const f = protobufFields(payloadOf(msg));
+      const last = (k) => { const l = f.get(nums[k]); return l ? l[l.length - 1] : undefined; };
+      const text = (k) => { const v = last(k); return v instanceof Uint8Array ? utf8.decode(v) : ""; };
+      const num = (k) => { const v = last(k); return typeof v === "number" ? v : 0; };
+      img = { frame_id: text("frame_id") };
+      const ts = last("timestamp");
+      if (ts instanceof Uint8Array) {
+        const t = protobufFields(ts);
+        img.timestamp = { sec: (t.get(1) || [0]).pop(), nsec: (t.get(2) || [0]).pop() };
+      }
+      if (msg.ch.a0pyImage === "raw") {
+        Object.assign(img, { width: num("width"), height: num("height"), encoding: text("encoding"), step: num("step") });
+      } else {
+        img.format = text("format");
+      }
+      const data = last("data");
+      img.data = data instanceof Uint8Array ? data : new Uint8Array(0);
+    } catch (e) {
+      img = { error: `not a ${msg.ch.schemaName} message: ${e.message}` };
+    }
+    msg.image = img;
+    return img;
+  }
+
+  // Channels of each raw encoding: bytes a pixel, offsets of r, g, b, a (-1: opaque).
+  const RAW_ENCODINGS = {
+    rgb8: [3, 0, 1, 2, -1], bgr8: [3, 2, 1, 0, -1], rgba8: [4, 0, 1, 2, 3], bgra8: [4, 2, 1, 0, 3],
+    mono8: [1, 0, 0, 0, -1], "8UC1": [1, 0, 0, 0, -1], "8UC3": [3, 2, 1, 0, -1], "8UC4": [4, 2, 1, 0, 3],
+    mono16: [2, 1, 1, 1, -1], "16UC1": [2, 1, 1, 1, -1],  // the high byte of each little-endian sample
+  };
+
+  // Draws msg's image on canvas; returns an error text or "".
+  function drawImage(canvas, msg) {
+    const img = imageOf(msg);
+    if (img.error) return img.error;
+    if (msg.ch.a0pyImage === "compressed") {
+      const gen = (state.imageGen = (state.imageGen || 0) + 1);
+      createImageBitmap(new Blob([img.data], { type: `image/${img.format || "jpeg"}` })).then((bitmap) => {
+        if (gen !== state.imageGen) return;  // a newer frame is being drawn
+        canvas.width = bitmap.width; canvas.height = bitmap.height;
+        canvas.getContext("2d").drawImage(bitmap, 0, 0);
+        canvas.dataset.drawn = String(gen);
+      }, (e) => { canvas.dataset.error = `${img.format} image does not decode: ${e}`; });
+      return "";
+    }
+    const { width: w, height: h, step, data } = img;
+    const enc = RAW_ENCODINGS[img.encoding];
+    if (!enc) return `encoding ${JSON.stringify(img.encoding)} is not drawn here (${Object.keys(RAW_ENCODINGS).join(", ")} are)`;
+    const [bpp, r, g, b, a] = enc;
+    if (!w || !h || w * h > MAX_IMAGE_PIXELS) return `${w}×${h}: not an image this page draws`;
+    if (step < w * bpp || data.length < step * (h - 1) + w * bpp) {
+      return `${w}×${h} ${img.encoding} with step ${step} needs ${step * (h - 1) + w * bpp} bytes, has ${data.length}`;
+    }
+    if (canvas.width !== w || canvas.height !== h) { canvas.width = w; canvas.height = h; }
+    const ctx = canvas.getContext("2d");
+    const out = ctx.createImageData(w, h);
+    const px = out.data;
+    for (let y = 0; y < h; y++) {
+      let s = y * step, d = y * w * 4;
+      for (let x = 0; x < w; x++, s += bpp, d += 4) {
+        px[d] = data[s + r]; px[d + 1] = data[s + g]; px[d + 2] = data[s + b]; px[d + 3] = a < 0 ? 255 : data[s + a];
+      }
+    }
+    ctx.putImageData(out, 0, 0);
+    state.imageGen = (state.imageGen || 0) + 1;
+    canvas.dataset.drawn = String(state.imageGen);
+    return "";
   }
 
   // ---- numeric fields ----
@@ -540,7 +673,12 @@
   function describe(ch) {
     if (ch.a0pyProtocol === "log") return "log messages (the topic's log arena)";
     if (ch.a0pyProtocol === "cfg") return `configuration, ${payloadEncoding(ch)} (each version as it is written)`;
-    return payloadEncoding(ch);
+    const enc = ch.a0pyRendered || (ch.a0pyImage ? ch.encoding === state.packetEncoding ? ch.payloadEncoding : ch.encoding
+                                                  : payloadEncoding(ch));
+    let text = ch.schemaEncoding && ch.schemaName ? `${ch.schemaName} (${enc})` : enc;
+    if (ch.a0pyRendered) text += ", shown field by field";
+    if (ch.a0pyImage) text += ` · image: at most ${ch.a0pyMaxHz} frames a second reach this page (newer frames replace older ones, the rest are dropped)`;
+    return text;
   }
 
   function select(name) {
@@ -633,6 +771,18 @@
     const shown = list.slice(-keep).reverse();
     if (!shown.length) { box.replaceChildren(el("p", { class: "hint" }, "Waiting for a message…")); return; }
     const isLog = ch && ch.a0pyProtocol === "log";
+    const head = [];
+    if (ch && ch.a0pyImage) {
+      // The newest frame, drawn on one canvas kept across renders.
+      if (!state.imageCanvas) state.imageCanvas = el("canvas", { id: "image", "aria-label": "The newest image of the topic" });
+      const c = state.imageCanvas;
+      if (c.dataset.msgOf !== name || state.imageMsg !== shown[0]) {
+        state.imageMsg = shown[0];
+        c.dataset.msgOf = name;
+        c.dataset.error = drawImage(c, shown[0]);
+      }
+      head.push(el("div", { class: "image" }, c, c.dataset.error ? el("p", { class: "hint", text: c.dataset.error }) : ""));
+    }
     const nodes = shown.map((msg) => {
       const pkt = packetOf(msg);
       if (isLog) return logNode(msg, pkt);
@@ -647,7 +797,7 @@
                      el("table", { class: "headers" }, ...rows));
       return el("div", { class: "msg", "data-seq": seq || "" }, meta, det, payloadNode(msg, mode));
     });
-    box.replaceChildren(...nodes);
+    box.replaceChildren(...head, ...nodes);
     if (!state.recording && shown.length) recordSample(state.shown, "shownN", nowMs() - shown[0].logMs);
   }
 
@@ -882,6 +1032,7 @@
   window.a0pyView = {
     state,
     select,
+    imageCanvas: () => state.imageCanvas || null,
     addSeries,
     seekToFraction,
     latencies: () => Array.from(state.latency.subarray(0, Math.min(state.latencyN, LATENCY_SAMPLES))),
