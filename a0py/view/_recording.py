@@ -47,6 +47,7 @@ Invariants:
 
 import asyncio
 import collections
+import glob
 import itertools
 import os
 import time
@@ -88,15 +89,23 @@ def _mcap_reader():
 
 
 def _recording_files(spec):
+    """The MCAP files ``spec`` names, as every reader of recordings finds them
+    (:func:`a0py.recording.reader.expand_paths`: a directory's files by path, a
+    rosbag2 bag's in its metadata's order, globs)."""
     spec = os.path.expanduser(os.fspath(spec))
-    if os.path.isdir(spec):
-        files = sorted(os.path.join(d, f) for d, _, fs in os.walk(spec) for f in fs if f.endswith(".mcap"))
-        if not files:
-            raise ViewError(f"{spec}: no .mcap recording in this directory")
-        return files
-    if not os.path.exists(spec):
-        raise ViewError(f"{spec}: no such file or directory (give an .mcap recording or a directory of them)")
-    return [spec]
+    if not os.path.exists(spec) and not glob.has_magic(spec):
+        raise ViewError(f"{spec}: no such file or directory (give an .mcap recording, a rosbag2 bag "
+                        "or a directory of them)")
+    reader, error = _mcap_reader()
+    from ..recording.errors import RecordingOptionError
+
+    try:
+        files = [f for f in reader.expand_paths(spec) if not f.startswith(reader.SHM_PREFIX)]
+    except (error, RecordingOptionError) as e:
+        raise ViewError(str(e)) from None
+    if not files:
+        raise ViewError(f"{spec}: no .mcap recording here")
+    return files
 
 
 class _Recorded:
