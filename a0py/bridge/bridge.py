@@ -22,12 +22,13 @@ import uuid
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.topic import CFG, LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
+from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, Root, Topic, check_topic_name, current_root, list_topics
 from .config import zenoh_config
 from .counts import TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
 from .exchange import Exporter, Importer, compile_sizes, init_for
-from .wire import BRIDGED, check_prefix
+from .reqrep import ReqRep
+from .wire import BRIDGED, REQREP, check_prefix
 
 __all__ = ["ZenohBridge"]
 
@@ -108,6 +109,7 @@ class ZenohBridge:
         self._existing = set()
         self._discoveries = []
         self._importer = None
+        self._reqrep = None
         self._stopping = threading.Event()
         self._reporter = None
         self._reported = {}
@@ -143,12 +145,17 @@ class ZenohBridge:
         self._stopping.clear()
         try:
             self._importer = Importer(self, self._sizes)
+            self._reqrep = ReqRep(self)
             self._existing = {(p, t) for t, protos in list_topics(self.root).items()
                               if self.matches(t) for p in protos if p in BRIDGED}
             for glob in self.globs:
                 for protocol in BRIDGED:
                     self._discoveries.append(Discovery(
                         glob, lambda name, p=protocol: self._on_topic(p, name), root=self.root,
+                        protocols=(protocol,)))
+                for protocol in REQREP:
+                    self._discoveries.append(Discovery(
+                        glob, lambda name, p=protocol: self._reqrep.on_local(p, name), root=self.root,
                         protocols=(protocol,)))
         except BaseException:
             self.stop()
@@ -189,6 +196,9 @@ class ZenohBridge:
             self._exporters = {}
         for e in exporters:
             e.close()
+        if self._reqrep is not None:
+            self._reqrep.close()
+            self._reqrep = None
         if self._importer is not None:
             self._importer.close()
             self._importer = None
@@ -224,7 +234,9 @@ class ZenohBridge:
                 "bad_samples": self.bad_samples,
                 "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
                 "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG},
-                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG}}
+                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG},
+                "rpcs": {name: c.as_dict() for (p, name), c in counts if p == RPC},
+                "prpcs": {name: c.as_dict() for (p, name), c in counts if p == PRPC}}
 
     def _report_loop(self):
         while not self._stopping.wait(self.report_interval):

@@ -27,14 +27,18 @@ import uuid
 from .._core import Packet
 from ..errors import ArgumentError, PacketCorruptError
 from ..proto.packets import STANDARD_HEADERS
-from ..proto.topic import CFG, LOG, PUBSUB, check_topic_name
+from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, check_topic_name
 from .errors import WireError
 
-__all__ = ["BRIDGED", "HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet",
-           "check_prefix", "key_of", "pubsub_key", "topic_of_key", "was_bridged"]
+__all__ = ["BRIDGED", "HOST", "ORIGIN", "REQREP", "SEQ", "Attachment", "RpcAttachment", "WireError",
+           "bridged_packet", "check_prefix", "key_of", "pubsub_key", "reqrep_key", "server_token_key",
+           "topic_of_key", "topic_of_reqrep_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
 BRIDGED = (PUBSUB, LOG, CFG)
+
+#: The request/reply protocols a bridge forwards (docs/bridge.md, "RPC and PRPC").
+REQREP = (RPC, PRPC)
 
 #: Header naming the bridge (its id, 32 hex digits) that exported a bridged packet.
 ORIGIN = "a0py.bridge.origin"
@@ -143,3 +147,80 @@ def bridged_packet(data, att):
 def was_bridged(pkt):
     """Whether packet `pkt` came from the network (carries :data:`ORIGIN`)."""
     return ORIGIN in pkt.headers
+
+
+# --- request/reply (RPC and PRPC) across the bridge
+
+#: Key chunk of the liveliness tokens announcing a live server:
+#: ``<prefix>/rpc-server/<bridge hex>-<generation>/<protocol>/<topic>``.
+SERVER_CHUNK = "rpc-server"
+#: Key chunk of what a client's bridge sends a server's bridge (requests, cancels):
+#: ``<prefix>/rpc-call/<server's bridge hex>/<protocol>/<topic>``.
+CALL_CHUNK = "rpc-call"
+#: Key chunk of what a server's bridge sends back (accepts, replies, starts, gone):
+#: ``<prefix>/rpc-back/<client's bridge hex>/<protocol>/<topic>``.
+BACK_CHUNK = "rpc-back"
+
+_RPC_MAGIC = b"A0RR"
+_RPC_ATTACHMENT = struct.Struct("<4sB16sQ")  # magic, kind, sender bridge id, generation
+#: Kinds of request/reply messages between bridges.
+K_REQUEST, K_CANCEL, K_ACCEPT, K_REPLY, K_START, K_GONE = range(1, 7)
+_KINDS = frozenset(range(1, 7))
+
+
+def server_token_key(prefix, bridge_hex, generation, protocol, topic):
+    """The liveliness key a bridge declares while `topic`'s `protocol` server on its
+    machine is alive (`generation`: 1, 2... per server the bridge has seen there)."""
+    return f"{prefix}/{SERVER_CHUNK}/{bridge_hex}-{generation}/{protocol}/{topic}"
+
+
+def reqrep_key(prefix, chunk, bridge_hex, protocol, topic):
+    """The key of request/reply messages (`chunk` :data:`CALL_CHUNK` or
+    :data:`BACK_CHUNK`) addressed to the bridge `bridge_hex`."""
+    return f"{prefix}/{chunk}/{bridge_hex}/{protocol}/{topic}"
+
+
+def topic_of_reqrep_key(prefix, chunk, key):
+    """``(bridge chunk, protocol, topic)`` of a request/reply or server-token key under
+    `chunk`; WireError if `key` is not one."""
+    head = f"{prefix}/{chunk}/"
+    if not key.startswith(head):
+        raise WireError(f"key {key!r} is not under {head!r}")
+    who, _, rest = key[len(head):].partition("/")
+    protocol, _, name = rest.partition("/")
+    if not who or protocol not in REQREP:
+        raise WireError(f"key {key!r} names no bridge and request/reply protocol")
+    try:
+        return who, protocol, check_topic_name(name)
+    except ArgumentError as e:
+        raise WireError(f"key {key!r}: {e}") from None
+
+
+class RpcAttachment:
+    """What a request/reply message is: ``kind`` (:data:`K_REQUEST`...), ``sender``
+    (the sending bridge's id, bytes of a UUID) and ``generation`` (of the server a
+    server's bridge speaks for)."""
+
+    __slots__ = ("generation", "kind", "sender")
+
+    def __init__(self, kind, sender, generation=0):
+        self.kind = kind
+        self.sender = sender
+        self.generation = generation
+
+    def encode(self):
+        return _RPC_ATTACHMENT.pack(_RPC_MAGIC, self.kind, self.sender, self.generation)
+
+    @classmethod
+    def decode(cls, data):
+        """The attachment `data` holds; WireError if it is not one."""
+        if data is None or len(data) != _RPC_ATTACHMENT.size:
+            raise WireError("request/reply sample without a valid attachment")
+        magic, kind, sender, generation = _RPC_ATTACHMENT.unpack(data)
+        if magic != _RPC_MAGIC or kind not in _KINDS:
+            raise WireError(f"request/reply attachment magic {magic!r} kind {kind}")
+        return cls(kind, sender, generation)
+
+    @property
+    def sender_hex(self):
+        return uuid.UUID(bytes=self.sender).hex
