@@ -18,12 +18,25 @@ import pytest
 import zenoh  # the test extra has it: nothing here is skipped
 from helpers.procs import REPO
 
-from a0py import Cfg, CfgWatcher, Packet, Publisher, SubscriberSync
+from a0py import (
+    A0TimeoutError,
+    Cfg,
+    CfgWatcher,
+    Packet,
+    PrpcClient,
+    Publisher,
+    RpcClient,
+    RpcRemoteError,
+    RpcServerDiedError,
+    SubscriberSync,
+)
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
 from a0py.bridge.wire import Attachment, pubsub_key
 from a0py.proto import INIT_OLDEST
 from a0py.proto.log import LogListener, log_level
+from a0py.proto.prpc import is_done
+from a0py.proto.rpc import server_pid
 from a0py.proto.topic import Topic, list_topics, unlink_topic
 
 START_S = 20.0   # a bridge process prints its first line within this
@@ -499,6 +512,101 @@ def test_bad_configuration_is_a_clear_error(tmp_path):
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
 
+# --- RPC and PRPC across
+
+
+@pytest.fixture
+def rpc_servers():
+    """start(root, topic): an RPC + PRPC server process (tests/helpers/bridge_rpc_server.py)
+    under `root`, ready; killed at teardown."""
+    started = []
+    script = os.path.join(REPO, "tests", "helpers", "bridge_rpc_server.py")
+
+    def start(root, topic):
+        proc = subprocess.Popen([sys.executable, script, topic], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO))
+        started.append(proc)
+        ready, _, _ = select.select([proc.stdout], [], [], START_S)
+        assert ready and proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.poll() else ""
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
+    ba = bridges(a, ["svc/**"], "--connect", endpoint(port))
+    rpc_servers(b, "svc/math")
+    topic = Topic("svc/math", root=a)
+    client = RpcClient(topic, wait_for_server=LINK_S)
+    reply = client.send_blocking(b"echo:one", timeout=MSG_S, headers=[("h", "x")])
+    assert bytes(reply.payload) == b"one" and reply.headers["h"] == "x"
+    futures = [client.send(f"echo:{i}", timeout=MSG_S) for i in range(20)]
+    assert [bytes(f.result(MSG_S).payload) for f in futures] == [str(i).encode() for i in range(20)]
+    with pytest.raises(RpcRemoteError, match="asked to fail"):
+        client.send_blocking(b"fail", timeout=MSG_S)
+    got = list(PrpcClient(topic, wait_for_server=LINK_S).stream(b"5", timeout=MSG_S))
+    assert [bytes(p.payload) for p in got] == [b"0", b"1", b"2", b"3", b"4"]
+    assert [is_done(p) for p in got] == [False] * 4 + [True]
+    # A's clients see A's bridge as the live server; B's server stays B's own
+    assert server_pid(topic) == ba.proc.pid
+    assert server_pid(Topic("svc/math", root=b)) not in (None, bb.proc.pid)
+    sa, sb = ba.stop(), bb.stop()
+    assert sa["rpcs"]["svc/math"]["exported"] == 22 and sa["rpcs"]["svc/math"]["imported"] == 22
+    assert sb["rpcs"]["svc/math"]["imported"] == 22 and sb["rpcs"]["svc/math"]["exported"] == 22
+    assert sa["prpcs"]["svc/math"]["imported"] == 5 and sb["prpcs"]["svc/math"]["exported"] == 5
+
+
+def test_remote_timeouts_cancels_and_server_death_reach_the_client_as_locally(
+        machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    server = rpc_servers(b, "svc/hold")
+    client = RpcClient(Topic("svc/hold", root=a), wait_for_server=LINK_S)
+    assert bytes(client.send_blocking(b"echo:up", timeout=MSG_S).payload) == b"up"
+    # a client's timeout: A0TimeoutError here, and the cancel reaches the server's on_cancel
+    timed_out = client.send(b"hold", timeout=5.0)
+    with pytest.raises(A0TimeoutError, match="no reply within"):
+        timed_out.result(MSG_S)
+    assert [bytes(p.payload).decode() for p in wait_for(b, "svc/hold/cancels", 1)] == [timed_out.request_id]
+    # a cancelled future cancels the request there too
+    cancelled = client.send(b"hold")
+    wait_for(b, "svc/hold/held", 2)
+    cancelled.cancel()
+    assert bytes(wait_for(b, "svc/hold/cancels", 2)[1].payload).decode() == cancelled.request_id
+    # the server dies holding an accepted request: RpcServerDiedError
+    accepted = client.send(b"hold")
+    assert bytes(wait_for(b, "svc/hold/held", 3)[2].payload).decode() == accepted.request_id
+    server.kill()
+    with pytest.raises(RpcServerDiedError, match="died while handling"):
+        accepted.result(MSG_S)
+    # no server any more: the wait for one ends as locally
+    with pytest.raises(A0TimeoutError, match="no server alive for 1.0 s"):
+        RpcClient(Topic("svc/hold", root=a), wait_for_server=1.0).send_blocking(b"echo:x", timeout=MSG_S)
+
+
+def test_the_server_side_bridge_killed_fails_an_accepted_call(machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    rpc_servers(b, "svc/far")
+    client = RpcClient(Topic("svc/far", root=a), wait_for_server=LINK_S)
+    accepted = client.send(b"hold")
+    wait_for(b, "svc/far/held", 1)
+    bb.kill()
+    with pytest.raises(RpcServerDiedError):
+        accepted.result(LINK_S)
+
 
 def _ip(*args):
     subprocess.run(["ip", *args], check=True, timeout=20, capture_output=True)
@@ -554,6 +662,7 @@ def test_two_network_namespaces_with_private_shared_memory(two_namespaces):
     pub_id = json.loads(pub_out.splitlines()[0])["bridge"]
     lines = [json.loads(x) for x in sub_out.splitlines()[1:]]
     packets, status = lines[:-1], lines[-1]["status"]
+    assert lines[-1]["rpc"] == "pong:ping"  # an RPC server on A answered a client on B
     assert len(packets) == n
     for i, p in enumerate(packets):
         headers = dict(p["headers"])
