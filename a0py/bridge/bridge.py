@@ -22,7 +22,18 @@ import uuid
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, Root, Topic, check_topic_name, current_root, list_topics
+from ..proto.topic import (
+    CFG,
+    LOG,
+    PRPC,
+    PUBSUB,
+    RPC,
+    Root,
+    Topic,
+    check_topic_name,
+    current_root,
+    list_topics,
+)
 from .config import zenoh_config
 from .counts import TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError

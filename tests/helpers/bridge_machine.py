@@ -29,21 +29,21 @@ def main():
     with ZenohBridge(["robot/**"], reliable=True, **kw) as bridge:
         print(json.dumps({"bridge": bridge.id}), flush=True)
         if side == "pub":
-            # serves until the side ends (closed with the process; held by `server`)
-            server = RpcServer("robot/rpc", lambda req: req.reply(b"pong:" + bytes(req.pkt.payload)))
-            with Publisher("robot/probe") as probe, SubscriberSync("robot/ack", INIT_OLDEST) as ack:
-                while ack.read() is None:
-                    probe.pub(b"probe")
-                    if time.monotonic() > deadline:
-                        return 1
-                    time.sleep(0.1)
-            with Publisher(DATA) as pub, SubscriberSync("robot/done", INIT_OLDEST) as done:
-                for i in range(n):
-                    pub.pub(b"x" * (64 if i % 2 else 1 << 20), headers=[("i", str(i))])
-                while done.read() is None:
-                    if time.monotonic() > deadline:
-                        return 1
-                    time.sleep(0.05)
+            # serves robot/rpc for the whole side
+            with RpcServer("robot/rpc", lambda req: req.reply(b"pong:" + bytes(req.pkt.payload))):
+                with Publisher("robot/probe") as probe, SubscriberSync("robot/ack", INIT_OLDEST) as ack:
+                    while ack.read() is None:
+                        probe.pub(b"probe")
+                        if time.monotonic() > deadline:
+                            return 1
+                        time.sleep(0.1)
+                with Publisher(DATA) as pub, SubscriberSync("robot/done", INIT_OLDEST) as done:
+                    for i in range(n):
+                        pub.pub(b"x" * (64 if i % 2 else 1 << 20), headers=[("i", str(i))])
+                    while done.read() is None:
+                        if time.monotonic() > deadline:
+                            return 1
+                        time.sleep(0.05)
         else:
             with SubscriberSync("robot/probe", INIT_OLDEST) as probe:
                 probe.read_blocking(timeout=LIMIT_S)
