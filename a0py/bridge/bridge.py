@@ -14,14 +14,18 @@ Invariants:
 """
 
 import importlib
+import json
 import logging
+import os
 import socket
 import threading
+import time
 import uuid
 
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
+from ..proto.pubsub import Publisher
 from ..proto.topic import (
     CFG,
     LOG,
@@ -35,7 +39,7 @@ from ..proto.topic import (
     list_topics,
 )
 from .config import zenoh_config
-from .counts import TopicCounts
+from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
 from .exchange import Exporter, Importer, compile_sizes, init_for
 from .reqrep import ReqRep
@@ -124,12 +128,14 @@ class ZenohBridge:
         self._stopping = threading.Event()
         self._reporter = None
         self._reported = {}
+        self._published = None
 
     # --- what the parts share
 
     def matches(self, name):
-        """Whether topic `name` matches one of the bridge's globs."""
-        return any(m(name) for m in self._matchers)
+        """Whether topic `name` matches one of the bridge's globs (the bridge's own
+        status topic never does: each machine's bridge keeps its own)."""
+        return name != STATUS_TOPIC and any(m(name) for m in self._matchers)
 
     def counts_of(self, protocol, name):
         """The counters of topic `name`'s `protocol` packets (made on first use)."""
@@ -171,6 +177,8 @@ class ZenohBridge:
         except BaseException:
             self.stop()
             raise
+        self._published = None
+        self._publish_status()
         self._reporter = threading.Thread(target=self._report_loop, name="a0py-bridge-report",
                                           daemon=True)
         self._reporter.start()
@@ -223,6 +231,7 @@ class ZenohBridge:
         if reporter is not None:
             reporter.join(timeout)
             self._report()
+            self._publish_status(running=False)
 
     def __enter__(self):
         return self.start()
@@ -253,8 +262,25 @@ class ZenohBridge:
         while not self._stopping.wait(self.report_interval):
             try:
                 self._report()
+                self._publish_status()
             except Exception:
                 _log.exception("bridge: reporting losses failed")
+
+    def _publish_status(self, running=True):
+        """Writes the status into the status topic (for ``a0py ls`` and ``info``) if it
+        changed since it was last written."""
+        status = self.status()
+        status["running"] = running
+        if status == self._published:
+            return
+        doc = dict(status, pid=os.getpid(), time_wall=time.time_ns())
+        try:
+            with Publisher(Topic(STATUS_TOPIC, root=self.root)) as pub:
+                pub.pub(json.dumps(doc, sort_keys=True))
+        except Exception as e:  # a full disk, a topic of another kind: the bridge goes on
+            _log.warning("bridge: cannot write its status to %r: %s", STATUS_TOPIC, e)
+            return
+        self._published = status
 
     def _report(self):
         if self.log_topic is None:

@@ -202,7 +202,18 @@ def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bri
     time.sleep(QUIET_S)
     assert len(drain(a, "robot/data")) == 300
     assert len(drain(b, "robot/data")) == 300
+    # each side's `a0py info` shows what its bridge carried of the topic, while it runs
+    deadline = time.monotonic() + MSG_S
+    while "imported 300" not in (info_b := cli(b, "info", "robot/data")):
+        assert time.monotonic() < deadline, info_b
+        time.sleep(0.2)
+    assert f"bridge     {bb.id} on " in info_b and "(running" in info_b
+    assert "pubsub: exported 0, imported 300; undelivered: none" in info_b
     sa, sb = ba.stop(), bb.stop()
+    info_a = cli(a, "info", "robot/data")
+    assert "pubsub: exported 300, imported 0; undelivered: none" in info_a and "(stopped" in info_a
+    assert ls_row(a, "robot/data")[-1] == "0" and ls_row(b, "robot/data")[-1] == "0"
+    assert ls_row(a, "robot/probe")[-1] == "0"
     assert sa["topics"]["robot/data"]["exported"] == 300
     assert sb["topics"]["robot/data"]["imported"] == 300
     assert sb["topics"]["robot/data"]["lost"] == 0
@@ -267,6 +278,15 @@ def cli(root, *args):
                          env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def ls_row(root, name):
+    """The cells of topic `name`'s row in ``a0py ls`` under `root`."""
+    out = cli(root, "ls")
+    header = out.splitlines()[0].split()
+    assert header[-1] == "UNDELIVERED", out
+    rows = [line.split() for line in out.splitlines()[1:]]
+    return next(r for r in rows if r[0] == name)
 
 
 def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(machines, bridges):
@@ -463,6 +483,9 @@ def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, b
     assert counts["duplicates"] == 2   # first+1 again, and first+2 after first+4
     assert counts["lost"] == 2         # first+2 and first+3, as seen when first+4 came
     assert "robot/lossy" in logs[-1].payload.decode() and logs[-1].headers["lost"] == "2"
+    # and in `a0py ls` / `a0py info` of the bridge's root
+    assert ls_row(b, "robot/lossy")[-1] == "2"
+    assert ", 2 duplicates dropped; undelivered: lost 2" in cli(b, "info", "robot/lossy")
 
 
 def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
