@@ -41,7 +41,7 @@ from ..proto.topic import (
 from .config import zenoh_config
 from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
-from .exchange import Exporter, Importer, compile_sizes, init_for
+from .exchange import Exporter, ExportLoop, Importer, PubsubExporter, compile_sizes, init_for
 from .reqrep import ReqRep
 from .wire import BRIDGED, REQREP, check_prefix
 
@@ -125,6 +125,7 @@ class ZenohBridge:
         self._discoveries = []
         self._importer = None
         self._reqrep = None
+        self._export_loops = []
         self._stopping = threading.Event()
         self._reporter = None
         self._reported = {}
@@ -193,13 +194,23 @@ class ZenohBridge:
                 return
             self._exporters[key] = None  # claimed: a second glob's discovery skips it
         try:
-            exporter = Exporter(self, protocol, name, init_for(key in self._existing))
+            init = init_for(key in self._existing)
+            if protocol == PUBSUB:
+                exporter = PubsubExporter(self, name, init)
+            else:
+                exporter = Exporter(self, protocol, name, init)
         except Exception:
             with self._lock:
                 del self._exporters[key]
             raise
         with self._lock:
             self._exporters[key] = exporter
+            if protocol == PUBSUB and not self._stopping.is_set():
+                loop = next((lp for lp in self._export_loops if len(lp) < lp.capacity), None)
+                if loop is None:
+                    loop = ExportLoop()
+                    self._export_loops.append(loop)
+                loop.add(exporter)
         if self._stopping.is_set():
             exporter.close()
 
@@ -213,6 +224,9 @@ class ZenohBridge:
         with self._lock:
             exporters = [e for e in self._exporters.values() if e is not None]
             self._exporters = {}
+            loops, self._export_loops = self._export_loops, []
+        for loop in loops:
+            loop.close(timeout)
         for e in exporters:
             e.close()
         if self._reqrep is not None:

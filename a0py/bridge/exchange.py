@@ -32,15 +32,27 @@ import logging
 import threading
 
 from .. import _core
-from ..errors import A0Error, FrameTooLargeError
+from ..errors import A0Error, BufferTooSmallError, FrameTooLargeError, PacketCorruptError
 from ..proto.cfg import CfgWatcher
 from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
-from .wire import BRIDGED, ORIGIN, Attachment, WireError, bridged_packet, key_of, topic_of_key
+from .wire import (
+    BRIDGED,
+    FRAME_PREFIX,
+    ORIGIN,
+    Attachment,
+    BatchAttachment,
+    WireError,
+    batch_frames,
+    bridged_packet,
+    decode_attachment,
+    key_of,
+    topic_of_key,
+)
 
-__all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]
+__all__ = ["ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -52,6 +64,142 @@ _FRAMES_PER_TOPIC = 4
 # How long the importer waits for a configuration's writers' lock (a local writer holds
 # it only while it merges one document).
 _CFG_LOCK_S = 5.0
+# A pub/sub batch holds at most this many packets and, past its first packet, this many
+# bytes (Zenoh's own network batches are 64 KiB; a larger sample is fragmented).
+_BATCH_FRAMES = 256
+_BATCH_BYTES = 60 * 1024
+# How often an idle export loop looks for exporters added meanwhile (it is also woken).
+_EXPORT_IDLE_S = 0.5
+
+
+class PubsubExporter:
+    """Sends one local topic's pub/sub packets to Zenoh in batches: whatever its ring
+    holds past the bridge's cursor when the export loop looks (up to ``_BATCH_FRAMES``
+    packets or ``_BATCH_BYTES`` bytes), read raw (no decoding) into one sample. Packets
+    that came through a bridge are left out of the batch."""
+
+    def __init__(self, bridge, name, init):
+        self.counts = bridge.counts_of(PUBSUB, name)
+        self.name = name
+        self._bridge = bridge
+        self._seq = 0
+        self.arena = topic_arena(Topic(name, root=bridge.root), PUBSUB, create=False)
+        self._transport = _core.Transport(self.arena)
+        if init == INIT_AWAIT_NEW:
+            with self._transport.lock() as t:
+                if not t.empty:
+                    t.jump_tail()
+        self._missed = 0
+        self._buf = bytearray(_BATCH_BYTES)
+        self._publisher = bridge.session.declare_publisher(
+            key_of(bridge.prefix, PUBSUB, name), congestion_control=bridge.congestion_control)
+        self.closed = False
+
+    def pump(self):
+        """Sends one batch; returns whether it read any packet (the loop calls it until
+        it reads none). On the export loop's thread only."""
+        buf = self._buf
+        try:
+            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(
+                buf, max_frames=_BATCH_FRAMES)
+        except BufferTooSmallError as e:  # one packet larger than a batch: a sample of its own
+            buf = bytearray(e.needed)
+            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(buf, max_frames=1)
+        missed = self._transport.missed
+        if missed != self._missed:
+            self.counts.missed_local += missed - self._missed
+            self._missed = missed
+        if not frames:
+            return False
+        view = memoryview(buf)
+        kept, off, dropped = [], 0, False
+        for _ in range(frames):
+            _seq, size = FRAME_PREFIX.unpack_from(view, off)
+            end = off + FRAME_PREFIX.size + size
+            try:
+                bridged = _core.packet_has_header(view[off + FRAME_PREFIX.size:end], ORIGIN)
+            except PacketCorruptError:
+                bridged = False  # sent as it is: the far side counts it as corrupt
+            if bridged:
+                dropped = True
+            else:
+                kept.append(view[off:end])
+            off = end
+        if kept:
+            payload = bytes(view[:nbytes]) if not dropped else b"".join(kept)
+            att = BatchAttachment(self._bridge.id_bytes, self._seq + 1, len(kept), self._bridge.host)
+            try:
+                self._publisher.put(payload, attachment=att.encode())
+            except Exception as e:  # zenoh's ZError: the session is closing
+                _log.debug("bridge: export of %r stopped: %s", self.name, e)
+                return False
+            self._seq += len(kept)
+            self.counts.exported += len(kept)
+        del view, kept
+        return True
+
+    def close(self):
+        self.closed = True
+        try:
+            self._publisher.undeclare()
+        except Exception:  # the session closed first
+            pass
+
+
+class ExportLoop:
+    """One thread that waits on the rings of up to ``MultiWait.capacity`` exported
+    topics at once and sends what each holds (:meth:`PubsubExporter.pump`)."""
+
+    def __init__(self):
+        self._wait = _core.MultiWait()
+        self.capacity = self._wait.capacity
+        self._lock = threading.Lock()
+        self._exporters = {}  # id(arena) -> exporter
+        self._changed = False
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="a0py-bridge-export", daemon=True)
+        self._thread.start()
+
+    def __len__(self):
+        return len(self._exporters)
+
+    def add(self, exporter):
+        with self._lock:
+            self._exporters[id(exporter.arena)] = exporter
+            self._changed = True
+        self._wait.wake()
+
+    def remove(self, exporter):
+        with self._lock:
+            if self._exporters.get(id(exporter.arena)) is exporter:
+                del self._exporters[id(exporter.arena)]
+                self._changed = True
+        self._wait.wake()
+
+    def _run(self):
+        by_arena = {}
+        while not self._stop:
+            with self._lock:
+                if self._changed:
+                    by_arena = dict(self._exporters)
+                    self._wait.set_arenas([e.arena for e in by_arena.values()])
+                    self._changed = False
+            for arena in self._wait.changed():
+                exporter = by_arena.get(id(arena))
+                if exporter is None:
+                    continue
+                try:
+                    while not exporter.closed and not self._stop and exporter.pump():
+                        pass
+                except Exception:
+                    if not exporter.closed and not self._stop:
+                        _log.exception("bridge: exporting %r", exporter.name)
+            self._wait.wait(_EXPORT_IDLE_S)
+
+    def close(self, timeout=5.0):
+        self._stop = True
+        self._wait.wake()
+        self._thread.join(timeout)
 
 
 class Exporter:
@@ -139,55 +287,80 @@ class Importer:
         try:
             protocol, name = topic_of_key(bridge.prefix, str(sample.key_expr))
             raw_att = sample.attachment
-            att = Attachment.decode(None if raw_att is None else raw_att.to_bytes())
+            att = decode_attachment(None if raw_att is None else raw_att.to_bytes())
         except WireError as e:
             self._refuse(e)
             return
         if att.origin == bridge.id_bytes or not bridge.matches(name):
             return
         data = sample.payload.to_bytes()
+        batch = isinstance(att, BatchAttachment)
         with self._lock:
             state = self._topics.get((protocol, name))
             if state is None:
                 state = self._topics[protocol, name] = _Imported(bridge.counts_of(protocol, name))
             counts = state.counts
-            last = state.last.get(att.origin)
-            if last is not None:
-                if att.seq <= last:
-                    counts.duplicates += 1
-                    return
-                if att.seq > last + 1:
-                    counts.lost += att.seq - last - 1
-            elif len(state.last) >= _MAX_ORIGINS:
-                del state.last[next(iter(state.last))]
-            state.last[att.origin] = att.seq
             try:
-                frame = bridged_packet(data, att)
+                frames = batch_frames(data, att.count) if batch else [data]
             except WireError as e:
-                counts.corrupt += 1
+                counts.corrupt += att.count
                 _log.debug("bridge: topic %r: refused a sample: %s", name, e)
                 return
-            try:
-                if state.transport is None:
-                    state.transport = self._open(protocol, name, len(frame))
-                    if protocol == CFG:
-                        state.writers_lock = _core.Deadman(state.transport.arena)
-                if state.writers_lock is None:
-                    state.transport.write(frame)
-                else:
-                    state.writers_lock.take(_CFG_LOCK_S)
-                    try:
-                        state.transport.write(frame)
-                    finally:
-                        state.writers_lock.release()
-            except FrameTooLargeError:
-                counts.too_large += 1
-                return
-            except A0Error as e:
-                counts.write_errors += 1
-                _log.warning("bridge: cannot write topic %r: %s", name, e)
-                return
-            counts.imported += 1
+            first = att.seq
+            last = state.last.get(att.origin)
+            if last is not None:
+                if first + len(frames) - 1 <= last:
+                    counts.duplicates += len(frames)
+                    return
+                if first <= last:  # partly seen already
+                    counts.duplicates += last - first + 1
+                    frames = frames[last - first + 1:]
+                    first = last + 1
+                elif first > last + 1:
+                    counts.lost += first - last - 1
+            elif len(state.last) >= _MAX_ORIGINS:
+                del state.last[next(iter(state.last))]
+            state.last[att.origin] = first + len(frames) - 1
+            out = []
+            for i, frame in enumerate(frames):
+                try:
+                    out.append(bridged_packet(frame, att, first + i))
+                except WireError as e:
+                    counts.corrupt += 1
+                    _log.debug("bridge: topic %r: refused a packet: %s", name, e)
+            del frames
+            if out:
+                self._write(state, protocol, name, out)
+
+    def _write(self, state, protocol, name, frames):
+        counts = state.counts
+        try:
+            if state.transport is None:
+                state.transport = self._open(protocol, name, max(len(f) for f in frames))
+                if protocol == CFG:
+                    state.writers_lock = _core.Deadman(state.transport.arena)
+            fits = state.transport.max_frame_size
+            if any(len(f) > fits for f in frames):
+                counts.too_large += sum(len(f) > fits for f in frames)
+                frames = [f for f in frames if len(f) <= fits]
+                if not frames:
+                    return
+            if state.writers_lock is None:
+                state.transport.write_many(frames)
+            else:
+                state.writers_lock.take(_CFG_LOCK_S)
+                try:
+                    state.transport.write_many(frames)
+                finally:
+                    state.writers_lock.release()
+        except FrameTooLargeError:
+            counts.too_large += len(frames)
+            return
+        except A0Error as e:
+            counts.write_errors += len(frames)
+            _log.warning("bridge: cannot write topic %r: %s", name, e)
+            return
+        counts.imported += len(frames)
 
     def _open(self, protocol, name, frame_size):
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
