@@ -91,6 +91,7 @@ class PubsubExporter:
                     t.jump_tail()
         self._missed = 0
         self._buf = bytearray(_BATCH_BYTES)
+        self._big = None
         self._publisher = bridge.session.declare_publisher(
             key_of(bridge.prefix, PUBSUB, name), congestion_control=bridge.congestion_control)
         self.closed = False
@@ -102,8 +103,13 @@ class PubsubExporter:
         try:
             frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(
                 buf, max_frames=_BATCH_FRAMES)
-        except BufferTooSmallError as e:  # one packet larger than a batch: a sample of its own
-            buf = bytearray(e.needed)
+        except BufferTooSmallError as e:
+            # One packet larger than a batch: a sample of its own, read into a buffer kept
+            # for the next one (a camera's frames are all one size: no new buffer, and
+            # the buffer itself is the sample's payload).
+            if self._big is None or len(self._big) != e.needed:
+                self._big = bytearray(e.needed)
+            buf = self._big
             frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(buf, max_frames=1)
         missed = self._transport.missed
         if missed != self._missed:
@@ -126,7 +132,12 @@ class PubsubExporter:
                 kept.append(view[off:end])
             off = end
         if kept:
-            payload = bytes(view[:nbytes]) if not dropped else b"".join(kept)
+            if dropped:
+                payload = b"".join(kept)
+            elif nbytes == len(buf):
+                payload = buf  # Zenoh copies it into the sample
+            else:
+                payload = bytes(view[:nbytes])
             att = BatchAttachment(self._bridge.id_bytes, self._seq + 1, len(kept), self._bridge.host)
             try:
                 self._publisher.put(payload, attachment=att.encode())
