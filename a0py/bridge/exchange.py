@@ -42,11 +42,12 @@ from .wire import (
     BRIDGED,
     FRAME_PREFIX,
     ORIGIN,
+    SEQ,
     Attachment,
     BatchAttachment,
     WireError,
     batch_frames,
-    bridged_packet,
+    bridge_headers,
     decode_attachment,
     key_of,
     topic_of_key,
@@ -265,13 +266,19 @@ class Exporter:
 
 
 class _Imported:
-    __slots__ = ("counts", "last", "transport", "writers_lock")
+    __slots__ = ("counts", "fits", "last", "transport", "writers_lock")
 
     def __init__(self, counts):
         self.counts = counts
         self.transport = None
+        self.fits = 0  # the largest frame the topic's arena takes
         self.writers_lock = None  # a configuration's (a0py.Cfg's) writers' lock
         self.last = {}
+
+
+# Keys and senders remembered by the importer (what it learns from a key expression or an
+# attachment's origin and host), forgotten all at once past this many.
+_MAX_CACHED = 4096
 
 
 class Importer:
@@ -284,6 +291,8 @@ class Importer:
         self._sizes = sizes
         self._lock = threading.Lock()
         self._topics = {}
+        self._keys = {}     # key expression -> (protocol, topic), or None: not ours
+        self._senders = {}  # (origin, host bytes) -> the bridge headers but the seq
         self._subscribers = [bridge.session.declare_subscriber(
             key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
@@ -292,24 +301,49 @@ class Importer:
         self._bridge.bad_samples += 1
         _log.debug("bridge: refused a sample: %s", why)
 
+    def _topic_of(self, key):
+        """``(protocol, topic)`` of a key expression, None if the bridge does not import
+        it; WireError if it names no topic. Remembered per key."""
+        found = self._keys.get(key, False)
+        if found is False:
+            protocol, name = topic_of_key(self._bridge.prefix, key)
+            found = (protocol, name) if self._bridge.matches(name) else None
+            if len(self._keys) >= _MAX_CACHED:
+                self._keys.clear()
+            self._keys[key] = found
+        return found
+
+    def _headers_of(self, att):
+        """The bridge headers (origin, host) of packets exported as `att`."""
+        sender = (att.origin, att.host)
+        headers = self._senders.get(sender)
+        if headers is None:
+            if len(self._senders) >= _MAX_CACHED:
+                self._senders.clear()
+            headers = self._senders[sender] = bridge_headers(att)[:2]
+        return headers
+
     def _on_sample(self, sample):
         # On a Zenoh thread; nothing in the sample is trusted.
         bridge = self._bridge
         try:
-            protocol, name = topic_of_key(bridge.prefix, str(sample.key_expr))
+            found = self._topic_of(str(sample.key_expr))
+            if found is None:
+                return
             raw_att = sample.attachment
             att = decode_attachment(None if raw_att is None else raw_att.to_bytes())
         except WireError as e:
             self._refuse(e)
             return
-        if att.origin == bridge.id_bytes or not bridge.matches(name):
+        if att.origin == bridge.id_bytes:
             return
+        protocol, name = found
         data = sample.payload.to_bytes()
         batch = isinstance(att, BatchAttachment)
         with self._lock:
-            state = self._topics.get((protocol, name))
+            state = self._topics.get(found)
             if state is None:
-                state = self._topics[protocol, name] = _Imported(bridge.counts_of(protocol, name))
+                state = self._topics[found] = _Imported(bridge.counts_of(protocol, name))
             counts = state.counts
             try:
                 frames = batch_frames(data, att.count) if batch else [data]
@@ -333,12 +367,17 @@ class Importer:
                 del state.last[next(iter(state.last))]
             state.last[att.origin] = first + len(frames) - 1
             out = []
+            headers = self._headers_of(att)
             for i, frame in enumerate(frames):
                 try:
-                    out.append(bridged_packet(frame, att, first + i))
-                except WireError as e:
-                    counts.corrupt += 1
+                    packet = _core.packet_append_headers(frame, headers + [(SEQ, str(first + i))], ORIGIN)
+                except PacketCorruptError as e:
+                    packet = None
                     _log.debug("bridge: topic %r: refused a packet: %s", name, e)
+                if packet is None:  # not a packet, or bridged already
+                    counts.corrupt += 1
+                else:
+                    out.append(packet)
             del frames
             if out:
                 self._write(state, protocol, name, out)
@@ -348,10 +387,11 @@ class Importer:
         try:
             if state.transport is None:
                 state.transport = self._open(protocol, name, max(len(f) for f in frames))
+                state.fits = state.transport.max_frame_size
                 if protocol == CFG:
                     state.writers_lock = _core.Deadman(state.transport.arena)
-            fits = state.transport.max_frame_size
-            if any(len(f) > fits for f in frames):
+            fits = state.fits
+            if max(map(len, frames)) > fits:
                 counts.too_large += sum(len(f) > fits for f in frames)
                 frames = [f for f in frames if len(f) <= fits]
                 if not frames:
