@@ -32,7 +32,7 @@ from a0py import (
 )
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
-from a0py.bridge.wire import Attachment, pubsub_key
+from a0py.bridge.wire import FRAME_PREFIX, Attachment, BatchAttachment, pubsub_key
 from a0py.proto import INIT_OLDEST
 from a0py.proto.log import LogListener, log_level
 from a0py.proto.prpc import is_done
@@ -433,14 +433,26 @@ def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines
         s.put(pubsub_key("a0py", "robot/good"), already,
               attachment=Attachment(origin, seq + 2, "h").encode())
         s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq + 3, "h").encode())
+        # batches: one cut short, one whose count lies, one with a bad packet among good ones
+        framed = FRAME_PREFIX.pack(1, len(good)) + good
+        s.put(pubsub_key("a0py", "robot/good"), framed[:-5],
+              attachment=BatchAttachment(origin, seq + 4, 1, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed * 2,
+              attachment=BatchAttachment(origin, seq + 5, 3, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed + FRAME_PREFIX.pack(2, 3) + b"bad" + framed,
+              attachment=BatchAttachment(origin, seq + 8, 3, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed, attachment=BatchAttachment(origin, 0, 1, "h").encode())
         deadline = time.monotonic() + MSG_S
-        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 3):
+        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 10):
             assert time.monotonic() < deadline, "the good packet after the bad ones never came"
             time.sleep(0.05)
     status = bb.stop()
-    assert status["bad_samples"] == 3
-    assert status["topics"]["robot/good"]["corrupt"] == 2
-    assert all(p.payload == b"real" for p in drain(b, "robot/good"))
+    assert status["bad_samples"] == 4
+    # the two refused single packets, the cut batch (1), the lying one (3), the bad packet (1)
+    assert status["topics"]["robot/good"]["corrupt"] == 2 + 1 + 3 + 1
+    got = drain(b, "robot/good")
+    assert all(p.payload == b"real" for p in got)
+    assert [p.headers[SEQ] for p in got[-3:]] == [str(seq + 3), str(seq + 8), str(seq + 10)]
 
 
 def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, bridges):
