@@ -20,7 +20,9 @@ Workloads (medians of --repeats runs):
            in the payload to the receiving callback. Same host, same clock: p50, p99.
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
-           as a share of one core (the exporting and the importing side).
+           as a share of one core (the exporting and the importing side); beside it,
+           the same load put on 20 keys by a Zenoh session and received by another
+           (a Python callback per sample).
 
 A script, not a test: it asserts nothing about speed. The targets: 64 B msgs/s and
 1 MiB MB/s across the bridge at least 80 % of Zenoh's own; added latency p50 within
@@ -193,6 +195,38 @@ while t < end:
 """
 
 
+ZENOH_LOAD = """
+import sys, time, zenoh
+from a0py.bridge.config import zenoh_config
+topics, rate, seconds, ep = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
+    pubs = [s.declare_publisher(f"bench/zload/{i}", congestion_control=zenoh.CongestionControl.BLOCK)
+            for i in range(topics)]
+    payload = b"x" * 1024
+    t = time.monotonic()
+    end = t + seconds
+    while t < end:
+        t += 1.0 / rate
+        time.sleep(max(0.0, t - time.monotonic()))
+        for p in pubs:
+            p.put(payload)
+"""
+
+ZENOH_SINK = """
+import sys, threading, zenoh
+from a0py.bridge.config import zenoh_config
+with zenoh.open(zenoh_config(zenoh, listen=[sys.argv[1]])) as s:
+    count = [0]
+    def on_sample(sample):
+        sample.payload.to_bytes()
+        count[0] += 1
+    s.declare_subscriber("bench/zload/**", on_sample)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    print(count[0], flush=True)
+"""
+
+
 def percentiles(samples_ns):
     s = sorted(samples_ns)
     return s[len(s) // 2] / 1e3, s[min(len(s) - 1, int(len(s) * 0.99))] / 1e3
@@ -254,6 +288,33 @@ def bridge_cpu(topics, rate, seconds):
     return [(x - y) / elapsed * 100 for x, y in zip(after, before)]
 
 
+def zenoh_cpu(topics, rate, seconds):
+    """The same load between two Zenoh sessions of their own: the sending process's CPU
+    (it also paces the load) and the receiving one's (a Python callback taking each
+    sample's bytes)."""
+    ep = f"tcp/127.0.0.1:{free_port()}"
+    sink = subprocess.Popen([sys.executable, "-c", ZENOH_SINK, ep], env=env("shm:unused"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        sink.stdout.readline()
+        load = subprocess.Popen([sys.executable, "-c", ZENOH_LOAD, str(topics), str(rate),
+                                 str(seconds + 3), ep], env=env("shm:unused"))
+        time.sleep(2.0)
+        before = [cpu_seconds(p.pid) for p in (load, sink)]
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        after = [cpu_seconds(p.pid) for p in (load, sink)]
+        elapsed = time.monotonic() - t0
+        load.wait(timeout=60)
+        out, _ = sink.communicate("\n", timeout=30)
+        if int(out.split()[-1]) == 0:
+            raise SystemExit("cpu: no Zenoh sample arrived")
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+    return [(x - y) / elapsed * 100 for x, y in zip(after, before)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -280,8 +341,11 @@ def main():
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
         exporting, importing = bridge_cpu(20, 1000.0, seconds)
-        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s: exporting bridge {exporting:.1f} % "
-              f"of a core, importing bridge {importing:.1f} %", flush=True)
+        sending, receiving = zenoh_cpu(20, 1000.0, seconds)
+        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
+        print(f" bridge  exporting {exporting:5.1f}  importing {importing:5.1f}  (bridge processes)")
+        print(f"  zenoh  sending   {sending:5.1f}  receiving {receiving:5.1f}  (the sender also "
+              "paces the load)", flush=True)
 
 
 if __name__ == "__main__":
