@@ -5,7 +5,11 @@ Invariants:
 
 * One exporter per local topic and bridged protocol (pub/sub, log, cfg), however many globs
   match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
-  topic's arena of that protocol.
+  topic's arena of that protocol; pub/sub exporters are driven in batches by export
+  loops (one thread per 127 topics, :class:`~a0py.bridge.exchange.ExportLoop`). RPC and
+  PRPC topics are watched and stood in for by :mod:`a0py.bridge.reqrep`.
+* The bridge's status is kept in its root (:data:`~a0py.bridge.counts.STATUS_TOPIC`) for
+  ``a0py ls`` and ``a0py info``; that topic is never bridged.
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.

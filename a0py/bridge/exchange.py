@@ -1,5 +1,6 @@
-"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets, log
-messages or configuration versions to Zenoh) and :class:`Importer` (Zenoh to local
+"""Packets across the bridge: :class:`PubsubExporter` (a local topic's pub/sub packets
+to Zenoh, in batches, driven by an :class:`ExportLoop`), :class:`Exporter` (its log
+messages or configuration versions, one a sample) and :class:`Importer` (Zenoh to local
 topics). Log messages and configuration versions are packets in a ring as pub/sub
 packets are (a configuration version is a whole JSON document), and travel the same way
 under their own keys.
@@ -11,9 +12,13 @@ Invariants:
   again. So every packet crosses the network once, from the bridge of the machine where
   it was published to each bridge subscribed to its key, whatever the topology, and no
   loop can form.
-* The importer ignores samples its own session sent, and writes a sample of a given
-  (exporting bridge, topic) only if its number is above the last one written: a sample
-  seen twice is written once (``duplicates``), a gap is counted as ``lost``.
+* The importer ignores samples its own session sent, and writes a packet of a given
+  (exporting bridge, topic) only if its number is above the last one written: a packet
+  seen twice is written once (``duplicates``, a batch partly seen included), a gap is
+  counted as ``lost``. A batch's packets are written with one lock, in order.
+* Pub/sub packets are read raw from the ring and spliced, never decoded: the exporter
+  only looks up the origin header in each packet's index, the importer checks each
+  packet's layout and adds the bridge headers in one binding call.
 * Topics present when the bridge starts are exported from their next packet (a
   restarted bridge sends nothing twice); topics that appear later are exported from
   their oldest packet (nothing published between the topic's creation and the bridge
@@ -24,8 +29,9 @@ Invariants:
   swapped at start), only those written since. The importer writes a version holding
   the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
   merges into a version the bridge has just replaced.
-* User callbacks of a0py never run under an arena lock, so the exporter's Zenoh put
-  (which may block under the block policy) never holds a topic's lock.
+* No arena lock is held across a Zenoh put (which may block under the block policy):
+  the export loop reads without the lock, and user callbacks of a0py never run under
+  one.
 """
 
 import logging
