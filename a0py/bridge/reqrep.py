@@ -32,9 +32,11 @@ Invariants:
 
 * A bridge announces only servers of other processes (never its own stand-in), so no
   request crosses the network twice, whatever the topology.
-* A request is written on the server's machine at most once (the server's bridge
-  remembers the ids it wrote); a request sent to a server that died before accepting
-  it goes back to waiting on the client's machine, and is sent to the next server.
+* A request is written on the server's machine at most once. One its server had not
+  accepted when it died stays in that ring, as a local client's would: the next server
+  there serves it, and both bridges keep its route (which bridge asked, which bridge
+  holds it) until it is answered or cancelled, whichever server the client's machine
+  stands in for meanwhile.
 * Nothing received is trusted: a message whose attachment, key or packet does not
   parse, or that names a request this bridge did not forward, is counted and dropped.
 * Requests waiting on the client's machine when the stand-in starts are served as a
@@ -231,14 +233,23 @@ class _Served(_Endpoint):
             start = _core.Packet([(SERVER, h.get(SERVER, "?"))], b"").to_bytes()
             for client in dead:
                 self.send(BACK_CHUNK, client, K_START, start, self.generation)
+            # A server that started after the last one died: announced before anything
+            # it writes is sent (its accepts and replies carry its generation).
+            self._announce()
 
-    def tick(self):
+    def _announce(self):
+        """Declares the token of a server found alive: a new generation, so that what
+        this bridge sends for it is told from what it sent for the one before."""
         rr = self.rr
-        alive = live_server_pid(self.deadman) is not None and not rr.proxied(self.key)
-        if alive and self.token is None:
+        if self.token is None and not rr.proxied(self.key):
             self.generation += 1
             self.token = rr.declare_token(server_token_key(rr.prefix, rr.id_hex, self.generation,
                                                            self.protocol, self.name))
+
+    def tick(self):
+        alive = live_server_pid(self.deadman) is not None and not self.rr.proxied(self.key)
+        if alive and self.token is None:
+            self._announce()
         elif not alive and self.token is not None:
             # Whatever the server wrote before it died was sent above (this runs after
             # each read); the clients' bridges hear of the death after it.
@@ -246,7 +257,8 @@ class _Served(_Endpoint):
 
     def _gone(self):
         clients = {call[0] for call in self.calls.values()}
-        self.calls = {}
+        # the accepted calls died with the server; the others wait in the ring for the next
+        self.calls = {rid: call for rid, call in self.calls.items() if not call[2]}
         for client in clients:
             self.send(BACK_CHUNK, client, K_GONE, b"", self.generation)
         token, self.token = self.token, None
@@ -271,7 +283,7 @@ class _Proxy(_Endpoint):
         #                       must not announce it as a local server
         self.scanning = True  # reading what was in the ring before our first look
         self.pending = {}     # request id -> packet: waiting for a server
-        self.forwarded = {}   # request id -> [seq here, packet, accepted]
+        self.forwarded = {}   # request id -> [seq here, packet, accepted, the server's bridge hex]
         self.thread.start()
 
     @property
@@ -297,8 +309,9 @@ class _Proxy(_Endpoint):
         elif kind == T_CANCEL:
             rid = h.get(REQ)
             self.pending.pop(rid, None)
-            if self.forwarded.pop(rid, None) is not None and self.held:
-                self.send(CALL_CHUNK, self.server[0], K_CANCEL, _core.Packet([(REQ, rid)], b"").to_bytes())
+            call = self.forwarded.pop(rid, None)
+            if call is not None:
+                self.send(CALL_CHUNK, call[3], K_CANCEL, _core.Packet([(REQ, rid)], b"").to_bytes())
         elif kind == T_REPLY:
             self.pending.pop(h.get(REQ), None)  # another server answered it
         elif kind == T_ACCEPT:
@@ -311,11 +324,17 @@ class _Proxy(_Endpoint):
             self.scanning = False
         if self.held or not self.servers or self.scanning:
             return
+        self._take(next(iter(self.servers)))
+
+    def _take(self, server):
+        """Stands in for `server` ((bridge hex, generation)) if no local server holds the
+        deadman: takes it, writes a start (as a server does before it accepts anything),
+        sends the requests waiting here."""
         self.taking = True
         if not keeper_call(self.deadman.try_take):
             self.taking = False
             return  # a local server (or another stand-in) serves the topic
-        self.server = next(iter(self.servers))
+        self.server = server
         self.writer.pub(b"", [(TYPE, T_START), (SERVER, f"bridge {self.rr.id_hex} pid {os.getpid()}")])
         now = time.monotonic_ns()
         pending, self.pending = self.pending, {}
@@ -342,19 +361,17 @@ class _Proxy(_Endpoint):
         deadline = h.get(DEADLINE)
         if deadline is not None:
             headers.append((BUDGET, str(header_int(deadline, now) - now)))
-        self.forwarded[pkt.id] = [pkt.seq, pkt, False]
+        self.forwarded[pkt.id] = [pkt.seq, pkt, False, self.server[0]]
         self.send(CALL_CHUNK, self.server[0], K_REQUEST,
                   _core.Packet(headers, pkt.payload, id=pkt.id).to_bytes())
         self.counts.exported += 1
 
     def _release(self):
-        """The remote server is gone: the local clients see the deadman released. The
-        requests it had not accepted wait for the next server."""
+        """The remote server is gone: the local clients see the deadman released (the
+        calls it accepted fail). The requests it had not accepted wait in its ring for
+        the next server there, whose answers still come back here."""
         self.server = None
-        for rid, (_seq, pkt, accepted) in self.forwarded.items():
-            if not accepted:
-                self.pending[rid] = pkt
-        self.forwarded = {}
+        self.forwarded = {rid: c for rid, c in self.forwarded.items() if not c[2]}
         try:
             keeper_call(self.deadman.release)
         except A0Error as e:
@@ -364,15 +381,22 @@ class _Proxy(_Endpoint):
     def on_back(self, kind, generation, sender_hex, pkt):
         """A message from the server's bridge; on a Zenoh thread."""
         with self.lock:
-            if self.closed or self.server != (sender_hex, generation):
-                self.counts.corrupt += 1
-                return
+            who = (sender_hex, generation)
+            current = self.server == who
+            if self.closed or (kind in (K_START, K_GONE) and not current):
+                return  # news of a server this bridge no longer stands in for
+            if not self.held and not self.scanning and kind in (K_ACCEPT, K_REPLY):
+                # A new server there answers a request it found waiting in its ring,
+                # before its token reached us: stand in for it first, so that our start
+                # comes before its accept, as a server's own start does.
+                self.servers[who] = True
+                self._take(who)
             h = pkt.headers
             if kind == K_REPLY:
                 rid = h.get(REQ)
                 call = self.forwarded.get(rid)
-                if call is None:
-                    return  # cancelled here meanwhile
+                if call is None or call[3] != sender_hex:
+                    return  # cancelled here meanwhile, or not sent there
                 if _ends(self.protocol, h):
                     del self.forwarded[rid]
                 self.writer.pub(pkt)
@@ -381,13 +405,14 @@ class _Proxy(_Endpoint):
                 through = 0
                 for rid in h.getall(REQ):
                     call = self.forwarded.get(rid)
-                    if call is not None:
+                    if call is not None and call[3] == sender_hex:
                         call[2] = True
                         through = max(through, call[0])
                 if through:
                     self.writer.pub(b"", [(TYPE, T_ACCEPT), (THROUGH, str(through))])
             elif kind == K_START:
-                self.forwarded = {rid: c for rid, c in self.forwarded.items() if not c[2]}
+                self.forwarded = {rid: c for rid, c in self.forwarded.items()
+                                  if not (c[2] and c[3] == sender_hex)}
                 self.writer.pub(b"", [(TYPE, T_START), (SERVER, h.get(SERVER, "?"))])
             elif kind == K_GONE:
                 self.servers.pop(self.server, None)

@@ -29,6 +29,7 @@ from a0py import (
     RpcRemoteError,
     RpcServerDiedError,
     SubscriberSync,
+    _core,
 )
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
@@ -573,6 +574,13 @@ def rpc_servers():
         proc.communicate(timeout=10)
 
 
+def rpc_ring_ids(root, name):
+    """The ids of the requests in topic `name`'s rpc ring under `root`."""
+    with _core.PacketReader(Topic(name, root=root).arena("rpc"), 0, 0) as reader:
+        return {p.id for p in reader.read_batch(10_000)
+                if not isinstance(p, Exception) and p.headers.get("a0_rpc_type") == "request"}
+
+
 def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_servers):
     a, b = machines(2)
     port = free_port()
@@ -627,6 +635,29 @@ def test_remote_timeouts_cancels_and_server_death_reach_the_client_as_locally(
     # no server any more: the wait for one ends as locally
     with pytest.raises(A0TimeoutError, match=r"no server alive for 1\.0 s"):
         RpcClient(Topic("svc/hold", root=a), wait_for_server=1.0).send_blocking(b"echo:x", timeout=MSG_S)
+
+
+def test_a_request_waiting_when_the_remote_server_dies_is_served_by_the_next(
+        machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    server = rpc_servers(b, "svc/next")
+    client = RpcClient(Topic("svc/next", root=a), wait_for_server=LINK_S)
+    blocked = client.send(b"block")  # accepted; its handler never returns
+    wait_for(b, "svc/next/held", 1)
+    waiting = client.send(b"echo:served")  # queued behind it, not accepted
+    deadline = time.monotonic() + MSG_S
+    while waiting.request_id not in rpc_ring_ids(b, "svc/next"):  # it reached the server's ring
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    server.kill()
+    with pytest.raises(RpcServerDiedError):
+        blocked.result(MSG_S)
+    assert not waiting.done()
+    rpc_servers(b, "svc/next")
+    assert bytes(waiting.result(LINK_S).payload) == b"served"
 
 
 def test_the_server_side_bridge_killed_fails_an_accepted_call(machines, bridges, rpc_servers):

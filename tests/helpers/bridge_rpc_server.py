@@ -2,7 +2,8 @@
 ``A0PY_ROOT`` naming its "machine". Prints ``ready`` once both serve.
 
 RPC requests: ``echo:TEXT`` is answered ``TEXT`` with the request's header ``h`` sent
-back as ``h``; ``fail`` raises in the handler; ``hold`` is accepted and never answered (its id is published on ``<TOPIC>/held``).
+back as ``h``; ``fail`` raises in the handler; ``hold`` is accepted and never answered (its id is published on ``<TOPIC>/held``);
+``block`` too, and its handler never returns (the requests after it wait unaccepted).
 The id of every cancelled request is published on ``<TOPIC>/cancels``. PRPC requests:
 ``N`` is answered by the messages ``0`` .. ``N-1``, the last one done.
 
@@ -25,8 +26,10 @@ def main():
             req.reply(text[5:], [("h", req.pkt.headers.get("h", ""))])
         elif text == "fail":
             raise ValueError("asked to fail")
-        elif text == "hold":
+        elif text in ("hold", "block"):
             held.pub(req.id)
+            if text == "block":
+                threading.Event().wait()
 
     def on_connect(conn):
         n = int(bytes(conn.pkt.payload))
