@@ -1,7 +1,8 @@
 """The bridge against Zenoh's own Python pub/sub, on loopback, in the same run.
 
-    python bench/bridge.py            # about half a minute on 2 cores
+    python bench/bridge.py            # about two minutes on 2 cores
     python bench/bridge.py --quick
+    python bench/bridge.py --only rate|latency|cpu
 
 Workloads (medians of --repeats runs):
 
@@ -13,8 +14,19 @@ Workloads (medians of --repeats runs):
            policy from its own Zenoh session (peer mode, TCP on 127.0.0.1); this
            process's session receives them (a callback counting). Same clock.
 
+  latency  one packet (64 B) every 2 ms, one way: across the bridge, from the
+           publisher's ``a0_time_mono`` (kept by the bridge) to the moment this process's
+           blocking read returns it under root B; for Zenoh, from a monotonic time put
+           in the payload to the receiving callback. Same host, same clock: p50, p99.
+  cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
+           time (user + system, /proc) each bridge process spends over --cpu-seconds,
+           as a share of one core (the exporting and the importing side); beside it,
+           the same load put on 20 keys by a Zenoh session and received by another
+           (a Python callback per sample).
+
 A script, not a test: it asserts nothing about speed. The targets: 64 B msgs/s and
-1 MiB MB/s across the bridge at least 80 % of Zenoh's own.
+1 MiB MB/s across the bridge at least 80 % of Zenoh's own; added latency p50 within
+Zenoh's own + 30 us; under 10 % of a core at 1 kHz x 20 topics.
 """
 
 import argparse
@@ -70,25 +82,43 @@ def env(root):
     return dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO)
 
 
-def bridge_rate(n, size):
-    tag = uuid.uuid4().hex[:8]
-    a, b = f"shm:bbench{tag}a", f"shm:bbench{tag}b"
-    ep = f"tcp/127.0.0.1:{free_port()}"
-    cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600"]
-    procs = [subprocess.Popen(cmd + ["--listen", ep, "bench/**"], env=env(a), stdout=subprocess.PIPE),
-             subprocess.Popen(cmd + ["--connect", ep, "bench/**"], env=env(b), stdout=subprocess.PIPE)]
-    try:
-        for p in procs:
+class Bridges:
+    """Two ``a0py bridge --reliable`` processes, roots ``a`` and ``b``, linked (a probe
+    crossed); stopped and their topics removed on exit."""
+
+    def __enter__(self):
+        tag = uuid.uuid4().hex[:8]
+        self.a, self.b = f"shm:bbench{tag}a", f"shm:bbench{tag}b"
+        ep = f"tcp/127.0.0.1:{free_port()}"
+        cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600"]
+        self.procs = [
+            subprocess.Popen(cmd + ["--listen", ep, "bench/**"], env=env(self.a), stdout=subprocess.PIPE),
+            subprocess.Popen(cmd + ["--connect", ep, "bench/**"], env=env(self.b), stdout=subprocess.PIPE)]
+        for p in self.procs:
             p.stdout.readline()
         # the route: a probe until it crosses
-        with Publisher(Topic("bench/probe", root=a)) as probe, \
-                SubscriberSync(Topic("bench/probe", root=b), INIT_OLDEST) as seen:
+        with Publisher(Topic("bench/probe", root=self.a)) as probe, \
+                SubscriberSync(Topic("bench/probe", root=self.b), INIT_OLDEST) as seen:
             deadline = time.monotonic() + 20
             while seen.read() is None:
                 probe.pub(b"p")
                 if time.monotonic() > deadline:
                     raise SystemExit("the bridges did not link within 20 s")
                 time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+            p.communicate(timeout=20)
+        for root in (self.a, self.b):
+            for name in list_topics(root):
+                unlink_topic(Topic(name, root=root))
+
+
+def bridge_rate(n, size):
+    with Bridges() as br:
+        a, b = br.a, br.b
         with SubscriberSync(Topic("bench/data", root=b, size="256M"), INIT_OLDEST) as sub:
             pub = subprocess.Popen([sys.executable, "-c", PUBLISH, str(n), str(size)], env=env(a))
             sub.read_blocking(timeout=30)
@@ -100,13 +130,6 @@ def bridge_rate(n, size):
             elapsed = time.perf_counter() - t0
             pub.wait(timeout=30)
             return (n - 1) / elapsed, sub.missed
-    finally:
-        for p in procs:
-            p.terminate()
-            p.communicate(timeout=20)
-        for root in (a, b):
-            for name in list_topics(root):
-                unlink_topic(Topic(name, root=root))
 
 
 def zenoh_rate(n, size):
@@ -129,20 +152,200 @@ def zenoh_rate(n, size):
     return (n - 1) / (times[-1] - times[0]), 0
 
 
+PACED = """
+import sys, time
+from a0py import Publisher, Topic
+n, period = int(sys.argv[1]), float(sys.argv[2])
+with Publisher(Topic("bench/lat", size="16M")) as pub:
+    t = time.monotonic()
+    for _ in range(n):
+        t += period
+        time.sleep(max(0.0, t - time.monotonic()))
+        pub.pub(b"x" * 64)
+"""
+
+PACED_ZENOH = """
+import struct, sys, time, zenoh
+from a0py.bridge.config import zenoh_config
+n, period, ep = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
+    pub = s.declare_publisher("bench/zlat", congestion_control=zenoh.CongestionControl.BLOCK)
+    time.sleep(1.0)
+    t = time.monotonic()
+    for _ in range(n):
+        t += period
+        time.sleep(max(0.0, t - time.monotonic()))
+        pub.put(struct.pack("<Q", time.monotonic_ns()) + b"x" * 56)
+    time.sleep(0.5)
+"""
+
+LOAD = """
+import sys, time
+from a0py import Publisher, Topic
+topics, rate, seconds = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+pubs = [Publisher(Topic(f"bench/load/{i}", size="4M")) for i in range(topics)]
+payload = b"x" * 1024
+t = time.monotonic()
+end = t + seconds
+while t < end:
+    t += 1.0 / rate
+    time.sleep(max(0.0, t - time.monotonic()))
+    for p in pubs:
+        p.pub(payload)
+"""
+
+
+ZENOH_LOAD = """
+import sys, time, zenoh
+from a0py.bridge.config import zenoh_config
+topics, rate, seconds, ep = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
+    pubs = [s.declare_publisher(f"bench/zload/{i}", congestion_control=zenoh.CongestionControl.BLOCK)
+            for i in range(topics)]
+    payload = b"x" * 1024
+    t = time.monotonic()
+    end = t + seconds
+    while t < end:
+        t += 1.0 / rate
+        time.sleep(max(0.0, t - time.monotonic()))
+        for p in pubs:
+            p.put(payload)
+"""
+
+ZENOH_SINK = """
+import sys, threading, zenoh
+from a0py.bridge.config import zenoh_config
+with zenoh.open(zenoh_config(zenoh, listen=[sys.argv[1]])) as s:
+    count = [0]
+    def on_sample(sample):
+        sample.payload.to_bytes()
+        count[0] += 1
+    s.declare_subscriber("bench/zload/**", on_sample)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    print(count[0], flush=True)
+"""
+
+
+def percentiles(samples_ns):
+    s = sorted(samples_ns)
+    return s[len(s) // 2] / 1e3, s[min(len(s) - 1, int(len(s) * 0.99))] / 1e3
+
+
+def bridge_latency(n, period):
+    with Bridges() as br, SubscriberSync(Topic("bench/lat", root=br.b, size="16M"), INIT_OLDEST) as sub:
+        pub = subprocess.Popen([sys.executable, "-c", PACED, str(n), str(period)], env=env(br.a))
+        lat = []
+        for _ in range(n):
+            pkt = sub.read_blocking(timeout=30)
+            lat.append(time.monotonic_ns() - int(pkt.headers["a0_time_mono"]))
+        pub.wait(timeout=30)
+    return percentiles(lat[n // 10:])  # the first ones cross while routes warm up
+
+
+def zenoh_latency(n, period):
+    import struct
+
+    ep = f"tcp/127.0.0.1:{free_port()}"
+    lat = []
+    done = threading.Event()
+
+    def on_sample(sample):
+        lat.append(time.monotonic_ns() - struct.unpack_from("<Q", sample.payload.to_bytes())[0])
+        if len(lat) == n:
+            done.set()
+
+    with zenoh.open(zenoh_config(zenoh, listen=[ep])) as s:
+        s.declare_subscriber("bench/zlat", on_sample)
+        sender = subprocess.Popen([sys.executable, "-c", PACED_ZENOH, str(n), str(period), ep],
+                                  env=env("shm:unused"))
+        done.wait(60 + n * period)
+        sender.wait(timeout=30)
+    return percentiles(lat[n // 10:])
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bridge_cpu(topics, rate, seconds):
+    with Bridges() as br:
+        load = subprocess.Popen([sys.executable, "-c", LOAD, str(topics), str(rate), str(seconds + 3)],
+                                env=env(br.a))
+        time.sleep(2.0)  # every topic discovered and flowing
+        before = [cpu_seconds(p.pid) for p in br.procs]
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        after = [cpu_seconds(p.pid) for p in br.procs]
+        elapsed = time.monotonic() - t0
+        load.wait(timeout=60)
+        with SubscriberSync(Topic("bench/load/0", root=br.b), INIT_OLDEST) as sub:
+            arrived = sub.read() is not None
+    if not arrived:
+        raise SystemExit("cpu: nothing crossed")
+    return [(x - y) / elapsed * 100 for x, y in zip(after, before)]
+
+
+def zenoh_cpu(topics, rate, seconds):
+    """The same load between two Zenoh sessions of their own: the sending process's CPU
+    (it also paces the load) and the receiving one's (a Python callback taking each
+    sample's bytes)."""
+    ep = f"tcp/127.0.0.1:{free_port()}"
+    sink = subprocess.Popen([sys.executable, "-c", ZENOH_SINK, ep], env=env("shm:unused"),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        sink.stdout.readline()
+        load = subprocess.Popen([sys.executable, "-c", ZENOH_LOAD, str(topics), str(rate),
+                                 str(seconds + 3), ep], env=env("shm:unused"))
+        time.sleep(2.0)
+        before = [cpu_seconds(p.pid) for p in (load, sink)]
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        after = [cpu_seconds(p.pid) for p in (load, sink)]
+        elapsed = time.monotonic() - t0
+        load.wait(timeout=60)
+        out, _ = sink.communicate("\n", timeout=30)
+        if int(out.split()[-1]) == 0:
+            raise SystemExit("cpu: no Zenoh sample arrived")
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+    return [(x - y) / elapsed * 100 for x, y in zip(after, before)]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--only", choices=("rate", "latency", "cpu"))
+    ap.add_argument("--cpu-seconds", type=float, default=10.0)
     args = ap.parse_args()
     repeats = 1 if args.quick else args.repeats
-    cases = [("64 B", 64, 5000 if args.quick else 50000), ("1 MiB", 1 << 20, 20 if args.quick else 200)]
-    print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}")
-    for label, size, n in cases:
-        for path, fn in (("bridge", bridge_rate), ("zenoh", zenoh_rate)):
-            runs = [fn(n, size) for _ in range(repeats)]
-            rate = statistics.median(r for r, _ in runs)
-            missed = max(m for _, m in runs)
-            print(f"{label:>6} {path:>7} {rate:>10.0f} {rate * size / 1e6:>9.1f} {missed:>7}", flush=True)
+    if args.only in (None, "rate"):
+        cases = [("64 B", 64, 5000 if args.quick else 50000), ("1 MiB", 1 << 20, 20 if args.quick else 200)]
+        print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}")
+        for label, size, n in cases:
+            for path, fn in (("bridge", bridge_rate), ("zenoh", zenoh_rate)):
+                runs = [fn(n, size) for _ in range(repeats)]
+                rate = statistics.median(r for r, _ in runs)
+                missed = max(m for _, m in runs)
+                print(f"{label:>6} {path:>7} {rate:>10.0f} {rate * size / 1e6:>9.1f} {missed:>7}", flush=True)
+    if args.only in (None, "latency"):
+        n = 500 if args.quick else 2500
+        print(f"latency, 64 B every 2 ms, one way ({n} packets, the first tenth left out)")
+        for path, fn in (("bridge", bridge_latency), ("zenoh", zenoh_latency)):
+            p50, p99 = fn(n, 0.002)
+            print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
+    if args.only in (None, "cpu"):
+        seconds = 3.0 if args.quick else args.cpu_seconds
+        exporting, importing = bridge_cpu(20, 1000.0, seconds)
+        sending, receiving = zenoh_cpu(20, 1000.0, seconds)
+        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
+        print(f" bridge  exporting {exporting:5.1f}  importing {importing:5.1f}  (bridge processes)")
+        print(f"  zenoh  sending   {sending:5.1f}  receiving {receiving:5.1f}  (the sender also "
+              "paces the load)", flush=True)
 
 
 if __name__ == "__main__":

@@ -1506,3 +1506,94 @@ cdef class PacketView:
     def __repr__(self):
         state = ("not entered", "open", "ended")[self.state]
         return f"<a0py.PacketView {self.reader._label} {state}>"
+
+
+def packet_append_headers(data, headers, refuse_key=None):
+    """The packet `data` (one encoded packet, bytes-like) with `headers` (pairs of
+    str) added after its own, everything else kept byte for byte: its id, its headers,
+    its standard block and its payload. The whole packet is checked as
+    :meth:`Packet.from_bytes` checks it (layout, every header's bounds), without
+    decoding its strings. Returns bytes, or None if the packet already has a header
+    named `refuse_key`.
+
+    (How a bridge adds its headers to a packet it carries: one copy, no decoding.)
+
+    Raises PacketCorruptError (`data` is not an a0py packet), ArgumentError (bad
+    headers or data)."""
+    cdef Py_buffer buf
+    cdef a0_packet_view_t v
+    cdef a0_check_info_t info
+    cdef a0_packet_header_t* h
+    cdef tuple extra = _check_headers(headers, False)
+    cdef uint32_t i, n, count
+    cdef uint64_t meta, total
+    cdef Py_ssize_t rk_len = -1
+    cdef const char* rk = NULL
+    cdef uint8_t* dst
+    if refuse_key is not None:
+        if not isinstance(refuse_key, str):
+            raise ArgumentError(f"refuse_key must be a str or None, not {type(refuse_key).__name__}")
+        rk = PyUnicode_AsUTF8AndSize(refuse_key, &rk_len)
+    info.field = NULL
+    _get_buffer(data, &buf)
+    try:
+        if a0_packet_view(<const uint8_t*>buf.buf, <uint64_t>buf.len, &v, &info):
+            raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
+        n = v.header_count
+        count = n + <uint32_t>len(extra)
+        h = <a0_packet_header_t*>malloc((count + 1) * sizeof(a0_packet_header_t))
+        if h == NULL:
+            raise MemoryError()
+        try:
+            for i in range(n):
+                if a0_packet_header(&v, i, &h[i], &info):
+                    raise PacketCorruptError(f"not an a0py packet: header {i}: {_corrupt_reason(&info)}")
+                if rk != NULL and h[i].key_len == <uint32_t>rk_len and \
+                        memcmp(h[i].key, rk, <size_t>rk_len) == 0:
+                    return None
+            _fill_headers(h + n, extra)
+            if a0_packet_encoded_size(h, count, v.payload_size, &meta, &total):
+                raise ArgumentError(f"a packet of {v.payload_size} payload bytes and {count} headers "
+                                    "is too large to encode")
+            out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
+            dst = <uint8_t*>PyBytes_AS_STRING(out)
+            a0_packet_encode_meta(dst, meta, v.id, &v.std if v.has_std else NULL, h, count,
+                                  v.payload_size)
+            if v.payload_size >= _NOGIL_COPY:
+                with nogil:
+                    memcpy(dst + meta, v.payload, v.payload_size)
+            else:
+                memcpy(dst + meta, v.payload, v.payload_size)
+        finally:
+            free(h)
+    finally:
+        PyBuffer_Release(&buf)
+    return out
+
+
+def packet_has_header(data, key):
+    """Whether the packet `data` (one encoded packet, bytes-like) has a header named
+    `key` (its own headers; the standard ones are not looked at). PacketCorruptError if
+    `data` is not an a0py packet or its index is damaged."""
+    cdef Py_buffer buf
+    cdef a0_packet_view_t v
+    cdef a0_check_info_t info
+    cdef uint32_t index
+    cdef a0_err_t err
+    cdef Py_ssize_t k_len
+    if not isinstance(key, str):
+        raise ArgumentError(f"key must be a str, not {type(key).__name__}")
+    cdef const char* k = PyUnicode_AsUTF8AndSize(key, &k_len)
+    info.field = NULL
+    _get_buffer(data, &buf)
+    try:
+        if a0_packet_view(<const uint8_t*>buf.buf, <uint64_t>buf.len, &v, &info):
+            raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
+        err = a0_packet_find(&v, k, <uint32_t>k_len, 0, &index)
+    finally:
+        PyBuffer_Release(&buf)
+    if err == A0_OK:
+        return True
+    if err == A0_ERR_NO_FRAME:
+        return False
+    raise PacketCorruptError("not an a0py packet: its header index is damaged")

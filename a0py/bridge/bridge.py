@@ -5,7 +5,11 @@ Invariants:
 
 * One exporter per local topic and bridged protocol (pub/sub, log, cfg), however many globs
   match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
-  topic's arena of that protocol.
+  topic's arena of that protocol; pub/sub exporters are driven in batches by export
+  loops (one thread per 127 topics, :class:`~a0py.bridge.exchange.ExportLoop`). RPC and
+  PRPC topics are watched and stood in for by :mod:`a0py.bridge.reqrep`.
+* The bridge's status is kept in its root (:data:`~a0py.bridge.counts.STATUS_TOPIC`) for
+  ``a0py ls`` and ``a0py info``; that topic is never bridged.
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
@@ -14,20 +18,36 @@ Invariants:
 """
 
 import importlib
+import json
 import logging
+import os
 import socket
 import threading
+import time
 import uuid
 
 from ..errors import ArgumentError
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.topic import CFG, LOG, PUBSUB, Root, Topic, check_topic_name, current_root, list_topics
+from ..proto.pubsub import Publisher
+from ..proto.topic import (
+    CFG,
+    LOG,
+    PRPC,
+    PUBSUB,
+    RPC,
+    Root,
+    Topic,
+    check_topic_name,
+    current_root,
+    list_topics,
+)
 from .config import zenoh_config
-from .counts import TopicCounts
+from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
-from .exchange import Exporter, Importer, compile_sizes, init_for
-from .wire import BRIDGED, check_prefix
+from .exchange import Exporter, ExportLoop, Importer, PubsubExporter, compile_sizes, init_for
+from .reqrep import ReqRep
+from .wire import BRIDGED, REQREP, check_prefix
 
 __all__ = ["ZenohBridge"]
 
@@ -108,15 +128,19 @@ class ZenohBridge:
         self._existing = set()
         self._discoveries = []
         self._importer = None
+        self._reqrep = None
+        self._export_loops = []
         self._stopping = threading.Event()
         self._reporter = None
         self._reported = {}
+        self._published = None
 
     # --- what the parts share
 
     def matches(self, name):
-        """Whether topic `name` matches one of the bridge's globs."""
-        return any(m(name) for m in self._matchers)
+        """Whether topic `name` matches one of the bridge's globs (the bridge's own
+        status topic never does: each machine's bridge keeps its own)."""
+        return name != STATUS_TOPIC and any(m(name) for m in self._matchers)
 
     def counts_of(self, protocol, name):
         """The counters of topic `name`'s `protocol` packets (made on first use)."""
@@ -143,6 +167,7 @@ class ZenohBridge:
         self._stopping.clear()
         try:
             self._importer = Importer(self, self._sizes)
+            self._reqrep = ReqRep(self)
             self._existing = {(p, t) for t, protos in list_topics(self.root).items()
                               if self.matches(t) for p in protos if p in BRIDGED}
             for glob in self.globs:
@@ -150,9 +175,15 @@ class ZenohBridge:
                     self._discoveries.append(Discovery(
                         glob, lambda name, p=protocol: self._on_topic(p, name), root=self.root,
                         protocols=(protocol,)))
+                for protocol in REQREP:
+                    self._discoveries.append(Discovery(
+                        glob, lambda name, p=protocol: self._reqrep.on_local(p, name), root=self.root,
+                        protocols=(protocol,)))
         except BaseException:
             self.stop()
             raise
+        self._published = None
+        self._publish_status()
         self._reporter = threading.Thread(target=self._report_loop, name="a0py-bridge-report",
                                           daemon=True)
         self._reporter.start()
@@ -167,13 +198,23 @@ class ZenohBridge:
                 return
             self._exporters[key] = None  # claimed: a second glob's discovery skips it
         try:
-            exporter = Exporter(self, protocol, name, init_for(key in self._existing))
+            init = init_for(key in self._existing)
+            if protocol == PUBSUB:
+                exporter = PubsubExporter(self, name, init)
+            else:
+                exporter = Exporter(self, protocol, name, init)
         except Exception:
             with self._lock:
                 del self._exporters[key]
             raise
         with self._lock:
             self._exporters[key] = exporter
+            if protocol == PUBSUB and not self._stopping.is_set():
+                loop = next((lp for lp in self._export_loops if len(lp) < lp.capacity), None)
+                if loop is None:
+                    loop = ExportLoop()
+                    self._export_loops.append(loop)
+                loop.add(exporter)
         if self._stopping.is_set():
             exporter.close()
 
@@ -187,8 +228,14 @@ class ZenohBridge:
         with self._lock:
             exporters = [e for e in self._exporters.values() if e is not None]
             self._exporters = {}
+            loops, self._export_loops = self._export_loops, []
+        for loop in loops:
+            loop.close(timeout)
         for e in exporters:
             e.close()
+        if self._reqrep is not None:
+            self._reqrep.close()
+            self._reqrep = None
         if self._importer is not None:
             self._importer.close()
             self._importer = None
@@ -202,6 +249,7 @@ class ZenohBridge:
         if reporter is not None:
             reporter.join(timeout)
             self._report()
+            self._publish_status(running=False)
 
     def __enter__(self):
         return self.start()
@@ -224,14 +272,33 @@ class ZenohBridge:
                 "bad_samples": self.bad_samples,
                 "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
                 "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG},
-                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG}}
+                "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG},
+                "rpcs": {name: c.as_dict() for (p, name), c in counts if p == RPC},
+                "prpcs": {name: c.as_dict() for (p, name), c in counts if p == PRPC}}
 
     def _report_loop(self):
         while not self._stopping.wait(self.report_interval):
             try:
                 self._report()
+                self._publish_status()
             except Exception:
                 _log.exception("bridge: reporting losses failed")
+
+    def _publish_status(self, running=True):
+        """Writes the status into the status topic (for ``a0py ls`` and ``info``) if it
+        changed since it was last written."""
+        status = self.status()
+        status["running"] = running
+        if status == self._published:
+            return
+        doc = dict(status, pid=os.getpid(), time_wall=time.time_ns())
+        try:
+            with Publisher(Topic(STATUS_TOPIC, root=self.root)) as pub:
+                pub.pub(json.dumps(doc, sort_keys=True))
+        except Exception as e:  # a full disk, a topic of another kind: the bridge goes on
+            _log.warning("bridge: cannot write its status to %r: %s", STATUS_TOPIC, e)
+            return
+        self._published = status
 
     def _report(self):
         if self.log_topic is None:

@@ -1,9 +1,28 @@
-"""What a bridge counts, per topic: what it carried and what it could not deliver."""
+"""What a bridge counts, per topic: what it carried and what it could not deliver; and
+the status document it keeps in its root for ``a0py ls`` and ``a0py info``.
 
-__all__ = ["LOSS_FIELDS", "TopicCounts"]
+The status topic (:data:`STATUS_TOPIC`, a pub/sub topic of the bridge's root) holds, as
+its newest packet, the bridge's :meth:`~a0py.bridge.ZenohBridge.status` as JSON plus
+``pid`` and ``time_wall`` (ns): written when the bridge starts, every report interval
+when its counts changed, and when it stops. The bridge never bridges that topic.
+:func:`read_status` reads it back; nothing read is trusted (a packet that is not such a
+document reads as None).
+"""
+
+import json
+
+__all__ = ["COUNT_FIELDS", "LOSS_FIELDS", "PROTOCOL_SECTIONS", "STATUS_TOPIC", "TopicCounts",
+           "read_status", "topic_counts"]
 
 #: The fields of :class:`TopicCounts` that are losses (reported in the log topic).
 LOSS_FIELDS = ("missed_local", "lost", "too_large", "corrupt", "write_errors")
+#: Every field of :class:`TopicCounts`.
+COUNT_FIELDS = ("corrupt", "duplicates", "exported", "imported", "lost", "missed_local",
+                "too_large", "write_errors")
+#: The topic, in the bridge's root, whose newest packet is the bridge's status.
+STATUS_TOPIC = "a0py/bridge/status"
+#: The status's section of each protocol's counts.
+PROTOCOL_SECTIONS = {"pubsub": "topics", "log": "logs", "cfg": "cfgs", "rpc": "rpcs", "prpc": "prpcs"}
 
 
 class TopicCounts:
@@ -19,8 +38,7 @@ class TopicCounts:
       topic's arena takes; ``corrupt``: samples on the topic's key that were not a0py
       packets; ``write_errors``: the local topic could not be opened or written."""
 
-    __slots__ = ("corrupt", "duplicates", "exported", "imported", "lost", "missed_local",
-                 "too_large", "write_errors")
+    __slots__ = COUNT_FIELDS
 
     def __init__(self):
         for name in self.__slots__:
@@ -31,3 +49,45 @@ class TopicCounts:
 
     def losses(self):
         return {name: getattr(self, name) for name in LOSS_FIELDS if getattr(self, name)}
+
+
+def _valid_counts(counts):
+    return isinstance(counts, dict) and all(
+        isinstance(counts.get(f), int) and not isinstance(counts.get(f), bool) and counts[f] >= 0
+        for f in COUNT_FIELDS)
+
+
+def read_status(root):
+    """The status the bridge of `root` (a :class:`a0py.proto.topic.Root` or spec) last
+    wrote, as a dict (see the module doc), or None when there is none or it is not a
+    bridge's status. Opens nothing that does not exist; creates nothing."""
+    from ..errors import A0Error
+    from ..proto.pubsub import INIT_MOST_RECENT, SubscriberSync
+    from ..proto.topic import PUBSUB, Topic
+
+    topic = Topic(STATUS_TOPIC, root=root)
+    if not topic.exists(PUBSUB):
+        return None
+    try:
+        with SubscriberSync(topic, init=INIT_MOST_RECENT) as sub:
+            pkt = sub.read()
+            doc = None if pkt is None else json.loads(bytes(pkt.payload))
+    except (A0Error, ValueError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
+        return None
+    for section in PROTOCOL_SECTIONS.values():
+        topics = doc.get(section, {})
+        if not isinstance(topics, dict) or not all(isinstance(k, str) and _valid_counts(v)
+                                                   for k, v in topics.items()):
+            return None
+    return doc
+
+
+def topic_counts(status, name):
+    """``{protocol: counts dict}`` of topic `name` in a status read by
+    :func:`read_status` (empty when the bridge has not counted it)."""
+    if status is None:
+        return {}
+    return {protocol: status[section][name] for protocol, section in PROTOCOL_SECTIONS.items()
+            if name in status.get(section, {})}

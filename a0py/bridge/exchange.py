@@ -1,5 +1,6 @@
-"""Packets across the bridge: :class:`Exporter` (a local topic's pub/sub packets, log
-messages or configuration versions to Zenoh) and :class:`Importer` (Zenoh to local
+"""Packets across the bridge: :class:`PubsubExporter` (a local topic's pub/sub packets
+to Zenoh, in batches, driven by an :class:`ExportLoop`), :class:`Exporter` (its log
+messages or configuration versions, one a sample) and :class:`Importer` (Zenoh to local
 topics). Log messages and configuration versions are packets in a ring as pub/sub
 packets are (a configuration version is a whole JSON document), and travel the same way
 under their own keys.
@@ -11,9 +12,13 @@ Invariants:
   again. So every packet crosses the network once, from the bridge of the machine where
   it was published to each bridge subscribed to its key, whatever the topology, and no
   loop can form.
-* The importer ignores samples its own session sent, and writes a sample of a given
-  (exporting bridge, topic) only if its number is above the last one written: a sample
-  seen twice is written once (``duplicates``), a gap is counted as ``lost``.
+* The importer ignores samples its own session sent, and writes a packet of a given
+  (exporting bridge, topic) only if its number is above the last one written: a packet
+  seen twice is written once (``duplicates``, a batch partly seen included), a gap is
+  counted as ``lost``. A batch's packets are written with one lock, in order.
+* Pub/sub packets are read raw from the ring and spliced, never decoded: the exporter
+  only looks up the origin header in each packet's index, the importer checks each
+  packet's layout and adds the bridge headers in one binding call.
 * Topics present when the bridge starts are exported from their next packet (a
   restarted bridge sends nothing twice); topics that appear later are exported from
   their oldest packet (nothing published between the topic's creation and the bridge
@@ -24,23 +29,37 @@ Invariants:
   swapped at start), only those written since. The importer writes a version holding
   the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
   merges into a version the bridge has just replaced.
-* User callbacks of a0py never run under an arena lock, so the exporter's Zenoh put
-  (which may block under the block policy) never holds a topic's lock.
+* No arena lock is held across a Zenoh put (which may block under the block policy):
+  the export loop reads without the lock, and user callbacks of a0py never run under
+  one.
 """
 
 import logging
 import threading
 
 from .. import _core
-from ..errors import A0Error, FrameTooLargeError
+from ..errors import A0Error, BufferTooSmallError, FrameTooLargeError, PacketCorruptError
 from ..proto.cfg import CfgWatcher
 from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
-from .wire import BRIDGED, ORIGIN, Attachment, WireError, bridged_packet, key_of, topic_of_key
+from .wire import (
+    BRIDGED,
+    FRAME_PREFIX,
+    ORIGIN,
+    SEQ,
+    Attachment,
+    BatchAttachment,
+    WireError,
+    batch_frames,
+    bridge_headers,
+    decode_attachment,
+    key_of,
+    topic_of_key,
+)
 
-__all__ = ["Exporter", "Importer", "compile_sizes", "init_for"]
+__all__ = ["ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -52,6 +71,153 @@ _FRAMES_PER_TOPIC = 4
 # How long the importer waits for a configuration's writers' lock (a local writer holds
 # it only while it merges one document).
 _CFG_LOCK_S = 5.0
+# A pub/sub batch holds at most this many packets and, past its first packet, this many
+# bytes (Zenoh's own network batches are 64 KiB; a larger sample is fragmented).
+_BATCH_FRAMES = 256
+_BATCH_BYTES = 60 * 1024
+# How often an idle export loop looks for exporters added meanwhile (it is also woken).
+_EXPORT_IDLE_S = 0.5
+
+
+class PubsubExporter:
+    """Sends one local topic's pub/sub packets to Zenoh in batches: whatever its ring
+    holds past the bridge's cursor when the export loop looks (up to ``_BATCH_FRAMES``
+    packets or ``_BATCH_BYTES`` bytes), read raw (no decoding) into one sample. Packets
+    that came through a bridge are left out of the batch."""
+
+    def __init__(self, bridge, name, init):
+        self.counts = bridge.counts_of(PUBSUB, name)
+        self.name = name
+        self._bridge = bridge
+        self._seq = 0
+        self.arena = topic_arena(Topic(name, root=bridge.root), PUBSUB, create=False)
+        self._transport = _core.Transport(self.arena)
+        if init == INIT_AWAIT_NEW:
+            with self._transport.lock() as t:
+                if not t.empty:
+                    t.jump_tail()
+        self._missed = 0
+        self._buf = bytearray(_BATCH_BYTES)
+        self._big = None
+        self._publisher = bridge.session.declare_publisher(
+            key_of(bridge.prefix, PUBSUB, name), congestion_control=bridge.congestion_control)
+        self.closed = False
+
+    def pump(self):
+        """Sends one batch; returns whether it read any packet (the loop calls it until
+        it reads none). On the export loop's thread only."""
+        buf = self._buf
+        try:
+            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(
+                buf, max_frames=_BATCH_FRAMES)
+        except BufferTooSmallError as e:
+            # One packet larger than a batch: a sample of its own, read into a buffer kept
+            # for the next one (a camera's frames are all one size: no new buffer, and
+            # the buffer itself is the sample's payload).
+            if self._big is None or len(self._big) != e.needed:
+                self._big = bytearray(e.needed)
+            buf = self._big
+            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(buf, max_frames=1)
+        missed = self._transport.missed
+        if missed != self._missed:
+            self.counts.missed_local += missed - self._missed
+            self._missed = missed
+        if not frames:
+            return False
+        view = memoryview(buf)
+        kept, off, dropped = [], 0, False
+        for _ in range(frames):
+            _seq, size = FRAME_PREFIX.unpack_from(view, off)
+            end = off + FRAME_PREFIX.size + size
+            try:
+                bridged = _core.packet_has_header(view[off + FRAME_PREFIX.size:end], ORIGIN)
+            except PacketCorruptError:
+                bridged = False  # sent as it is: the far side counts it as corrupt
+            if bridged:
+                dropped = True
+            else:
+                kept.append(view[off:end])
+            off = end
+        if kept:
+            if dropped:
+                payload = b"".join(kept)
+            elif nbytes == len(buf):
+                payload = buf  # Zenoh copies it into the sample
+            else:
+                payload = bytes(view[:nbytes])
+            att = BatchAttachment(self._bridge.id_bytes, self._seq + 1, len(kept), self._bridge.host)
+            try:
+                self._publisher.put(payload, attachment=att.encode())
+            except Exception as e:  # zenoh's ZError: the session is closing
+                _log.debug("bridge: export of %r stopped: %s", self.name, e)
+                return False
+            self._seq += len(kept)
+            self.counts.exported += len(kept)
+        del view, kept
+        return True
+
+    def close(self):
+        self.closed = True
+        try:
+            self._publisher.undeclare()
+        except Exception:  # the session closed first
+            pass
+
+
+class ExportLoop:
+    """One thread that waits on the rings of up to ``MultiWait.capacity`` exported
+    topics at once and sends what each holds (:meth:`PubsubExporter.pump`)."""
+
+    def __init__(self):
+        self._wait = _core.MultiWait()
+        self.capacity = self._wait.capacity
+        self._lock = threading.Lock()
+        self._exporters = {}  # id(arena) -> exporter
+        self._changed = False
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="a0py-bridge-export", daemon=True)
+        self._thread.start()
+
+    def __len__(self):
+        return len(self._exporters)
+
+    def add(self, exporter):
+        with self._lock:
+            self._exporters[id(exporter.arena)] = exporter
+            self._changed = True
+        self._wait.wake()
+
+    def remove(self, exporter):
+        with self._lock:
+            if self._exporters.get(id(exporter.arena)) is exporter:
+                del self._exporters[id(exporter.arena)]
+                self._changed = True
+        self._wait.wake()
+
+    def _run(self):
+        by_arena = {}
+        while not self._stop:
+            with self._lock:
+                if self._changed:
+                    by_arena = dict(self._exporters)
+                    self._wait.set_arenas([e.arena for e in by_arena.values()])
+                    self._changed = False
+            for arena in self._wait.changed():
+                exporter = by_arena.get(id(arena))
+                if exporter is None:
+                    continue
+                try:
+                    while not exporter.closed and not self._stop and exporter.pump():
+                        pass
+                except Exception:
+                    if not exporter.closed and not self._stop:
+                        _log.exception("bridge: exporting %r", exporter.name)
+            self._wait.wait(_EXPORT_IDLE_S)
+
+    def close(self, timeout=5.0):
+        self._stop = True
+        self._wait.wake()
+        self._thread.join(timeout)
 
 
 class Exporter:
@@ -106,13 +272,19 @@ class Exporter:
 
 
 class _Imported:
-    __slots__ = ("counts", "last", "transport", "writers_lock")
+    __slots__ = ("counts", "fits", "last", "transport", "writers_lock")
 
     def __init__(self, counts):
         self.counts = counts
         self.transport = None
+        self.fits = 0  # the largest frame the topic's arena takes
         self.writers_lock = None  # a configuration's (a0py.Cfg's) writers' lock
         self.last = {}
+
+
+# Keys and senders remembered by the importer (what it learns from a key expression or an
+# attachment's origin and host), forgotten all at once past this many.
+_MAX_CACHED = 4096
 
 
 class Importer:
@@ -125,6 +297,8 @@ class Importer:
         self._sizes = sizes
         self._lock = threading.Lock()
         self._topics = {}
+        self._keys = {}     # key expression -> (protocol, topic), or None: not ours
+        self._senders = {}  # (origin, host bytes) -> the bridge headers but the seq
         self._subscribers = [bridge.session.declare_subscriber(
             key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
@@ -133,61 +307,117 @@ class Importer:
         self._bridge.bad_samples += 1
         _log.debug("bridge: refused a sample: %s", why)
 
+    def _topic_of(self, key):
+        """``(protocol, topic)`` of a key expression, None if the bridge does not import
+        it; WireError if it names no topic. Remembered per key."""
+        found = self._keys.get(key, False)
+        if found is False:
+            protocol, name = topic_of_key(self._bridge.prefix, key)
+            found = (protocol, name) if self._bridge.matches(name) else None
+            if len(self._keys) >= _MAX_CACHED:
+                self._keys.clear()
+            self._keys[key] = found
+        return found
+
+    def _headers_of(self, att):
+        """The bridge headers (origin, host) of packets exported as `att`."""
+        sender = (att.origin, att.host)
+        headers = self._senders.get(sender)
+        if headers is None:
+            if len(self._senders) >= _MAX_CACHED:
+                self._senders.clear()
+            headers = self._senders[sender] = bridge_headers(att)[:2]
+        return headers
+
     def _on_sample(self, sample):
         # On a Zenoh thread; nothing in the sample is trusted.
         bridge = self._bridge
         try:
-            protocol, name = topic_of_key(bridge.prefix, str(sample.key_expr))
+            found = self._topic_of(str(sample.key_expr))
+            if found is None:
+                return
             raw_att = sample.attachment
-            att = Attachment.decode(None if raw_att is None else raw_att.to_bytes())
+            att = decode_attachment(None if raw_att is None else raw_att.to_bytes())
         except WireError as e:
             self._refuse(e)
             return
-        if att.origin == bridge.id_bytes or not bridge.matches(name):
+        if att.origin == bridge.id_bytes:
             return
+        protocol, name = found
         data = sample.payload.to_bytes()
+        batch = isinstance(att, BatchAttachment)
         with self._lock:
-            state = self._topics.get((protocol, name))
+            state = self._topics.get(found)
             if state is None:
-                state = self._topics[protocol, name] = _Imported(bridge.counts_of(protocol, name))
+                state = self._topics[found] = _Imported(bridge.counts_of(protocol, name))
             counts = state.counts
-            last = state.last.get(att.origin)
-            if last is not None:
-                if att.seq <= last:
-                    counts.duplicates += 1
-                    return
-                if att.seq > last + 1:
-                    counts.lost += att.seq - last - 1
-            elif len(state.last) >= _MAX_ORIGINS:
-                del state.last[next(iter(state.last))]
-            state.last[att.origin] = att.seq
             try:
-                frame = bridged_packet(data, att)
+                frames = batch_frames(data, att.count) if batch else [data]
             except WireError as e:
-                counts.corrupt += 1
+                counts.corrupt += att.count
                 _log.debug("bridge: topic %r: refused a sample: %s", name, e)
                 return
-            try:
-                if state.transport is None:
-                    state.transport = self._open(protocol, name, len(frame))
-                    if protocol == CFG:
-                        state.writers_lock = _core.Deadman(state.transport.arena)
-                if state.writers_lock is None:
-                    state.transport.write(frame)
+            first = att.seq
+            last = state.last.get(att.origin)
+            if last is not None:
+                if first + len(frames) - 1 <= last:
+                    counts.duplicates += len(frames)
+                    return
+                if first <= last:  # partly seen already
+                    counts.duplicates += last - first + 1
+                    frames = frames[last - first + 1:]
+                    first = last + 1
+                elif first > last + 1:
+                    counts.lost += first - last - 1
+            elif len(state.last) >= _MAX_ORIGINS:
+                del state.last[next(iter(state.last))]
+            state.last[att.origin] = first + len(frames) - 1
+            out = []
+            headers = self._headers_of(att)
+            for i, frame in enumerate(frames):
+                try:
+                    packet = _core.packet_append_headers(frame, headers + [(SEQ, str(first + i))], ORIGIN)
+                except PacketCorruptError as e:
+                    packet = None
+                    _log.debug("bridge: topic %r: refused a packet: %s", name, e)
+                if packet is None:  # not a packet, or bridged already
+                    counts.corrupt += 1
                 else:
-                    state.writers_lock.take(_CFG_LOCK_S)
-                    try:
-                        state.transport.write(frame)
-                    finally:
-                        state.writers_lock.release()
-            except FrameTooLargeError:
-                counts.too_large += 1
-                return
-            except A0Error as e:
-                counts.write_errors += 1
-                _log.warning("bridge: cannot write topic %r: %s", name, e)
-                return
-            counts.imported += 1
+                    out.append(packet)
+            del frames
+            if out:
+                self._write(state, protocol, name, out)
+
+    def _write(self, state, protocol, name, frames):
+        counts = state.counts
+        try:
+            if state.transport is None:
+                state.transport = self._open(protocol, name, max(len(f) for f in frames))
+                state.fits = state.transport.max_frame_size
+                if protocol == CFG:
+                    state.writers_lock = _core.Deadman(state.transport.arena)
+            fits = state.fits
+            if max(map(len, frames)) > fits:
+                counts.too_large += sum(len(f) > fits for f in frames)
+                frames = [f for f in frames if len(f) <= fits]
+                if not frames:
+                    return
+            if state.writers_lock is None:
+                state.transport.write_many(frames)
+            else:
+                state.writers_lock.take(_CFG_LOCK_S)
+                try:
+                    state.transport.write_many(frames)
+                finally:
+                    state.writers_lock.release()
+        except FrameTooLargeError:
+            counts.too_large += len(frames)
+            return
+        except A0Error as e:
+            counts.write_errors += len(frames)
+            _log.warning("bridge: cannot write topic %r: %s", name, e)
+            return
+        counts.imported += len(frames)
 
     def _open(self, protocol, name, frame_size):
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None

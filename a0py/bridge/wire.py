@@ -8,10 +8,15 @@ Invariants:
   (:data:`BRIDGED`): the topic's segments are the key's
   chunks (topic names are a subset of Zenoh's chunk syntax:
   letters, digits, ``_ - .``, never ``*``, ``$``, ``?``, ``#`` or ``@``).
-* A sample's payload is the packet exactly as it lies in the origin's frame (the
-  a0py packet format, standard block included); its attachment (:class:`Attachment`)
-  says which bridge exported it, from which host, and its number in that bridge's
-  stream for that topic. Nothing received is trusted: a payload that is not a packet,
+* A pub/sub sample's payload is a *batch*: one or more packets read at once from the
+  topic's ring, each as it lies in the origin's frame (the a0py packet format, standard
+  block included) after a 16-byte prefix (its transport seq and size, u64 little-endian);
+  its attachment (:class:`BatchAttachment`, magic ``A0BB``) says which bridge exported
+  it, from which host, the number of its first packet in that bridge's stream for that
+  topic (the others follow, one each) and how many it holds. A log or configuration
+  sample holds one packet, as it lies in the frame, with an :class:`Attachment` (magic
+  ``A0BR``: bridge, host, number); so did every pub/sub sample of the bridges before
+  batches, and the importer still takes them. Nothing received is trusted: a payload that is not a packet,
   an attachment that does not parse, a key that is not a topic are refused by the
   functions here with :class:`WireError`, which the receiver counts.
 * A packet written back into a topic keeps the origin's id, payload, headers and
@@ -24,17 +29,21 @@ Invariants:
 import struct
 import uuid
 
-from .._core import Packet
+from .._core import packet_append_headers
 from ..errors import ArgumentError, PacketCorruptError
-from ..proto.packets import STANDARD_HEADERS
-from ..proto.topic import CFG, LOG, PUBSUB, check_topic_name
+from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, check_topic_name
 from .errors import WireError
 
-__all__ = ["BRIDGED", "HOST", "ORIGIN", "SEQ", "Attachment", "WireError", "bridged_packet",
-           "check_prefix", "key_of", "pubsub_key", "topic_of_key", "was_bridged"]
+__all__ = ["BRIDGED", "FRAME_PREFIX", "HOST", "ORIGIN", "REQREP", "SEQ", "Attachment",
+           "BatchAttachment", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
+           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "pubsub_key", "reqrep_key", "server_token_key",
+           "topic_of_key", "topic_of_reqrep_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
 BRIDGED = (PUBSUB, LOG, CFG)
+
+#: The request/reply protocols a bridge forwards (docs/bridge.md, "RPC and PRPC").
+REQREP = (RPC, PRPC)
 
 #: Header naming the bridge (its id, 32 hex digits) that exported a bridged packet.
 ORIGIN = "a0py.bridge.origin"
@@ -43,13 +52,9 @@ HOST = "a0py.bridge.host"
 #: Header giving the packet's number in that bridge's stream for its topic (1, 2, 3...).
 SEQ = "a0py.bridge.seq"
 
-_STANDARD = frozenset(STANDARD_HEADERS)
 _MAGIC = b"A0BR"
 _ATTACHMENT = struct.Struct("<4s16sQ")  # magic, origin bridge id, seq; then the host (UTF-8)
 _MAX_HOST = 255
-_FLAGS = slice(6, 8)        # the packet's flags (docs/pubsub.md, "Packet format")
-_STD_BLOCK = slice(48, 96)  # the standard block
-_HAS_STD = 1
 
 
 def check_prefix(prefix):
@@ -120,26 +125,173 @@ class Attachment:
         return uuid.UUID(bytes=self.origin).hex
 
 
-def bridged_packet(data, att):
-    """The packet to write into the local topic for sample payload `data` (bytes)
-    exported as `att`: the origin's packet with the bridge headers added, its id and
-    standard block kept. WireError if `data` is not an a0py packet, or already carries
-    bridge headers (a bridge exports only packets published on its own machine)."""
+def bridge_headers(att, seq=None):
+    """The bridge headers of a packet exported as `att` (its number `seq`, default
+    ``att.seq``)."""
+    return [(ORIGIN, att.origin_hex), (HOST, att.host), (SEQ, str(att.seq if seq is None else seq))]
+
+
+def bridged_packet(data, att, seq=None):
+    """The packet to write into the local topic for the packet `data` (bytes-like)
+    exported as `att` (numbered `seq`, default ``att.seq``): the origin's packet with
+    the bridge headers added, its id, headers, standard block and payload kept byte for
+    byte (spliced by the binding, nothing decoded). WireError if `data` is not an a0py
+    packet, or already carries bridge headers (a bridge exports only packets published
+    on its own machine)."""
     try:
-        pkt = Packet.from_bytes(data)
+        out = packet_append_headers(data, bridge_headers(att, seq), ORIGIN)
     except PacketCorruptError as e:
         raise WireError(str(e)) from None
-    own = [(k, v) for k, v in pkt.headers if k not in _STANDARD]
-    if any(k == ORIGIN for k, _ in own):
+    if out is None:
         raise WireError("packet already bridged once")
-    own += [(ORIGIN, att.origin_hex), (HOST, att.host), (SEQ, str(att.seq))]
-    out = bytearray(Packet(own, pkt.payload, id=pkt.id).to_bytes())
-    if int.from_bytes(data[_FLAGS], "little") & _HAS_STD:
-        out[_FLAGS] = (int.from_bytes(out[_FLAGS], "little") | _HAS_STD).to_bytes(2, "little")
-        out[_STD_BLOCK] = data[_STD_BLOCK]
     return out
 
 
 def was_bridged(pkt):
     """Whether packet `pkt` came from the network (carries :data:`ORIGIN`)."""
     return ORIGIN in pkt.headers
+
+
+# --- request/reply (RPC and PRPC) across the bridge
+
+#: Key chunk of the liveliness tokens announcing a live server:
+#: ``<prefix>/rpc-server/<bridge hex>-<generation>/<protocol>/<topic>``.
+SERVER_CHUNK = "rpc-server"
+#: Key chunk of what a client's bridge sends a server's bridge (requests, cancels):
+#: ``<prefix>/rpc-call/<server's bridge hex>/<protocol>/<topic>``.
+CALL_CHUNK = "rpc-call"
+#: Key chunk of what a server's bridge sends back (accepts, replies, starts, gone):
+#: ``<prefix>/rpc-back/<client's bridge hex>/<protocol>/<topic>``.
+BACK_CHUNK = "rpc-back"
+
+_RPC_MAGIC = b"A0RR"
+_RPC_ATTACHMENT = struct.Struct("<4sB16sQ")  # magic, kind, sender bridge id, generation
+#: Kinds of request/reply messages between bridges.
+K_REQUEST, K_CANCEL, K_ACCEPT, K_REPLY, K_START, K_GONE = range(1, 7)
+_KINDS = frozenset(range(1, 7))
+
+
+def server_token_key(prefix, bridge_hex, generation, protocol, topic):
+    """The liveliness key a bridge declares while `topic`'s `protocol` server on its
+    machine is alive (`generation`: 1, 2... per server the bridge has seen there)."""
+    return f"{prefix}/{SERVER_CHUNK}/{bridge_hex}-{generation}/{protocol}/{topic}"
+
+
+def reqrep_key(prefix, chunk, bridge_hex, protocol, topic):
+    """The key of request/reply messages (`chunk` :data:`CALL_CHUNK` or
+    :data:`BACK_CHUNK`) addressed to the bridge `bridge_hex`."""
+    return f"{prefix}/{chunk}/{bridge_hex}/{protocol}/{topic}"
+
+
+def topic_of_reqrep_key(prefix, chunk, key):
+    """``(bridge chunk, protocol, topic)`` of a request/reply or server-token key under
+    `chunk`; WireError if `key` is not one."""
+    head = f"{prefix}/{chunk}/"
+    if not key.startswith(head):
+        raise WireError(f"key {key!r} is not under {head!r}")
+    who, _, rest = key[len(head):].partition("/")
+    protocol, _, name = rest.partition("/")
+    if not who or protocol not in REQREP:
+        raise WireError(f"key {key!r} names no bridge and request/reply protocol")
+    try:
+        return who, protocol, check_topic_name(name)
+    except ArgumentError as e:
+        raise WireError(f"key {key!r}: {e}") from None
+
+
+class RpcAttachment:
+    """What a request/reply message is: ``kind`` (:data:`K_REQUEST`...), ``sender``
+    (the sending bridge's id, bytes of a UUID) and ``generation`` (of the server a
+    server's bridge speaks for)."""
+
+    __slots__ = ("generation", "kind", "sender")
+
+    def __init__(self, kind, sender, generation=0):
+        self.kind = kind
+        self.sender = sender
+        self.generation = generation
+
+    def encode(self):
+        return _RPC_ATTACHMENT.pack(_RPC_MAGIC, self.kind, self.sender, self.generation)
+
+    @classmethod
+    def decode(cls, data):
+        """The attachment `data` holds; WireError if it is not one."""
+        if data is None or len(data) != _RPC_ATTACHMENT.size:
+            raise WireError("request/reply sample without a valid attachment")
+        magic, kind, sender, generation = _RPC_ATTACHMENT.unpack(data)
+        if magic != _RPC_MAGIC or kind not in _KINDS:
+            raise WireError(f"request/reply attachment magic {magic!r} kind {kind}")
+        return cls(kind, sender, generation)
+
+    @property
+    def sender_hex(self):
+        return uuid.UUID(bytes=self.sender).hex
+
+
+# --- batches: several pub/sub packets in one sample
+
+_BATCH_MAGIC = b"A0BB"
+#: A batch sample's attachment: magic, origin bridge id, the first packet's number, packet
+#: count; then the host (UTF-8).
+_BATCH_ATTACHMENT = struct.Struct("<4s16sQI")
+#: Before each frame in a batch's payload: the origin's transport seq and the frame's size.
+FRAME_PREFIX = struct.Struct("<QQ")
+class BatchAttachment:
+    """Who exported a batch sample: ``origin``, ``seq`` (the number of its first
+    packet; the others follow, one each), ``count``, ``host``."""
+
+    __slots__ = ("count", "host", "origin", "seq")
+
+    def __init__(self, origin, seq, count, host):
+        self.origin = origin
+        self.seq = seq
+        self.count = count
+        self.host = host
+
+    def encode(self):
+        return (_BATCH_ATTACHMENT.pack(_BATCH_MAGIC, self.origin, self.seq, self.count)
+                + self.host.encode("utf-8")[:_MAX_HOST])
+
+    @property
+    def origin_hex(self):
+        return uuid.UUID(bytes=self.origin).hex
+
+
+def decode_attachment(data):
+    """An :class:`Attachment` (one packet a sample: log messages, configuration
+    versions, and every packet of bridges before batches) or a
+    :class:`BatchAttachment` (pub/sub packets); WireError if `data` is neither."""
+    if data is not None and data[:4] == _BATCH_MAGIC:
+        if not _BATCH_ATTACHMENT.size <= len(data) <= _BATCH_ATTACHMENT.size + _MAX_HOST:
+            raise WireError(f"batch attachment of {len(data)} bytes")
+        _magic, origin, seq, count = _BATCH_ATTACHMENT.unpack_from(data)
+        try:
+            host = bytes(data[_BATCH_ATTACHMENT.size:]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireError("attachment host not UTF-8") from None
+        if count == 0 or seq == 0:
+            raise WireError(f"batch attachment of {count} packets from number {seq}")
+        return BatchAttachment(origin, seq, count, host)
+    return Attachment.decode(data)
+
+
+def batch_frames(payload, count):
+    """The `count` frames (memoryviews) of a batch sample's payload; WireError if it is
+    not exactly that many prefixed frames."""
+    view = memoryview(payload)
+    frames = []
+    off, end = 0, len(view)
+    prefix = FRAME_PREFIX.size
+    while off < end:
+        if end - off < prefix:
+            raise WireError(f"batch cut inside a frame prefix at byte {off}")
+        _seq, size = FRAME_PREFIX.unpack_from(view, off)
+        off += prefix
+        if size > end - off:
+            raise WireError(f"batch frame of {size} bytes at byte {off}, past the end ({end})")
+        frames.append(view[off:off + size])
+        off += size
+    if len(frames) != count:
+        raise WireError(f"batch of {len(frames)} frames, its attachment says {count}")
+    return frames

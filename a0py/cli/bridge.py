@@ -81,9 +81,9 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
         last = None
         while not stop.wait(status_interval):
             status = br.status()
-            if status["topics"] != last:
+            if status != last:  # any protocol's counts, or bad samples
                 click.echo(json.dumps(status, sort_keys=True))
-                last = status["topics"]
+                last = status
     finally:
         br.stop()
     click.echo(json.dumps(br.status(), sort_keys=True))

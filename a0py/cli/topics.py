@@ -151,6 +151,10 @@ def ls(root, quiet):
     PROCESSES counts the live processes (yours, or everyone's for root)
     that have one of the topic's arenas mapped: its publishers,
     subscribers and servers. PACKETS and NEWEST are the pubsub arena's.
+    When a bridge (`a0py bridge`) runs or ran on this root, UNDELIVERED is
+    what it could not deliver of each topic it carried, all protocols
+    together (`a0py info TOPIC` for the details; - for a topic it did not
+    carry).
     """
     from a0py.proto.topic import Root, Topic, list_topics
 
@@ -170,6 +174,7 @@ def ls(root, quiet):
     processes = {}
     for path, pids in _procs.attached(wanted).items():
         processes.setdefault(wanted[path][0], set()).update(pids)
+    bridge = _bridge_status(root)
     rows = []
     for name, protocols in topics.items():
         topic = Topic(name, root=root)
@@ -185,10 +190,69 @@ def ls(root, quiet):
                             newest = _age(state.newest[1])
             except A0Error as e:
                 _warn(f"{TopicTarget(name, root).label}: {protocol} arena: {e} (`a0py info {name}` for more)")
-        rows.append([name, ",".join(protocols), human_bytes(size), packets, newest,
-                     str(len(processes.get(name, ())))])
-    print_table(["TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES"], rows,
-                right=("SIZE", "PACKETS", "PROCESSES"))
+        row = [name, ",".join(protocols), human_bytes(size), packets, newest,
+               str(len(processes.get(name, ())))]
+        if bridge is not None:
+            row.append(_undelivered(bridge, name))
+        rows.append(row)
+    columns = ["TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES"]
+    if bridge is not None:
+        columns.append("UNDELIVERED")
+    print_table(columns, rows, right=("SIZE", "PACKETS", "PROCESSES", "UNDELIVERED"))
+
+
+# -- what the bridge of the root counted (ls, info)
+
+
+def _bridge_status(root):
+    """The status the root's bridge last wrote (a0py.bridge.counts), or None."""
+    from a0py.bridge.counts import read_status
+
+    return read_status(root)
+
+
+def _undelivered(status, name):
+    """ls's UNDELIVERED cell: the sum of a topic's losses, or - if not carried."""
+    from a0py.bridge.counts import LOSS_FIELDS, topic_counts
+
+    counts = topic_counts(status, name)
+    if not counts:
+        return "-"
+    return str(sum(c[f] for c in counts.values() for f in LOSS_FIELDS))
+
+
+def _bridge_rows(status, name):
+    """info's rows of what the root's bridge counted of topic `name`."""
+
+    from a0py.bridge.counts import LOSS_FIELDS, topic_counts
+
+    counts = topic_counts(status, name)
+    if not counts:
+        return []
+    pid = status.get("pid")
+    alive = status.get("running") is True and isinstance(pid, int) and pid > 0 and _pid_alive(pid)
+    wall = status.get("time_wall")
+    when = f", counted {_age(wall)}" if isinstance(wall, int) else ""
+    rows = [("bridge", f"{status['id']} on {status.get('host', '?')}, pid {pid} "
+                       f"({'running' if alive else 'stopped'}{when})")]
+    for protocol, c in sorted(counts.items()):
+        lost = ", ".join(f"{f} {c[f]}" for f in LOSS_FIELDS if c[f]) or "none"
+        dup = f", {c['duplicates']} duplicates dropped" if c["duplicates"] else ""
+        rows.append(("", f"{protocol}: exported {c['exported']}, imported {c['imported']}{dup}; "
+                         f"undelivered: {lost}"))
+    return rows
+
+
+def _pid_alive(pid):
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # -- info (a topic; an arena with --shm/--file)
@@ -251,6 +315,7 @@ def info(topic, root, shm, path):
                 rows.append(("", f"{writer}: last seq {seq}, {_age(wall)}"))
         if state.corrupt:
             rows.append(("corrupt", f"{state.corrupt} frames are not a0py packets"))
+    rows.extend(_bridge_rows(_bridge_status(topic.root), topic.name))
     pids = sorted({pid for found in attached.values() for pid in found})
     if not pids:
         rows.append(("processes", "none has it open"))

@@ -18,12 +18,26 @@ import pytest
 import zenoh  # the test extra has it: nothing here is skipped
 from helpers.procs import REPO
 
-from a0py import Cfg, CfgWatcher, Packet, Publisher, SubscriberSync
+from a0py import (
+    A0TimeoutError,
+    Cfg,
+    CfgWatcher,
+    Packet,
+    PrpcClient,
+    Publisher,
+    RpcClient,
+    RpcRemoteError,
+    RpcServerDiedError,
+    SubscriberSync,
+    _core,
+)
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
-from a0py.bridge.wire import Attachment, pubsub_key
+from a0py.bridge.wire import FRAME_PREFIX, Attachment, BatchAttachment, pubsub_key
 from a0py.proto import INIT_OLDEST
 from a0py.proto.log import LogListener, log_level
+from a0py.proto.prpc import is_done
+from a0py.proto.rpc import server_pid
 from a0py.proto.topic import Topic, list_topics, unlink_topic
 
 START_S = 20.0   # a bridge process prints its first line within this
@@ -189,7 +203,18 @@ def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bri
     time.sleep(QUIET_S)
     assert len(drain(a, "robot/data")) == 300
     assert len(drain(b, "robot/data")) == 300
+    # each side's `a0py info` shows what its bridge carried of the topic, while it runs
+    deadline = time.monotonic() + MSG_S
+    while "imported 300" not in (info_b := cli(b, "info", "robot/data")):
+        assert time.monotonic() < deadline, info_b
+        time.sleep(0.2)
+    assert f"bridge     {bb.id} on " in info_b and "(running" in info_b
+    assert "pubsub: exported 0, imported 300; undelivered: none" in info_b
     sa, sb = ba.stop(), bb.stop()
+    info_a = cli(a, "info", "robot/data")
+    assert "pubsub: exported 300, imported 0; undelivered: none" in info_a and "(stopped" in info_a
+    assert ls_row(a, "robot/data")[-1] == "0" and ls_row(b, "robot/data")[-1] == "0"
+    assert ls_row(a, "robot/probe")[-1] == "0"
     assert sa["topics"]["robot/data"]["exported"] == 300
     assert sb["topics"]["robot/data"]["imported"] == 300
     assert sb["topics"]["robot/data"]["lost"] == 0
@@ -254,6 +279,15 @@ def cli(root, *args):
                          env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def ls_row(root, name):
+    """The cells of topic `name`'s row in ``a0py ls`` under `root`."""
+    out = cli(root, "ls")
+    header = out.splitlines()[0].split()
+    assert header[-1] == "UNDELIVERED", out
+    rows = [line.split() for line in out.splitlines()[1:]]
+    return next(r for r in rows if r[0] == name)
 
 
 def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(machines, bridges):
@@ -400,14 +434,26 @@ def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines
         s.put(pubsub_key("a0py", "robot/good"), already,
               attachment=Attachment(origin, seq + 2, "h").encode())
         s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq + 3, "h").encode())
+        # batches: one cut short, one whose count lies, one with a bad packet among good ones
+        framed = FRAME_PREFIX.pack(1, len(good)) + good
+        s.put(pubsub_key("a0py", "robot/good"), framed[:-5],
+              attachment=BatchAttachment(origin, seq + 4, 1, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed * 2,
+              attachment=BatchAttachment(origin, seq + 5, 3, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed + FRAME_PREFIX.pack(2, 3) + b"bad" + framed,
+              attachment=BatchAttachment(origin, seq + 8, 3, "h").encode())
+        s.put(pubsub_key("a0py", "robot/good"), framed, attachment=BatchAttachment(origin, 0, 1, "h").encode())
         deadline = time.monotonic() + MSG_S
-        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 3):
+        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 10):
             assert time.monotonic() < deadline, "the good packet after the bad ones never came"
             time.sleep(0.05)
     status = bb.stop()
-    assert status["bad_samples"] == 3
-    assert status["topics"]["robot/good"]["corrupt"] == 2
-    assert all(p.payload == b"real" for p in drain(b, "robot/good"))
+    assert status["bad_samples"] == 4
+    # the two refused single packets, the cut batch (1), the lying one (3), the bad packet (1)
+    assert status["topics"]["robot/good"]["corrupt"] == 2 + 1 + 3 + 1
+    got = drain(b, "robot/good")
+    assert all(p.payload == b"real" for p in got)
+    assert [p.headers[SEQ] for p in got[-3:]] == [str(seq + 3), str(seq + 8), str(seq + 10)]
 
 
 def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, bridges):
@@ -450,6 +496,9 @@ def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, b
     assert counts["duplicates"] == 2   # first+1 again, and first+2 after first+4
     assert counts["lost"] == 2         # first+2 and first+3, as seen when first+4 came
     assert "robot/lossy" in logs[-1].payload.decode() and logs[-1].headers["lost"] == "2"
+    # and in `a0py ls` / `a0py info` of the bridge's root
+    assert ls_row(b, "robot/lossy")[-1] == "2"
+    assert ", 2 duplicates dropped; undelivered: lost 2" in cli(b, "info", "robot/lossy")
 
 
 def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
@@ -498,6 +547,131 @@ def test_bad_configuration_is_a_clear_error(tmp_path):
                          capture_output=True, text=True, timeout=60, cwd=REPO,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
+
+# --- RPC and PRPC across
+
+
+@pytest.fixture
+def rpc_servers():
+    """start(root, topic): an RPC + PRPC server process (tests/helpers/bridge_rpc_server.py)
+    under `root`, ready; killed at teardown."""
+    started = []
+    script = os.path.join(REPO, "tests", "helpers", "bridge_rpc_server.py")
+
+    def start(root, topic):
+        proc = subprocess.Popen([sys.executable, script, topic], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO))
+        started.append(proc)
+        ready, _, _ = select.select([proc.stdout], [], [], START_S)
+        assert ready and proc.stdout.readline() == "ready\n", proc.stderr.read() if proc.poll() else ""
+        return proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=10)
+
+
+def rpc_ring_ids(root, name):
+    """The ids of the requests in topic `name`'s rpc ring under `root`."""
+    with _core.PacketReader(Topic(name, root=root).arena("rpc"), 0, 0) as reader:
+        return {p.id for p in reader.read_batch(10_000)
+                if not isinstance(p, Exception) and p.headers.get("a0_rpc_type") == "request"}
+
+
+def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
+    ba = bridges(a, ["svc/**"], "--connect", endpoint(port))
+    rpc_servers(b, "svc/math")
+    topic = Topic("svc/math", root=a)
+    client = RpcClient(topic, wait_for_server=LINK_S)
+    reply = client.send_blocking(b"echo:one", timeout=MSG_S, headers=[("h", "x")])
+    assert bytes(reply.payload) == b"one" and reply.headers["h"] == "x"
+    futures = [client.send(f"echo:{i}", timeout=MSG_S) for i in range(20)]
+    assert [bytes(f.result(MSG_S).payload) for f in futures] == [str(i).encode() for i in range(20)]
+    with pytest.raises(RpcRemoteError, match="asked to fail"):
+        client.send_blocking(b"fail", timeout=MSG_S)
+    got = list(PrpcClient(topic, wait_for_server=LINK_S).stream(b"5", timeout=MSG_S))
+    assert [bytes(p.payload) for p in got] == [b"0", b"1", b"2", b"3", b"4"]
+    assert [is_done(p) for p in got] == [False] * 4 + [True]
+    # A's clients see A's bridge as the live server; B's server stays B's own
+    assert server_pid(topic) == ba.proc.pid
+    assert server_pid(Topic("svc/math", root=b)) not in (None, bb.proc.pid)
+    sa, sb = ba.stop(), bb.stop()
+    assert sa["rpcs"]["svc/math"]["exported"] == 22 and sa["rpcs"]["svc/math"]["imported"] == 22
+    assert sb["rpcs"]["svc/math"]["imported"] == 22 and sb["rpcs"]["svc/math"]["exported"] == 22
+    assert sa["prpcs"]["svc/math"]["imported"] == 5 and sb["prpcs"]["svc/math"]["exported"] == 5
+
+
+def test_remote_timeouts_cancels_and_server_death_reach_the_client_as_locally(
+        machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    server = rpc_servers(b, "svc/hold")
+    client = RpcClient(Topic("svc/hold", root=a), wait_for_server=LINK_S)
+    assert bytes(client.send_blocking(b"echo:up", timeout=MSG_S).payload) == b"up"
+    # a client's timeout: A0TimeoutError here, and the cancel reaches the server's on_cancel
+    timed_out = client.send(b"hold", timeout=5.0)
+    with pytest.raises(A0TimeoutError, match="no reply within"):
+        timed_out.result(MSG_S)
+    assert [bytes(p.payload).decode() for p in wait_for(b, "svc/hold/cancels", 1)] == [timed_out.request_id]
+    # a cancelled future cancels the request there too
+    cancelled = client.send(b"hold")
+    wait_for(b, "svc/hold/held", 2)
+    cancelled.cancel()
+    assert bytes(wait_for(b, "svc/hold/cancels", 2)[1].payload).decode() == cancelled.request_id
+    # the server dies holding an accepted request: RpcServerDiedError
+    accepted = client.send(b"hold")
+    assert bytes(wait_for(b, "svc/hold/held", 3)[2].payload).decode() == accepted.request_id
+    server.kill()
+    with pytest.raises(RpcServerDiedError, match="died while handling"):
+        accepted.result(MSG_S)
+    # no server any more: the wait for one ends as locally
+    with pytest.raises(A0TimeoutError, match=r"no server alive for 1\.0 s"):
+        RpcClient(Topic("svc/hold", root=a), wait_for_server=1.0).send_blocking(b"echo:x", timeout=MSG_S)
+
+
+def test_a_request_waiting_when_the_remote_server_dies_is_served_by_the_next(
+        machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    server = rpc_servers(b, "svc/next")
+    client = RpcClient(Topic("svc/next", root=a), wait_for_server=LINK_S)
+    blocked = client.send(b"block")  # accepted; its handler never returns
+    wait_for(b, "svc/next/held", 1)
+    waiting = client.send(b"echo:served")  # queued behind it, not accepted
+    deadline = time.monotonic() + MSG_S
+    while waiting.request_id not in rpc_ring_ids(b, "svc/next"):  # it reached the server's ring
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    server.kill()
+    with pytest.raises(RpcServerDiedError):
+        blocked.result(MSG_S)
+    assert not waiting.done()
+    rpc_servers(b, "svc/next")
+    assert bytes(waiting.result(LINK_S).payload) == b"served"
+
+
+def test_the_server_side_bridge_killed_fails_an_accepted_call(machines, bridges, rpc_servers):
+    a, b = machines(2)
+    port = free_port()
+    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
+    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    rpc_servers(b, "svc/far")
+    client = RpcClient(Topic("svc/far", root=a), wait_for_server=LINK_S)
+    accepted = client.send(b"hold")
+    wait_for(b, "svc/far/held", 1)
+    bb.kill()
+    with pytest.raises(RpcServerDiedError):
+        accepted.result(LINK_S)
 
 
 def _ip(*args):
@@ -554,6 +728,7 @@ def test_two_network_namespaces_with_private_shared_memory(two_namespaces):
     pub_id = json.loads(pub_out.splitlines()[0])["bridge"]
     lines = [json.loads(x) for x in sub_out.splitlines()[1:]]
     packets, status = lines[:-1], lines[-1]["status"]
+    assert lines[-1]["rpc"] == "pong:ping"  # an RPC server on A answered a client on B
     assert len(packets) == n
     for i, p in enumerate(packets):
         headers = dict(p["headers"])

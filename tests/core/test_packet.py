@@ -377,3 +377,42 @@ def test_payload_of_a_read_packet_is_bytes_and_headers_decode_lazily(arena):
     assert pkt.headers.getall("a") == ["1", "2"]
     assert uuid.UUID(pkt.id).version == 4
     assert a0py.Packet.from_bytes(pkt.to_bytes()).headers == pkt.headers
+
+
+# ------------------------------------------------------------ appending headers to encoded packets
+
+
+def test_packet_append_headers_keeps_everything_byte_for_byte(arena):
+    w, r = writer_reader(arena, init=0)
+    w.pub(b"p" * 1000, [("k", "v"), ("k", "vé")])
+    w.pub(b"", [])
+    for pkt in (r.read(), r.read()):
+        data = pkt.to_bytes()
+        out = _core.packet_append_headers(data, [("x.origin", "o"), ("x.seq", "7")], "x.origin")
+        got = a0py.Packet.from_bytes(out)
+        assert got.id == pkt.id and got.payload == pkt.payload
+        # the writer's headers, standard block included, then the new ones
+        assert list(got.headers) == list(pkt.headers) + [("x.origin", "o"), ("x.seq", "7")]
+        assert out[48:96] == data[48:96] and out[6:8] == data[6:8]
+        # the same bytes as decoding and encoding anew would give, with the block kept
+        assert _core.packet_has_header(out, "x.origin") and not _core.packet_has_header(data, "x.origin")
+
+
+def test_packet_append_headers_refuses_a_packet_that_has_the_key_and_bad_input():
+    marked = a0py.Packet([("a", "1"), ("x.origin", "o")], b"z").to_bytes()
+    assert _core.packet_append_headers(marked, [("b", "2")], "x.origin") is None
+    assert _core.packet_append_headers(marked, [("b", "2")]) is not None
+    with pytest.raises(PacketCorruptError, match="magic"):
+        _core.packet_append_headers(b"x" * 200, [])
+    with pytest.raises(PacketCorruptError, match="magic"):
+        _core.packet_has_header(b"x" * 200, "k")
+    broken = bytearray(marked)
+    struct.pack_into("<I", broken, 96, 1 << 30)  # header 0's key offset far out of the packet
+    with pytest.raises(PacketCorruptError, match="header 0"):
+        _core.packet_append_headers(bytes(broken), [])
+    with pytest.raises(ArgumentError):
+        _core.packet_append_headers(marked, [("k", 1)])
+    with pytest.raises(ArgumentError):
+        _core.packet_append_headers(marked, [], refuse_key=b"x")
+    with pytest.raises(ArgumentError):
+        _core.packet_append_headers(12, [])

@@ -2,7 +2,8 @@
 namespace (a private /dev/shm): a bridge on the default root, plus a publisher (side
 ``pub``) or a subscriber (side ``sub``). The sides agree over the bridge itself: ``pub``
 publishes on robot/probe until ``sub`` answers on robot/ack, then publishes N packets on
-robot/data; ``sub`` prints each one as a JSON line and answers on robot/done. Every wait
+robot/data; ``sub`` prints each one as a JSON line, calls the RPC server that ``pub``
+runs on robot/rpc (printing the reply), and answers on robot/done. Every wait
 is bounded; the exit status says whether the side finished.
 
 ``python bridge_machine.py pub|sub N --listen EP | --connect EP``"""
@@ -11,7 +12,7 @@ import json
 import sys
 import time
 
-from a0py import INIT_OLDEST, A0TimeoutError, Publisher, SubscriberSync, Topic
+from a0py import INIT_OLDEST, A0TimeoutError, Publisher, RpcClient, RpcServer, SubscriberSync, Topic
 from a0py.bridge import ZenohBridge
 
 LIMIT_S = 40.0
@@ -28,19 +29,21 @@ def main():
     with ZenohBridge(["robot/**"], reliable=True, **kw) as bridge:
         print(json.dumps({"bridge": bridge.id}), flush=True)
         if side == "pub":
-            with Publisher("robot/probe") as probe, SubscriberSync("robot/ack", INIT_OLDEST) as ack:
-                while ack.read() is None:
-                    probe.pub(b"probe")
-                    if time.monotonic() > deadline:
-                        return 1
-                    time.sleep(0.1)
-            with Publisher(DATA) as pub, SubscriberSync("robot/done", INIT_OLDEST) as done:
-                for i in range(n):
-                    pub.pub(b"x" * (64 if i % 2 else 1 << 20), headers=[("i", str(i))])
-                while done.read() is None:
-                    if time.monotonic() > deadline:
-                        return 1
-                    time.sleep(0.05)
+            # serves robot/rpc for the whole side
+            with RpcServer("robot/rpc", lambda req: req.reply(b"pong:" + bytes(req.pkt.payload))):
+                with Publisher("robot/probe") as probe, SubscriberSync("robot/ack", INIT_OLDEST) as ack:
+                    while ack.read() is None:
+                        probe.pub(b"probe")
+                        if time.monotonic() > deadline:
+                            return 1
+                        time.sleep(0.1)
+                with Publisher(DATA) as pub, SubscriberSync("robot/done", INIT_OLDEST) as done:
+                    for i in range(n):
+                        pub.pub(b"x" * (64 if i % 2 else 1 << 20), headers=[("i", str(i))])
+                    while done.read() is None:
+                        if time.monotonic() > deadline:
+                            return 1
+                        time.sleep(0.05)
         else:
             with SubscriberSync("robot/probe", INIT_OLDEST) as probe:
                 probe.read_blocking(timeout=LIMIT_S)
@@ -53,7 +56,9 @@ def main():
                         return 1
                     print(json.dumps({"id": pkt.id, "headers": list(pkt.headers), "size": len(pkt.payload)}),
                           flush=True)
-                print(json.dumps({"status": bridge.status()}), flush=True)
+                reply = RpcClient("robot/rpc", wait_for_server=LIMIT_S).send_blocking(b"ping", timeout=LIMIT_S)
+                print(json.dumps({"rpc": bytes(reply.payload).decode(), "status": bridge.status()}),
+                      flush=True)
                 with Publisher("robot/done") as done:
                     done.pub(b"done")
                     time.sleep(1.0)  # for the bridge to carry it before it stops
