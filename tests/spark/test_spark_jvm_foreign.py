@@ -96,6 +96,25 @@ def test_each_message_is_a_row_with_what_its_writer_wrote(spark, written, kind):
     assert odd == 0
 
 
+def test_a_directory_of_rosbag2_bags_reads_each_bags_files(spark, tmp_path):
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    bags = [foreign.write_rosbag2(fleet / f"robot{r}", n=40 + 10 * r, robot=r) for r in range(3)]
+    df = spark.read.format("a0").load(str(fleet))
+    assert reader_in_use(df) == "jvm"
+    _match(mcap_rows(df), sorted(sum((expected(b) for b in bags), [])))
+    # a bag stored in sqlite3, or compressed file by file: an error naming the bag
+    for key, value, why in (("storage_identifier", "sqlite3", "sqlite3 storage"),
+                            ("compression_mode", "FILE", "compression mode FILE")):
+        meta = (fleet / "robot0" / "metadata.yaml").read_text()
+        odd = tmp_path / f"odd-{value}"
+        odd.mkdir()
+        old = next(line for line in meta.splitlines() if line.strip().startswith(key + ":"))
+        (odd / "metadata.yaml").write_text(meta.replace(old, old.split(":")[0] + ": " + value))
+        with pytest.raises(Exception, match=rf"odd-{value}: a rosbag2 directory with {why}"):
+            spark.read.format("a0").load(str(odd)).collect()
+
+
 def test_the_writers_values_are_exact_where_every_field_is_known(written):
     # the expectations above are not vacuous: these writers state every field
     for kind in ("json", "raw", "ros2-cdr", "mcap-protobuf", "foxglove-sdk"):

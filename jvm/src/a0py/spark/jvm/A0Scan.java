@@ -322,10 +322,7 @@ final class A0Scan implements Scan, Batch {
       List<String> found;
       try {
         if (Files.isDirectory(p)) {
-          try (Stream<Path> s = Files.walk(p)) {
-            found = s.filter(Files::isRegularFile).map(Path::toString).filter(x -> x.endsWith(".mcap")).sorted()
-                .collect(Collectors.toList());
-          }
+          found = directory(p);
         } else if (Files.exists(p)) {
           found = List.of(local);
         } else if (local.matches(".*[*?\\[].*")) {
@@ -344,6 +341,67 @@ final class A0Scan implements Scan, Batch {
         }
       } catch (IOException e) {
         throw new RecordingOptionException(item + ": " + e);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The recordings of a directory: its *.mcap files (recursively, by name), where a rosbag2
+   * directory (one with a metadata.yaml) gives its files in the metadata's order.
+   */
+  private static List<String> directory(Path dir) throws IOException {
+    List<Path> all;
+    try (Stream<Path> s = Files.walk(dir)) {
+      all = s.filter(Files::isRegularFile).sorted().collect(Collectors.toList());
+    }
+    List<Path> bags = new ArrayList<>();
+    for (Path f : all) {
+      if (f.getFileName().toString().equals("metadata.yaml")) {
+        bags.add(f.getParent());
+      }
+    }
+    List<String> out = new ArrayList<>();
+    for (Path f : all) {
+      if (f.toString().endsWith(".mcap") && bags.stream().noneMatch(b -> f.startsWith(b))) {
+        out.add(f.toString());
+      }
+    }
+    for (Path b : bags) {
+      out.addAll(bagFiles(b));
+    }
+    return out;
+  }
+
+  /** The MCAP files of rosbag2 directory {@code bag}, in its metadata.yaml's order. */
+  static List<String> bagFiles(Path bag) {
+    JsonNode info;
+    try {
+      info = new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+          .readTree(bag.resolve("metadata.yaml").toFile()).path("rosbag2_bagfile_information");
+    } catch (IOException | RuntimeException e) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory whose metadata.yaml does not parse (" + e
+          .getMessage() + ")");
+    }
+    String storage = info.path("storage_identifier").asText("");
+    if (!storage.isEmpty() && !storage.equals("mcap")) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory with " + storage + " storage: a0py reads "
+          + "bags stored as MCAP (convert it with `ros2 bag convert`)");
+    }
+    String comp = info.path("compression_mode").asText("");
+    if (!comp.isEmpty() && !comp.equalsIgnoreCase("none")) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory with compression mode " + comp + " ("
+          + info.path("compression_format").asText("") + "): a0py reads bags without bag-level compression "
+          + "(MCAP's own chunk compression is fine)");
+    }
+    List<String> out = new ArrayList<>();
+    for (JsonNode f : info.path("relative_file_paths")) {
+      Path file = bag.resolve(f.asText()).normalize();
+      if (!file.startsWith(bag.normalize()) || !Files.isRegularFile(file)) {
+        throw new RecordingOptionException(bag + ": metadata.yaml names " + f.asText() + ", not a file of the bag");
+      }
+      if (file.toString().endsWith(".mcap")) {
+        out.add(file.toString());
       }
     }
     return out;

@@ -349,19 +349,22 @@ final class McapLayout {
 
   /**
    * The layout of the file at {@code path}, read once for the schema and the plan of a read: kept
-   * while the file's size and modification time stay the same (a recording still written grows).
+   * while the file (its inode), its size and its modification time stay the same (a recording still written grows).
    */
   static McapLayout cached(String path) {
     long size;
     long mtime;
+    String key;
     try {
       java.nio.file.Path p = Paths.get(path);
-      size = java.nio.file.Files.size(p);
-      mtime = java.nio.file.Files.getLastModifiedTime(p).toMillis();
+      java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(p,
+          java.nio.file.attribute.BasicFileAttributes.class);
+      size = a.size();
+      mtime = a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+      key = p.toAbsolutePath() + "\0" + a.fileKey();
     } catch (IOException e) {
       return read(path);
     }
-    String key = Paths.get(path).toAbsolutePath().toString();
     synchronized (CACHE) {
       Object[] hit = CACHE.get(key);
       if (hit != null && (Long) hit[0] == size && (Long) hit[1] == mtime) {
