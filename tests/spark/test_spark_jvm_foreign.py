@@ -102,7 +102,7 @@ def test_a_directory_of_rosbag2_bags_reads_each_bags_files(spark, tmp_path):
     bags = [foreign.write_rosbag2(fleet / f"robot{r}", n=40 + 10 * r, robot=r) for r in range(3)]
     df = spark.read.format("a0").load(str(fleet))
     assert reader_in_use(df) == "jvm"
-    _match(mcap_rows(df), sorted(sum((expected(b) for b in bags), [])))
+    _match(mcap_rows(df), sorted(row for b in bags for row in expected(b)))
     # a bag stored in sqlite3, or compressed file by file: an error naming the bag
     for key, value, why in (("storage_identifier", "sqlite3", "sqlite3 storage"),
                             ("compression_mode", "FILE", "compression mode FILE")):
