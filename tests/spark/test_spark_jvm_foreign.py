@@ -251,6 +251,71 @@ def test_typed_rows_are_joined_with_their_headers_message_by_sequence(spark, typ
     assert spark.read.format("a0").option("topics", "ty/p").load(path).count() == n
 
 
+PUBLISH = """
+import sys, a0py
+js, raw = a0py.Publisher("ty/json"), a0py.Publisher("ty/raw")
+for i in range(int(sys.argv[1]), int(sys.argv[2])):
+    js.pub_json({"i": i, "name": f"n{i}", "pose": {"x": i / 2}}, headers={"i": str(i)})
+    raw.pub(b"raw%d" % i, headers={"i": str(i)})
+"""
+
+
+def _run(args, env, **kw):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=120, **kw)
+
+
+@pytest.mark.slow
+def test_a_recorders_typed_topic_reads_as_the_packets_published(spark, root, tmp_path):
+    """A typed publisher (pub_json) and a raw one in one process, ``a0py record`` in another."""
+    import signal
+    import subprocess
+    import sys
+
+    from helpers.procs import REPO
+    from mcap.reader import make_reader
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    assert _run(["-c", PUBLISH, "0", "1"], env).returncode == 0  # the topics and the typed one's schema
+    out = tmp_path / "rec"
+    rec = subprocess.Popen([sys.executable, "-m", "a0py", "record", "ty/json", "ty/raw", "--out", str(out),
+                            "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "recording to" in rec.stderr.readline()
+        r = _run(["-c", PUBLISH, "1", "41"], env)
+        assert r.returncode == 0, r.stderr
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=60)
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+            rec.wait(timeout=30)
+    assert rec.returncode == 0, err
+    (path,) = sorted(out.glob("*.mcap"))
+    with open(path, "rb") as f:  # the packets as published, rejoined by the format's own rule
+        msgs = {(ch.topic, m.sequence): m for _, ch, m in make_reader(f).iter_messages()}
+    df = spark.read.format("a0").load(str(path))
+    assert reader_in_use(df) == "jvm" and df.columns == TODAY + MCAP_COLUMNS
+    rows = df.collect()
+    assert sorted(r.topic for r in rows) == ["ty/json"] * 40 + ["ty/raw"] * 40
+    for r in rows:
+        if r.topic == "ty/raw":
+            assert (r.schema_name, r.message_encoding) == ("a0py.Packet", "a0py/packet")
+            assert bytes(r.payload) == b"raw%d" % int(r.headers["i"])
+            continue
+        whole = a0py.Packet.from_bytes(recformat.join_packet(
+            msgs[("/a0py/headers/ty/json", r.sequence)].data, msgs[("ty/json", r.sequence)].data))
+        i = int(r.headers["i"])
+        assert json.loads(bytes(r.payload)) == {"i": i, "name": f"n{i}", "pose": {"x": i / 2}}
+        assert bytes(r.payload) == whole.payload
+        assert dict(r.headers) == dict(whole.headers)
+        assert r.seq == int(whole.headers["a0_transport_seq"]) == r.sequence
+        assert r.time_mono == int(whole.headers["a0_time_mono"])
+        assert r.message_encoding == "json" and r.schema_name
+
+
 def _typed_by_hand(path, missing):
     """A typed topic's two channels written by the official writer (same chunks), headers
     messages missing for the sequences in ``missing`` (as a file cut between them leaves it)."""
