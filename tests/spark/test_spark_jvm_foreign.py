@@ -138,15 +138,38 @@ def test_several_kinds_in_one_read_with_topic_pushdown(spark, written):
     _match(mcap_rows(by_option), expected(written["raw"]))
 
 
-def test_time_filters_are_exact_and_skip_foreign_chunks_by_their_time_range(spark, written):
+def test_time_filters_are_exact_and_log_time_skips_chunks_by_the_chunk_index(spark, written):
     w = written["json"]
-    items = w.messages["/ev/json"]
-    lo_us, hi_us = _us(items[400][1]), _us(items[520][1])
-    q = (f"time_wall >= timestamp_micros({lo_us}) and time_wall <= timestamp_micros({hi_us})")
-    df = spark.read.format("a0").load(w.path).filter(q)
-    got = sorted(r.sequence for r in df.select("sequence").collect())
-    assert got == [s for _, pub, s, _, _ in items if lo_us <= _us(pub) <= hi_us] == list(range(400, 521))
-    assert read_metrics(df)["chunksRead"] < read_metrics(spark.read.format("a0").load(w.path))["chunksRead"] / 3
+    items = w.messages["/ev/json"]  # published 500 ns before logged
+    whole = spark.read.format("a0").load(w.path)
+    for col, at in (("time_wall", 1), ("log_time", 0)):
+        lo_us, hi_us = _us(items[400][at]), _us(items[520][at])
+        df = whole.filter(f"{col} >= timestamp_micros({lo_us}) and {col} <= timestamp_micros({hi_us})")
+        got = sorted(r.sequence for r in df.select("sequence").collect())
+        assert got == [it[2] for it in items if lo_us <= _us(it[at]) <= hi_us], col
+        assert 115 <= len(got) <= 121
+    # the chunk index gives log times: a log_time filter skips the other chunks; a time_wall
+    # filter reads them all (publish times of a foreign chunk are not known before it is read)
+    lo_us, hi_us = _us(items[400][0]), _us(items[520][0])
+    by_log = whole.filter(f"log_time between timestamp_micros({lo_us}) and timestamp_micros({hi_us})")
+    assert read_metrics(by_log)["chunksRead"] < read_metrics(whole)["chunksRead"] / 3
+    by_wall = whole.filter(f"time_wall between timestamp_micros({lo_us}) and timestamp_micros({hi_us})")
+    # (a fresh DataFrame: a plan's metrics add up over its runs)
+    assert read_metrics(by_wall)["chunksRead"] == read_metrics(spark.read.format("a0").load(w.path))["chunksRead"]
+
+
+def test_a_log_time_filter_on_a0py_rows_gives_the_rows_spark_would(spark, tmp_path):
+    path = str(tmp_path / "a0.mcap")
+    write_segment(path, {"cam": 3000, "imu": 2000}, chunk_bytes=4096, gaps=[("imu", 2001, 2004)])
+    df = spark.read.format("a0").option("mcapColumns", "true").option("gaps", "true").load(path)
+    every = df.selectExpr("topic", "seq", "unix_micros(log_time) as log_us").collect()
+    times = sorted({r.log_us for r in every})
+    assert len(times) > 3
+    lo, hi = times[len(times) // 4], times[len(times) // 2]
+    q = df.filter(f"log_time >= timestamp_micros({lo}) and log_time < timestamp_micros({hi})")
+    want = sorted((r.topic, r.seq) for r in every if lo <= r.log_us < hi)
+    assert want and sorted((r.topic, r.seq) for r in q.collect()) == want
+    assert read_metrics(q)["chunksRead"] < read_metrics(df)["chunksRead"]
 
 
 def test_a_seq_filter_passes_no_foreign_row(spark, written, tmp_path):

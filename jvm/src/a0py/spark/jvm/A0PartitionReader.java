@@ -413,7 +413,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         }
         continue;
       }
-      if (!predicate.topicOk(ch.topic)) {
+      if (!predicate.topicOk(ch.topic) || !predicate.logOk(logUs(recs, o))) {
         continue;
       }
       if (kind == A0Scan.KIND_PACKET) {
@@ -633,6 +633,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     return u64 < 0 ? Long.MAX_VALUE : u64;
   }
 
+  private static long logUs(byte[] recs, int o) {
+    return capped(McapLayout.le64(recs, o + 15)) / 1000;
+  }
+
   private static long wallUs(byte[] recs, int o) {
     return capped(McapLayout.le64(recs, o + 23)) / 1000;
   }
@@ -660,7 +664,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
             + ")");
       }
       long wall = wallUs(recs, o);
-      if (predicate.topicOk(topic) && predicate.seqOk(first) && predicate.wallOk(wall)) {
+      if (predicate.topicOk(topic) && predicate.seqOk(first) && predicate.wallOk(wall)
+          && predicate.logOk(logUs(recs, o))) {
         out.add(new Object[] {topic, first, last, wall, capped(McapLayout.le64(recs, o + 15)) / 1000, o});
       }
     }

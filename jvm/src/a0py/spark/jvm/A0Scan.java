@@ -36,15 +36,16 @@ import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Planning a read: the scan builder (filter pushdown on topic, seq and
- * time_wall, column pruning), the scan, and its partitions — one per run of
+ * Planning a read: the scan builder (filter pushdown on topic, seq,
+ * time_wall and log_time, column pruning), the scan, and its partitions — one per run of
  * chunks of about maxPartitionBytes uncompressed bytes, as the Python
  * source plans them (a0py/spark/_read.py {@code plan}).
  *
  * <p>Pushed filters are applied exactly by the reader, so they are not
  * evaluated again by Spark; chunks are skipped only where the summary's
- * message index or the segment's a0py.chunks metadata proves no row in
- * them can pass.
+ * message index, the segment's a0py.chunks metadata (seq and publish
+ * times of a0py's channels) or the chunk index's log-time range proves no
+ * row in them can pass.
  */
 final class A0Scan implements Scan, Batch {
   static final byte KIND_PACKET = 1;
@@ -232,6 +233,10 @@ final class A0Scan implements Scan, Batch {
     if (col.equals("time_wall") && !(f instanceof In)) {
       Long us = micros(value);
       return us == null ? null : bound(f, us, eq, p::andWall);
+    }
+    if (col.equals("log_time") && !(f instanceof In)) {
+      Long us = micros(value);
+      return us == null ? null : bound(f, us, eq, p::andLog);
     }
     return null;
   }
@@ -587,14 +592,10 @@ final class A0Scan implements Scan, Batch {
       Channels chans = new Channels(lay);
       Set<Integer> wanted = new HashSet<>();
       Set<Integer> typed = new HashSet<>();
-      Set<Integer> foreign = new HashSet<>();
       Map<Integer, Integer> headersOf = new HashMap<>();
       for (int i = 0; i < chans.ids.length; i++) {
         byte k = chans.kinds[i];
         int id = chans.ids[i];
-        if (k == KIND_FOREIGN) {
-          foreign.add(id);
-        }
         boolean selected = predicate.topicOk(chans.topics[i]);
         if (((k == KIND_PACKET || k == KIND_TYPED) && selected)
             || (k == KIND_FOREIGN && selected && !predicate.hasSeqBound()) // its rows' seq is NULL
@@ -625,10 +626,10 @@ final class A0Scan implements Scan, Batch {
           if (!any) {
             continue;
           }
-        } else if (ref.channelIds != null && java.util.Arrays.stream(ref.channelIds)
-            .filter(wanted::contains).allMatch(foreign::contains)
-            && !predicate.wallRangeOk(capped(ref.startTime) / 1000, capped(ref.endTime) / 1000)) {
-          // Foreign chunks have no a0py.chunks ranges: the chunk index's message (log) time range.
+        }
+        // The chunk index's message time range is of log times (a foreign chunk, which has no
+        // a0py.chunks ranges, is never skipped by a time_wall filter: its publish times are unknown).
+        if (!predicate.logRangeOk(capped(ref.startTime) / 1000, capped(ref.endTime) / 1000)) {
           continue;
         }
         refs.add(ref);
