@@ -214,6 +214,19 @@ def test_mcap_columns_follow_the_selected_channels_and_the_option(spark, written
         spark.read.format("a0").option("mcapColumns", "sometimes").load(a0).collect()
 
 
+def test_a0pys_json_copies_are_no_rows_and_select_no_mcap_columns(spark, tmp_path):
+    path = str(tmp_path / "copies.mcap")
+    payloads = [json.dumps({"x": i}).encode() for i in range(20)]
+    with SegmentWriter(path) as w:
+        w.write_frames("cam", [a0py.Packet({}, p).to_bytes() for p in payloads], foreign.T0, seqs=range(1, 21))
+        w.write_json("cam", list(range(1, 21)), payloads, foreign.T0, [foreign.T0] * 20)
+    df = spark.read.format("a0").load(path)
+    assert df.columns == TODAY
+    assert sorted((r.topic, r.seq, bytes(r.payload)) for r in df.collect()) == [
+        ("cam", i + 1, p) for i, p in enumerate(payloads)]
+    assert spark.read.format("a0").option("mcapColumns", "true").load(path).count() == 20
+
+
 def test_decode_true_is_handed_to_the_python_source(spark, written):
     load = spark.read.format("a0").option("decode", "true").load
     if PYTHON_DECODES:

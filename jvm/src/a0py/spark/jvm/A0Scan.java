@@ -512,7 +512,7 @@ final class A0Scan implements Scan, Batch {
     if (GAP_TOPIC.equals(ch.topic) && "json".equals(ch.encoding)) {
       return KIND_GAP;
     }
-    if (ch.topic.startsWith(JSON_TOPIC_PREFIX) && ch.metadata.containsKey(TOPIC_KEY)) {
+    if (ch.topic.startsWith(JSON_TOPIC_PREFIX) && "json".equals(ch.encoding) && ch.metadata.containsKey(TOPIC_KEY)) {
       return 0;
     }
     return KIND_FOREIGN;
