@@ -65,6 +65,8 @@ final class A0Scan implements Scan, Batch {
   static final String PAYLOADS_KEY = "a0py.payloads";
   /** How many chunks near a typed chunk are searched for its headers messages. */
   static final int COMPANIONS = 4;
+  /** How many chunks on each side of a typed chunk are looked at for them. */
+  static final int NEAR_SCAN = 32;
 
   static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
     private final Map<String, String> options;
@@ -614,7 +616,8 @@ final class A0Scan implements Scan, Batch {
           continue;
         }
         long[][] info = meta.get(ref.offset);
-        if (info != null && info.length > 0) {
+        // a0py.chunks ranges hold for a0py's channels: a chunk that may hold another channel is kept.
+        if (info != null && info.length > 0 && covers(info, ref.channelIds)) {
           boolean any = false;
           for (long[] i : info) {
             if (wanted.contains((int) i[0]) && predicate.seqRangeOk(i[1], i[2])
@@ -672,6 +675,22 @@ final class A0Scan implements Scan, Batch {
     return parts;
   }
 
+  private static boolean covers(long[][] info, int[] ids) {
+    if (ids == null) {
+      return true;
+    }
+    for (int id : ids) {
+      boolean found = false;
+      for (long[] i : info) {
+        found |= i[0] == id;
+      }
+      if (!found) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   static long capped(long u64) {
     return u64 < 0 ? Long.MAX_VALUE : u64;
   }
@@ -696,14 +715,24 @@ final class A0Scan implements Scan, Batch {
     if (hids.isEmpty()) {
       return null;
     }
+    // lay.chunks is in file order: look outward from ref, the chunk before it first.
+    List<McapLayout.Ref> chunks = lay.chunks;
+    int at = java.util.Collections.binarySearch(chunks, ref, (a, b) -> Long.compare(a.offset, b.offset));
+    if (at < 0) {
+      return null;
+    }
     List<McapLayout.Ref> out = new ArrayList<>();
-    for (McapLayout.Ref c : lay.chunks) {
-      if (c != ref && c.overlaps(ref.startTime, ref.endTime) && hids.stream().anyMatch(c::holds)) {
-        out.add(c);
+    for (int d = 1; d <= NEAR_SCAN && out.size() < COMPANIONS; d++) {
+      for (int i : new int[] {at - d, at + d}) {
+        if (i >= 0 && i < chunks.size() && out.size() < COMPANIONS) {
+          McapLayout.Ref c = chunks.get(i);
+          if (c.overlaps(ref.startTime, ref.endTime) && hids.stream().anyMatch(c::holds)) {
+            out.add(c);
+          }
+        }
       }
     }
-    out.sort((a, b) -> Long.compare(Math.abs(a.offset - ref.offset), Math.abs(b.offset - ref.offset)));
-    return out.subList(0, Math.min(COMPANIONS, out.size())).toArray(new McapLayout.Ref[0]);
+    return out.isEmpty() ? null : out.toArray(new McapLayout.Ref[0]);
   }
 
   /** chunk offset -> [channel, seq_lo, seq_hi, pub_lo, pub_hi] from a0py.chunks (empty when unreadable). */
