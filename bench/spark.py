@@ -17,6 +17,13 @@ Workloads (medians of --repeats runs):
            a Python source (one yielding prebuilt Arrow batches); runs
            alternating, same Spark session; and the JVM reader with a filter
            on one topic of four (chunks skipped);
+  read-foreign
+           rows/s of the JVM reader (``format("a0")``) on an MCAP file of
+           raw 64 B messages on 4 channels written by the official ``mcap``
+           writer (zstd, 4 MiB chunks) against an a0py recording of as many
+           64 B payloads (with and without the headers column), the Python
+           source on both, and Parquet copies of each; one run of each
+           unless --repeats says more;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
@@ -256,6 +263,84 @@ def bench_read(args, results):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def make_foreign(path, frames, payload_size, topics=4):
+    """``frames`` raw messages of ``payload_size`` bytes over ``topics``
+    channels, written by the official ``mcap`` writer (zstd, 4 MiB chunks),
+    from the same kind of payload pool as :func:`make_recording`. Returns
+    bytes on disk."""
+    from mcap.writer import CompressionType, Writer
+
+    pool = [os.urandom(payload_size) for _ in range(64 if payload_size > 4096 else 4096)]
+    t0 = time.time_ns()
+    with open(path, "wb") as f:
+        w = Writer(f, chunk_size=4 << 20, compression=CompressionType.ZSTD)
+        w.start(profile="", library="a0py-bench")
+        chans = [w.register_channel(f"bench/f{t}", "application/octet-stream", 0) for t in range(topics)]
+        for i in range(frames):
+            t = t0 + i * 1000
+            w.add_message(chans[i % topics], log_time=t, publish_time=t, sequence=i, data=pool[i * 7 % len(pool)])
+        w.finish()
+    return os.path.getsize(path)
+
+
+def bench_read_foreign(args, results):
+    spark = spark_session()
+    work = tempfile.mkdtemp(prefix="a0py-bench-")
+    try:
+        frames, size = args.small, 64
+        foreign = os.path.join(work, "foreign.mcap")
+        own = os.path.join(work, "own")
+        disk_f = make_foreign(foreign, frames, size)
+        disk_o = make_recording(own, frames, size)
+        pq_f, pq_o = os.path.join(work, "pq-foreign"), os.path.join(work, "pq-own")
+        spark.read.format("a0").load(foreign).write.parquet(pq_f)
+        spark.read.format("a0").load(own).write.parquet(pq_o)
+
+        def read(fmt, path, **opts):
+            def run():
+                r = spark.read.format(fmt)
+                for k, v in opts.items():
+                    r = r.option(k, v)
+                r.load(path).write.format("noop").mode("overwrite").save()
+            return run
+
+        readers = {
+            "jvm_foreign": read("a0", foreign), "jvm_a0py": read("a0", own),
+            "jvm_a0py_no_headers": read("a0", own, headers="false"),
+            "python_foreign": read("a0.python", foreign), "python_a0py": read("a0.python", own),
+            "parquet_foreign": lambda: spark.read.parquet(pq_f).write.format("noop").mode("overwrite").save(),
+            "parquet_a0py": lambda: spark.read.parquet(pq_o).write.format("noop").mode("overwrite").save(),
+        }
+        rows = {"foreign": spark.read.format("a0").load(foreign).count(), "a0py": frames,
+                "python_foreign": spark.read.format("a0.python").load(foreign).count()}
+        for fn in readers.values():
+            fn()  # warm up
+        runs = {k: [] for k in readers}
+        for _ in range(args.repeats):  # alternating, as in bench_read
+            for k, fn in readers.items():
+                runs[k].append(timed(fn, 1)[0])
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        row = {"frames": frames, "payload": size, "foreign_mcap_bytes": disk_f, "a0py_mcap_bytes": disk_o,
+               "rows": rows}
+        for k in readers:
+            n = rows["python_foreign"] if k == "python_foreign" else frames
+            row[f"{k}_rows_per_s"] = n / med[k]
+            row[f"{k}_runs_s"] = runs[k]
+        row["jvm_foreign_over_a0py"] = med["jvm_a0py"] / med["jvm_foreign"]
+        row["jvm_foreign_over_a0py_no_headers"] = med["jvm_a0py_no_headers"] / med["jvm_foreign"]
+        results["read-foreign"] = row
+        print(f"read-foreign ({frames} raw 64 B messages: official mcap writer {disk_f / 1e6:.1f} MB, a0py "
+              f"{disk_o / 1e6:.1f} MB; medians of {args.repeats}):", flush=True)
+        for k in readers:
+            print(f"    {k:>20}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s", flush=True)
+        print(f"    JVM foreign / JVM a0py (rows/s): {row['jvm_foreign_over_a0py']:.2f}x, against a0py without "
+              f"headers {row['jvm_foreign_over_a0py_no_headers']:.2f}x; the Python source read "
+              f"{rows['python_foreign']} rows of the foreign file", flush=True)
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def bench_decode(args, results):
     work = tempfile.mkdtemp(prefix="a0py-bench-")
     try:
@@ -481,7 +566,8 @@ def bench_latency(args, results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, record, capacity, jsoncap, decode, latency (default: read record capacity)")
+                    help="read, read-foreign, record, capacity, jsoncap, decode, latency (default: read record "
+                    "capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
@@ -489,17 +575,17 @@ def main():
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
-    unknown = sorted(set(args.what) - {"read", "record", "capacity", "jsoncap", "decode", "latency"})
+    unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "latency"})
     if unknown:
-        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, record, capacity, jsoncap, decode, "
-                 "latency")
+        ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, read-foreign, record, capacity, "
+                 "jsoncap, decode, latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.seconds = 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,
-         "decode": bench_decode, "latency": bench_latency}[what](args, results)
+         "decode": bench_decode, "latency": bench_latency, "read-foreign": bench_read_foreign}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

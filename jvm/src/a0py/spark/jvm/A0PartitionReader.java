@@ -89,11 +89,24 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private final int cGapFirst;
   private final int cGapLast;
   private final int cRecord;
+  private final int cLog;
+  private final int cPub;
+  private final int cSequence;
+  private final int cSchema;
+  private final int cEncoding;
 
   private int sliceIndex;
   private int refIndex;
   private FileChannel file;
-  private final Map<Integer, Object[]> channels = new HashMap<>(); // id -> {topic bytes, topic, kind}
+  private final Map<Integer, Chan> channels = new HashMap<>();
+  private final Map<Long, Companion> companions = new java.util.LinkedHashMap<>(8, 0.75f, true) {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<Long, Companion> e) {
+      return size() > 2 * A0Scan.COMPANIONS;
+    }
+  };
   private final byte[] scratch = new byte[64];
   private long bytesRead;
   private long chunksRead;
@@ -103,6 +116,47 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private int[] rowMsg = new int[1024]; // record offset in the chunk
   private long[] rowSeq = new long[1024];
   private long[] rowMono = new long[1024]; // Long.MIN_VALUE: null
+  private byte[] rowKind = new byte[1024]; // ROW_*
+  private byte[][] rowHdrBuf = new byte[1024][]; // a joined row's headers message: its buffer and offset
+  private int[] rowHdrOff = new int[1024];
+  // The packet read by packetSeqMono.
+  private long pktSeq;
+  private long pktMono;
+
+  private static final byte ROW_PACKET = 1;
+  private static final byte ROW_JOINED = 2;
+  private static final byte ROW_RAW = 3;
+  private static final byte[] PACKET_SCHEMA = bytes(A0Scan.PACKET_SCHEMA);
+  private static final byte[] PACKET_ENCODING = bytes(A0Scan.PACKET_ENCODING);
+
+  /** A channel as the reader needs it. */
+  private static final class Chan {
+    final byte[] topicBytes;
+    final String topic;
+    final byte kind;
+    final byte[] schemaName; // null: no schema
+    final byte[] encoding;
+    final int headersId; // a typed channel's headers channel, else -1
+
+    Chan(String topic, byte kind, String schemaName, String encoding, int headersId) {
+      this.topicBytes = bytes(topic);
+      this.topic = topic;
+      this.kind = kind;
+      this.schemaName = schemaName == null ? null : bytes(schemaName);
+      this.encoding = bytes(encoding);
+      this.headersId = headersId;
+    }
+  }
+
+  /** A chunk read for the headers messages it holds: (headers channel, sequence) -> record offset. */
+  private static final class Companion {
+    final byte[] recs;
+    final HashMap<Long, Integer> index = new HashMap<>();
+
+    Companion(byte[] recs) {
+      this.recs = recs;
+    }
+  }
 
   A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema) {
     this.part = part;
@@ -120,6 +174,11 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     cGapFirst = index(schema, "gap_first");
     cGapLast = index(schema, "gap_last");
     cRecord = index(schema, "time_record");
+    cLog = index(schema, "log_time");
+    cPub = index(schema, "publish_time");
+    cSequence = index(schema, "sequence");
+    cSchema = index(schema, "schema_name");
+    cEncoding = index(schema, "message_encoding");
   }
 
   private static int index(StructType schema, String name) {
@@ -143,13 +202,17 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       if (file == null) {
         file = McapLayout.open(slice.path);
         channels.clear();
+        companions.clear();
         for (int i = 0; i < slice.channelIds.length; i++) {
-          channels.put(slice.channelIds[i], new Object[] {bytes(slice.topics[i]), slice.topics[i], slice.kinds[i]});
+          channels.put(slice.channelIds[i], new Chan(slice.topics[i], slice.kinds[i], slice.schemaNames[i],
+              slice.encodings[i], slice.headerIds[i]));
         }
       }
       if (refIndex < slice.refs.length) {
-        McapLayout.Ref ref = slice.refs[refIndex++];
-        if (readChunk(slice.path, ref) > 0) {
+        McapLayout.Ref ref = slice.refs[refIndex];
+        McapLayout.Ref[] near = slice.companions == null ? null : slice.companions[refIndex];
+        refIndex++;
+        if (readChunk(slice.path, ref, near) > 0) {
           return true;
         }
         continue;
@@ -182,12 +245,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     batch.close();
   }
 
-  /** Decodes one chunk into the batch; returns its row count. */
-  private int readChunk(String path, McapLayout.Ref ref) {
-    byte[] recs = McapLayout.chunkRecords(file, ref, path, read.validateCrc);
-    bytesRead += ref.length;
-    chunksRead++;
-    String where = path + ": " + (ref.region ? "message region" : "chunk") + " at byte " + ref.offset;
+  /** The records of a chunk: the offset of each message record, each checked to hold a message's fixed fields. */
+  private int[] walk(byte[] recs, String path, McapLayout.Ref ref, String where, boolean learnChannels) {
     int n = recs.length;
     int[] msgs = new int[256];
     int count = 0;
@@ -205,34 +264,144 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       int end = pos + McapLayout.RECORD_HEADER + (int) ln;
       if (op == McapLayout.OP_MESSAGE) {
+        if (ln < McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER) {
+          throw new RecordingFormatException(where + ": message " + count + ": record of " + ln
+              + " bytes, shorter than a message's fixed fields");
+        }
         if (count == msgs.length) {
           msgs = Arrays.copyOf(msgs, 2 * count);
         }
         msgs[count++] = pos;
-      } else if (op == McapLayout.OP_CHANNEL) {
+      } else if (op == McapLayout.OP_CHANNEL && learnChannels) {
         McapLayout.Channel ch = McapLayout.parseChannel(recs, pos + McapLayout.RECORD_HEADER, end, path, ref.offset);
         byte kind = A0Scan.kindOf(ch);
         if (kind != 0 && !channels.containsKey(ch.id)) {
-          channels.put(ch.id, new Object[] {bytes(ch.topic), ch.topic, kind});
+          // A channel the plan did not know (its record only inside this chunk): no schema name to give.
+          channels.put(ch.id, new Chan(A0Scan.rowTopic(ch, kind), kind, null, ch.encoding, headersIdOf(ch, kind)));
         }
       }
       pos = end;
     }
+    return Arrays.copyOf(msgs, count);
+  }
+
+  private int headersIdOf(McapLayout.Channel ch, byte kind) {
+    if (kind != A0Scan.KIND_TYPED) {
+      return -1;
+    }
+    String t = ch.metadata.get(A0Scan.HEADERS_KEY);
+    for (Map.Entry<Integer, Chan> e : channels.entrySet()) {
+      if (e.getValue().kind == A0Scan.KIND_HEADERS && e.getValue().topic.equals(t)) {
+        return e.getKey();
+      }
+    }
+    return -1;
+  }
+
+  private static long hdrKey(int headersId, long sequence) {
+    return ((long) headersId << 32) | sequence;
+  }
+
+  /** Indexes the headers messages among msgs of recs by (headers channel, sequence); the first of a key wins. */
+  private void indexHeaders(byte[] recs, int[] msgs, HashMap<Long, Integer> into) {
+    for (int o : msgs) {
+      int cid = McapLayout.le16(recs, o + 9);
+      Chan ch = channels.get(cid);
+      if (ch != null && ch.kind == A0Scan.KIND_HEADERS) {
+        into.putIfAbsent(hdrKey(cid, McapLayout.le32(recs, o + 11)), o);
+      }
+    }
+  }
+
+  private Companion companion(String path, McapLayout.Ref ref) {
+    Companion c = companions.get(ref.offset);
+    if (c == null) {
+      byte[] recs = McapLayout.chunkRecords(file, ref, path, read.validateCrc);
+      bytesRead += ref.length;
+      chunksRead++;
+      c = new Companion(recs);
+      int[] msgs = walk(recs, path, ref, path + ": chunk at byte " + ref.offset, true);
+      indexHeaders(recs, msgs, c.index);
+      companions.put(ref.offset, c);
+    }
+    return c;
+  }
+
+  /** seq and time_mono of the checked packet at p into pktSeq (-1: none) and pktMono (MIN_VALUE: null). */
+  private void packetSeqMono(byte[] recs, int p) {
+    long seq = -1;
+    long mono = Long.MIN_VALUE;
+    if ((McapLayout.le16(recs, p + 6) & 1) != 0) {
+      seq = McapLayout.le64(recs, p + 88);
+      long m = McapLayout.le64(recs, p + 48);
+      mono = m >= 0 ? m : Long.MIN_VALUE;
+    } else {
+      long entries = McapLayout.le32(recs, p + 24);
+      boolean gotSeq = false;
+      boolean gotMono = false;
+      for (int j = 0; j < entries && !(gotSeq && gotMono); j++) {
+        int e = p + INDEX_OFF + 16 * j;
+        long kl = McapLayout.le32(recs, e + 4);
+        int ko = p + (int) McapLayout.le32(recs, e);
+        int vo = p + (int) McapLayout.le32(recs, e + 8);
+        long vl = McapLayout.le32(recs, e + 12);
+        if (kl == 16 && !gotSeq && Arrays.equals(recs, ko, ko + 16, K_SEQ, 0, 16)) {
+          gotSeq = true;
+          seq = parseDec(recs, vo, vl);
+        } else if (kl == 12 && !gotMono && Arrays.equals(recs, ko, ko + 12, K_MONO, 0, 12)) {
+          gotMono = true;
+          long m = parseDec(recs, vo, vl);
+          mono = m >= 0 ? m : Long.MIN_VALUE;
+        }
+      }
+    }
+    pktSeq = seq;
+    pktMono = mono;
+  }
+
+  private static int dataSize(byte[] recs, int o) {
+    return (int) McapLayout.le64(recs, o + 1) - (McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER);
+  }
+
+  private void keep(int i, long seq, long mono, byte kind, byte[] hdrBuf, int hdrOff) {
+    if (rows == rowMsg.length) {
+      rowMsg = Arrays.copyOf(rowMsg, 2 * rows);
+      rowSeq = Arrays.copyOf(rowSeq, 2 * rows);
+      rowMono = Arrays.copyOf(rowMono, 2 * rows);
+      rowKind = Arrays.copyOf(rowKind, 2 * rows);
+      rowHdrBuf = Arrays.copyOf(rowHdrBuf, 2 * rows);
+      rowHdrOff = Arrays.copyOf(rowHdrOff, 2 * rows);
+    }
+    rowMsg[rows] = i;
+    rowSeq[rows] = seq;
+    rowMono[rows] = mono;
+    rowKind[rows] = kind;
+    rowHdrBuf[rows] = hdrBuf;
+    rowHdrOff[rows] = hdrOff;
+    rows++;
+  }
+
+  /** Decodes one chunk into the batch; returns its row count. */
+  private int readChunk(String path, McapLayout.Ref ref, McapLayout.Ref[] near) {
+    byte[] recs = McapLayout.chunkRecords(file, ref, path, read.validateCrc);
+    bytesRead += ref.length;
+    chunksRead++;
+    String where = path + ": " + (ref.region ? "message region" : "chunk") + " at byte " + ref.offset;
+    int[] msgs = walk(recs, path, ref, where, true);
+    int count = msgs.length;
+    HashMap<Long, Integer> own = null; // this chunk's headers messages, indexed when it holds typed ones
+    boolean loadedNear = false;
     rows = 0;
     int gaps = 0;
     int[] gapMsgs = null;
     for (int i = 0; i < count; i++) {
       int o = msgs[i];
-      long ln = McapLayout.le64(recs, o + 1);
-      if (ln < McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER) {
-        throw new RecordingFormatException(where + ": message " + i + ": record of " + ln
-            + " bytes, shorter than a message's fixed fields");
-      }
-      Object[] ch = channels.get(McapLayout.le16(recs, o + 9));
-      if (ch == null) {
+      int cid = McapLayout.le16(recs, o + 9);
+      Chan ch = channels.get(cid);
+      if (ch == null || ch.kind == A0Scan.KIND_HEADERS) {
         continue;
       }
-      byte kind = (Byte) ch[2];
+      byte kind = ch.kind;
       if (kind == A0Scan.KIND_GAP) {
         if (read.gaps) {
           if (gapMsgs == null) {
@@ -244,56 +413,75 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         }
         continue;
       }
-      if (!predicate.topicOk((String) ch[1]) || !predicate.wallOk(wallUs(recs, o))) {
+      if (!predicate.topicOk(ch.topic) || !predicate.logOk(logUs(recs, o))) {
         continue;
       }
-      int p = o + McapLayout.MESSAGE_FIXED;
-      int size = (int) ln - (McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER);
-      String why = check(recs, p, size);
-      if (why != null) {
-        throw new RecordingFormatException(where + ", message " + i + ": corrupt a0py packet: " + why);
+      if (kind == A0Scan.KIND_PACKET) {
+        if (!predicate.wallOk(wallUs(recs, o))) {
+          continue;
+        }
+        int p = o + McapLayout.MESSAGE_FIXED;
+        String why = check(recs, p, dataSize(recs, o));
+        if (why != null) {
+          throw new RecordingFormatException(where + ", message " + i + ": corrupt a0py packet: " + why);
+        }
+        packetSeqMono(recs, p);
+        long seq = pktSeq >= 0 ? pktSeq : McapLayout.le32(recs, o + 11);
+        if (predicate.hasSeqBound() && !predicate.seqOk(seq)) {
+          continue;
+        }
+        keep(i, seq, pktMono, ROW_PACKET, null, 0);
+        continue;
       }
-      long seq = -1;
-      long mono = Long.MIN_VALUE;
-      if ((McapLayout.le16(recs, p + 6) & 1) != 0) {
-        seq = McapLayout.le64(recs, p + 88);
-        long m = McapLayout.le64(recs, p + 48);
-        mono = m >= 0 ? m : Long.MIN_VALUE;
-      } else {
-        long entries = McapLayout.le32(recs, p + 24);
-        boolean gotSeq = false;
-        boolean gotMono = false;
-        for (int j = 0; j < entries && !(gotSeq && gotMono); j++) {
-          int e = p + INDEX_OFF + 16 * j;
-          long kl = McapLayout.le32(recs, e + 4);
-          int ko = p + (int) McapLayout.le32(recs, e);
-          int vo = p + (int) McapLayout.le32(recs, e + 8);
-          long vl = McapLayout.le32(recs, e + 12);
-          if (kl == 16 && !gotSeq && Arrays.equals(recs, ko, ko + 16, K_SEQ, 0, 16)) {
-            gotSeq = true;
-            seq = parseDec(recs, vo, vl);
-          } else if (kl == 12 && !gotMono && Arrays.equals(recs, ko, ko + 12, K_MONO, 0, 12)) {
-            gotMono = true;
-            long m = parseDec(recs, vo, vl);
-            mono = m >= 0 ? m : Long.MIN_VALUE;
+      if (kind == A0Scan.KIND_TYPED && ch.headersId >= 0) {
+        long key = hdrKey(ch.headersId, McapLayout.le32(recs, o + 11));
+        byte[] hb = null;
+        Integer ho = null;
+        if (own == null) {
+          own = new HashMap<>();
+          indexHeaders(recs, msgs, own);
+        }
+        ho = own.get(key);
+        if (ho != null) {
+          hb = recs;
+        } else if (near != null) {
+          for (McapLayout.Ref c : near) {
+            Companion comp = companion(path, c);
+            ho = comp.index.get(key);
+            if (ho != null) {
+              hb = comp.recs;
+              break;
+            }
           }
+          loadedNear = true;
+        }
+        if (hb != null) {
+          if (!predicate.wallOk(wallUs(hb, ho))) {
+            continue;
+          }
+          int hp = ho + McapLayout.MESSAGE_FIXED;
+          String why = check(hb, hp, dataSize(hb, ho));
+          if (why != null) {
+            throw new RecordingFormatException(where + ", message " + i + ": corrupt a0py packet in its headers "
+                + "message: " + why);
+          }
+          packetSeqMono(hb, hp);
+          long seq = pktSeq >= 0 ? pktSeq : McapLayout.le32(hb, ho + 11);
+          if (predicate.hasSeqBound() && !predicate.seqOk(seq)) {
+            continue;
+          }
+          keep(i, seq, pktMono, ROW_JOINED, hb, ho);
+          continue;
         }
       }
-      if (seq < 0) {
-        seq = McapLayout.le32(recs, o + 11);
+      // A foreign message, or a typed one whose headers message is missing: the message as recorded.
+      if (predicate.hasSeqBound() || !predicate.wallOk(wallUs(recs, o))) {
+        continue; // its seq is NULL, which no seq filter passes
       }
-      if (predicate.hasSeqBound() && !predicate.seqOk(seq)) {
-        continue;
-      }
-      if (rows == rowMsg.length) {
-        rowMsg = Arrays.copyOf(rowMsg, 2 * rows);
-        rowSeq = Arrays.copyOf(rowSeq, 2 * rows);
-        rowMono = Arrays.copyOf(rowMono, 2 * rows);
-      }
-      rowMsg[rows] = i;
-      rowSeq[rows] = seq;
-      rowMono[rows] = mono;
-      rows++;
+      keep(i, -1, Long.MIN_VALUE, ROW_RAW, null, 0);
+    }
+    if (!loadedNear) {
+      companions.clear(); // the chunks near this one were not needed: none kept for the next
     }
     int frames = rows;
     Object[][] gapRows = gaps > 0 ? gapRows(recs, gapMsgs, gaps, where) : new Object[0][];
@@ -306,13 +494,18 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       int i = rowMsg[r];
       int o = msgs[i];
       int p = o + McapLayout.MESSAGE_FIXED;
-      int size = (int) McapLayout.le64(recs, o + 1) - (McapLayout.MESSAGE_FIXED - McapLayout.RECORD_HEADER);
+      int size = dataSize(recs, o);
+      byte kind = rowKind[r];
+      Chan ch = channels.get(McapLayout.le16(recs, o + 9));
       if (cTopic >= 0) {
-        byte[] t = (byte[]) channels.get(McapLayout.le16(recs, o + 9))[0];
-        vectors[cTopic].putByteArray(r, t, 0, t.length);
+        vectors[cTopic].putByteArray(r, ch.topicBytes, 0, ch.topicBytes.length);
       }
       if (cSeq >= 0) {
-        vectors[cSeq].putLong(r, rowSeq[r]);
+        if (kind == ROW_RAW) {
+          vectors[cSeq].putNull(r);
+        } else {
+          vectors[cSeq].putLong(r, rowSeq[r]);
+        }
       }
       if (cMono >= 0) {
         if (rowMono[r] == Long.MIN_VALUE) {
@@ -322,14 +515,46 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         }
       }
       if (cWall >= 0) {
-        vectors[cWall].putLong(r, wallUs(recs, o));
+        vectors[cWall].putLong(r, kind == ROW_JOINED ? wallUs(rowHdrBuf[r], rowHdrOff[r]) : wallUs(recs, o));
       }
       if (cHeaders >= 0) {
-        putHeaders(vectors[cHeaders], r, recs, p, where + ", message " + i);
+        if (kind == ROW_PACKET) {
+          putHeaders(vectors[cHeaders], r, recs, p, where + ", message " + i);
+        } else if (kind == ROW_JOINED) {
+          putHeaders(vectors[cHeaders], r, rowHdrBuf[r], rowHdrOff[r] + McapLayout.MESSAGE_FIXED,
+              where + ", message " + i + " (its headers message)");
+        } else {
+          vectors[cHeaders].putNull(r);
+        }
       }
       if (cPayload >= 0) {
-        int poff = (int) McapLayout.le64(recs, p + 32);
-        vectors[cPayload].putByteArray(r, recs, p + poff, size - poff);
+        if (kind == ROW_PACKET) {
+          int poff = (int) McapLayout.le64(recs, p + 32);
+          vectors[cPayload].putByteArray(r, recs, p + poff, size - poff);
+        } else {
+          vectors[cPayload].putByteArray(r, recs, p, size);
+        }
+      }
+      if (cLog >= 0) {
+        vectors[cLog].putLong(r, capped(McapLayout.le64(recs, o + 15)) / 1000);
+      }
+      if (cPub >= 0) {
+        vectors[cPub].putLong(r, wallUs(recs, o));
+      }
+      if (cSequence >= 0) {
+        vectors[cSequence].putLong(r, McapLayout.le32(recs, o + 11));
+      }
+      if (cSchema >= 0) {
+        byte[] sn = kind == ROW_PACKET ? PACKET_SCHEMA : ch.schemaName;
+        if (sn == null) {
+          vectors[cSchema].putNull(r);
+        } else {
+          vectors[cSchema].putByteArray(r, sn, 0, sn.length);
+        }
+      }
+      if (cEncoding >= 0) {
+        byte[] en = kind == ROW_PACKET ? PACKET_ENCODING : ch.encoding;
+        vectors[cEncoding].putByteArray(r, en, 0, en.length);
       }
       if (cIsGap >= 0) {
         vectors[cIsGap].putBoolean(r, false);
@@ -347,6 +572,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     for (int g = 0; g < gapRows.length; g++) {
       int r = frames + g;
       Object[] gr = gapRows[g];
+      int o = (Integer) gr[5];
+      Chan ch = channels.get(McapLayout.le16(recs, o + 9));
       if (cTopic >= 0) {
         byte[] t = bytes((String) gr[0]);
         vectors[cTopic].putByteArray(r, t, 0, t.length);
@@ -365,6 +592,25 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       if (cPayload >= 0) {
         vectors[cPayload].putNull(r);
+      }
+      if (cLog >= 0) {
+        vectors[cLog].putLong(r, (Long) gr[4]);
+      }
+      if (cPub >= 0) {
+        vectors[cPub].putLong(r, (Long) gr[3]);
+      }
+      if (cSequence >= 0) {
+        vectors[cSequence].putLong(r, McapLayout.le32(recs, o + 11));
+      }
+      if (cSchema >= 0) {
+        if (ch.schemaName == null) {
+          vectors[cSchema].putNull(r);
+        } else {
+          vectors[cSchema].putByteArray(r, ch.schemaName, 0, ch.schemaName.length);
+        }
+      }
+      if (cEncoding >= 0) {
+        vectors[cEncoding].putByteArray(r, ch.encoding, 0, ch.encoding.length);
       }
       if (cIsGap >= 0) {
         vectors[cIsGap].putBoolean(r, true);
@@ -387,11 +633,15 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     return u64 < 0 ? Long.MAX_VALUE : u64;
   }
 
+  private static long logUs(byte[] recs, int o) {
+    return capped(McapLayout.le64(recs, o + 15)) / 1000;
+  }
+
   private static long wallUs(byte[] recs, int o) {
     return capped(McapLayout.le64(recs, o + 23)) / 1000;
   }
 
-  /** The gap rows (topic, first, last, wall µs, record µs) of the gap messages that pass. */
+  /** The gap rows (topic, first, last, wall µs, record µs, record offset) of the gap messages that pass. */
   private Object[][] gapRows(byte[] recs, int[] offs, int count, String where) {
     java.util.List<Object[]> out = new java.util.ArrayList<>();
     for (int i = 0; i < count; i++) {
@@ -414,8 +664,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
             + ")");
       }
       long wall = wallUs(recs, o);
-      if (predicate.topicOk(topic) && predicate.seqOk(first) && predicate.wallOk(wall)) {
-        out.add(new Object[] {topic, first, last, wall, capped(McapLayout.le64(recs, o + 15)) / 1000});
+      if (predicate.topicOk(topic) && predicate.seqOk(first) && predicate.wallOk(wall)
+          && predicate.logOk(logUs(recs, o))) {
+        out.add(new Object[] {topic, first, last, wall, capped(McapLayout.le64(recs, o + 15)) / 1000, o});
       }
     }
     return out.toArray(new Object[0][]);

@@ -36,21 +36,37 @@ import org.apache.spark.sql.sources.LessThanOrEqual;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Planning a read: the scan builder (filter pushdown on topic, seq and
- * time_wall, column pruning), the scan, and its partitions — one per run of
+ * Planning a read: the scan builder (filter pushdown on topic, seq,
+ * time_wall and log_time, column pruning), the scan, and its partitions — one per run of
  * chunks of about maxPartitionBytes uncompressed bytes, as the Python
  * source plans them (a0py/spark/_read.py {@code plan}).
  *
  * <p>Pushed filters are applied exactly by the reader, so they are not
  * evaluated again by Spark; chunks are skipped only where the summary's
- * message index or the segment's a0py.chunks metadata proves no row in
- * them can pass.
+ * message index, the segment's a0py.chunks metadata (seq and publish
+ * times of a0py's channels) or the chunk index's log-time range proves no
+ * row in them can pass.
  */
 final class A0Scan implements Scan, Batch {
   static final byte KIND_PACKET = 1;
   static final byte KIND_GAP = 2;
+  /** A typed topic's headers channel (/a0py/headers/T): its packets cut at the payload, never rows. */
+  static final byte KIND_HEADERS = 3;
+  /** A typed topic's payload channel: rows joined with the headers channel's messages by sequence. */
+  static final byte KIND_TYPED = 4;
+  /** Any other channel (any encoding, any schema or none): rows of the message as recorded. */
+  static final byte KIND_FOREIGN = 5;
   static final String PACKET_ENCODING = "a0py/packet";
+  static final String PACKET_SCHEMA = "a0py.Packet";
   static final String GAP_TOPIC = "/a0py/gaps";
+  static final String JSON_TOPIC_PREFIX = "/a0py/json/";
+  static final String TOPIC_KEY = "a0py.topic";
+  static final String HEADERS_KEY = "a0py.headers";
+  static final String PAYLOADS_KEY = "a0py.payloads";
+  /** How many chunks near a typed chunk are searched for its headers messages. */
+  static final int COMPANIONS = 4;
+  /** How many chunks on each side of a typed chunk are looked at for them. */
+  static final int NEAR_SCAN = 32;
 
   static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
     private final Map<String, String> options;
@@ -64,7 +80,7 @@ final class A0Scan implements Scan, Batch {
       this.options = options;
       this.python = python;
       this.read = new ReadOptions(options);
-      this.schema = read.schema();
+      this.schema = schemaFor(options, read);
       if (read.topics != null) {
         predicate = predicate.andTopics(read.topics);
       }
@@ -220,6 +236,10 @@ final class A0Scan implements Scan, Batch {
       Long us = micros(value);
       return us == null ? null : bound(f, us, eq, p::andWall);
     }
+    if (col.equals("log_time") && !(f instanceof In)) {
+      Long us = micros(value);
+      return us == null ? null : bound(f, us, eq, p::andLog);
+    }
     return null;
   }
 
@@ -309,10 +329,7 @@ final class A0Scan implements Scan, Batch {
       List<String> found;
       try {
         if (Files.isDirectory(p)) {
-          try (Stream<Path> s = Files.walk(p)) {
-            found = s.filter(Files::isRegularFile).map(Path::toString).filter(x -> x.endsWith(".mcap")).sorted()
-                .collect(Collectors.toList());
-          }
+          found = directory(p);
         } else if (Files.exists(p)) {
           found = List.of(local);
         } else if (local.matches(".*[*?\\[].*")) {
@@ -331,6 +348,67 @@ final class A0Scan implements Scan, Batch {
         }
       } catch (IOException e) {
         throw new RecordingOptionException(item + ": " + e);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The recordings of a directory: its *.mcap files (recursively, by name), where a rosbag2
+   * directory (one with a metadata.yaml) gives its files in the metadata's order.
+   */
+  private static List<String> directory(Path dir) throws IOException {
+    List<Path> all;
+    try (Stream<Path> s = Files.walk(dir)) {
+      all = s.filter(Files::isRegularFile).sorted().collect(Collectors.toList());
+    }
+    List<Path> bags = new ArrayList<>();
+    for (Path f : all) {
+      if (f.getFileName().toString().equals("metadata.yaml")) {
+        bags.add(f.getParent());
+      }
+    }
+    List<String> out = new ArrayList<>();
+    for (Path f : all) {
+      if (f.toString().endsWith(".mcap") && bags.stream().noneMatch(b -> f.startsWith(b))) {
+        out.add(f.toString());
+      }
+    }
+    for (Path b : bags) {
+      out.addAll(bagFiles(b));
+    }
+    return out;
+  }
+
+  /** The MCAP files of rosbag2 directory {@code bag}, in its metadata.yaml's order. */
+  static List<String> bagFiles(Path bag) {
+    JsonNode info;
+    try {
+      info = new ObjectMapper(new com.fasterxml.jackson.dataformat.yaml.YAMLFactory())
+          .readTree(bag.resolve("metadata.yaml").toFile()).path("rosbag2_bagfile_information");
+    } catch (IOException | RuntimeException e) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory whose metadata.yaml does not parse (" + e
+          .getMessage() + ")");
+    }
+    String storage = info.path("storage_identifier").asText("");
+    if (!storage.isEmpty() && !storage.equals("mcap")) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory with " + storage + " storage: a0py reads "
+          + "bags stored as MCAP (convert it with `ros2 bag convert`)");
+    }
+    String comp = info.path("compression_mode").asText("");
+    if (!comp.isEmpty() && !comp.equalsIgnoreCase("none")) {
+      throw new RecordingOptionException(bag + ": a rosbag2 directory with compression mode " + comp + " ("
+          + info.path("compression_format").asText("") + "): a0py reads bags without bag-level compression "
+          + "(MCAP's own chunk compression is fine)");
+    }
+    List<String> out = new ArrayList<>();
+    for (JsonNode f : info.path("relative_file_paths")) {
+      Path file = bag.resolve(f.asText()).normalize();
+      if (!file.startsWith(bag.normalize()) || !Files.isRegularFile(file)) {
+        throw new RecordingOptionException(bag + ": metadata.yaml names " + f.asText() + ", not a file of the bag");
+      }
+      if (file.toString().endsWith(".mcap")) {
+        out.add(file.toString());
       }
     }
     return out;
@@ -369,27 +447,138 @@ final class A0Scan implements Scan, Batch {
     private static final long serialVersionUID = 1L;
     final String path;
     final int[] channelIds;
-    final String[] topics;
+    final String[] topics; // the rows' topic: the channel's, a typed channel's a0py topic
     final byte[] kinds;
+    final String[] schemaNames; // null where the channel has no schema
+    final String[] encodings;
+    final int[] headerIds; // a typed channel's headers channel, else -1
     final McapLayout.Ref[] refs;
+    final McapLayout.Ref[][] companions; // per ref: nearby chunks that may hold its typed rows' headers
 
-    Slice(String path, int[] channelIds, String[] topics, byte[] kinds, McapLayout.Ref[] refs) {
+    Slice(String path, Channels c, McapLayout.Ref[] refs, McapLayout.Ref[][] companions) {
       this.path = path;
-      this.channelIds = channelIds;
-      this.topics = topics;
-      this.kinds = kinds;
+      this.channelIds = c.ids;
+      this.topics = c.topics;
+      this.kinds = c.kinds;
+      this.schemaNames = c.schemaNames;
+      this.encodings = c.encodings;
+      this.headerIds = c.headerIds;
       this.refs = refs;
+      this.companions = companions;
     }
   }
 
+  /** The channels of one file that the reader knows (all but JSON copies), as parallel arrays. */
+  static final class Channels {
+    int[] ids;
+    String[] topics;
+    byte[] kinds;
+    String[] schemaNames;
+    String[] encodings;
+    int[] headerIds;
+
+    Channels(McapLayout lay) {
+      List<McapLayout.Channel> known = new ArrayList<>();
+      for (McapLayout.Channel ch : lay.channels.values()) {
+        if (kindOf(ch) != 0) {
+          known.add(ch);
+        }
+      }
+      int n = known.size();
+      ids = new int[n];
+      topics = new String[n];
+      kinds = new byte[n];
+      schemaNames = new String[n];
+      encodings = new String[n];
+      headerIds = new int[n];
+      for (int i = 0; i < n; i++) {
+        McapLayout.Channel ch = known.get(i);
+        ids[i] = ch.id;
+        kinds[i] = kindOf(ch);
+        topics[i] = rowTopic(ch, kinds[i]);
+        schemaNames[i] = ch.schemaId == 0 ? null : lay.schemas.get(ch.schemaId);
+        encodings[i] = ch.encoding;
+        headerIds[i] = kinds[i] == KIND_TYPED ? headersChannel(lay, ch) : -1;
+      }
+    }
+  }
+
+  /** The kind of a channel (format.channel_kind's rule), 0 for a JSON copy (never read: it repeats packet rows). */
   static byte kindOf(McapLayout.Channel ch) {
     if (PACKET_ENCODING.equals(ch.encoding)) {
-      return KIND_PACKET;
+      return ch.metadata.containsKey(PAYLOADS_KEY) ? KIND_HEADERS : KIND_PACKET;
+    }
+    if (ch.metadata.containsKey(HEADERS_KEY)) {
+      return KIND_TYPED;
     }
     if (GAP_TOPIC.equals(ch.topic) && "json".equals(ch.encoding)) {
       return KIND_GAP;
     }
-    return 0;
+    if (ch.topic.startsWith(JSON_TOPIC_PREFIX) && "json".equals(ch.encoding) && ch.metadata.containsKey(TOPIC_KEY)) {
+      return 0;
+    }
+    return KIND_FOREIGN;
+  }
+
+  /** The topic of a channel's rows: a typed channel's a0py topic, any other channel's own. */
+  static String rowTopic(McapLayout.Channel ch, byte kind) {
+    if (kind == KIND_TYPED) {
+      String t = ch.metadata.get(TOPIC_KEY);
+      return t == null || t.isEmpty() ? ch.topic : t;
+    }
+    return ch.topic;
+  }
+
+  /** The id of typed channel {@code ch}'s headers channel, -1 when the file has none. */
+  static int headersChannel(McapLayout lay, McapLayout.Channel ch) {
+    String topic = ch.metadata.get(HEADERS_KEY);
+    for (McapLayout.Channel h : lay.channels.values()) {
+      if (h.topic.equals(topic) && kindOf(h) == KIND_HEADERS) {
+        return h.id;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * The schema of a read: today's columns, plus the MCAP columns when option mcapColumns is true or,
+   * with auto, when the read selects (after option topics) a foreign or typed channel of any of its
+   * files (from their summaries; a scan for a file without one).
+   */
+  static StructType schemaFor(Map<String, String> options) {
+    ReadOptions read = new ReadOptions(options);
+    return schemaFor(options, read);
+  }
+
+  static StructType schemaFor(Map<String, String> options, ReadOptions read) {
+    return read.schema(read.mcapColumns != null ? read.mcapColumns : selectsMcapChannels(options, read));
+  }
+
+  private static boolean selectsMcapChannels(Map<String, String> options, ReadOptions read) {
+    List<String> files;
+    try {
+      files = expandPaths(paths(options));
+    } catch (RecordingOptionException e) {
+      return false; // reported when the read is planned
+    }
+    for (String f : files) {
+      McapLayout lay;
+      try {
+        if (McapLayout.noRecordYet(f) != null) {
+          continue;
+        }
+        lay = McapLayout.cached(f);
+      } catch (RuntimeException e) {
+        continue; // a damaged file: reported when the read is planned
+      }
+      for (McapLayout.Channel ch : lay.channels.values()) {
+        byte k = kindOf(ch);
+        if ((k == KIND_FOREIGN || k == KIND_TYPED) && (read.topics == null || read.topics.contains(rowTopic(ch, k)))) {
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   static List<Partition> plan(List<String> spec, Predicate predicate, ReadOptions read) {
@@ -401,20 +590,23 @@ final class A0Scan implements Scan, Batch {
         System.err.println("a0py: warning: skipping " + empty);
         continue;
       }
-      McapLayout lay = McapLayout.read(src);
-      List<Integer> ids = new ArrayList<>();
-      List<String> topics = new ArrayList<>();
-      List<Byte> kinds = new ArrayList<>();
+      McapLayout lay = McapLayout.cached(src);
+      Channels chans = new Channels(lay);
       Set<Integer> wanted = new HashSet<>();
-      for (McapLayout.Channel ch : lay.channels.values()) {
-        byte k = kindOf(ch);
-        if ((k == KIND_PACKET && predicate.topicOk(ch.topic)) || (k == KIND_GAP && read.gaps && !predicate.empty)) {
-          wanted.add(ch.id);
+      Set<Integer> typed = new HashSet<>();
+      Map<Integer, Integer> headersOf = new HashMap<>();
+      for (int i = 0; i < chans.ids.length; i++) {
+        byte k = chans.kinds[i];
+        int id = chans.ids[i];
+        boolean selected = predicate.topicOk(chans.topics[i]);
+        if (((k == KIND_PACKET || k == KIND_TYPED) && selected)
+            || (k == KIND_FOREIGN && selected && !predicate.hasSeqBound()) // its rows' seq is NULL
+            || (k == KIND_GAP && read.gaps && !predicate.empty)) {
+          wanted.add(id);
         }
-        if (k != 0) {
-          ids.add(ch.id);
-          topics.add(ch.topic);
-          kinds.add(k);
+        if (k == KIND_TYPED && selected && chans.headerIds[i] >= 0) {
+          typed.add(id);
+          headersOf.put(id, chans.headerIds[i]);
         }
       }
       Map<Long, long[][]> meta = chunkMeta(lay);
@@ -424,7 +616,8 @@ final class A0Scan implements Scan, Batch {
           continue;
         }
         long[][] info = meta.get(ref.offset);
-        if (info != null && info.length > 0) {
+        // a0py.chunks ranges hold for a0py's channels: a chunk that may hold another channel is kept.
+        if (info != null && info.length > 0 && covers(info, ref.channelIds)) {
           boolean any = false;
           for (long[] i : info) {
             if (wanted.contains((int) i[0]) && predicate.seqRangeOk(i[1], i[2])
@@ -437,35 +630,39 @@ final class A0Scan implements Scan, Batch {
             continue;
           }
         }
+        // The chunk index's message time range is of log times (a foreign chunk, which has no
+        // a0py.chunks ranges, is never skipped by a time_wall filter: its publish times are unknown).
+        if (!predicate.logRangeOk(capped(ref.startTime) / 1000, capped(ref.endTime) / 1000)) {
+          continue;
+        }
         refs.add(ref);
       }
       refs.addAll(lay.regions);
       if (refs.isEmpty()) {
         continue;
       }
-      int[] idArr = ids.stream().mapToInt(Integer::intValue).toArray();
-      String[] topicArr = topics.toArray(new String[0]);
-      byte[] kindArr = new byte[kinds.size()];
-      for (int i = 0; i < kindArr.length; i++) {
-        kindArr[i] = kinds.get(i);
-      }
       List<McapLayout.Ref> run = new ArrayList<>();
+      List<McapLayout.Ref[]> runCompanions = new ArrayList<>();
       long runWeight = 0;
       for (McapLayout.Ref ref : refs) {
         long w = ref.uncompressedSize;
         if (!run.isEmpty() && cur.weight + runWeight + w > read.partitionBytes) {
-          cur.slices.add(new Slice(src, idArr, topicArr, kindArr, run.toArray(new McapLayout.Ref[0])));
+          cur.slices.add(new Slice(src, chans, run.toArray(new McapLayout.Ref[0]),
+              runCompanions.toArray(new McapLayout.Ref[0][])));
           cur.weight += runWeight;
           parts.add(cur);
           cur = new Partition();
           run = new ArrayList<>();
+          runCompanions = new ArrayList<>();
           runWeight = 0;
         }
         run.add(ref);
+        runCompanions.add(companions(lay, ref, typed, headersOf));
         runWeight += w;
       }
       if (!run.isEmpty()) {
-        cur.slices.add(new Slice(src, idArr, topicArr, kindArr, run.toArray(new McapLayout.Ref[0])));
+        cur.slices.add(new Slice(src, chans, run.toArray(new McapLayout.Ref[0]),
+            runCompanions.toArray(new McapLayout.Ref[0][])));
         cur.weight += runWeight;
       }
     }
@@ -476,6 +673,66 @@ final class A0Scan implements Scan, Batch {
       parts.add(new Partition());
     }
     return parts;
+  }
+
+  private static boolean covers(long[][] info, int[] ids) {
+    if (ids == null) {
+      return true;
+    }
+    for (int id : ids) {
+      boolean found = false;
+      for (long[] i : info) {
+        found |= i[0] == id;
+      }
+      if (!found) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static long capped(long u64) {
+    return u64 < 0 ? Long.MAX_VALUE : u64;
+  }
+
+  /**
+   * The chunks that may hold the headers messages of chunk {@code ref}'s typed messages: the writer
+   * puts them in a chunk of the same times next to it, so chunks whose log-time range overlaps
+   * ref's and that may hold a headers channel of a selected typed channel, nearest first, at most
+   * COMPANIONS of them. Read by the reader only when a typed message's headers are not in ref itself.
+   */
+  private static McapLayout.Ref[] companions(McapLayout lay, McapLayout.Ref ref, Set<Integer> typed,
+      Map<Integer, Integer> headersOf) {
+    if (typed.isEmpty() || ref.region) {
+      return null;
+    }
+    Set<Integer> hids = new HashSet<>();
+    for (int t : typed) {
+      if (ref.holds(t)) {
+        hids.add(headersOf.get(t));
+      }
+    }
+    if (hids.isEmpty()) {
+      return null;
+    }
+    // lay.chunks is in file order: look outward from ref, the chunk before it first.
+    List<McapLayout.Ref> chunks = lay.chunks;
+    int at = java.util.Collections.binarySearch(chunks, ref, (a, b) -> Long.compare(a.offset, b.offset));
+    if (at < 0) {
+      return null;
+    }
+    List<McapLayout.Ref> out = new ArrayList<>();
+    for (int d = 1; d <= NEAR_SCAN && out.size() < COMPANIONS; d++) {
+      for (int i : new int[] {at - d, at + d}) {
+        if (i >= 0 && i < chunks.size() && out.size() < COMPANIONS) {
+          McapLayout.Ref c = chunks.get(i);
+          if (c.overlaps(ref.startTime, ref.endTime) && hids.stream().anyMatch(c::holds)) {
+            out.add(c);
+          }
+        }
+      }
+    }
+    return out.isEmpty() ? null : out.toArray(new McapLayout.Ref[0]);
   }
 
   /** chunk offset -> [channel, seq_lo, seq_hi, pub_lo, pub_hi] from a0py.chunks (empty when unreadable). */

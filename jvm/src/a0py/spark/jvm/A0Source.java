@@ -32,8 +32,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * <p>Spark resolves the short name "a0" to this class whenever the jar is on
  * the classpath (a JVM DataSourceRegister is found before a Python data
  * source of the same name). What only the Python source reads — live topics
- * ({@code shm://}), file arenas, JSON payloads, a user schema other than the
- * rows' own, and streams — is handed to the Python source registered as "a0"
+ * ({@code shm://}), file arenas, JSON payloads, decoded messages
+ * ({@code decode=true}), a user schema other than the rows' own, and
+ * streams — is handed to the Python source registered as "a0"
  * (through Spark's own PythonDataSourceV2), so one name serves every read.
  */
 public final class A0Source implements TableProvider, DataSourceRegister {
@@ -60,23 +61,30 @@ public final class A0Source implements TableProvider, DataSourceRegister {
     if (needsPython(options)) {
       return python().inferSchema(options);
     }
-    return new ReadOptions(options).schema();
+    return A0Scan.schemaFor(options.asCaseSensitiveMap());
   }
 
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     Map<String, String> options = new HashMap<>(properties);
-    if (needsPython(options) || (schema != null && !schema.equals(new ReadOptions(options).schema()))) {
+    if (needsPython(options) || (schema != null && !schema.equals(A0Scan.schemaFor(options)))) {
       return python().getTable(schema, partitioning, properties);
     }
     return new A0Table(options, schema, partitioning);
   }
 
-  /** Does this read need the Python source (live topics, arenas, JSON payloads)? */
+  /** Does this read need the Python source (live topics, arenas, JSON payloads, decoded messages)? */
   static boolean needsPython(Map<String, String> options) {
     String payload = ReadOptions.get(options, "payload");
     if (payload != null && !payload.trim().toLowerCase(Locale.ROOT).equals("binary")) {
       return true;
+    }
+    try {
+      if (ReadOptions.bool(options, "decode", false)) {
+        return true;
+      }
+    } catch (RecordingOptionException e) {
+      return false; // reported by the reader
     }
     List<String> paths;
     try {
@@ -124,7 +132,7 @@ public final class A0Source implements TableProvider, DataSourceRegister {
 
     A0Table(Map<String, String> options, StructType schema, Transform[] partitioning) {
       this.options = options;
-      this.schema = schema != null ? schema : new ReadOptions(options).schema();
+      this.schema = schema != null ? schema : A0Scan.schemaFor(options);
       this.partitioning = partitioning;
     }
 

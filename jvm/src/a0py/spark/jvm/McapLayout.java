@@ -66,13 +66,17 @@ final class McapLayout {
 
   static final class Channel {
     final int id;
+    final int schemaId;
     final String topic;
     final String encoding;
+    final Map<String, String> metadata;
 
-    Channel(int id, String topic, String encoding) {
+    Channel(int id, int schemaId, String topic, String encoding, Map<String, String> metadata) {
       this.id = id;
+      this.schemaId = schemaId;
       this.topic = topic;
       this.encoding = encoding;
+      this.metadata = metadata;
     }
   }
 
@@ -84,19 +88,46 @@ final class McapLayout {
     final long uncompressedSize;
     final boolean region;
     final int[] channelIds; // from the message indexes; null when unknown
+    final long startTime; // the chunk's message log-time range (ns, unsigned); 0 and -1 when unknown
+    final long endTime;
 
     Ref(long offset, long length, long uncompressedSize, boolean region, int[] channelIds) {
+      this(offset, length, uncompressedSize, region, channelIds, 0, -1);
+    }
+
+    Ref(long offset, long length, long uncompressedSize, boolean region, int[] channelIds, long startTime,
+        long endTime) {
       this.offset = offset;
       this.length = length;
       this.uncompressedSize = uncompressedSize;
       this.region = region;
       this.channelIds = channelIds;
+      this.startTime = startTime;
+      this.endTime = endTime;
+    }
+
+    /** Can this chunk hold messages logged in [lo, hi] (ns, unsigned)? */
+    boolean overlaps(long lo, long hi) {
+      return Long.compareUnsigned(startTime, hi) <= 0 && Long.compareUnsigned(lo, endTime) <= 0;
+    }
+
+    boolean holds(int channelId) {
+      if (channelIds == null) {
+        return true;
+      }
+      for (int id : channelIds) {
+        if (id == channelId) {
+          return true;
+        }
+      }
+      return false;
     }
   }
 
   final String path;
   final long size;
   final Map<Integer, Channel> channels = new TreeMap<>();
+  final Map<Integer, String> schemas = new HashMap<>(); // schema id -> name
   final List<Ref> chunks = new ArrayList<>();
   final List<Ref> regions = new ArrayList<>();
   final Map<String, String> chunkMeta = new HashMap<>(); // the a0py.chunks metadata
@@ -245,11 +276,25 @@ final class McapLayout {
   static Channel parseChannel(byte[] buf, int start, int end, String path, long base) {
     Body b = new Body(buf, path, base, "channel record", start, end);
     int id = b.u16("id");
-    b.u16("schema_id");
+    int schemaId = b.u16("schema_id");
     String topic = b.string("topic");
     String enc = b.string("message_encoding");
-    b.stringMap("metadata");
-    return new Channel(id, topic, enc);
+    Map<String, String> meta = new HashMap<>();
+    for (String[] kv : b.stringMap("metadata")) {
+      meta.put(kv[0], kv[1]);
+    }
+    return new Channel(id, schemaId, topic, enc, meta);
+  }
+
+  /** A schema record's id and name (its encoding and data are the decoders' business). */
+  static Object[] parseSchema(byte[] buf, int start, int end, String path, long base) {
+    Body b = new Body(buf, path, base, "schema record", start, end);
+    int id = b.u16("id");
+    String name = b.string("name");
+    b.string("encoding");
+    long n = b.u32("data");
+    b.need(n, "data");
+    return new Object[] {id, name};
   }
 
   /**
@@ -292,6 +337,47 @@ final class McapLayout {
     }
   }
 
+  private static final int CACHED = 256;
+  private static final Map<String, Object[]> CACHE = new java.util.LinkedHashMap<>(16, 0.75f, true) {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Object[]> e) {
+      return size() > CACHED;
+    }
+  };
+
+  /**
+   * The layout of the file at {@code path}, read once for the schema and the plan of a read: kept
+   * while the file (its inode), its size and its modification time stay the same (a recording still written grows).
+   */
+  static McapLayout cached(String path) {
+    long size;
+    long mtime;
+    String key;
+    try {
+      java.nio.file.Path p = Paths.get(path);
+      java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(p,
+          java.nio.file.attribute.BasicFileAttributes.class);
+      size = a.size();
+      mtime = a.lastModifiedTime().to(java.util.concurrent.TimeUnit.NANOSECONDS);
+      key = p.toAbsolutePath() + "\0" + a.fileKey();
+    } catch (IOException e) {
+      return read(path);
+    }
+    synchronized (CACHE) {
+      Object[] hit = CACHE.get(key);
+      if (hit != null && (Long) hit[0] == size && (Long) hit[1] == mtime) {
+        return (McapLayout) hit[2];
+      }
+    }
+    McapLayout lay = read(path);
+    synchronized (CACHE) {
+      CACHE.put(key, new Object[] {size, mtime, lay});
+    }
+    return lay;
+  }
+
   /** The layout of the MCAP file at {@code path}. */
   static McapLayout read(String path) {
     try (FileChannel ch = open(path)) {
@@ -306,6 +392,7 @@ final class McapLayout {
       McapLayout lay = new McapLayout(path, size);
       if (!lay.readSummary(ch)) {
         lay.channels.clear();
+        lay.schemas.clear();
         lay.chunks.clear();
         lay.chunkMeta.clear();
         lay.scan(ch);
@@ -373,6 +460,9 @@ final class McapLayout {
         Channel c = parseChannel(summary, bodyAt, end, path, base);
         channels.put(c.id, c);
         sawChannels = true;
+      } else if (rop == OP_SCHEMA) {
+        Object[] sc = parseSchema(summary, bodyAt, end, path, base);
+        schemas.put((Integer) sc[0], (String) sc[1]);
       } else if (rop == OP_CHUNK_INDEX) {
         Body b = new Body(summary, path, base, "chunk index record", bodyAt, end);
         long start = b.u64("message_start_time");
@@ -404,6 +494,11 @@ final class McapLayout {
     if (!sawChannels && !chunkIndex.isEmpty()) {
       return false; // channels were not repeated in the summary
     }
+    for (Channel c : channels.values()) {
+      if (c.schemaId != 0 && !schemas.containsKey(c.schemaId)) {
+        return false; // schemas were not repeated in the summary
+      }
+    }
     for (int i = 0; i < chunkIndex.size(); i++) {
       long[] ci = chunkIndex.get(i);
       long off = ci[0];
@@ -422,7 +517,7 @@ final class McapLayout {
       if (idx.length > 0) {
         ids = channelsOfIndex(idx, idxOff, idxLen);
       }
-      chunks.add(new Ref(off, len, ci[3], false, ids));
+      chunks.add(new Ref(off, len, ci[3], false, ids, ci[4], ci[5]));
     }
     chunks.sort((a, b) -> Long.compare(a.offset, b.offset));
     for (long[] mi : metaIndex) {
@@ -494,7 +589,7 @@ final class McapLayout {
     long pos = MAGIC.length;
     long regionStart = -1;
     long regionEnd = -1;
-    long[] lastChunk = null; // offset, length, usize
+    long[] lastChunk = null; // offset, length, usize, start, end
     Set<Integer> idxChans = null;
     while (pos < size) {
       byte[] head = pread(ch, RECORD_HEADER, pos, path);
@@ -508,7 +603,8 @@ final class McapLayout {
       }
       long bodyAt = pos + RECORD_HEADER;
       if (op != OP_MESSAGE_INDEX && lastChunk != null) {
-        chunks.add(new Ref(lastChunk[0], lastChunk[1], lastChunk[2], false, toIds(idxChans)));
+        chunks.add(new Ref(lastChunk[0], lastChunk[1], lastChunk[2], false, toIds(idxChans), lastChunk[3],
+            lastChunk[4]));
         lastChunk = null;
         idxChans = null;
       }
@@ -519,8 +615,8 @@ final class McapLayout {
       if (op == OP_CHUNK) {
         byte[] fixed = pread(ch, Math.min(n, 8 + 8 + 8 + 4 + 4 + 64 + 8), bodyAt, path);
         Body b = new Body(fixed, path, bodyAt, "chunk record", 0, fixed.length);
-        b.u64("message_start_time");
-        b.u64("message_end_time");
+        long start = b.u64("message_start_time");
+        long stop = b.u64("message_end_time");
         long usize = b.u64("uncompressed_size");
         b.u32("uncompressed_crc");
         b.string("compression");
@@ -529,7 +625,7 @@ final class McapLayout {
           throw fail(path, bodyAt, "chunk record: records length " + Long.toUnsignedString(csize)
               + " does not fill the record of " + n + " bytes");
         }
-        lastChunk = new long[] {pos, RECORD_HEADER + n, usize};
+        lastChunk = new long[] {pos, RECORD_HEADER + n, usize, start, stop};
         idxChans = new HashSet<>();
       } else if (op == OP_MESSAGE_INDEX && lastChunk != null) {
         byte[] body = pread(ch, Math.min(n, 6), bodyAt, path);
@@ -545,11 +641,14 @@ final class McapLayout {
           regionStart = pos;
         }
         regionEnd = bodyAt + n;
-      } else if (op == OP_CHANNEL || op == OP_METADATA || op == OP_HEADER) {
+      } else if (op == OP_CHANNEL || op == OP_SCHEMA || op == OP_METADATA || op == OP_HEADER) {
         byte[] body = pread(ch, n, bodyAt, path);
         if (op == OP_CHANNEL) {
           Channel c = parseChannel(body, 0, body.length, path, bodyAt);
           channels.put(c.id, c);
+        } else if (op == OP_SCHEMA) {
+          Object[] sc = parseSchema(body, 0, body.length, path, bodyAt);
+          schemas.put((Integer) sc[0], (String) sc[1]);
         } else if (op == OP_METADATA) {
           readMetadata(body, 0, body.length, bodyAt);
         } else {
@@ -563,13 +662,15 @@ final class McapLayout {
       pos = bodyAt + n;
     }
     if (lastChunk != null) {
-      chunks.add(new Ref(lastChunk[0], lastChunk[1], lastChunk[2], false, toIds(idxChans)));
+      chunks.add(new Ref(lastChunk[0], lastChunk[1], lastChunk[2], false, toIds(idxChans), lastChunk[3],
+          lastChunk[4]));
     }
     if (regionStart >= 0) {
       regions.add(new Ref(regionStart, regionEnd - regionStart, regionEnd - regionStart, true, null));
     }
-    // Channels whose records lie inside chunks are found by reading those chunks.
+    // Channels (and schemas) whose records lie inside chunks are found by reading those chunks.
     Set<Integer> need = new HashSet<>();
+    Set<Integer> needSchemas = new HashSet<>();
     boolean blind = false;
     for (Ref r : chunks) {
       if (r.channelIds == null) {
@@ -583,7 +684,12 @@ final class McapLayout {
       }
     }
     blind &= channels.isEmpty();
-    if (!need.isEmpty() || blind) {
+    for (Channel c : channels.values()) {
+      if (c.schemaId != 0 && !schemas.containsKey(c.schemaId)) {
+        needSchemas.add(c.schemaId);
+      }
+    }
+    if (!need.isEmpty() || !needSchemas.isEmpty() || blind) {
       for (Ref r : chunks) {
         byte[] recs = chunkRecords(ch, r, path, false);
         int p = 0;
@@ -592,14 +698,22 @@ final class McapLayout {
           if (ln < 0 || ln > recs.length - p - RECORD_HEADER) {
             break;
           }
-          if ((recs[p] & 0xff) == OP_CHANNEL) {
+          int rop = recs[p] & 0xff;
+          if (rop == OP_CHANNEL) {
             Channel c = parseChannel(recs, p + RECORD_HEADER, p + RECORD_HEADER + (int) ln, path, r.offset);
             channels.putIfAbsent(c.id, c);
+            if (c.schemaId != 0 && !schemas.containsKey(c.schemaId)) {
+              needSchemas.add(c.schemaId);
+            }
+          } else if (rop == OP_SCHEMA) {
+            Object[] sc = parseSchema(recs, p + RECORD_HEADER, p + RECORD_HEADER + (int) ln, path, r.offset);
+            schemas.putIfAbsent((Integer) sc[0], (String) sc[1]);
           }
           p += RECORD_HEADER + (int) ln;
         }
         need.removeAll(channels.keySet());
-        if (!blind && need.isEmpty()) {
+        needSchemas.removeAll(schemas.keySet());
+        if (!blind && need.isEmpty() && needSchemas.isEmpty()) {
           break;
         }
       }

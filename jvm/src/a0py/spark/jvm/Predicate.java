@@ -7,7 +7,8 @@ import java.util.Set;
 /**
  * A conjunction the reader applies exactly (the Python source's Predicate):
  * topic in {@code topics}, seq in [seqLo, seqHi] (and in seqIn), time_wall in
- * [wallLo, wallHi] (µs since the epoch); null is no bound. Immutable: every
+ * [wallLo, wallHi] and log_time in [logLo, logHi] (µs since the epoch); null is
+ * no bound. Immutable: every
  * {@code and*} returns a narrower copy.
  */
 final class Predicate implements Serializable {
@@ -19,23 +20,29 @@ final class Predicate implements Serializable {
   final Set<Long> seqIn;
   final Long wallLo;
   final Long wallHi;
+  final Long logLo;
+  final Long logHi;
   final boolean empty;
 
   Predicate() {
-    this(null, null, null, null, null, null);
+    this(null, null, null, null, null, null, null, null);
   }
 
-  private Predicate(Set<String> topics, Long seqLo, Long seqHi, Set<Long> seqIn, Long wallLo, Long wallHi) {
+  private Predicate(Set<String> topics, Long seqLo, Long seqHi, Set<Long> seqIn, Long wallLo, Long wallHi,
+      Long logLo, Long logHi) {
     this.topics = topics;
     this.seqLo = seqLo;
     this.seqHi = seqHi;
     this.seqIn = seqIn;
     this.wallLo = wallLo;
     this.wallHi = wallHi;
+    this.logLo = logLo;
+    this.logHi = logHi;
     this.empty = (topics != null && topics.isEmpty())
         || (seqLo != null && seqHi != null && seqLo > seqHi)
         || (seqIn != null && seqIn.isEmpty())
-        || (wallLo != null && wallHi != null && wallLo > wallHi);
+        || (wallLo != null && wallHi != null && wallLo > wallHi)
+        || (logLo != null && logHi != null && logLo > logHi);
   }
 
   Predicate andTopics(Set<String> t) {
@@ -43,7 +50,7 @@ final class Predicate implements Serializable {
     if (topics != null) {
       next.retainAll(topics);
     }
-    return new Predicate(next, seqLo, seqHi, seqIn, wallLo, wallHi);
+    return new Predicate(next, seqLo, seqHi, seqIn, wallLo, wallHi, logLo, logHi);
   }
 
   Predicate andSeq(Long lo, Long hi, Set<Long> values) {
@@ -56,13 +63,28 @@ final class Predicate implements Serializable {
         in.retainAll(seqIn);
       }
     }
-    return new Predicate(topics, l, h, in, wallLo, wallHi);
+    return new Predicate(topics, l, h, in, wallLo, wallHi, logLo, logHi);
   }
 
   Predicate andWall(Long lo, Long hi) {
     Long l = lo == null ? wallLo : (wallLo == null ? lo : Long.valueOf(Math.max(wallLo, lo)));
     Long h = hi == null ? wallHi : (wallHi == null ? hi : Long.valueOf(Math.min(wallHi, hi)));
-    return new Predicate(topics, seqLo, seqHi, seqIn, l, h);
+    return new Predicate(topics, seqLo, seqHi, seqIn, l, h, logLo, logHi);
+  }
+
+  Predicate andLog(Long lo, Long hi) {
+    Long l = lo == null ? logLo : (logLo == null ? lo : Long.valueOf(Math.max(logLo, lo)));
+    Long h = hi == null ? logHi : (logHi == null ? hi : Long.valueOf(Math.min(logHi, hi)));
+    return new Predicate(topics, seqLo, seqHi, seqIn, wallLo, wallHi, l, h);
+  }
+
+  boolean logOk(long us) {
+    return (logLo == null || us >= logLo) && (logHi == null || us <= logHi);
+  }
+
+  /** Can a row logged (MCAP log_time) in [loUs, hiUs] pass? */
+  boolean logRangeOk(long loUs, long hiUs) {
+    return !(empty || (logLo != null && hiUs < logLo) || (logHi != null && loUs > logHi));
   }
 
   boolean topicOk(String topic) {

@@ -17,7 +17,8 @@ final class ReadOptions implements Serializable {
   static final long DEFAULT_PARTITION_BYTES = 32L << 20;
   private static final Set<String> KNOWN = new HashSet<>(Arrays.asList(
       "path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc", "topics",
-      "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime", "headers"));
+      "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime", "headers", "decode",
+      "mcapcolumns"));
 
   final boolean gaps;
   final boolean validateCrc;
@@ -25,13 +26,15 @@ final class ReadOptions implements Serializable {
   final boolean headers;
   final long partitionBytes;
   final Set<String> topics; // the topics option, null when absent
+  /** Option mcapColumns: null for auto (decided from the channels a read selects), else true or false. */
+  final Boolean mcapColumns;
 
   ReadOptions(Map<String, String> options) {
     for (String k : options.keySet()) {
       if (!KNOWN.contains(k.toLowerCase(Locale.ROOT))) {
         throw new RecordingOptionException("unknown option '" + k + "' of the a0 source; known: gaps, payload, "
-            + "payloadSchema, maxPartitionBytes, validateCrc, recordTime, headers, root, topics, startingOffsets, "
-            + "failOnDataLoss, maxFramesPerTrigger");
+            + "payloadSchema, maxPartitionBytes, validateCrc, recordTime, headers, root, topics, decode, mcapColumns, "
+            + "startingOffsets, failOnDataLoss, maxFramesPerTrigger");
       }
     }
     String payload = get(options, "payload");
@@ -41,6 +44,19 @@ final class ReadOptions implements Serializable {
             + "binary payload with from_json, or read through a session without the a0py jar");
       }
       throw new RecordingOptionException("option payload='" + payload + "': use binary or json");
+    }
+    if (bool(options, "decode", false)) {
+      throw new RecordingOptionException("option decode=true is read by the Python a0 source only: read the "
+          + "payload bytes with decode=false, or read through a session without the a0py jar");
+    }
+    String mc = get(options, "mcapcolumns");
+    String mcs = mc == null ? "auto" : mc.trim().toLowerCase(Locale.ROOT);
+    if (mcs.equals("auto")) {
+      mcapColumns = null;
+    } else if (mcs.equals("true") || mcs.equals("false")) {
+      mcapColumns = mcs.equals("true");
+    } else {
+      throw new RecordingOptionException("option mcapColumns='" + mc + "': use auto, true or false");
     }
     gaps = bool(options, "gaps", false);
     validateCrc = bool(options, "validatecrc", true);
@@ -82,7 +98,7 @@ final class ReadOptions implements Serializable {
     return null;
   }
 
-  private static boolean bool(Map<String, String> options, String name, boolean dflt) {
+  static boolean bool(Map<String, String> options, String name, boolean dflt) {
     String v = get(options, name);
     if (v == null) {
       return dflt;
@@ -97,8 +113,11 @@ final class ReadOptions implements Serializable {
     throw new RecordingOptionException("option " + name + "='" + v + "': use true or false");
   }
 
-  /** The rows' schema: the Python source's, column for column. */
-  StructType schema() {
+  /**
+   * The rows' schema: the Python source's, column for column; {@code mcap} adds the MCAP columns
+   * (log_time, publish_time, sequence, schema_name, message_encoding) after payload.
+   */
+  StructType schema(boolean mcap) {
     StructType s = new StructType()
         .add("topic", DataTypes.StringType)
         .add("seq", DataTypes.LongType)
@@ -109,6 +128,11 @@ final class ReadOptions implements Serializable {
           true, Metadata.empty()));
     }
     s = s.add("payload", DataTypes.BinaryType);
+    if (mcap) {
+      s = s.add("log_time", DataTypes.TimestampType).add("publish_time", DataTypes.TimestampType)
+          .add("sequence", DataTypes.LongType).add("schema_name", DataTypes.StringType)
+          .add("message_encoding", DataTypes.StringType);
+    }
     if (gaps) {
       s = s.add("is_gap", DataTypes.BooleanType).add("gap_first", DataTypes.LongType)
           .add("gap_last", DataTypes.LongType);
