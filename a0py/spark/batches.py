@@ -5,20 +5,34 @@ with no Python code per row.
 A packet's columns come from its bytes in place: the chunk's record offsets
 give each packet's start and length, the compiled scan checks and indexes
 them (:mod:`a0py.recording.packets`), and its gather copies headers and
-payloads straight into the buffers of Arrow arrays.
+payloads straight into the buffers of Arrow arrays. Any other message's
+columns come from its record's fixed fields (numpy over the offsets) and its
+data copied out with numpy (:func:`binary_slices`).
 
 Invariants:
 
-* A row is a frame: ``topic``, ``seq`` (the packet's ``a0_transport_seq``;
-  the record's 32-bit sequence when the packet has none), ``time_mono`` (ns,
-  the packet's ``a0_time_mono``, null when absent), ``time_wall`` (the
-  record's publish time, to the microsecond), ``headers`` (as a0py's
-  readers show them: the standard ones first, then the packet's own, in
-  order), ``payload``. Gap rows (only when the schema has the gap columns)
-  have ``is_gap`` true, ``seq`` = ``gap_first``, ``time_wall`` = when the
-  recorder saw the gap, null ``time_mono``, ``headers`` and ``payload``.
-* Only channels of a0py packets give frame rows; the JSON copies and
-  foreign channels are skipped.
+* A packet row is a frame: ``topic``, ``seq`` (the packet's
+  ``a0_transport_seq``; the record's 32-bit sequence when the packet has
+  none), ``time_mono`` (ns, the packet's ``a0_time_mono``, null when
+  absent), ``time_wall`` (the record's publish time, to the microsecond),
+  ``headers`` (as a0py's readers show them: the standard ones first, then
+  the packet's own, in order), ``payload``. Gap rows (only when the schema
+  has the gap columns) have ``is_gap`` true, ``seq`` = ``gap_first``,
+  ``time_wall`` = when the recorder saw the gap, null ``time_mono``,
+  ``headers`` and ``payload``.
+* A foreign row (a channel a0py did not write) is a message: ``topic`` its
+  channel's, ``payload`` its data, ``time_wall`` its publish time, null
+  ``seq``, ``time_mono`` and ``headers``. A seq filter passes none.
+* A typed row is a typed topic's payload message joined with the message of
+  the same sequence of its headers channel (from the chunk before, kept in
+  the same part by the planner): ``seq``, ``time_mono``, ``headers`` as the
+  whole packet gives them, ``payload`` the typed bytes; without its headers
+  message it is a row like a foreign one. Headers-channel messages and
+  a0py's JSON copies are never rows.
+* With the MCAP columns (``log_time``, ``publish_time``, ``sequence``,
+  ``schema_name``, ``message_encoding``) every row from a record carries
+  the record's fields and its channel's schema name (null without a schema)
+  and encoding; a packet row has ``a0py.Packet``, ``a0py/packet``.
 * The batch schema is Spark's (``to_arrow_schema`` of the source's DDL):
   timestamps in µs UTC, ``map<string, string>``, every field nullable.
 """

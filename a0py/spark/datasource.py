@@ -1,6 +1,6 @@
 """The ``a0`` PySpark data source (Python Data Source API, PySpark 4.x).
 
-    spark.read.format("a0").load("recordings/")            # MCAP files, dirs, globs
+    spark.read.format("a0").load("recordings/")            # MCAP files (any writer's), dirs, globs
     spark.read.format("a0").load("shm://robot/pose")        # a live topic's arena, now
     spark.readStream.format("a0").option("topics", "robot/pose").load()
 
@@ -24,6 +24,12 @@ Options (all strings, case-insensitive names):
                     chunks alone are read, with or without pushdown.
 ``recordTime``      ``true`` adds ``time_record``: when the recorder read
                     each frame (its MCAP log time; null for arenas).
+``mcapColumns``     ``auto`` (default), ``true``, ``false``: the columns
+                    ``log_time``, ``publish_time``, ``sequence``,
+                    ``schema_name``, ``message_encoding`` after
+                    ``payload``; ``auto`` adds them when the read selects
+                    a channel a0py did not write or a typed topic (from
+                    the files' summaries, when the schema is asked for).
 ``root``            where ``shm://TOPIC`` and streamed topics live
                     (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
 ==================  =====================================================

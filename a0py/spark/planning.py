@@ -6,7 +6,10 @@ hold a row passing the predicate left out.
 
 Invariants: each chunk is in exactly one part; a chunk is left out only
 when its channels, or the seq and publish-time ranges ``a0py.chunks`` gives
-for it, prove that no row in it can pass the predicate.
+for it (a0py's channels only: a foreign channel's chunks are never skipped
+by time, since the chunk index gives log times, not publish times), prove
+that no row in it can pass the predicate; a typed topic's headers chunk is
+in the part of the payload chunk after it (``FileSlice.glue``).
 """
 
 from __future__ import annotations
