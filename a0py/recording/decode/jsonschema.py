@@ -178,10 +178,9 @@ class JsonDecoder(Decoder):
         root = _Node(schema, schema, "")
         if not pa.types.is_struct(root.type):
             # not an object with properties: the whole message as JSON text, in one field
-            inner = root
             root = type("_Wrapped", (), {})()
             root.type = pa.struct([pa.field("json", pa.string())])
-            root.convert = lambda v: {"json": inner.convert(v)}
+            root.convert = lambda v: {"json": _dump(v)}
             self._whole = True
         else:
             self._whole = False

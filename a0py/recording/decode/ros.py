@@ -115,6 +115,8 @@ class _Columns:
                 self.build = self._list
 
     def _scalar(self, values):
+        if self.type == UINT64:  # rosbags gives numpy.uint64 inside arrays, which Arrow refuses as decimal
+            values = [None if v is None else int(v) for v in values]
         return pa.array(values, type=self.type)
 
     def _time(self, values):
@@ -147,8 +149,8 @@ class _Columns:
 
     def _bytes(self, values):
         offsets = self._offsets(values)
-        data = b"".join(bytes(memoryview(np.ascontiguousarray(v, dtype=np.uint8))) if not isinstance(v, bytes | bytearray)
-                        else bytes(v) for v in values)
+        data = b"".join(bytes(v) if isinstance(v, bytes | bytearray) else np.ascontiguousarray(v).view(np.uint8).tobytes()
+                        for v in values)
         return pa.Array.from_buffers(pa.binary(), len(values), [None, offsets.buffers()[1], pa.py_buffer(data)])
 
     def _list(self, values):
