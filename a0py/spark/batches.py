@@ -47,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..proto.packets import PACKET_ENCODING
-from ..recording.errors import RecordingFormatError
+from ..recording.errors import RecordingFormatError, RecordingOptionError
 from ..recording.format import (
     GAP_SCHEMA,
     KIND_FOREIGN,
@@ -76,11 +76,13 @@ HEADERS_TYPE = pa.map_(pa.string(), pa.string())
 _INT64_MAX = (1 << 63) - 1
 
 
-def frame_schema(gaps=False, payload_type=None, record_time=False, headers=True, mcap=False):
+def frame_schema(gaps=False, payload_type=None, record_time=False, headers=True, mcap=False, message_type=None):
     """The Arrow schema of the rows (Spark's, as ``to_arrow_schema`` gives it:
     every field nullable, timestamps in µs UTC, ``map<string, string>``);
     ``headers=False`` leaves out the ``headers`` column, ``mcap=True`` adds
-    the MCAP columns (:data:`MCAP_COLUMNS`) after ``payload``."""
+    the MCAP columns (:data:`MCAP_COLUMNS`) after ``payload``, a
+    ``message_type`` (``decode=true``) the columns ``message`` of that type
+    and ``decode_error`` after them."""
     fields = [
         pa.field("topic", pa.string()),
         pa.field("seq", pa.int64()),
@@ -94,6 +96,8 @@ def frame_schema(gaps=False, payload_type=None, record_time=False, headers=True,
         fields += [pa.field("log_time", TIME_TYPE), pa.field("publish_time", TIME_TYPE),
                    pa.field("sequence", pa.int64()), pa.field("schema_name", pa.string()),
                    pa.field("message_encoding", pa.string())]
+    if message_type is not None:
+        fields += [pa.field("message", message_type), pa.field("decode_error", pa.string())]
     if gaps:
         fields += [pa.field("is_gap", pa.bool_()), pa.field("gap_first", pa.int64()),
                    pa.field("gap_last", pa.int64())]
@@ -212,12 +216,13 @@ def _clip64(a):
     return np.minimum(a, np.uint64(_INT64_MAX)).astype(np.int64)
 
 
-def records_to_batches(records, offs, channels, predicate, options, schema, where, stash=None):
+def records_to_batches(records, offs, channels, predicate, options, schema, where, stash=None, decoders=None):
     """The batches of the message records at ``offs`` in ``records`` (a
     decompressed chunk): packet rows, foreign rows, typed rows, then gap
     rows. ``channels``: id -> :class:`Chan`. ``stash`` (a dict kept over a
     file slice's chunks) holds the messages of typed topics' headers
-    channels until the payload chunk that follows them joins them."""
+    channels until the payload chunk that follows them joins them.
+    ``decoders`` (``decode=true``): channel id -> its decoder, or None."""
     if not len(offs):
         return
     u16, u32, u64 = u_views(records)
@@ -238,6 +243,7 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
         if ch is not None:
             kinds.setdefault(ch.kind, []).append(c)
     rec = _Records(records, offs, chan, seq32, wall_us, log_us, length, channels, where)
+    rec.decoders = decoders
 
     def select(cids):
         sel = np.isin(chan, cids) if len(cids) < len(ids) else np.ones(len(offs), bool)
@@ -288,11 +294,19 @@ def _has_seq_bound(predicate):
 class _Records:
     """A chunk's message records and their fixed fields (arrays over ``offs``)."""
 
-    __slots__ = ("buf", "chan", "channels", "length", "log_us", "offs", "seq32", "wall_us", "where")
+    __slots__ = ("buf", "chan", "channels", "decoders", "length", "log_us", "offs", "seq32", "wall_us", "where")
 
     def __init__(self, buf, offs, chan, seq32, wall_us, log_us, length, channels, where):
         self.buf, self.offs, self.chan, self.seq32 = buf, offs, chan, seq32
         self.wall_us, self.log_us, self.length, self.channels, self.where = wall_us, log_us, length, channels, where
+        self.decoders = None
+
+    def decoded(self, rows, payload, schema):
+        """(message, decode_error) of messages ``rows`` (``payload`` their
+        bytes) when ``schema`` has them, else None."""
+        if "message" not in schema.names:
+            return None
+        return decode_messages(self.chan[rows], payload, self.decoders, schema.field("message").type)
 
     def data(self, rows):
         """(starts, lengths) of the data of messages ``rows``."""
@@ -332,10 +346,12 @@ def _foreign_batch(rec, rows, schema):
     record's fields, no seq, time_mono or headers."""
     n = len(rows)
     starts, lengths = rec.data(rows)
+    payload = binary_slices(rec.buf, starts, lengths)
     return assemble(schema, _channel_column(rec.chan[rows], rec.channels), pa.nulls(n, pa.int64()),
                     pa.nulls(n, pa.int64()), rec.wall_us[rows], None, pa.nulls(n, HEADERS_TYPE),
-                    binary_slices(rec.buf, starts, lengths), gaps=None, record_us=rec.log_us[rows],
-                    mcap=rec.mcap(rows) if "log_time" in schema.names else None)
+                    payload, gaps=None, record_us=rec.log_us[rows],
+                    mcap=rec.mcap(rows) if "log_time" in schema.names else None,
+                    decoded=rec.decoded(rows, payload, schema))
 
 
 def _typed_batch(rec, rows, headers, predicate, schema):
@@ -392,10 +408,58 @@ def _typed_batch(rec, rows, headers, predicate, schema):
         hdrs = pa.nulls(n, HEADERS_TYPE)
     rows = rows[final]
     starts, lengths = rec.data(rows)
+    payload = binary_slices(rec.buf, starts, lengths)
     return assemble(schema, _channel_column(rec.chan[rows], rec.channels), pa.array(seq, pa.int64(), mask=~have),
-                    (mono, mono_have), rec.wall_us[rows], None, hdrs, binary_slices(rec.buf, starts, lengths),
+                    (mono, mono_have), rec.wall_us[rows], None, hdrs, payload,
                     gaps=None, record_us=rec.log_us[rows],
-                    mcap=rec.mcap(rows) if "log_time" in schema.names else None)
+                    mcap=rec.mcap(rows) if "log_time" in schema.names else None,
+                    decoded=rec.decoded(rows, payload, schema))
+
+
+def decode_messages(chan, payload, decoders, message_type):
+    """(message, decode_error) arrays of messages of channels ``chan`` with
+    bytes ``payload``, each decoded by its channel's decoder
+    (``decoders.get(id)``; a channel with none: both null). Raises
+    :class:`RecordingOptionError` for a decoder of another type than
+    ``message_type`` (the schema chosen when the read began)."""
+    n = len(chan)
+    ids = [int(chan[0])] if n and (chan == chan[0]).all() else np.unique(chan).tolist()
+    values, errors, order = [], [], []
+    for c in ids:
+        dec = decoders.get(c) if decoders is not None else None
+        if dec is None:
+            continue
+        rows = np.arange(n) if len(ids) == 1 else np.nonzero(chan == c)[0]
+        if dec.arrow_type != message_type and not _same_type(dec.arrow_type, message_type):
+            raise RecordingOptionError(
+                f"decode=true: channel {dec.channel!r} ({dec.schema_name}) decodes to {dec.arrow_type}, the read "
+                f"to {message_type} (chosen from the files when it began): read one message type at a time "
+                "(option topics)")
+        taken = payload if len(rows) == n else payload.take(pa.array(rows))
+        v, e = dec.decode(taken.to_pylist())
+        values.append(v if v.type == message_type else v.cast(message_type))
+        errors.append(e)
+        order.append(rows)
+    if not values:
+        return pa.nulls(n, message_type), pa.nulls(n, pa.string())
+    message = pa.concat_arrays(values) if len(values) > 1 else values[0]
+    error = pa.concat_arrays(errors) if len(errors) > 1 else errors[0]
+    done = np.concatenate(order)
+    if len(done) == n and (done == np.arange(n)).all():
+        return message, error
+    slot = np.full(n, -1, np.int64)
+    slot[done] = np.arange(len(done))
+    idx = pa.array(slot, pa.int64(), mask=slot < 0)  # rows of channels without a decoder: null
+    return message.take(idx), error.take(idx)
+
+
+def _same_type(a, b):
+    """Do Arrow types ``a`` and ``b`` differ only where Spark's round trip
+    changes them (a timestamp's zone, a list's field name)?"""
+    try:
+        return pa.nulls(0, a).cast(b).type == b
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return False
 
 
 def _channel_column(chan, channels, field="topic"):
@@ -429,7 +493,8 @@ def _string_column(value, n):
 PACKET_MCAP = {"schema_name": PACKET_SCHEMA, "message_encoding": PACKET_ENCODING}
 
 
-def assemble(schema, topics, seq, mono, wall_us, wall_valid, headers, payload, gaps, record_us=None, mcap=None):
+def assemble(schema, topics, seq, mono, wall_us, wall_valid, headers, payload, gaps, record_us=None, mcap=None,
+             decoded=None):
     """The record batch of ``schema`` from columns: ``seq`` an int64 array
     (or an Arrow array, which may hold nulls), ``mono`` (values, present) or
     an Arrow array, ``wall_us`` µs with ``wall_valid`` (None: all valid),
@@ -437,9 +502,10 @@ def assemble(schema, topics, seq, mono, wall_us, wall_valid, headers, payload, g
     ``record_us`` the recorder's read times (None: null), ``mcap`` the MCAP
     columns (``log_us``, ``pub_us``, ``sequence``, ``schema_name``,
     ``message_encoding``; missing ones null; None: those of an a0py packet
-    with no record). A struct payload column gets the payloads parsed as
-    JSON objects; the gap and MCAP columns are filled when ``schema`` has
-    them."""
+    with no record), ``decoded`` (message, decode_error) arrays (None:
+    null). A struct payload column gets the payloads parsed as JSON
+    objects; the gap, MCAP and decoded columns are filled when ``schema``
+    has them."""
     n = len(seq)
     cols = {
         "topic": topics,
@@ -471,6 +537,12 @@ def assemble(schema, topics, seq, mono, wall_us, wall_valid, headers, payload, g
         cols["sequence"] = pa.nulls(n, pa.int64()) if seq_rec is None else _int_column(seq_rec)
         cols["schema_name"] = _string_column(m.get("schema_name"), n)
         cols["message_encoding"] = _string_column(m.get("message_encoding"), n)
+    if "message" in schema.names:
+        if decoded is None:
+            cols["message"] = pa.nulls(n, schema.field("message").type)
+            cols["decode_error"] = pa.nulls(n, pa.string())
+        else:
+            cols["message"], cols["decode_error"] = decoded
     arrays = []
     for f in schema:
         arr = cols[f.name]

@@ -24,6 +24,10 @@ Options (all strings, case-insensitive names):
                     chunks alone are read, with or without pushdown.
 ``recordTime``      ``true`` adds ``time_record``: when the recorder read
                     each frame (its MCAP log time; null for arenas).
+``decode``          ``true`` adds ``message`` (each message decoded with
+                    its channel's schema: a struct, or the JSON text of
+                    a schemaless JSON channel) and ``decode_error``
+                    (null when it decoded); one message type per read.
 ``mcapColumns``     ``auto`` (default), ``true``, ``false``: the columns
                     ``log_time``, ``publish_time``, ``sequence``,
                     ``schema_name``, ``message_encoding`` after
@@ -66,7 +70,7 @@ from pyspark.sql.datasource import (
 from ..recording.errors import RecordingOptionError
 from .options import bool_option, lower_keys, mcap_columns_option, read_options
 from .part_reader import read_part
-from .planning import Part, plan, selects_mcap_channels
+from .planning import Part, message_type, plan, selects_mcap_channels
 from .predicate import Predicate
 
 FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
@@ -78,7 +82,7 @@ MCAP_DDL = (", log_time timestamp, publish_time timestamp, sequence bigint, sche
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
                   "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime",
-                  "headers", "mcapcolumns"}
+                  "headers", "mcapcolumns", "decode"}
 
 
 def _opt(options, name, default=None):
@@ -97,7 +101,7 @@ def _check_options(options):
         if k.lower() not in _KNOWN_OPTIONS:
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
-                "validateCrc, recordTime, headers, mcapColumns, root, topics, startingOffsets, failOnDataLoss, "
+                "validateCrc, recordTime, headers, mcapColumns, decode, root, topics, startingOffsets, failOnDataLoss, "
                 "maxFramesPerTrigger")
 
 
@@ -213,8 +217,10 @@ class A0DataSource(DataSource):
 
     def schema(self):
         _check_options(self.options)
-        ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
         low = lower_keys(self.options)
+        if bool_option(low, "decode", False):
+            return self._decoded_schema(low)
+        ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
         if not bool_option(low, "headers", True):
             ddl = ddl.replace("headers map<string,string>, ", "")
         if self._mcap_columns(low):
@@ -224,6 +230,28 @@ class A0DataSource(DataSource):
         if bool_option(low, "recordtime", False):
             ddl += RECORD_DDL
         return ddl
+
+    def _decoded_schema(self, low):
+        """The schema of a ``decode=true`` read: the columns of the read with
+        ``message`` (its one message type's) and ``decode_error`` after the
+        MCAP columns."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from .batches import frame_schema
+
+        if _payload_ddl(self.options) != "binary":
+            raise RecordingOptionError("decode=true gives the decoded message in its own column: leave "
+                                       "payload=json out")
+        if not (_opt(self.options, "path") or _opt(self.options, "paths")):
+            raise RecordingOptionError("decode=true reads recordings (a path), not streams of live topics")
+        predicate = Predicate()
+        topics = _topics_option(low)
+        if topics:
+            predicate = predicate.and_topics(topics)
+        mtype = message_type(_paths(self.options), predicate)
+        arrow = frame_schema(bool_option(low, "gaps", False), None, bool_option(low, "recordtime", False),
+                             bool_option(low, "headers", True), self._mcap_columns(low), mtype)
+        return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
 
     def _mcap_columns(self, low):
         """Has the read the MCAP columns? ``mcapColumns`` true or false, or

@@ -25,6 +25,7 @@ class ReadOptions:
     record_time: bool = False  # add time_record: when the recorder read the frame (MCAP log_time)
     headers: bool = True  # the headers column (a map Spark spends a third of a small row's time on)
     mcap_columns: bool = False  # the MCAP columns (log_time, publish_time, sequence, schema_name, message_encoding)
+    message_type: pa.DataType | None = None  # decode=true: the type of the message column
 
 
 def lower_keys(options):
@@ -83,7 +84,9 @@ def read_options(options, schema=None):
     record_time = bool_option(low, "recordtime", False)
     headers = bool_option(low, "headers", True)
     mcap = bool(mcap_columns_option(low))
+    decode = bool_option(low, "decode", False)
     payload_type = None
+    message_type = None
     if schema is not None:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
@@ -91,7 +94,12 @@ def read_options(options, schema=None):
         names = [f.name for f in schema.fields]
         if mcap_columns_option(low) is None:
             mcap = "log_time" in names
-        expected = list(frame_schema(gaps, record_time=record_time, headers=headers, mcap=mcap).names)
+        if decode:
+            if "message" not in names:
+                raise RecordingOptionError("decode=true: the schema given has no message column")
+            message_type = to_arrow_schema(schema, timezone="UTC").field("message").type
+        expected = list(frame_schema(gaps, record_time=record_time, headers=headers, mcap=mcap,
+                                     message_type=message_type).names)
         if names != expected:
             raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
                                        f"{', '.join(names)}")
@@ -109,4 +117,5 @@ def read_options(options, schema=None):
         record_time=record_time,
         headers=headers,
         mcap_columns=mcap,
+        message_type=message_type,
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import _core
 from ..proto.topic import check_topic_name
+from ..recording.errors import RecordingOptionError
 from ..recording.format import (
     HEADERS_KEY,
     KIND_FOREIGN,
@@ -45,6 +46,8 @@ class FileSlice:
     channels: tuple  # (id, *Chan)
     refs: tuple  # ChunkRef | Region
     glue: frozenset = frozenset()  # offsets of chunks kept in the part of the chunk after them
+    # decode=true: (channel id, schema name, schema encoding, schema data) of the channels to decode
+    schemas: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -152,7 +155,18 @@ def plan_file(path, predicate, options):
     if not refs:
         return None, 0
     channels = tuple((cid, *c) for cid, c in chans.items())
-    return FileSlice(layout.path, channels, tuple(refs), frozenset(glue)), weight
+    schemas = ()
+    if options.message_type is not None:
+        schemas = tuple((cid, *_schema_of(layout, cid)) for cid in sorted(wanted)
+                        if chans[cid].kind in (KIND_FOREIGN, KIND_TYPED))
+    return FileSlice(layout.path, channels, tuple(refs), frozenset(glue), schemas), weight
+
+
+def _schema_of(layout, cid):
+    """(name, encoding, data) of channel ``cid``'s schema; empty without one."""
+    sid = layout.channels[cid].schema_id
+    sc = layout.schemas.get(sid) if sid else None
+    return (sc.name, sc.encoding, bytes(sc.data)) if sc is not None else ("", "", b"")
 
 
 def _chunk_ids(ref, meta):
@@ -220,14 +234,14 @@ def plan(spec, predicate=Predicate(), options=ReadOptions()):  # noqa: B008 - fr
             w = ref.uncompressed_size if isinstance(ref, ChunkRef) else ref.length
             if run and cur.weight + run_weight + w > options.partition_bytes and not (
                     isinstance(run[-1], ChunkRef) and run[-1].offset in fs.glue):
-                cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue))
+                cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue, fs.schemas))
                 cur.weight += run_weight
                 parts.append(cur)
                 cur, run, run_weight = Part(), [], 0
             run.append(ref)
             run_weight += w
         if run:
-            cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue))
+            cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue, fs.schemas))
             cur.weight += run_weight
     if cur.items:
         parts.append(cur)
@@ -259,3 +273,64 @@ def selects_mcap_channels(spec, predicate=Predicate()):  # noqa: B008 - frozen
             if c.kind in (KIND_FOREIGN, KIND_TYPED) and predicate.topic_ok(c.topic):
                 return True
     return False
+
+
+def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
+    """The Arrow type of the ``message`` column of a ``decode=true`` read of
+    ``spec``: that of the decoder of the one message type (schema name and
+    message encoding) of the channels a0py did not write and typed topics
+    the read selects.
+
+    Raises :class:`RecordingOptionError` when they have several types
+    (listing each with its topics, to choose one with option ``topics``) or
+    none, or a channel's encoding a0py cannot decode
+    (``DecodeUnsupported``); :class:`RecordingFormatError` for a schema that
+    does not parse (naming channel and schema)."""
+    types = {}  # (schema name, message encoding) -> {topic}
+    found = {}  # a decoder for each distinct schema: (name, encoding, data, message encoding) -> decoder
+    for src in expand_paths(spec):
+        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
+            continue
+        layout = read_layout_or_skip(src)
+        if layout is None:
+            continue
+        for cid, c in file_channels(layout).items():
+            if c.kind not in (KIND_FOREIGN, KIND_TYPED) or not predicate.topic_ok(c.topic):
+                continue
+            types.setdefault((c.schema_name or "", c.message_encoding), set()).add(c.topic)
+            name, enc, data = _schema_of(layout, cid)
+            key = (name, enc, data, c.message_encoding)
+            if key not in found:
+                found[key] = decoder(c.topic, name, enc, data, c.message_encoding)
+    if not types:
+        raise RecordingOptionError("decode=true: the read selects no channel to decode (only a0py packets, "
+                                   "whose payloads have no schema); leave decode out")
+    if len(types) > 1:
+        listed = "; ".join(f"{name or '(no schema)'} in {enc}: {', '.join(sorted(topics))}"
+                           for (name, enc), topics in sorted(types.items()))
+        raise RecordingOptionError(f"decode=true reads one message type at a time; the read selects "
+                                   f"{len(types)}: {listed}. Choose the topics of one with option topics")
+    arrow_types = {d.arrow_type for d in found.values()}
+    if len(arrow_types) > 1:
+        (name, enc), = types
+        raise RecordingOptionError(f"decode=true: the channels of {name} in {enc} have schemas of different "
+                                   f"shapes in different files ({len(arrow_types)}): choose files or topics "
+                                   "of one with the path or option topics")
+    return next(iter(arrow_types))
+
+
+_DECODERS = {}
+
+
+def decoder(topic, schema_name, schema_encoding, schema_data, message_encoding):
+    """``a0py.recording.decode.decoder_for``, made once per schema in a process."""
+    key = (schema_name, schema_encoding, bytes(schema_data), message_encoding)
+    dec = _DECODERS.get(key)
+    if dec is None:
+        from ..recording.decode import decoder_for
+
+        dec = decoder_for(topic, schema_name, schema_encoding, schema_data, message_encoding)
+        if len(_DECODERS) > 256:
+            _DECODERS.clear()
+        _DECODERS[key] = dec
+    return dec
