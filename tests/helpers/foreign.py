@@ -57,9 +57,11 @@ JSON_SCHEMA = {
 
 
 def write_mcap_json(path, n=2000, topic="/ev/json", with_schema=True, chunk_size=64 * 1024,
-                    compression="zstd", summary=True):
+                    compression="zstd", summary=True, bad=(), schema_data=None):
     """A JSON channel written by the official ``mcap`` writer: ``jsonschema``
-    schema ``ev.Event`` (``with_schema``) or no schema at all (schema id 0)."""
+    schema ``ev.Event`` (``with_schema``; its data ``schema_data`` when
+    given) or no schema at all (schema id 0). The messages numbered in
+    ``bad`` are text that is not JSON (their value None)."""
     from mcap.writer import CompressionType, Writer
 
     comp = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}[compression]
@@ -70,13 +72,15 @@ def write_mcap_json(path, n=2000, topic="/ev/json", with_schema=True, chunk_size
         w.start(profile="", library="mcap-python-test")
         sid = 0
         if with_schema:
-            sid = w.register_schema("ev.Event", "jsonschema", json.dumps(JSON_SCHEMA).encode())
+            data = json.dumps(JSON_SCHEMA).encode() if schema_data is None else schema_data
+            sid = w.register_schema("ev.Event", "jsonschema", data)
         cid = w.register_channel(topic, "json", sid, metadata={"origin": "mcap-writer"})
         for i in range(n):
-            data = json.dumps(json_value(i)).encode()
+            value = None if i in bad else json_value(i)
+            data = b"{not json %d" % i if i in bad else json.dumps(value).encode()
             log, pub = T0 + i * 1_000_000, T0 + i * 1_000_000 - 500
             w.add_message(cid, log_time=log, data=data, publish_time=pub, sequence=i)
-            out.add(topic, "ev.Event" if with_schema else "", "json", (log, pub, i, data, json_value(i)))
+            out.add(topic, "ev.Event" if with_schema else "", "json", (log, pub, i, data, value))
         w.finish()
     if not summary:
         cut_summary(path)

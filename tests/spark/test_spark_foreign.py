@@ -330,3 +330,87 @@ def test_typed_chunks_stay_with_their_headers_chunk_and_a_payload_without_header
     assert {r["schema_name"] for r in rows} == {want[("ty/json", 2)][2]}
     # A seq filter drops them (their seq is null).
     assert not [r for b in read_part(Part([alone]), Predicate().and_seq(lo=0), options) for r in b.to_pylist()]
+
+
+# -- decode=true ---------------------------------------------------------------
+
+
+def _messages_by_sequence(rows, topic):
+    out = {}
+    for r in rows:
+        r = r if isinstance(r, dict) else r.asDict(recursive=True)
+        if r["topic"] == topic:
+            assert r["decode_error"] is None, r["decode_error"]
+            out[r["sequence"]] = r["message"]
+    return out
+
+
+def test_decode_gives_each_foreign_type_its_message_column(files):
+    _, w = files
+    t = read_table(w["json"].path, decode=True)
+    assert t.column_names == [*MCAP_COLUMNS, "message", "decode_error"]
+    got = _messages_by_sequence(t.to_pylist(), "/ev/json")
+    assert got == {seq: value for _, _, seq, _, value in w["json"].messages["/ev/json"]}
+    plain = _messages_by_sequence(read_table(w["json0"].path, decode=True).to_pylist(), "/ev/plain")
+    assert plain == {seq: data.decode() for _, _, seq, data, _ in w["json0"].messages["/ev/plain"]}
+    imu = _messages_by_sequence(read_table(w["ros2"].path, decode=True, topics=["/imu"]).to_pylist(), "/imu")
+    for _, _, seq, _, value in w["ros2"].messages["/imu"]:
+        m = imu[seq]
+        stamp = value["header"]["stamp"]
+        assert _us(m["header"]["stamp"]) == (stamp["sec"] * 1_000_000_000 + stamp["nanosec"]) // 1000
+        assert m["header"]["frame_id"] == value["header"]["frame_id"]
+        assert m["linear_acceleration"] == value["linear_acceleration"]
+        assert m["angular_velocity_covariance"] == value["angular_velocity_covariance"]
+    log = _messages_by_sequence(read_table(w["pb"].path, decode=True).to_pylist(), "/pb/log")
+    assert {s: (m["message"], m["line"]) for s, m in log.items()} == {
+        seq: (v["message"], v["line"]) for _, _, seq, _, v in w["pb"].messages["/pb/log"]}
+
+
+def test_decode_in_spark_with_packet_rows_and_one_type(spark, files):
+    d, w = files
+    df = spark.read.format(SOURCE).option("decode", "true").option("topics", "/imu,cam").load(d)
+    fields = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    assert fields["message"].startswith("struct<header:struct<stamp:timestamp,frame_id:string>")
+    assert fields["decode_error"] == "string"
+    assert df.columns[-2:] == ["message", "decode_error"]
+    rows = df.collect()
+    packets = [r for r in rows if r.topic == "cam"]
+    assert len(packets) == 120 and {(r.message, r.decode_error) for r in packets} == {(None, None)}
+    imu = _messages_by_sequence(rows, "/imu")
+    want = {seq: v for _, _, seq, _, v in w["ros2"].messages["/imu"]}
+    assert set(imu) == set(want)
+    assert all(imu[s]["linear_acceleration"] == want[s]["linear_acceleration"] for s in want)
+
+
+def test_decode_errors_name_the_types_the_channel_and_the_message(spark, files, tmp_path):
+    d, _ = files
+    with pytest.raises(Exception, match=r"one message type at a time.*ev\.Event in json: /ev/cut, /ev/json.*"
+                                        r"option topics"):
+        spark.read.format(SOURCE).option("decode", "true").load(d)
+    with pytest.raises(Exception, match=r"'/raw/blob'.*cannot decode.*decode=false"):
+        spark.read.format(SOURCE).option("decode", "true").option("topics", "/raw/blob").load(d)
+    with pytest.raises(Exception, match=r"selects no channel to decode"):
+        spark.read.format(SOURCE).option("decode", "true").option("topics", "cam").load(d)
+    # A message that does not decode: a row with its reason, never dropped, never a failed query.
+    bad = foreign.write_mcap_json(str(tmp_path / "bad.mcap"), n=50, bad={3, 17})
+    rows = spark.read.format(SOURCE).option("decode", "true").load(bad.path).collect()
+    assert len(rows) == 50
+    failed = {r.sequence: r.decode_error for r in rows if r.message is None}
+    assert set(failed) == {3, 17} and all(failed.values())
+    assert {r.sequence for r in rows if r.decode_error is None} == set(range(50)) - {3, 17}
+    # A schema that does not parse: an error naming channel and schema; decode=false still reads the file.
+    broken = foreign.write_mcap_json(str(tmp_path / "broken.mcap"), n=20, schema_data=b"{not a schema")
+    with pytest.raises(Exception, match=r"RecordingFormatError.*/ev/json.*ev\.Event"):
+        spark.read.format(SOURCE).option("decode", "true").load(broken.path)
+    assert spark.read.format(SOURCE).load(broken.path).count() == 20
+
+
+def test_decode_reads_a_typed_topic(typed_recording):
+    t = read_table(typed_recording, decode=True, topics=["ty/json"])
+    rows = t.to_pylist()
+    assert len(rows) == N
+    assert {(r["seq"] - 1, r["message"]["i"], r["message"]["name"]) for r in rows} == {
+        (i, i, f"n{i}") for i in range(1, N + 1)}
+    assert {r["decode_error"] for r in rows} == {None}
+    with pytest.raises(Exception, match=r"one message type at a time"):
+        read_table(typed_recording, decode=True)
