@@ -287,7 +287,7 @@ def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
     (``DecodeUnsupported``); :class:`RecordingFormatError` for a schema that
     does not parse (naming channel and schema)."""
     types = {}  # (schema name, message encoding) -> {topic}
-    found = {}  # a decoder for each distinct schema: (name, encoding, data, message encoding) -> decoder
+    schemas = {}  # each distinct schema: (name, encoding, data, message encoding) -> a topic of it
     for src in expand_paths(spec):
         if src.startswith(SHM_PREFIX) or _is_arena_file(src):
             continue
@@ -298,10 +298,7 @@ def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
             if c.kind not in (KIND_FOREIGN, KIND_TYPED) or not predicate.topic_ok(c.topic):
                 continue
             types.setdefault((c.schema_name or "", c.message_encoding), set()).add(c.topic)
-            name, enc, data = _schema_of(layout, cid)
-            key = (name, enc, data, c.message_encoding)
-            if key not in found:
-                found[key] = decoder(c.topic, name, enc, data, c.message_encoding)
+            schemas.setdefault((*_schema_of(layout, cid), c.message_encoding), c.topic)
     if not types:
         raise RecordingOptionError("decode=true: the read selects no channel to decode (only a0py packets, "
                                    "whose payloads have no schema); leave decode out")
@@ -310,6 +307,7 @@ def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
                            for (name, enc), topics in sorted(types.items()))
         raise RecordingOptionError(f"decode=true reads one message type at a time; the read selects "
                                    f"{len(types)}: {listed}. Choose the topics of one with option topics")
+    found = {key: decoder(topic, *key) for key, topic in schemas.items()}
     arrow_types = {d.arrow_type for d in found.values()}
     if len(arrow_types) > 1:
         (name, enc), = types
