@@ -323,7 +323,7 @@ def test_typed_chunks_stay_with_their_headers_chunk_and_a_payload_without_header
     glued = 0
     for p in parts:
         for fs in p.items:
-            assert not (fs.refs[-1].offset in fs.glue)  # never the last chunk of a part
+            assert fs.refs[-1].offset not in fs.glue  # never the last chunk of a part
             glued += len(fs.glue & {r.offset for r in fs.refs})
     assert glued >= 4
     rows = [r for p in parts for b in read_part(p, Predicate(), options) for r in b.to_pylist()]
