@@ -29,7 +29,7 @@ from mcap.reader import make_reader
 from a0py.recording.decode import DecodeError, Decoder, DecodeUnsupported, decoder_for
 from a0py.recording.errors import RecordingFormatError, RecordingOptionError
 
-UTC = datetime.UTC
+UTC = datetime.timezone.utc
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 
