@@ -55,7 +55,6 @@ from ..recording.format import (
     KIND_HEADERS,
     KIND_PACKET,
     KIND_TYPED,
-    MAX_CHUNK_SIZE,
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
     MESSAGE_LOG_TIME_AT,
@@ -65,7 +64,7 @@ from ..recording.format import (
     RECORD_HEADER,
     parse_gap,
 )
-from ..recording.packets import check_and_index, gather
+from ..recording.packets import check_and_index, gather, gather_slices
 from ..recording.reader import u_views
 
 FRAME_COLUMNS = ("topic", "seq", "time_mono", "time_wall", "headers", "payload")
@@ -120,32 +119,13 @@ class Chan(NamedTuple):
 
 
 def binary_slices(buf, starts, lengths):
-    """A binary array of ``buf[starts[i] : starts[i] + lengths[i]]`` (ranges
-    disjoint and in increasing order, as a chunk's message payloads are),
-    copied out with numpy, no Python code per row."""
+    """A binary array of ``buf[starts[i] : starts[i] + lengths[i]]``, copied
+    out by the compiled :func:`~a0py.recording.packets.gather_slices` (no
+    Python code per row)."""
     n = len(starts)
-    lengths = np.asarray(lengths, np.int64)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    if total == 0:
-        data = b""
-    else:
-        arr = np.frombuffer(buf, np.uint8)
-        nz = lengths > 0
-        s = np.asarray(starts, np.int64)[nz]
-        if len(s) == 1 or (s[1:] == s[:-1] + lengths[nz][:-1]).all():  # one run of bytes
-            data = arr[s[0]:s[0] + total]
-        else:
-            # +1 where a range starts, -1 where it ends: the running sum marks the bytes kept.
-            delta = np.zeros(len(arr) + 1, np.int8)
-            delta[s] = 1
-            delta[s + lengths[nz]] = -1
-            data = arr[np.cumsum(delta[:-1], dtype=np.int8).view(bool)]
-    if total <= MAX_CHUNK_SIZE:
-        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32)),
-                                                      pa.py_buffer(data)])
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    offsets, data = gather_slices(buf, np.ascontiguousarray(starts, np.int64),
+                                  np.ascontiguousarray(lengths, np.int64))
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 # -- packets into columns ----------------------------------------------------

@@ -423,3 +423,19 @@ def test_decode_reads_a_typed_topic(typed_recording):
     assert {r["decode_error"] for r in rows} == {None}
     with pytest.raises(Exception, match=r"one message type at a time"):
         read_table(typed_recording, decode=True)
+
+
+def test_gather_slices_copies_ranges_and_refuses_one_outside_the_buffer():
+    import numpy as np
+
+    from a0py.recording.packets import gather_slices
+    from a0py.spark.batches import binary_slices
+
+    buf = bytes(range(100))
+    starts, lengths = np.array([5, 10, 10, 90], np.int64), np.array([3, 0, 4, 10], np.int64)
+    offsets, data = gather_slices(buf, starts, lengths)
+    assert offsets.tolist() == [0, 3, 3, 7, 17] and bytes(data) == buf[5:8] + buf[10:14] + buf[90:100]
+    assert binary_slices(buf, starts, lengths).to_pylist() == [buf[5:8], b"", buf[10:14], buf[90:100]]
+    for s, n in ((95, 6), (-1, 1), (0, -1), (101, 0)):
+        with pytest.raises(ValueError, match="outside the buffer of 100 bytes"):
+            gather_slices(buf, np.array([s], np.int64), np.array([n], np.int64))
