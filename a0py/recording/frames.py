@@ -20,7 +20,6 @@ from mcap.opcode import Opcode
 from . import reader
 from .errors import RecordingFormatError
 from .format import (
-    KIND_FOREIGN,
     KIND_GAP,
     KIND_HEADERS,
     KIND_PACKET,
@@ -67,7 +66,7 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
     channels = {}
     for ch in layout.channels.values():
         kind = channel_kind(ch)
-        if kind != KIND_FOREIGN:
+        if kind is not None:
             channels[ch.id] = _seq_channel(ch, kind)
     fd = os.open(layout.path, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -82,7 +81,7 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
                 if op == Opcode.CHANNEL:
                     ch = reader.parse_channel(body, layout.path, body_at)
                     kind = channel_kind(ch)
-                    if kind != KIND_FOREIGN and ch.id not in channels:
+                    if kind is not None and ch.id not in channels:
                         channels[ch.id] = _seq_channel(ch, kind)
             what = "chunk" if isinstance(ref, reader.ChunkRef) else "message region"
             _add_chunk(topics, records, offs, channels, f"{layout.path}: {what} at byte {ref.offset}")
