@@ -17,6 +17,9 @@ def scan(
 def gather(
     buf: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, bytearray, np.ndarray, bytearray, np.ndarray, bytearray]: ...
+def gather_slices(
+    buf: bytes | bytearray | memoryview, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, bytearray]: ...
 def message_prefix(channel: int, log_time: int) -> FramePrefix: ...
 def append_records(
     out: bytearray,

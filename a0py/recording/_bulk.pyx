@@ -16,6 +16,8 @@ and :mod:`a0py.recording.writer` wrap it.
   (:func:`scan`), then the kept ones are copied into the contiguous buffers
   of Arrow arrays in a second (:func:`gather`): header keys, values and
   payloads with their 32-bit offsets, ready for ``pyarrow.Array.from_buffers``.
+* Any other message's data: :func:`gather_slices` copies byte ranges into
+  the buffers of an Arrow binary array the same way.
 
 Invariants:
 
@@ -600,3 +602,32 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
             nh += 1
             hp += MSG_FIXED + keep
     return pay, poff_a[:np_], hdr, hoff_a[:nh]
+
+
+def gather_slices(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths):
+    """Copies ``buf[starts[i] : starts[i] + lengths[i]]`` one after another
+    into an Arrow binary array's buffers: ``(offsets, data)`` (an int32
+    array of ``len(starts) + 1`` offsets, a bytearray). Raises ValueError
+    for a range outside ``buf``, OverflowError past 2 GiB in all."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    cdef int64_t total = buf.shape[0], size = 0
+    for i in range(n):
+        if starts[i] < 0 or lengths[i] < 0 or starts[i] > total or lengths[i] > total - starts[i]:
+            raise ValueError(f"range {i} ({starts[i]}, {lengths[i]} bytes) is outside the buffer of {total} bytes")
+        size += lengths[i]
+    if size > 0x7FFFFFFF:
+        raise OverflowError("more than 2 GiB of data in one batch")
+    off_a = np.empty(n + 1, np.int32)
+    cdef int32_t[::1] off = off_a
+    out = bytearray(size)
+    cdef uint8_t* dst = <uint8_t*>PyByteArray_AS_STRING(out)
+    cdef const uint8_t* base = &buf[0] if total else NULL
+    cdef int64_t at = 0
+    with nogil:
+        for i in range(n):
+            off[i] = <int32_t>at
+            if lengths[i]:
+                memcpy(dst + at, base + starts[i], lengths[i])
+            at += lengths[i]
+        off[n] = <int32_t>at
+    return off_a, out

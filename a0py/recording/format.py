@@ -87,13 +87,17 @@ KIND_PACKET = "packet"
 KIND_GAP = "gap"
 KIND_HEADERS = "headers"
 KIND_TYPED = "typed"
+# Any other channel: a file another tool wrote, or a0py's JSON copies (see
+# is_json_copy), whatever its encoding, with a schema or none.
+KIND_FOREIGN = "foreign"
 
 
 def channel_kind(channel):
     """``KIND_PACKET`` for a channel of whole a0py packets, ``KIND_GAP`` for
     the gap channel, ``KIND_HEADERS`` for the headers channel of a typed
-    topic, ``KIND_TYPED`` for its payload channel, None for any other (JSON
-    copies, foreign channels)."""
+    topic, ``KIND_TYPED`` for its payload channel, ``KIND_FOREIGN`` for any
+    other (a0py's JSON copies among them: :func:`is_json_copy` tells them
+    apart)."""
     if channel.message_encoding == PACKET_ENCODING:
         if PAYLOADS_KEY in channel.metadata:
             return KIND_HEADERS
@@ -102,7 +106,15 @@ def channel_kind(channel):
         return KIND_TYPED
     if channel.topic == GAP_TOPIC and channel.message_encoding == "json":
         return KIND_GAP
-    return None
+    return KIND_FOREIGN
+
+
+def is_json_copy(channel):
+    """Is ``channel`` a0py's JSON copy of a topic's payloads
+    (``/a0py/json/TOPIC``, encoding ``json``, metadata ``a0py.topic``)? Its
+    messages repeat a packet channel's payloads."""
+    return (channel.topic.startswith(JSON_TOPIC_PREFIX) and channel.message_encoding == "json"
+            and TOPIC_KEY in channel.metadata)
 
 
 def headers_topic(channel):

@@ -5,8 +5,9 @@ no Python code running per packet or per header.
 The work is done by the compiled :mod:`a0py.recording._bulk`, with the C
 core's own packet decoder (see its invariants): :func:`scan` checks and
 indexes, :func:`gather` copies headers and payloads into the buffers of
-Arrow arrays (the Spark source builds its columns from them). This module
-turns a failed check into a :class:`RecordingFormatError` naming where the
+Arrow arrays (the Spark source builds its columns from them), and
+:func:`gather_slices` any byte ranges (the data of messages a0py did not
+write). This module turns a failed check into a :class:`RecordingFormatError` naming where the
 packet lies.
 """
 
@@ -14,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bulk import gather, scan
+from ._bulk import gather, gather_slices, scan
 from .errors import RecordingFormatError
 
-__all__ = ["check_and_index", "gather", "scan", "transport_seqs", "wall_times"]
+__all__ = ["check_and_index", "gather", "gather_slices", "scan", "transport_seqs", "wall_times"]
 
 
 def check_and_index(buf, starts, lengths, where):

@@ -23,7 +23,11 @@ from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic
 from ..recording.errors import RecordingOptionError
+from ..recording.format import GAP_SCHEMA
 from .batches import HEADERS_TYPE, assemble, decode
+
+# An arena's gap row in the MCAP columns: the gap channel's type, no record.
+ARENA_GAP_MCAP = {"schema_name": GAP_SCHEMA, "message_encoding": "json"}
 
 
 def open_arena(item, root=None):
@@ -86,7 +90,7 @@ def gap_batch(topic, first, last, predicate, schema, wall_us):
     return assemble(schema, pa.array([topic], pa.string()), np.array([first], np.int64),
                     (np.zeros(1, np.int64), np.zeros(1, bool)), np.array([wall_us], np.int64), None,
                     pa.nulls(1, HEADERS_TYPE), pa.nulls(1, schema.field("payload").type),
-                    gaps=([first], [last]))
+                    gaps=([first], [last]), mcap=ARENA_GAP_MCAP)
 
 
 def read_arena(item, predicate, options, schema):

@@ -1,6 +1,6 @@
 """The ``a0`` PySpark data source (Python Data Source API, PySpark 4.x).
 
-    spark.read.format("a0").load("recordings/")            # MCAP files, dirs, globs
+    spark.read.format("a0").load("recordings/")            # MCAP files (any writer's), dirs, globs
     spark.read.format("a0").load("shm://robot/pose")        # a live topic's arena, now
     spark.readStream.format("a0").option("topics", "robot/pose").load()
 
@@ -24,6 +24,16 @@ Options (all strings, case-insensitive names):
                     chunks alone are read, with or without pushdown.
 ``recordTime``      ``true`` adds ``time_record``: when the recorder read
                     each frame (its MCAP log time; null for arenas).
+``decode``          ``true`` adds ``message`` (each message decoded with
+                    its channel's schema: a struct, or the JSON text of
+                    a schemaless JSON channel) and ``decode_error``
+                    (null when it decoded); one message type per read.
+``mcapColumns``     ``auto`` (default), ``true``, ``false``: the columns
+                    ``log_time``, ``publish_time``, ``sequence``,
+                    ``schema_name``, ``message_encoding`` after
+                    ``payload``; ``auto`` adds them when the read selects
+                    a channel a0py did not write or a typed topic (from
+                    the files' summaries, when the schema is asked for).
 ``root``            where ``shm://TOPIC`` and streamed topics live
                     (``A0PY_ROOT`` syntax; default: the workers' ``A0PY_ROOT``).
 ==================  =====================================================
@@ -58,19 +68,21 @@ from pyspark.sql.datasource import (
 )
 
 from ..recording.errors import RecordingOptionError
-from .options import bool_option, lower_keys, read_options
+from .options import bool_option, lower_keys, mcap_columns_option, read_options
 from .part_reader import read_part
-from .planning import Part, plan
+from .planning import Part, message_type, plan, selects_mcap_channels
 from .predicate import Predicate
 
 FRAME_DDL = ("topic string, seq bigint, time_mono bigint, time_wall timestamp, "
              "headers map<string,string>, payload {payload}")
 GAP_DDL = ", is_gap boolean, gap_first bigint, gap_last bigint"
 RECORD_DDL = ", time_record timestamp"
+MCAP_DDL = (", log_time timestamp, publish_time timestamp, sequence bigint, schema_name string, "
+            "message_encoding string")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
                   "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime",
-                  "headers"}
+                  "headers", "mcapcolumns", "decode"}
 
 
 def _opt(options, name, default=None):
@@ -89,7 +101,8 @@ def _check_options(options):
         if k.lower() not in _KNOWN_OPTIONS:
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
-                "validateCrc, recordTime, headers, root, topics, startingOffsets, failOnDataLoss, maxFramesPerTrigger")
+                "validateCrc, recordTime, headers, mcapColumns, decode, root, topics, startingOffsets, failOnDataLoss, "
+                "maxFramesPerTrigger")
 
 
 def _payload_ddl(options):
@@ -103,6 +116,10 @@ def _payload_ddl(options):
         raise RecordingOptionError("option payload=json needs payloadSchema (DDL of the JSON object, e.g. "
                                    "'x double, y double') or a user schema whose payload is a struct")
     return f"struct<{ddl}>"
+
+
+def _topics_option(low):
+    return [t.strip() for t in str(low.get("topics") or "").split(",") if t.strip()]
 
 
 def _paths(options):
@@ -200,15 +217,56 @@ class A0DataSource(DataSource):
 
     def schema(self):
         _check_options(self.options)
-        ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
         low = lower_keys(self.options)
+        if bool_option(low, "decode", False):
+            return self._decoded_schema(low)
+        ddl = FRAME_DDL.format(payload=_payload_ddl(self.options))
         if not bool_option(low, "headers", True):
             ddl = ddl.replace("headers map<string,string>, ", "")
+        if self._mcap_columns(low):
+            ddl += MCAP_DDL
         if bool_option(low, "gaps", False):
             ddl += GAP_DDL
         if bool_option(low, "recordtime", False):
             ddl += RECORD_DDL
         return ddl
+
+    def _decoded_schema(self, low):
+        """The schema of a ``decode=true`` read: the columns of the read with
+        ``message`` (its one message type's) and ``decode_error`` after the
+        MCAP columns."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from .batches import frame_schema
+
+        if _payload_ddl(self.options) != "binary":
+            raise RecordingOptionError("decode=true gives the decoded message in its own column: leave "
+                                       "payload=json out")
+        if not (_opt(self.options, "path") or _opt(self.options, "paths")):
+            raise RecordingOptionError("decode=true reads recordings (a path), not streams of live topics")
+        predicate = Predicate()
+        topics = _topics_option(low)
+        if topics:
+            predicate = predicate.and_topics(topics)
+        mtype = message_type(_paths(self.options), predicate)
+        arrow = frame_schema(bool_option(low, "gaps", False), None, bool_option(low, "recordtime", False),
+                             bool_option(low, "headers", True), self._mcap_columns(low), mtype)
+        return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
+
+    def _mcap_columns(self, low):
+        """Has the read the MCAP columns? ``mcapColumns`` true or false, or
+        (auto) whether the files' channels that the ``topics`` option
+        selects include one a0py did not write or a typed topic."""
+        forced = mcap_columns_option(low)
+        if forced is not None:
+            return forced
+        if not (_opt(self.options, "path") or _opt(self.options, "paths")):
+            return False  # a stream of live topics: a0py packets
+        predicate = Predicate()
+        topics = _topics_option(low)
+        if topics:
+            predicate = predicate.and_topics(topics)
+        return selects_mcap_channels(_paths(self.options), predicate)
 
     def reader(self, schema):
         _check_options(self.options)
@@ -261,7 +319,7 @@ class A0BatchReader(DataSourceReader):
         self.paths = _paths(options)
         self.options = read_options(options, schema)
         self.predicate = Predicate()
-        topics = [t.strip() for t in str(lower_keys(options).get("topics") or "").split(",") if t.strip()]
+        topics = _topics_option(lower_keys(options))
         if topics:
             self.predicate = self.predicate.and_topics(topics)
 

@@ -24,6 +24,8 @@ class ReadOptions:
     root: str | None = None  # where shm://TOPIC lives (A0PY_ROOT syntax); None: A0PY_ROOT
     record_time: bool = False  # add time_record: when the recorder read the frame (MCAP log_time)
     headers: bool = True  # the headers column (a map Spark spends a third of a small row's time on)
+    mcap_columns: bool = False  # the MCAP columns (log_time, publish_time, sequence, schema_name, message_encoding)
+    message_type: pa.DataType | None = None  # decode=true: the type of the message column
 
 
 def lower_keys(options):
@@ -60,20 +62,44 @@ def int_option(options, name, default, minimum=1):
     return n
 
 
+def mcap_columns_option(options):
+    """Option ``mcapColumns`` of ``options`` (lower-case names): True, False,
+    or None for ``auto`` (the default: decided from what the read selects).
+    Raises :class:`RecordingOptionError` for anything else."""
+    v = options.get("mcapcolumns")
+    if v is None or str(v).strip().lower() == "auto":
+        return None
+    try:
+        return bool_option({"mcapcolumns": v}, "mcapcolumns", None)
+    except RecordingOptionError:
+        raise RecordingOptionError(f"option mcapColumns={v!r}: use auto, true or false") from None
+
+
 def read_options(options, schema=None):
-    """The :class:`ReadOptions` of the source's options (and of a user
-    schema, whose payload column may be a struct)."""
+    """The :class:`ReadOptions` of the source's options (and of the schema
+    the source was given: whether it has the MCAP columns, which
+    ``schema()`` decided, and a payload column that may be a struct)."""
     low = lower_keys(options)
     gaps = bool_option(low, "gaps", False)
     record_time = bool_option(low, "recordtime", False)
     headers = bool_option(low, "headers", True)
+    mcap = bool(mcap_columns_option(low))
+    decode = bool_option(low, "decode", False)
     payload_type = None
+    message_type = None
     if schema is not None:
         from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
 
         names = [f.name for f in schema.fields]
-        expected = list(frame_schema(gaps, record_time=record_time, headers=headers).names)
+        if mcap_columns_option(low) is None:
+            mcap = "log_time" in names
+        if decode:
+            if "message" not in names:
+                raise RecordingOptionError("decode=true: the schema given has no message column")
+            message_type = to_arrow_schema(schema, timezone="UTC").field("message").type
+        expected = list(frame_schema(gaps, record_time=record_time, headers=headers, mcap=mcap,
+                                     message_type=message_type).names)
         if names != expected:
             raise RecordingOptionError(f"the a0 source's columns are {', '.join(expected)}; the schema given has "
                                        f"{', '.join(names)}")
@@ -90,4 +116,6 @@ def read_options(options, schema=None):
         root=low.get("root") or None,
         record_time=record_time,
         headers=headers,
+        mcap_columns=mcap,
+        message_type=message_type,
     )

@@ -6,23 +6,36 @@ hold a row passing the predicate left out.
 
 Invariants: each chunk is in exactly one part; a chunk is left out only
 when its channels, or the seq and publish-time ranges ``a0py.chunks`` gives
-for it, prove that no row in it can pass the predicate.
+for it (a0py's channels only: a foreign channel's chunks are never skipped
+by time, since the chunk index gives log times, not publish times), prove
+that no row in it can pass the predicate; a typed topic's headers chunk is
+in the part of the payload chunk after it (``FileSlice.glue``).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass, field
 
 from .. import _core
 from ..proto.topic import check_topic_name
-from ..recording.format import KIND_GAP, KIND_PACKET, KIND_TYPED, channel_kind, chunk_ranges
+from ..recording.errors import RecordingOptionError
+from ..recording.format import (
+    HEADERS_KEY,
+    KIND_FOREIGN,
+    KIND_GAP,
+    KIND_HEADERS,
+    KIND_PACKET,
+    KIND_TYPED,
+    channel_kind,
+    chunk_ranges,
+    headers_topic,
+    is_json_copy,
+)
 from ..recording.reader import SHM_PREFIX, ChunkRef, expand_paths, read_layout_or_skip
+from .batches import Chan
 from .options import ReadOptions
 from .predicate import Predicate
-
-_log = logging.getLogger("a0py.spark")
 
 
 @dataclass(frozen=True)
@@ -30,8 +43,11 @@ class FileSlice:
     """Some chunks of one file, with the channels they need."""
 
     path: str
-    channels: tuple  # (id, topic, kind)
+    channels: tuple  # (id, *Chan)
     refs: tuple  # ChunkRef | Region
+    glue: frozenset = frozenset()  # offsets of chunks kept in the part of the chunk after them
+    # decode=true: (channel id, schema name, schema encoding, schema data) of the channels to decode
+    schemas: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,55 @@ def _is_arena_file(path):
     return len(head) >= 8 and int.from_bytes(head, "little") == _core.MAGIC
 
 
+def file_channels(layout):
+    """id -> :class:`Chan` of every channel of ``layout`` the source reads
+    (all but a0py's JSON copies, which repeat a packet channel's payloads),
+    a typed topic's two channels paired."""
+    out = {}
+    headers_ids = {}
+    for ch in layout.channels.values():
+        ch_info = channel_info(ch, layout.schemas)
+        if ch_info is None:
+            continue
+        out[ch.id] = ch_info
+        if ch_info.kind == KIND_HEADERS:
+            headers_ids[ch.topic] = ch.id
+    for cid, c in list(out.items()):
+        if c.kind == KIND_TYPED:
+            hid = headers_ids.get(layout.channels[cid].metadata.get(HEADERS_KEY))
+            if hid is not None:
+                out[cid] = c._replace(partner=hid)
+                out[hid] = out[hid]._replace(partner=cid)
+    return out
+
+
+def channel_info(ch, schemas):
+    """The :class:`Chan` of an ``mcap`` channel record (``schemas``: id ->
+    schema record), None for a JSON copy."""
+    kind = channel_kind(ch)
+    if kind == KIND_FOREIGN and is_json_copy(ch):
+        return None
+    schema = schemas.get(ch.schema_id) if ch.schema_id else None
+    topic = headers_topic(ch) if kind == KIND_HEADERS else ch.topic
+    return Chan(topic, kind, schema.name if schema is not None else None, ch.message_encoding)
+
+
+def wanted_channels(channels, predicate, options):
+    """The ids of ``channels`` whose messages may give rows passing ``predicate``."""
+    wanted = set()
+    seq_bound = predicate.seq_lo is not None or predicate.seq_hi is not None or predicate.seq_in is not None
+    for cid, c in channels.items():
+        if c.kind == KIND_GAP:
+            if options.gaps and not predicate.empty:
+                wanted.add(cid)
+        elif c.kind in (KIND_PACKET, KIND_TYPED, KIND_HEADERS):
+            if predicate.topic_ok(c.topic):
+                wanted.add(cid)
+        elif c.kind == KIND_FOREIGN and not seq_bound and predicate.topic_ok(c.topic):
+            wanted.add(cid)  # no seq: a seq filter passes none of its rows
+    return wanted
+
+
 def plan_file(path, predicate, options):
     """The chunks of the recording at ``path`` that may hold rows passing
     ``predicate``: (FileSlice or None, weight in uncompressed bytes); None
@@ -63,41 +128,83 @@ def plan_file(path, predicate, options):
     layout = read_layout_or_skip(path)
     if layout is None:
         return None, 0
-    channels = []
-    wanted = set()
-    for ch in layout.channels.values():
-        kind = channel_kind(ch)
-        if (kind == KIND_PACKET and predicate.topic_ok(ch.topic)) or (kind == KIND_GAP and options.gaps and not predicate.empty):
-            wanted.add(ch.id)
-        if kind is not None:
-            channels.append((ch.id, ch.topic, kind))
-        if kind == KIND_TYPED and predicate.topic_ok(ch.topic):
-            # Not silently: a typed topic's channels (its payloads and /a0py/headers/)
-            # are not rows of this source yet (docs/recording.md).
-            _log.warning("%s: typed topic %r (%s) is not read by the a0 source yet: read it "
-                         "with an MCAP reader and its schema's decoder", path, ch.topic,
-                         ch.message_encoding)
+    chans = file_channels(layout)
+    wanted = wanted_channels(chans, predicate, options)
     meta = chunk_ranges(layout)
-    refs = []
-    weight = 0
+    kept = []
     for ref in layout.chunks:
         ids = ref.channel_ids
         if ids is not None and not (ids & wanted):
             continue
         info = meta.get(ref.offset)
-        if info and not any(
+        # a0py.chunks ranges hold for a0py's channels only: a chunk that may
+        # hold any other channel's messages is kept (its rows are filtered).
+        covered = info and (ids is None or ids <= {i[0] for i in info})
+        if covered and not any(
                 ch in wanted and predicate.seq_range_ok(slo, shi)
                 and predicate.wall_range_ok(plo // 1000, phi // 1000)
                 for ch, slo, shi, plo, phi in info):
             continue
-        refs.append(ref)
-        weight += ref.uncompressed_size
+        kept.append(ref)
+    kept, glue = _with_headers_chunks(layout, kept, chans, meta)
+    refs = list(kept)
+    weight = sum(r.uncompressed_size for r in kept)
     for reg in layout.regions:
         refs.append(reg)
         weight += reg.length
     if not refs:
         return None, 0
-    return FileSlice(layout.path, tuple(channels), tuple(refs)), weight
+    channels = tuple((cid, *c) for cid, c in chans.items())
+    schemas = ()
+    if options.message_type is not None:
+        schemas = tuple((cid, *_schema_of(layout, cid)) for cid in sorted(wanted)
+                        if chans[cid].kind in (KIND_FOREIGN, KIND_TYPED))
+    return FileSlice(layout.path, channels, tuple(refs), frozenset(glue), schemas), weight
+
+
+def _schema_of(layout, cid):
+    """(name, encoding, data) of channel ``cid``'s schema; empty without one."""
+    sid = layout.channels[cid].schema_id
+    sc = layout.schemas.get(sid) if sid else None
+    return (sc.name, sc.encoding, bytes(sc.data)) if sc is not None else ("", "", b"")
+
+
+def _chunk_ids(ref, meta):
+    if ref.channel_ids is not None:
+        return ref.channel_ids
+    info = meta.get(ref.offset)
+    return frozenset(i[0] for i in info) if info else None
+
+
+def _with_headers_chunks(layout, kept, chans, meta):
+    """``kept`` with, before each chunk of a typed topic's payloads, the
+    chunk of its headers written just before it (the writer puts the two
+    side by side), and the offsets of those headers chunks (to be kept in
+    the same part as the chunk after them). Headers chunks no payload
+    chunk follows are left out: they give no row."""
+    headers_of = {cid: c.partner for cid, c in chans.items() if c.kind == KIND_TYPED and c.partner is not None}
+    if not headers_of:
+        return kept, ()
+    chunks = sorted(layout.chunks, key=lambda r: r.offset)
+    order = {r.offset: i for i, r in enumerate(chunks)}
+    out = []
+    glue = []
+    for ref in kept:
+        ids = _chunk_ids(ref, meta)
+        if ids is not None and ids and all(chans.get(i) is not None and chans[i].kind == KIND_HEADERS
+                                           for i in ids):
+            continue  # added before its payload chunk below
+        if ids is not None:
+            want = {headers_of[i] for i in ids if i in headers_of}
+            i = order[ref.offset] - 1
+            if want and i >= 0:
+                prev = chunks[i]
+                pids = _chunk_ids(prev, meta)
+                if pids is not None and pids and pids <= want and (not out or out[-1] is not prev):
+                    out.append(prev)
+                    glue.append(prev.offset)
+        out.append(ref)
+    return out, glue
 
 
 def plan(spec, predicate=Predicate(), options=ReadOptions()):  # noqa: B008 - frozen
@@ -125,15 +232,16 @@ def plan(spec, predicate=Predicate(), options=ReadOptions()):  # noqa: B008 - fr
         run_weight = 0
         for ref in fs.refs:
             w = ref.uncompressed_size if isinstance(ref, ChunkRef) else ref.length
-            if run and cur.weight + run_weight + w > options.partition_bytes:
-                cur.items.append(FileSlice(fs.path, fs.channels, tuple(run)))
+            if run and cur.weight + run_weight + w > options.partition_bytes and not (
+                    isinstance(run[-1], ChunkRef) and run[-1].offset in fs.glue):
+                cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue, fs.schemas))
                 cur.weight += run_weight
                 parts.append(cur)
                 cur, run, run_weight = Part(), [], 0
             run.append(ref)
             run_weight += w
         if run:
-            cur.items.append(FileSlice(fs.path, fs.channels, tuple(run)))
+            cur.items.append(FileSlice(fs.path, fs.channels, tuple(run), fs.glue, fs.schemas))
             cur.weight += run_weight
     if cur.items:
         parts.append(cur)
@@ -148,3 +256,79 @@ def _arena_file_topic(path):
         if name.endswith(suffix) and len(name) > len(suffix):
             return name[: -len(suffix)]
     return name
+
+
+def selects_mcap_channels(spec, predicate=Predicate()):  # noqa: B008 - frozen
+    """Does a read of ``spec`` with ``predicate``'s topics select a channel
+    that a0py did not write, or a typed topic's payloads? (What
+    ``mcapColumns=auto`` decides by; from the files' summaries, or a scan of
+    a file without one. Live topics and file arenas hold a0py packets.)"""
+    for src in expand_paths(spec):
+        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
+            continue
+        layout = read_layout_or_skip(src)
+        if layout is None:
+            continue
+        for c in file_channels(layout).values():
+            if c.kind in (KIND_FOREIGN, KIND_TYPED) and predicate.topic_ok(c.topic):
+                return True
+    return False
+
+
+def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
+    """The Arrow type of the ``message`` column of a ``decode=true`` read of
+    ``spec``: that of the decoder of the one message type (schema name and
+    message encoding) of the channels a0py did not write and typed topics
+    the read selects.
+
+    Raises :class:`RecordingOptionError` when they have several types
+    (listing each with its topics, to choose one with option ``topics``) or
+    none, or a channel's encoding a0py cannot decode
+    (``DecodeUnsupported``); :class:`RecordingFormatError` for a schema that
+    does not parse (naming channel and schema)."""
+    types = {}  # (schema name, message encoding) -> {topic}
+    schemas = {}  # each distinct schema: (name, encoding, data, message encoding) -> a topic of it
+    for src in expand_paths(spec):
+        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
+            continue
+        layout = read_layout_or_skip(src)
+        if layout is None:
+            continue
+        for cid, c in file_channels(layout).items():
+            if c.kind not in (KIND_FOREIGN, KIND_TYPED) or not predicate.topic_ok(c.topic):
+                continue
+            types.setdefault((c.schema_name or "", c.message_encoding), set()).add(c.topic)
+            schemas.setdefault((*_schema_of(layout, cid), c.message_encoding), c.topic)
+    if not types:
+        raise RecordingOptionError("decode=true: the read selects no channel to decode (only a0py packets, "
+                                   "whose payloads have no schema); leave decode out")
+    if len(types) > 1:
+        listed = "; ".join(f"{name or '(no schema)'} in {enc}: {', '.join(sorted(topics))}"
+                           for (name, enc), topics in sorted(types.items()))
+        raise RecordingOptionError(f"decode=true reads one message type at a time; the read selects "
+                                   f"{len(types)}: {listed}. Choose the topics of one with option topics")
+    found = {key: decoder(topic, *key) for key, topic in schemas.items()}
+    arrow_types = {d.arrow_type for d in found.values()}
+    if len(arrow_types) > 1:
+        (name, enc), = types
+        raise RecordingOptionError(f"decode=true: the channels of {name} in {enc} have schemas of different "
+                                   f"shapes in different files ({len(arrow_types)}): choose files or topics "
+                                   "of one with the path or option topics")
+    return next(iter(arrow_types))
+
+
+_DECODERS = {}
+
+
+def decoder(topic, schema_name, schema_encoding, schema_data, message_encoding):
+    """``a0py.recording.decode.decoder_for``, made once per schema in a process."""
+    key = (schema_name, schema_encoding, bytes(schema_data), message_encoding)
+    dec = _DECODERS.get(key)
+    if dec is None:
+        from ..recording.decode import decoder_for
+
+        dec = decoder_for(topic, schema_name, schema_encoding, schema_data, message_encoding)
+        if len(_DECODERS) > 256:
+            _DECODERS.clear()
+        _DECODERS[key] = dec
+    return dec

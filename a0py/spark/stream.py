@@ -98,7 +98,7 @@ class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.topics = [check_topic_name(t) for t in topics]
         self.options = read_options(options, schema)
         self.schema_arrow = frame_schema(self.options.gaps, self.options.payload_type, self.options.record_time,
-                                         self.options.headers)
+                                         self.options.headers, self.options.mcap_columns)
         self.fail_on_loss = bool_option(low, "failondataloss", True)
         self.max_frames = int_option(low, "maxframespertrigger", None)
         self.starting = low.get("startingoffsets", "latest")

@@ -57,9 +57,11 @@ JSON_SCHEMA = {
 
 
 def write_mcap_json(path, n=2000, topic="/ev/json", with_schema=True, chunk_size=64 * 1024,
-                    compression="zstd", summary=True):
+                    compression="zstd", summary=True, bad=(), schema_data=None):
     """A JSON channel written by the official ``mcap`` writer: ``jsonschema``
-    schema ``ev.Event`` (``with_schema``) or no schema at all (schema id 0)."""
+    schema ``ev.Event`` (``with_schema``; its data ``schema_data`` when
+    given) or no schema at all (schema id 0). The messages numbered in
+    ``bad`` are text that is not JSON (their value None)."""
     from mcap.writer import CompressionType, Writer
 
     comp = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}[compression]
@@ -70,13 +72,15 @@ def write_mcap_json(path, n=2000, topic="/ev/json", with_schema=True, chunk_size
         w.start(profile="", library="mcap-python-test")
         sid = 0
         if with_schema:
-            sid = w.register_schema("ev.Event", "jsonschema", json.dumps(JSON_SCHEMA).encode())
+            data = json.dumps(JSON_SCHEMA).encode() if schema_data is None else schema_data
+            sid = w.register_schema("ev.Event", "jsonschema", data)
         cid = w.register_channel(topic, "json", sid, metadata={"origin": "mcap-writer"})
         for i in range(n):
-            data = json.dumps(json_value(i)).encode()
+            value = None if i in bad else json_value(i)
+            data = b"{not json %d" % i if i in bad else json.dumps(value).encode()
             log, pub = T0 + i * 1_000_000, T0 + i * 1_000_000 - 500
             w.add_message(cid, log_time=log, data=data, publish_time=pub, sequence=i)
-            out.add(topic, "ev.Event" if with_schema else "", "json", (log, pub, i, data, json_value(i)))
+            out.add(topic, "ev.Event" if with_schema else "", "json", (log, pub, i, data, value))
         w.finish()
     if not summary:
         cut_summary(path)
@@ -365,4 +369,53 @@ def write_mcap_channels(path, channels, profile=""):
                 w.add_message(cid, log_time=log, data=data, publish_time=log + 1, sequence=k)
                 out.add(topic, schema[0] if schema else "", encoding, (log, log + 1, k, data, None))
         w.finish()
+    return out
+
+
+# A ROS 2 message with a field of every kind the decoders map (docs/spark.md
+# "Decoded columns"), as ``ros2msg`` text with its dependencies.
+ALL_TYPES_TYPE = "test_msgs/msg/AllTypes"
+ALL_TYPES_MSGDEF = "\n".join([
+    "int8 i8", "uint8 u8", "int16 i16", "uint16 u16", "int32 i32", "uint32 u32", "int64 i64", "uint64 u64",
+    "float32 f32", "float64 f64", "bool flag", "string text", "byte one_byte", "char one_char",
+    "uint8[] blob", "byte[] octets", "int32[] ints", "string[] names", "float32[3] vec", "bool[] flags",
+    "uint64[] big", "builtin_interfaces/Duration dur", "builtin_interfaces/Time when",
+    "test_msgs/Point[] points", "test_msgs/Point[<=2] few", "string<=8 short",
+    _SEP, "MSG: builtin_interfaces/Duration", "int32 sec", "uint32 nanosec",
+    _SEP, "MSG: builtin_interfaces/Time", "int32 sec", "uint32 nanosec",
+    _SEP, "MSG: test_msgs/Point", "float64 x", "float64 y",
+]) + "\n"
+
+
+def all_types_value(i):
+    """The ``i``-th :data:`ALL_TYPES_TYPE` message: extremes of each integer type, empty and full lists."""
+    return {
+        "i8": -128 + i % 256, "u8": 255 - i % 256, "i16": -32768 + i, "u16": 65535 - i,
+        "i32": -(2 ** 31) + i, "u32": 2 ** 32 - 1 - i, "i64": -(2 ** 63) + i, "u64": 2 ** 64 - 1 - i,
+        "f32": 0.5 * i, "f64": -1.25 * i, "flag": bool(i % 2), "text": f"t{i}" * (i % 4), "one_byte": i % 256,
+        "one_char": 65 + i % 26,
+        "blob": bytes(range(i % 7)), "octets": bytes([i % 256] * (i % 3)), "ints": list(range(-i % 5)),
+        "names": [f"n{k}" for k in range(i % 3)], "vec": [float(i), 1.5, -2.0], "flags": [True, False][: i % 3],
+        "big": [2 ** 64 - 1, i], "dur": {"sec": -i, "nanosec": 999_999_999 - i},
+        "when": {"sec": 1_790_000_000 + i, "nanosec": 123_456_789},
+        "points": [{"x": float(k), "y": -float(k)} for k in range(i % 4)],
+        "few": [{"x": 1.0, "y": 2.0}][: i % 2], "short": "abc",
+    }
+
+
+def write_ros2_all_types(path, n=40, topic="/all"):
+    """:data:`ALL_TYPES_TYPE` messages in CDR, written by ``mcap-ros2-support``."""
+    from mcap_ros2.writer import Writer
+
+    out = Written(path)
+    with open(path, "wb") as f:
+        w = Writer(f)
+        schema = w.register_msgdef(ALL_TYPES_TYPE, ALL_TYPES_MSGDEF)
+        for i in range(n):
+            value = all_types_value(i)
+            log = T0 + i * 1_000
+            w.write_message(topic, schema, value, log_time=log, publish_time=log, sequence=i)
+            out.add(topic, ALL_TYPES_TYPE, "cdr", (log, log, i, None, value))
+        w.finish()
+    _fill_data(out)
     return out
