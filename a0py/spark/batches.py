@@ -247,10 +247,19 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
         for c in kinds.get(KIND_HEADERS, ()):
             if predicate.topic_ok(channels[c].topic):
                 rows = np.nonzero(chan == c)[0]
-                stash[c] = (records, offs[rows], length[rows], seq32[rows], where)
+                stash[c] = _stash_headers(stash.get(c), (records, offs[rows], length[rows], seq32[rows], where))
     for c in kinds.get(KIND_TYPED, ()):
         ch = channels[c]
-        headers = stash.pop(ch.partner, None) if stash is not None and ch.partner is not None else None
+        headers = None
+        if stash is not None and ch.partner is not None:
+            headers = stash.pop(ch.partner, None)
+            if headers is not None:
+                # Headers messages of payloads still to come (in the next chunk,
+                # from a writer that mixes the two channels) wait for them.
+                left = ~np.isin(headers[3], seq32[chan == c])
+                if left.any():
+                    stash[ch.partner] = (headers[0], headers[1][left], headers[2][left], headers[3][left],
+                                         headers[4])
         if not predicate.topic_ok(ch.topic):
             continue
         rows = np.nonzero(select([c]))[0]
@@ -265,6 +274,25 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
                            log_us[rows], seq32[rows])
         if batch is not None:
             yield batch
+
+
+def _stash_headers(prev, cur):
+    """The stash entry of a headers channel: ``cur`` (records, offsets,
+    lengths, sequences, where) of this chunk, with the messages ``prev``
+    left unjoined from the chunk before copied in front of them (those whose
+    payloads were not in that chunk: a writer that mixes a typed topic's two
+    channels ends a chunk with headers messages whose payloads begin the next)."""
+    if prev is None or not len(prev[1]):
+        return cur
+    pbuf, poffs, plen, pseq, _ = prev
+    buf, offs, length, seq, where = cur
+    ends = poffs + RECORD_HEADER + plen
+    parts = [bytes(memoryview(pbuf)[int(a):int(b)]) for a, b in zip(poffs, ends, strict=True)]
+    head = b"".join(parts)
+    sizes = (ends - poffs).astype(np.int64)
+    new_offs = np.concatenate([np.cumsum(sizes) - sizes, offs.astype(np.int64) + len(head)])
+    return (head + bytes(buf), new_offs, np.concatenate([plen, length]),
+            np.concatenate([pseq, seq]), where)
 
 
 def _has_seq_bound(predicate):

@@ -178,10 +178,13 @@ def _chunk_ids(ref, meta):
 
 def _with_headers_chunks(layout, kept, chans, meta):
     """``kept`` with, before each chunk of a typed topic's payloads, the
-    chunk of its headers written just before it (the writer puts the two
-    side by side), and the offsets of those headers chunks (to be kept in
-    the same part as the chunk after them). Headers chunks no payload
-    chunk follows are left out: they give no row."""
+    chunk written just before it when that one holds messages of the
+    topic's headers channel (a0py's writer puts a chunk of headers alone
+    there; another writer may mix headers and payloads in every chunk, a
+    payload's headers message at the end of the chunk before), and the
+    offsets of those chunks (to be kept in the same part as the chunk after
+    them). Chunks of headers alone that no payload chunk follows are left
+    out: they give no row."""
     headers_of = {cid: c.partner for cid, c in chans.items() if c.kind == KIND_TYPED and c.partner is not None}
     if not headers_of:
         return kept, ()
@@ -200,8 +203,12 @@ def _with_headers_chunks(layout, kept, chans, meta):
             if want and i >= 0:
                 prev = chunks[i]
                 pids = _chunk_ids(prev, meta)
-                if pids is not None and pids and pids <= want and (not out or out[-1] is not prev):
-                    out.append(prev)
+                # The chunk before may hold some of its headers messages: one of
+                # headers alone (a0py's writer), or, from another writer, one that
+                # also holds payloads (kept for those already, then the last of out).
+                if pids is not None and pids and pids & want:
+                    if not out or out[-1] is not prev:
+                        out.append(prev)
                     glue.append(prev.offset)
         out.append(ref)
     return out, glue
