@@ -248,12 +248,14 @@ def spark(path, topic=TOPIC, out=print):
     """Reads the recording with Spark: the frames' width, height and encoding
     as columns (``option("decode", "true")`` gives each message's fields as
     the struct column ``message``)."""
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    spark = (SparkSession.builder.master("local[2]").appName("camera")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false").getOrCreate())
+    import a0py.spark
+
+    # The JVM reader's jar and the Python source both registered; a decode=true
+    # read is the Python source's (docs/spark.md, "Two readers").
+    spark = a0py.spark.session(master="local[2]", app_name="camera", **{
+        "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     frames = (spark.read.format("a0").option("decode", "true").option("topics", topic).load(path)
               .select("topic", "seq", "time_wall", F.col("message.width").alias("width"),

@@ -1,9 +1,11 @@
-"""examples/camera.py runs end to end (every step but Spark) with real
-processes: a publisher process of numpy frames as a typed foxglove.RawImage
-topic, a zero-copy subscriber that checks each frame, the view advertising
-the topic to a Foxglove client, a recording, and the recording read back by
-the `mcap` CLI and `mcap-protobuf-support` with every frame as published."""
+"""examples/camera.py runs end to end with real processes: a publisher
+process of numpy frames as a typed foxglove.RawImage topic, a zero-copy
+subscriber that checks each frame, the view advertising the topic to a
+Foxglove client, a recording, the recording read back by the `mcap` CLI and
+`mcap-protobuf-support` with every frame as published, and its frames'
+width, height and encoding as Spark columns (the suite's one session)."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -12,7 +14,7 @@ import sys
 from helpers.procs import REPO
 
 
-def test_camera_example_publishes_views_records_and_decodes_frames(root, tmp_path):
+def test_camera_example_publishes_views_records_and_decodes_frames(root, tmp_path, spark):
     out = subprocess.run(
         [sys.executable, os.path.join(REPO, "examples", "camera.py"), "all", "--seconds", "2", "--hz", "15",
          "--width", "160", "--height", "120", "--out", str(tmp_path / "rec")],
@@ -29,3 +31,10 @@ def test_camera_example_publishes_views_records_and_decodes_frames(root, tmp_pat
     assert re.search(r"\(1\) camera\s+\d+ msgs .*: foxglove\.RawImage \[protobuf\]", text), text
     assert "mcap cat --json: " in text and "the first is 160x120 rgb8 (step 480)" in text
     assert f"mcap-protobuf-support decoded {recorded} frames (RawImage), each as published" in text
+    # Spark: the example's own step, in the suite's session (getOrCreate).
+    spec = importlib.util.spec_from_file_location("camera_example", os.path.join(REPO, "examples", "camera.py"))
+    camera = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(camera)
+    lines = []
+    summary = camera.spark(str(tmp_path / "rec"), out=lines.append)
+    assert [(r.width, r.height, r.encoding, r.frames) for r in summary] == [(160, 120, "rgb8", recorded)], lines
