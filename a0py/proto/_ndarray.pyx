@@ -1,0 +1,124 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The read side of array topics, compiled: a read-only numpy view of a payload
+whose header is that of an array layout read before, made without parsing.
+
+:mod:`a0py.proto.arrays` parses and checks an ``a0py.NDArray`` header the first
+time a layout (dtype, shape, strides) is seen; an :class:`ArrayViewer` keeps the
+header's bytes, and every later payload whose bytes up to the data are the same
+and whose size is the same is viewed with one ``memcmp`` and one array made
+through numpy's C API: no Python parsing, no ``np.frombuffer`` argument
+handling (≈ 0.3 µs a read on these machines, more than the rest of a 4 KiB
+read).
+
+Why by hand (the figure that justifies it, bench/typed.py, ``small``, one
+process, 2026-11-26): ``pub(ndarray)`` + ``read_view`` + ``pkt.array()`` of a
+4 KiB array took 4.7x a raw ``pub(bytes)`` + ``read()``, the Python header
+check and ``frombuffer`` being a third of it; docs/performance.md has the
+figures after.
+
+Invariants:
+
+* **Nothing read is trusted**: a payload is viewed only if its header bytes
+  are exactly those of a header parsed and checked before
+  (:func:`a0py.proto.arrays.parse_array_prefix`) and its size is that
+  header's: the same bytes say the same dtype, shape and strides, so the view
+  stays inside the payload. Anything else goes back to the checking parser.
+* **Read-only, memory-safe**: the array's base is the payload itself (bytes),
+  or a new memoryview of it (a zero-copy payload lent from the arena): the
+  array holds the arena's mapping while it lives, whatever happens to the
+  packet's own view, and numpy refuses to make it writable.
+* Imported only where numpy is (``a0py.proto.arrays`` falls back to its
+  Python viewer when this module or numpy is missing).
+"""
+
+cimport numpy as cnp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.memoryview cimport PyMemoryView_FromObject
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from libc.string cimport memcmp
+
+cdef extern from "numpy/arrayobject.h":
+    # Steals the reference to descr (so the caller gives it one).
+    object PyArray_NewFromDescr(PyTypeObject* subtype, cnp.PyArray_Descr* descr, int nd, cnp.npy_intp* dims,
+                                cnp.npy_intp* strides, void* data, int flags, PyObject* obj)
+
+cnp.import_array()
+
+cdef enum:
+    _MAX_DIMS = 64  # numpy 2's NPY_MAXDIMS (numpy 1's is 32: the checking parser allows 32)
+
+
+cdef class ArrayViewer:
+    """Views payloads laid out as one array header: ``ArrayViewer(header, size,
+    dtype, shape, strides)`` for the header bytes (everything before the array's
+    data), the payload size, and what the header says (checked by the caller).
+    ``view(payload)``: the read-only array over `payload`, or None if its bytes
+    before the data or its size differ."""
+
+    cdef bytes header
+    cdef Py_ssize_t size
+    cdef cnp.dtype descr
+    cdef int ndim
+    cdef cnp.npy_intp dims[_MAX_DIMS]
+    cdef cnp.npy_intp strides[_MAX_DIMS]
+
+    def __init__(self, bytes header not None, Py_ssize_t size, cnp.dtype dtype not None,
+                 tuple shape not None, tuple strides not None):
+        cdef Py_ssize_t i
+        if len(shape) > _MAX_DIMS or len(strides) != len(shape):
+            raise ValueError(f"shape {shape} and strides {strides} are not an array's")
+        if PyBytes_GET_SIZE(header) > size:
+            raise ValueError("the header is longer than the payload")
+        self.header = header
+        self.size = size
+        self.descr = dtype
+        self.ndim = len(shape)
+        for i in range(self.ndim):
+            self.dims[i] = shape[i]
+            self.strides[i] = strides[i]
+
+    cpdef object view(self, object payload):
+        """The read-only array over `payload` (bytes, or a memoryview), or None
+        if it is not laid out as this viewer's header says."""
+        cdef Py_buffer buf
+        cdef Py_ssize_t hlen = PyBytes_GET_SIZE(self.header)
+        PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
+        try:
+            if buf.len != self.size or memcmp(buf.buf, PyBytes_AS_STRING(self.header), hlen) != 0:
+                return None
+            Py_INCREF(self.descr)  # PyArray_NewFromDescr takes a reference to it
+            arr = PyArray_NewFromDescr(
+                <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims, self.strides,
+                <char*>buf.buf + hlen, 0, NULL)  # flags 0: not writeable
+            # The base keeps the memory: the bytes, or a view of the lent memoryview
+            # that holds the arena's buffer after the packet's own is released.
+            cnp.set_array_base(<cnp.ndarray>arr,
+                               payload if type(payload) is bytes else PyMemoryView_FromObject(payload))
+            return arr
+        finally:
+            PyBuffer_Release(&buf)
+
+
+cdef class PacketArrays:
+    """``pkt.array()`` of one array topic (what its typing's ``array`` is):
+    ``viewer``'s view of the packet's payload when it has the layout of the
+    last one read, else ``slow(pkt)`` (the checking parser, which sets
+    ``viewer`` to the new layout's)."""
+
+    cdef public ArrayViewer viewer
+    cdef object slow
+
+    def __init__(self, slow):
+        self.viewer = None
+        self.slow = slow
+
+    cpdef object array(self, object pkt):
+        """The read-only array of `pkt`'s payload."""
+        cdef ArrayViewer viewer = self.viewer
+        if viewer is not None:
+            found = viewer.view(pkt.payload)
+            if found is not None:
+                return found
+        return self.slow(pkt)
