@@ -994,11 +994,7 @@ cdef class PacketAlloc:
         except BaseException:
             _unlock_arena(self.arena, self.lk)
             raise
-        buf = _Buffer.__new__(_Buffer)
-        buf.arena = self.arena
-        buf.ptr = dst
-        buf.size = <Py_ssize_t>self.size
-        buf.writable = True
+        buf = _lend(self.arena, dst, <Py_ssize_t>self.size, True)
         self.view = memoryview(buf)
         self.active = True
         return self.view
@@ -1507,6 +1503,7 @@ cdef class PacketReader:
         return f"<a0py.PacketReader {self._label}>"
 
 
+@cython.freelist(8)
 cdef class PacketView:
     """A zero-copy packet read, from :meth:`PacketReader.read_view`: ``with
     view as pkt`` gives the packet, its payload lent from the arena until the
@@ -1575,11 +1572,7 @@ cdef class PacketView:
                     f"packet: {reason}")
             pkt = Packet.__new__(Packet)
             pkt._meta = PyBytes_FromStringAndSize(<const char*>v.base, <Py_ssize_t>v.meta_size)
-            buf = _Buffer.__new__(_Buffer)
-            buf.arena = rd.arena
-            buf.ptr = <uint8_t*>v.payload
-            buf.size = <Py_ssize_t>v.payload_size
-            buf.writable = False
+            buf = _lend(rd.arena, <uint8_t*>v.payload, <Py_ssize_t>v.payload_size, False)
             self._view = memoryview(buf)
             pkt._payload = self._view
             pkt._seq = self.r.seq

@@ -33,3 +33,35 @@ def test_heap_arenas_collected_with_their_transport_cycles_are_freed_not_unmappe
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
     assert r.stdout.split() == ["ok", "10000"]
 
+
+
+def test_an_array_kept_over_a_lent_frame_keeps_the_mapping():
+    # numpy keeps the object an array is made over (a memoryview's underlying
+    # object) but releases its buffer at once: the lent frame's exporter must hold
+    # the mapping for as long as it lives, not only while its buffer is held, or
+    # the array reads unmapped memory once the lock ends and the arena is closed
+    # (the child dies of SIGSEGV).
+    r = run_child("""
+        import numpy as np
+        import a0py
+        a = a0py.Arena.shm("a0py-test-kept-view", 1 << 16)
+        a0py.Arena.unlink_shm("a0py-test-kept-view")
+        tr = a0py.Transport(a)
+        tr.write(bytes(range(64)))
+        with tr.lock() as t:
+            t.jump_tail()
+            kept = np.frombuffer(t.frame().data, np.uint8)
+        with tr.lock() as t:
+            t.jump_tail()
+            alloc_view = t.alloc(64)
+            written = np.frombuffer(alloc_view, np.uint8)
+            written[:] = 7
+            t.commit()
+        del tr
+        a.close()
+        assert a.closed
+        print("ok", int(kept.sum()), int(written.sum()))
+        del kept, written
+    """)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.split() == ["ok", str(sum(range(64))), str(7 * 64)]
