@@ -24,9 +24,9 @@ Invariants:
   header's: the same bytes say the same dtype, shape and strides, so the view
   stays inside the payload. Anything else goes back to the checking parser.
 * **Read-only, memory-safe**: the array's base is the payload itself (bytes),
-  or a new memoryview of it (a zero-copy payload lent from the arena): the
-  array holds the arena's mapping while it lives, whatever happens to the
-  packet's own view, and numpy refuses to make it writable.
+  or the object exporting a lent payload's memory (the binding's arena
+  buffer, which holds the mapping while it lives, whatever happens to the
+  packet's own memoryview); numpy refuses to make the array writable.
 * Imported only where numpy is (``a0py.proto.arrays`` falls back to its
   Python viewer when this module or numpy is missing).
 """
@@ -34,10 +34,14 @@ Invariants:
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.memoryview cimport PyMemoryView_FromObject
+from cpython.memoryview cimport PyMemoryView_Check, PyMemoryView_FromObject
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp
+
+cdef extern from "Python.h":
+    # The object exporting a memoryview's memory (NULL for raw memory); borrowed.
+    PyObject* memoryview_exporter "PyMemoryView_GET_BASE" (object mview)
 
 cdef extern from "numpy/arrayobject.h":
     # Steals the reference to descr (so the caller gives it one).
@@ -48,6 +52,22 @@ cnp.import_array()
 
 cdef enum:
     _MAX_DIMS = 64  # numpy 2's NPY_MAXDIMS (numpy 1's is 32: the checking parser allows 32)
+
+
+cdef object _base_of(object payload):
+    """The object an array over `payload` keeps: the bytes; for a memoryview, the
+    object exporting its memory (an arena's lent buffer holds the mapping while it
+    lives: the packet's own memoryview is released when its block ends), as numpy
+    does for arrays made over memoryviews; for anything else a new memoryview,
+    which holds its buffer."""
+    cdef PyObject* exporter
+    if type(payload) is bytes:
+        return payload
+    if PyMemoryView_Check(payload):
+        exporter = memoryview_exporter(payload)
+        if exporter != NULL and type(<object>exporter) is not bytearray:
+            return <object>exporter
+    return PyMemoryView_FromObject(payload)
 
 
 cdef class ArrayViewer:
@@ -92,10 +112,7 @@ cdef class ArrayViewer:
             arr = PyArray_NewFromDescr(
                 <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims, self.strides,
                 <char*>buf.buf + hlen, 0, NULL)  # flags 0: not writeable
-            # The base keeps the memory: the bytes, or a view of the lent memoryview
-            # that holds the arena's buffer after the packet's own is released.
-            cnp.set_array_base(<cnp.ndarray>arr,
-                               payload if type(payload) is bytes else PyMemoryView_FromObject(payload))
+            cnp.set_array_base(<cnp.ndarray>arr, _base_of(payload))
             return arr
         finally:
             PyBuffer_Release(&buf)

@@ -29,7 +29,7 @@ from . import protobuf_wire as wire
 from .errors import DecodeError, ExtraNotInstalledError
 
 __all__ = [
-    "IMAGE_ENCODINGS", "RAW_IMAGE_NAME", "array_prefix", "holder", "body_of", "check_array", "check_image",
+    "IMAGE_ENCODINGS", "RAW_IMAGE_NAME", "array_prefix", "body_of", "check_array", "check_image",
     "compressed_image_prefix", "image_encoding_for", "image_pixels", "image_prefix", "numpy",
     "array_viewer", "compiled_module", "packet_arrays", "parse_array_prefix", "view_array",
 ]
@@ -160,21 +160,12 @@ def parse_array_prefix(buf, where):
     return dt, shape, strides, data[0], data[1]
 
 
-def holder(buf):
-    """What a view of `buf` (bytes, or a memoryview lent from an arena) is made over:
-    numpy keeps the object it is given as the array's base but not its buffer, so a
-    memoryview is given as a new memoryview of it, which holds the arena's buffer
-    (and the arena mapped) while the array lives, whatever becomes of `buf` (a
-    zero-copy packet's view is released when its block ends)."""
-    return buf if type(buf) is bytes else memoryview(buf)
-
-
 def view_array(buf, parsed):
     """A read-only array over ``buf`` (bytes or a read-only memoryview) as `parsed`
     (from :func:`parse_array_prefix`) says."""
     np = numpy("reading an array")
     dt, shape, strides, begin, _end = parsed
-    return np.ndarray(shape, dt, buffer=holder(buf), offset=begin, strides=strides)
+    return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
 
 
 def array_viewer(payload, parsed):
@@ -192,11 +183,11 @@ def array_viewer(payload, parsed):
     count = (end - begin) // dt.itemsize if dt.itemsize else 0
     frombuffer = np.frombuffer
     if len(shape) == 1:
-        make = lambda payload: frombuffer(holder(payload), dt, count, begin)  # noqa: E731
+        make = lambda payload: frombuffer(payload, dt, count, begin)  # noqa: E731
     elif count == 0 or len(shape) == 0 or strides != _contiguous_strides(shape, dt.itemsize)[0]:
         make = lambda payload: view_array(payload, parsed)  # noqa: E731
     else:
-        make = lambda payload: frombuffer(holder(payload), dt, count, begin).reshape(shape)  # noqa: E731
+        make = lambda payload: frombuffer(payload, dt, count, begin).reshape(shape)  # noqa: E731
 
     def view(payload):
         if len(payload) == size and payload[:begin] == header:
@@ -317,7 +308,7 @@ def image_pixels(buf, where):
                           f"fit its {end - begin} bytes of data")
     shape = (height, width) if channels == 1 else (height, width, channels)
     strides = (step, dt.itemsize) if channels == 1 else (step, channels * dt.itemsize, dt.itemsize)
-    return np.ndarray(shape, dt, buffer=holder(buf), offset=begin, strides=strides)
+    return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
 
 
 def _timestamp_field(number, timestamp_ns):
