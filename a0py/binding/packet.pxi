@@ -270,6 +270,26 @@ cdef class Headers:
 cdef class PacketView  # below: the zero-copy read whose block lends a packet its payload
 
 
+cdef class ArrayHook:
+    """A compiled ``pkt.array()`` for the packets of a :class:`PacketTyping`
+    (``array_hook``): ``view(payload)`` (a C method) gives the array of a
+    payload, or None to leave the packet to the typing's ``array(pkt)``.
+    This base gives None; a0py.proto's array topics subclass it."""
+
+    cdef object view(self, object payload):
+        return None
+
+
+cdef class PacketTyping:
+    """A base for the typing objects readers hand their packets
+    (:meth:`PacketReader._set_typing`): its ``array_hook`` (an
+    :class:`ArrayHook`, or None) is tried by :meth:`Packet.array` before
+    the typing's own ``array(pkt)``, with no Python call."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.array_hook = None
+
+
 @cython.freelist(64)
 cdef class Packet:
     """A packet: an id (a UUID), headers (an ordered multimap str -> str) and
@@ -436,9 +456,16 @@ cdef class Packet:
         frame was not evicted meanwhile); for a copied packet it lies in the
         packet's bytes. Raises ``a0py.SchemaError`` for a topic that carries
         no arrays, ``a0py.DecodeError`` for a payload that is not one."""
+        cdef ArrayHook hook
         if self._typing is None:
             raise ArgumentError("this packet was not read from a topic, so it has no schema to "
                                 "read an array with")
+        if isinstance(self._typing, PacketTyping):
+            hook = (<PacketTyping>self._typing).array_hook
+            if hook is not None:
+                found = hook.view(self._lent_payload())
+                if found is not None:
+                    return found
         return self._typing.array(self)
 
     @property

@@ -1,16 +1,16 @@
 """Type stub of the compiled a0py.proto._ndarray (see _ndarray.pyx)."""
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from .._core import ArrayHook
 
 class ArrayViewer:
     def __init__(self, header: bytes, size: int, dtype: np.dtype[Any], shape: tuple[int, ...],
                  strides: tuple[int, ...]) -> None: ...
     def view(self, payload: bytes | memoryview) -> np.ndarray[Any, Any] | None: ...
 
-class PacketArrays:
+class PacketArrays(ArrayHook):
     viewer: ArrayViewer | None
-    def __init__(self, slow: Callable[[Any], np.ndarray[Any, Any]]) -> None: ...
-    def array(self, pkt: Any) -> np.ndarray[Any, Any]: ...
+    def __init__(self) -> None: ...

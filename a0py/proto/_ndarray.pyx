@@ -39,6 +39,8 @@ from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF
 from libc.string cimport memcmp
 
+from .._core cimport ArrayHook
+
 cdef extern from "Python.h":
     # The object exporting a memoryview's memory (NULL for raw memory); borrowed.
     PyObject* memoryview_exporter "PyMemoryView_GET_BASE" (object mview)
@@ -118,24 +120,20 @@ cdef class ArrayViewer:
             PyBuffer_Release(&buf)
 
 
-cdef class PacketArrays:
-    """``pkt.array()`` of one array topic (what its typing's ``array`` is):
-    ``viewer``'s view of the packet's payload when it has the layout of the
-    last one read, else ``slow(pkt)`` (the checking parser, which sets
-    ``viewer`` to the new layout's)."""
+cdef class PacketArrays(ArrayHook):
+    """The compiled ``pkt.array()`` of one array topic (its typing's
+    ``array_hook``, which ``Packet.array()`` tries first): ``viewer``'s view of
+    the payload when it has the layout of the last one parsed, else None (the
+    packet then goes to the checking parser, which sets ``viewer`` to the new
+    layout's)."""
 
     cdef public ArrayViewer viewer
-    cdef object slow
 
-    def __init__(self, slow):
+    def __init__(self):
         self.viewer = None
-        self.slow = slow
 
-    cpdef object array(self, object pkt):
-        """The read-only array of `pkt`'s payload."""
+    cdef object view(self, object payload):
         cdef ArrayViewer viewer = self.viewer
-        if viewer is not None:
-            found = viewer.view(pkt.payload)
-            if found is not None:
-                return found
-        return self.slow(pkt)
+        if viewer is None:
+            return None
+        return viewer.view(payload)

@@ -196,12 +196,12 @@ def array_viewer(payload, parsed):
     return view
 
 
-def packet_arrays(slow):
-    """A compiled ``pkt -> array`` (:class:`a0py.proto._ndarray.PacketArrays`)
-    that calls ``slow(pkt)`` for layouts it has no viewer of; None where the
-    compiled module is not built."""
+def packet_arrays():
+    """A compiled ``pkt.array()`` hook (:class:`a0py.proto._ndarray.PacketArrays`,
+    its ``viewer`` set by the caller), or None where the compiled module is not
+    built."""
     compiled = compiled_module()
-    return None if compiled is None else compiled.PacketArrays(slow)
+    return None if compiled is None else compiled.PacketArrays()
 
 
 _compiled = []  # [the a0py.proto._ndarray module, or None], once looked for

@@ -40,6 +40,7 @@ import json
 import sys
 import threading
 
+from .._core import PacketTyping
 from ..errors import ArgumentError, FrameTooLargeError
 from . import arrays
 from . import protobuf_types as pbtypes
@@ -406,14 +407,14 @@ class _ArrayCodec(_OpaqueCodec):
     """``a0py.NDArray``: a viewer of the last packet's header is kept
     (:func:`a0py.proto.arrays.array_viewer`), so a packet of the same dtype and
     shape costs one comparison of its first bytes and no parsing. Where the
-    compiled viewer is built, ``fast`` is the whole of ``array`` in compiled
-    code (:class:`a0py.proto._ndarray.PacketArrays`), this class's method only
-    its first read of each layout."""
+    compiled viewer is built, ``fast`` (:class:`a0py.proto._ndarray.PacketArrays`)
+    is the topic's ``array_hook``, which ``Packet.array()`` calls in compiled
+    code; this class's ``array`` then sees only a layout's first packet."""
 
     def __init__(self, typing):
         super().__init__(typing)
         self._viewer = None  # payload -> array, or None for another layout
-        self.fast = arrays.packet_arrays(self._parse)
+        self.fast = arrays.packet_arrays()
 
     def array(self, pkt):
         viewer = self._viewer
@@ -441,10 +442,11 @@ class _RawImageCodec(_ProtobufCodec):
         return arrays.image_pixels(pkt.payload, self.typing.where(pkt))
 
 
-class TopicTyping:
+class TopicTyping(PacketTyping):
     """What a topic's packets are, for its readers (``Packet.schema``, ``decode()``,
     ``array()`` delegate here). Learns the schema on first use, and keeps looking
-    while the topic has none."""
+    while the topic has none. ``array_hook`` (from the binding's PacketTyping): the
+    compiled viewer of an array topic, once its first packet was parsed."""
 
     def __init__(self, topic):
         self.topic = topic
@@ -483,8 +485,8 @@ class TopicTyping:
         if schema is not None:
             self._codec = codec
             fast = getattr(codec, "fast", None)
-            if fast is not None:  # compiled: Packet.array() calls it straight
-                self.array = fast.array
+            if fast is not None:  # compiled: Packet.array() calls it first, in C
+                self.array_hook = fast
         return codec
 
     def decode(self, pkt):
