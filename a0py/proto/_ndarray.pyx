@@ -112,8 +112,8 @@ cdef class ArrayViewer:
                 return None
             Py_INCREF(self.descr)  # PyArray_NewFromDescr takes a reference to it
             arr = PyArray_NewFromDescr(
-                <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims, self.strides,
-                <char*>buf.buf + hlen, 0, NULL)  # flags 0: not writeable
+                <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims,
+                self.strides, <char*>buf.buf + hlen, 0, NULL)  # flags 0: not writeable
             cnp.set_array_base(<cnp.ndarray>arr, _base_of(payload))
             return arr
         finally:
