@@ -10,11 +10,12 @@ through numpy's C API: no Python parsing, no ``np.frombuffer`` argument
 handling (≈ 0.3 µs a read on these machines, more than the rest of a 4 KiB
 read).
 
-Why by hand (the figure that justifies it, bench/typed.py, ``small``, one
-process, 2026-11-26): ``pub(ndarray)`` + ``read_view`` + ``pkt.array()`` of a
-4 KiB array took 4.7x a raw ``pub(bytes)`` + ``read()``, the Python header
-check and ``frombuffer`` being a third of it; docs/performance.md has the
-figures after.
+Why by hand (bench/typed.py, ``small``, one process, 2026-11-26):
+``pub(ndarray)`` + ``read_view`` + ``pkt.array()`` of a 4 KiB array took 4.6x a
+raw ``pub(bytes)`` + ``read()``, ``pkt.array()`` alone (two Python calls, a slice
+comparison, ``np.frombuffer``) more than the whole raw pair; compiled, and called
+by ``Packet.array()`` with no Python call between (``array_hook``), it is ≈ 820
+instructions and the pair 2.2x (docs/performance.md).
 
 Invariants:
 
