@@ -42,10 +42,12 @@ def test_an_array_kept_over_a_lent_frame_keeps_the_mapping():
     # the array reads unmapped memory once the lock ends and the arena is closed
     # (the child dies of SIGSEGV).
     r = run_child("""
+        import os
         import numpy as np
         import a0py
-        a = a0py.Arena.shm("a0py-test-kept-view", 1 << 16)
-        a0py.Arena.unlink_shm("a0py-test-kept-view")
+        name = f"a0py-test-kept-view-{os.getpid()}"
+        a = a0py.Arena.shm(name, 1 << 16)
+        a0py.Arena.unlink_shm(name)
         tr = a0py.Transport(a)
         tr.write(bytes(range(64)))
         with tr.lock() as t:
