@@ -36,11 +36,11 @@ def test_heap_arenas_collected_with_their_transport_cycles_are_freed_not_unmappe
 
 
 def test_an_array_kept_over_a_lent_frame_keeps_the_mapping():
-    # numpy keeps the object an array is made over (a memoryview's underlying
-    # object) but releases its buffer at once: the lent frame's exporter must hold
-    # the mapping for as long as it lives, not only while its buffer is held, or
-    # the array reads unmapped memory once the lock ends and the arena is closed
-    # (the child dies of SIGSEGV).
+    # np.ndarray(buffer=view) keeps the object under a memoryview (the lent
+    # frame's exporter) as the array's base but releases its buffer at once: the
+    # exporter must hold the mapping for as long as it lives, not only while its
+    # buffer is held, or the array reads unmapped memory once the lock ends and
+    # the arena is closed (the child died of SIGSEGV before it did).
     r = run_child("""
         import os
         import numpy as np
@@ -52,11 +52,11 @@ def test_an_array_kept_over_a_lent_frame_keeps_the_mapping():
         tr.write(bytes(range(64)))
         with tr.lock() as t:
             t.jump_tail()
-            kept = np.frombuffer(t.frame().data, np.uint8)
+            kept = np.ndarray((64,), np.uint8, buffer=t.frame().data)
         with tr.lock() as t:
             t.jump_tail()
             alloc_view = t.alloc(64)
-            written = np.frombuffer(alloc_view, np.uint8)
+            written = np.ndarray((64,), np.uint8, buffer=alloc_view)
             written[:] = 7
             t.commit()
         del tr
