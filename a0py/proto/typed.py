@@ -29,9 +29,11 @@ Invariants:
 * **Errors before writing.** Every check (dtype, contiguity, message type, schema,
   frame size) runs in the encoder, before the writer takes the lock: a refused value
   publishes nothing.
-* **Per-value work is a dict lookup.** Encoders are chosen once per value type, and
-  schemas checked once per message class; the array prefix is cached per dtype and
-  shape, the array view's per topic.
+* **Per-value work is a dict lookup, or none.** Encoders are chosen once per value
+  type, and schemas checked once per message class; an array layout (dtype, shape,
+  strides) encoded once is then written by the publisher's compiled writer with no
+  call here (``PacketWriter._remember_layout``), and read back by a compiled viewer
+  (``array_hook``, :mod:`a0py.proto._ndarray`) with no parsing.
 * numpy, protobuf and the Foxglove packages are imported on first use; without them
   the error names the extra (``a0py[typed]``).
 """
