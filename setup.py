@@ -32,6 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
 # Module -> the core sources linked into it.
 CORE_USERS = {"a0py._core": CORE_SOURCES, "a0py.recording._bulk": ["csrc/a0_packet.c"]}
+# Modules compiled against numpy's C API. Built where numpy is importable at build
+# time (it is in the build requirements); elsewhere left out, and a0py uses its
+# Python code for the same thing (a0py.proto.arrays says which it has).
+NUMPY_USERS = {"a0py.proto._ndarray"}
 CORE_DEPENDS = sorted(glob.glob("csrc/*.[ch]") + glob.glob("a0py/_core.pxd")
                       + glob.glob("a0py/includes/*.pxd") + glob.glob("a0py/binding/*.pxi"))
 DEBUG = os.environ.get("A0PY_DEBUG") == "1"
@@ -110,9 +114,19 @@ def extensions():
         name = module_name(pyx)
         if only and name not in only:
             continue
+        include_dirs, macros = ["csrc"], []
+        if name in NUMPY_USERS:
+            try:
+                import numpy
+            except ImportError:
+                print(f"a0py: numpy is not installed here: {name} is not built (Python code serves)")
+                continue
+            include_dirs.append(numpy.get_include())
+            macros.append(("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"))
         exts.append(Extension(
             name, [pyx],
-            include_dirs=["csrc"],
+            include_dirs=include_dirs,
+            define_macros=macros,
             extra_compile_args=CYTHON_CFLAGS,
             # Every core source and header, and the binding's included parts
             # and declarations: editing any of them must rebuild and relink.

@@ -71,3 +71,13 @@ cdef class Frame:
 
 cdef class Deadman:
     cdef readonly Arena arena
+
+
+cdef class ArrayHook:
+    # A compiled pkt.array() tried first (a0py.proto._ndarray.PacketArrays):
+    # the array of a payload, or None to leave it to the typing's array(pkt).
+    cdef object view(self, object payload)
+
+
+cdef class PacketTyping:
+    cdef public ArrayHook array_hook

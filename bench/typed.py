@@ -3,6 +3,7 @@
     python bench/typed.py             # about a minute on 2 cores
     python bench/typed.py --quick     # seconds
     python bench/typed.py --json out.json
+    python bench/typed.py --loop view --count 20000   # one small-array loop, for valgrind/perf
 
 Workloads (medians of --repeats runs, the variants interleaved within a repeat):
 
@@ -15,10 +16,20 @@ Workloads (medians of --repeats runs, the variants interleaved within a repeat):
            publisher's copy is ("x memcpy"), and hot in cache between two private
            buffers ("x hot"); and iceoryx2 publish-subscribe of
            the same bytes (a loaned sample filled with one memmove, read in place
-           through a numpy view), when it is installed (the ``bench`` extra).
+           through a numpy view), when it is installed (the ``bench`` extra). "x
+           paced": against one memcpy made as the publisher makes its copy (a
+           process of its own, paced at 30 Hz, alternating frames: the source no
+           longer in cache). Means per frame, medians over the repeats; "p99":
+           the 99th percentile of a frame's CPU time (publisher's pub, and the
+           subscriber's wait and read), median over the repeats.
   small    a 4 KiB array, one process, CPU ns per message: raw ``pub(bytes)`` +
            ``read()`` (one copy out) vs ``pub(ndarray)`` + ``read_view`` +
            ``pkt.array()`` (no copy out) vs ``pub(ndarray)`` + ``read().array()``.
+
+``--loop MODE --count N`` runs only N iterations of one small-array loop (``raw``,
+``view``, ``copy``, as in ``small``) and prints nothing: for counting instructions,
+which a loaded machine does not change (``valgrind --tool=callgrind``, the run with
+``--count 0`` subtracted, divided by N; docs/performance.md).
 
 A script, not a test: it asserts nothing about speed. The targets: image CPU per frame
 (publisher + subscriber) at most 1.5x one memcpy of the frame; small typed at most 1.5x
@@ -78,6 +89,13 @@ def paced(n, rate):
 # ------------------------------------------------------------ image: a0py
 
 
+def _cpu(side, per_frame):
+    """The mean and the 99th percentile of CPU ns per frame."""
+    ordered = sorted(per_frame)
+    return {f"{side}_ns": statistics.fmean(ordered),
+            f"{side}_p99_ns": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]}
+
+
 # Both publishers first write through their whole ring (or sample pool) untimed, so
 # that neither pays first-touch page faults (≈1,500 a frame) in the timed part.
 WARM_FRAMES = 16
@@ -90,14 +108,14 @@ def _a0py_image_publisher(topic, n, ready, conn):
         pub.pub(images[k % 2])
     conn.send("warm")
     ready.wait(JOIN_S)
-    cpu = 0
+    cpu = []
     for k in paced(n, RATE_HZ):
         image = images[k % 2]
         image[540, 960, 0] = k % 256
         t0 = time.process_time_ns()
         pub.pub(image)
-        cpu += time.process_time_ns() - t0
-    conn.send(cpu / n)
+        cpu.append(time.process_time_ns() - t0)
+    conn.send(cpu)
 
 
 def image_a0py(n):
@@ -113,15 +131,16 @@ def image_a0py(n):
         sub = a0py.SubscriberSync(topic)  # from the first timed frame on
         ready.set()
         wrong = 0
-        t0 = time.process_time_ns()
+        sub_cpu = []
         for k in range(n):
+            t0 = time.process_time_ns()
             with sub.read_view(timeout=JOIN_S) as pkt:
                 image = pkt.array()
                 wrong += int(image[540, 960, 0]) != k % 256
-        sub_cpu = (time.process_time_ns() - t0) / n
-        pub_cpu = parent.recv() if parent.poll(JOIN_S) else float("nan")
+            sub_cpu.append(time.process_time_ns() - t0)
+        pub_cpu = parent.recv() if parent.poll(JOIN_S) else [float("nan")]
         proc.join(JOIN_S)
-        return {"pub_ns": pub_cpu, "sub_ns": sub_cpu, "missed": sub.missed, "wrong": wrong}
+        return {**_cpu("pub", pub_cpu), **_cpu("sub", sub_cpu), "missed": sub.missed, "wrong": wrong}
     finally:
         if proc.is_alive():
             proc.kill()
@@ -171,7 +190,7 @@ def _iox2_image_publisher(space, name, n, ready, conn):
         sample.assume_init().send()
     conn.send("warm")
     ready.wait(JOIN_S)
-    cpu = 0
+    cpu = []
     for k in paced(n, RATE_HZ):
         image = images[k % 2]
         image[540, 960, 0] = k % 256
@@ -180,8 +199,8 @@ def _iox2_image_publisher(space, name, n, ready, conn):
         ctypes.memmove(sample.payload_ptr, image.ctypes.data, nbytes)
         sample.assume_init().send()
         notifier.notify()
-        cpu += time.process_time_ns() - t0
-    conn.send(cpu / n)
+        cpu.append(time.process_time_ns() - t0)
+    conn.send(cpu)
     for port in side["ports"]:
         port.delete()
 
@@ -210,8 +229,9 @@ def image_iceoryx2(n):
             stale.delete()
         ready.set()
         wrong = got = 0
-        t0 = time.process_time_ns()
+        sub_cpu = []
         deadline = time.monotonic() + JOIN_S + n / RATE_HZ
+        t0 = time.process_time_ns()
         while got < n and time.monotonic() < deadline:
             sample = sub.receive()
             if sample is None:
@@ -223,10 +243,13 @@ def image_iceoryx2(n):
             del view
             sample.delete()
             got += 1
-        sub_cpu = (time.process_time_ns() - t0) / max(got, 1)
-        pub_cpu = parent.recv() if parent.poll(JOIN_S) else float("nan")
+            t1 = time.process_time_ns()
+            sub_cpu.append(t1 - t0)  # this frame's wait (wakeups included) and read
+            t0 = t1
+        pub_cpu = parent.recv() if parent.poll(JOIN_S) else [float("nan")]
         proc.join(JOIN_S)
-        return {"pub_ns": pub_cpu, "sub_ns": sub_cpu, "missed": n - got, "wrong": wrong}
+        return {**_cpu("pub", pub_cpu), **_cpu("sub", sub_cpu or [float("nan")]), "missed": n - got,
+                "wrong": wrong}
     finally:
         if proc.is_alive():
             proc.kill()
@@ -240,6 +263,50 @@ def image_iceoryx2(n):
                     os.unlink(os.path.join("/dev/shm", f))
                 except FileNotFoundError:
                     pass
+
+
+def _paced_memcpy(n, ready, conn):
+    import mmap
+
+    images = frames()
+    ring = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_SHARED)
+    slots = [np.frombuffer(ring, np.uint8, images[0].nbytes, k * images[0].nbytes).reshape(SHAPE)
+             for k in range((64 << 20) // images[0].nbytes)]
+    for k, slot in enumerate(slots + slots):
+        np.copyto(slot, images[k % 2])
+    conn.send("warm")
+    ready.wait(JOIN_S)
+    cpu = []
+    for k in paced(n, RATE_HZ):
+        image = images[k % 2]
+        image[540, 960, 0] = k % 256
+        t0 = time.process_time_ns()
+        np.copyto(slots[k % len(slots)], image)
+        cpu.append(time.process_time_ns() - t0)
+    conn.send(cpu)
+
+
+def paced_memcpy_ns(n):
+    """CPU ns of one memcpy of a frame made as the publisher makes its copy: in a
+    forked process, at 30 Hz (sleeping between frames, so the source frame is no
+    longer in cache and the core may have slowed), alternating two frames into the
+    next slot of a 64 MiB shared ring written through first."""
+    parent, child = CTX.Pipe()
+    ready = CTX.Event()
+    proc = CTX.Process(target=_paced_memcpy, args=(n, ready, child), daemon=True)
+    proc.start()
+    try:
+        if not parent.poll(JOIN_S) or parent.recv() != "warm":
+            raise RuntimeError("the memcpy process did not start")
+        ready.set()
+        if not parent.poll(JOIN_S + n / RATE_HZ):
+            raise RuntimeError("the memcpy process did not answer")
+        cpu = parent.recv()
+        proc.join(JOIN_S)
+        return statistics.fmean(cpu)
+    finally:
+        if proc.is_alive():
+            proc.kill()
 
 
 def memcpy_ns(repeats=30):
@@ -309,12 +376,42 @@ def small(n):
         drop_topic(topic_typed)
 
 
+def loop(mode, n):
+    """One small-array loop of `n` iterations (``--loop``), nothing timed."""
+    topic = fresh_topic(mode, size=4 << 20)
+    try:
+        pub, sub = a0py.Publisher(topic), a0py.SubscriberSync(topic)
+        array = np.arange(512, dtype=np.float64)
+        data = array.tobytes()
+        pub.pub(array)
+        sub.read().array()  # the layout seen once (as after the warm-up of `small`)
+        for _ in range(n):
+            if mode == "raw":
+                pub.pub(data)
+                _ = sub.read().payload
+            elif mode == "view":
+                pub.pub(array)
+                with sub.read_view(0) as pkt:
+                    pkt.array()[0]
+            else:
+                pub.pub(array)
+                sub.read().array()[0]
+    finally:
+        drop_topic(topic)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--loop", choices=("raw", "view", "copy"))
+    parser.add_argument("--count", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
+    if args.loop:
+        os.environ.setdefault("A0PY_ROOT", f"shm:a0bench-typed-{os.getpid()}")
+        loop(args.loop, args.count)
+        return
     repeats = args.repeats or (1 if args.quick else 3)
     frames_n = 30 if args.quick else 90
     small_n = 2000 if args.quick else 20000
@@ -322,7 +419,7 @@ def main():
 
     runs = {"memcpy_ns": [], "a0py": [], "iceoryx2": [], "small": []}
     for _ in range(repeats):
-        runs["memcpy_ns"].append(memcpy_ns())
+        runs["memcpy_ns"].append(memcpy_ns() | {"paced": paced_memcpy_ns(frames_n)})
         runs["a0py"].append(image_a0py(frames_n))
         iox = image_iceoryx2(frames_n)
         if iox is not None:
@@ -334,12 +431,14 @@ def main():
 
     memcpy = statistics.median(r["ring"] for r in runs["memcpy_ns"])
     hot = statistics.median(r["hot"] for r in runs["memcpy_ns"])
+    paced_cp = statistics.median(r["paced"] for r in runs["memcpy_ns"])
     print(f"image {SHAPE[1]}x{SHAPE[0]}x{SHAPE[2]} uint8 at {RATE_HZ:.0f} Hz, {frames_n} frames, "
-          f"medians of {repeats}; one memcpy of the frame, CPU: {memcpy / 1e3:.0f} us into a "
-          f"shared ring (x memcpy), {hot / 1e3:.0f} us hot in cache (x hot)")
-    print(f"{'peer':10} {'pub us':>8} {'sub us':>8} {'total us':>9} {'x memcpy':>9} {'x hot':>6} "
-          f"{'missed':>7} {'wrong':>6}")
-    summary = {"memcpy_ns": memcpy, "memcpy_hot_ns": hot}
+          f"medians of {repeats}; one memcpy of the frame, CPU: {paced_cp / 1e3:.0f} us paced at "
+          f"{RATE_HZ:.0f} Hz in a process of its own as the publisher's (x paced), {memcpy / 1e3:.0f} us "
+          f"back to back into a shared ring (x memcpy), {hot / 1e3:.0f} us hot in cache (x hot)")
+    print(f"{'peer':10} {'pub us':>8} {'sub us':>8} {'total us':>9} {'x paced':>8} {'x memcpy':>9} "
+          f"{'x hot':>6} {'missed':>7} {'wrong':>6} {'pub p99':>8} {'sub p99':>8}")
+    summary = {"memcpy_ns": memcpy, "memcpy_hot_ns": hot, "memcpy_paced_ns": paced_cp}
     for peer in ("a0py", "iceoryx2"):
         rows = runs[peer]
         if not rows:
@@ -347,10 +446,13 @@ def main():
             continue
         pub, sub = med(rows, "pub_ns"), med(rows, "sub_ns")
         summary[peer] = {"pub_ns": pub, "sub_ns": sub, "ratio": (pub + sub) / memcpy,
+                         "ratio_paced": (pub + sub) / paced_cp,
+                         "pub_p99_ns": med(rows, "pub_p99_ns"), "sub_p99_ns": med(rows, "sub_p99_ns"),
                          "missed": sum(r["missed"] for r in rows), "wrong": sum(r["wrong"] for r in rows)}
         print(f"{peer:10} {pub / 1e3:8.0f} {sub / 1e3:8.0f} {(pub + sub) / 1e3:9.0f} "
-              f"{(pub + sub) / memcpy:9.2f} {(pub + sub) / hot:6.2f} "
-              f"{summary[peer]['missed']:7d} {summary[peer]['wrong']:6d}")
+              f"{(pub + sub) / paced_cp:8.2f} {(pub + sub) / memcpy:9.2f} {(pub + sub) / hot:6.2f} "
+              f"{summary[peer]['missed']:7d} {summary[peer]['wrong']:6d} "
+              f"{summary[peer]['pub_p99_ns'] / 1e3:8.0f} {summary[peer]['sub_p99_ns'] / 1e3:8.0f}")
     print(f"\n4 KiB array, one process, CPU ns per message (pub + read), medians of {repeats}:")
     raw = med(runs["small"], "raw")
     for name in ("raw", "typed_view", "typed_copy"):

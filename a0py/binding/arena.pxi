@@ -269,11 +269,19 @@ def _create_or_open(where, size, mode, owner):
     return arena
 
 
+# no_gc_clear: __dealloc__ gives back the export through `arena`, which the
+# cycle collector's tp_clear would set to None first (the mapping then never
+# unmapped).
+@cython.no_gc_clear
+@cython.freelist(16)
 cdef class _Buffer:
     """Exports [ptr, ptr+size) of an arena's mapping to the buffer protocol.
 
-    Keeps the Arena alive and counted as exported while any consumer holds
-    the buffer, so the mapping is never unmapped under a view."""
+    Counts as one export of the arena from :func:`_lend` to its deallocation,
+    not only while a consumer holds its buffer: numpy keeps a reference to the
+    object an array is made over (its base, memoryviews unwrapped) but
+    releases the buffer at once, so the mapping must stay while the object
+    lives, or an array kept past its block would read unmapped memory."""
     cdef Arena arena
     cdef uint8_t* ptr
     cdef Py_ssize_t size
@@ -283,11 +291,26 @@ cdef class _Buffer:
         if flags & PyBUF_WRITABLE and not self.writable:
             raise BufferError("frame data is read-only")
         PyBuffer_FillInfo(view, self, self.ptr, self.size, not self.writable, flags)
-        self.arena.exports += 1
 
     def __releasebuffer__(self, Py_buffer* view):
-        self.arena.exports -= 1
-        self.arena._maybe_unmap()
+        pass
+
+    def __dealloc__(self):
+        if self.arena is not None:
+            self.arena.exports -= 1
+            self.arena._maybe_unmap()
+
+
+cdef _Buffer _lend(Arena arena, uint8_t* ptr, Py_ssize_t size, bint writable):
+    """A _Buffer over [ptr, ptr+size) of `arena`'s mapping, counted as an
+    export of it until the buffer object is gone."""
+    cdef _Buffer buf = _Buffer.__new__(_Buffer)
+    buf.ptr = ptr
+    buf.size = size
+    buf.writable = writable
+    buf.arena = arena
+    arena.exports += 1
+    return buf
 
 
 # no_gc_clear: __dealloc__ reads `_kind` to know whether `base` is heap memory

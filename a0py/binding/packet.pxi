@@ -270,6 +270,26 @@ cdef class Headers:
 cdef class PacketView  # below: the zero-copy read whose block lends a packet its payload
 
 
+cdef class ArrayHook:
+    """A compiled ``pkt.array()`` for the packets of a :class:`PacketTyping`
+    (``array_hook``): ``view(payload)`` (a C method) gives the array of a
+    payload, or None to leave the packet to the typing's ``array(pkt)``.
+    This base gives None; a0py.proto's array topics subclass it."""
+
+    cdef object view(self, object payload):
+        return None
+
+
+cdef class PacketTyping:
+    """A base for the typing objects readers hand their packets
+    (:meth:`PacketReader._set_typing`): its ``array_hook`` (an
+    :class:`ArrayHook`, or None) is tried by :meth:`Packet.array` before
+    the typing's own ``array(pkt)``, with no Python call."""
+
+    def __cinit__(self, *args, **kwargs):
+        self.array_hook = None
+
+
 @cython.freelist(64)
 cdef class Packet:
     """A packet: an id (a UUID), headers (an ordered multimap str -> str) and
@@ -436,9 +456,16 @@ cdef class Packet:
         frame was not evicted meanwhile); for a copied packet it lies in the
         packet's bytes. Raises ``a0py.SchemaError`` for a topic that carries
         no arrays, ``a0py.DecodeError`` for a payload that is not one."""
+        cdef ArrayHook hook
         if self._typing is None:
             raise ArgumentError("this packet was not read from a topic, so it has no schema to "
                                 "read an array with")
+        if isinstance(self._typing, PacketTyping):
+            hook = (<PacketTyping>self._typing).array_hook
+            if hook is not None:
+                found = hook.view(self._lent_payload())
+                if found is not None:
+                    return found
         return self._typing.array(self)
 
     @property
@@ -548,6 +575,68 @@ cdef int _unlock_arena(Arena arena, a0_locked_t lk) except -1:
     return 0
 
 
+# Why a layout cache in the writer (bench/typed.py, 4 KiB float64 arrays, one
+# process, 2026-11-26): pub(ndarray) went through the Python encoder every time
+# (a call, a dict lookup keyed by dtype, shape and strides, a tuple back), and
+# pub(ndarray) + read().array() cost 4.0x pub(bytes) + read(); with the layout
+# compared here in C it costs ≈ 960 instructions more than pub(bytes) (1,970),
+# ≈ 600 of them numpy's buffer export, and the pair 1.65x (docs/performance.md).
+cdef enum:
+    # Layouts a writer remembers (see PacketWriter._remember_layout), and the
+    # largest key of one: format (at most 32 bytes), ndim, shape, strides.
+    _MAX_LAYOUTS = 8
+    _LAYOUT_MAX_DIMS = 32
+    _LAYOUT_FORMAT_MAX = 32
+    _LAYOUT_KEY_MAX = 16 + _LAYOUT_FORMAT_MAX + 2 * _LAYOUT_MAX_DIMS * 8
+
+
+cdef Py_ssize_t _layout_key(Py_buffer* buf, char* key) noexcept:
+    """Writes the layout of `buf` (itemsize, ndim, format, shape, strides)
+    into `key` (at least _LAYOUT_KEY_MAX bytes); its length, or -1 for a
+    buffer whose layout is not kept (its memory not one block of buf.len
+    bytes from buf.buf, too many dimensions, a long format)."""
+    cdef Py_ssize_t flen = 0, i, n, expect_c, expect_f
+    cdef bint c_ok = True, f_ok = True
+    cdef const char* fmt = buf.format
+    cdef Py_ssize_t* shape = buf.shape
+    cdef Py_ssize_t* strides = buf.strides
+    if buf.ndim > _LAYOUT_MAX_DIMS or buf.ndim < 0 or (buf.ndim > 0 and (shape == NULL or strides == NULL)):
+        return -1
+    if fmt == NULL:
+        fmt = "B"  # the buffer protocol's default: unsigned bytes
+    while fmt[flen] != 0:
+        flen += 1
+        if flen >= _LAYOUT_FORMAT_MAX:
+            return -1
+    if buf.suboffsets != NULL:
+        return -1
+    # One block of memory: the strides of a C- or Fortran-ordered array
+    # (dimensions of length 1 may have any stride).
+    expect_c = expect_f = buf.itemsize
+    for i in range(buf.ndim):
+        n = buf.ndim - 1 - i
+        if shape[n] != 1 and strides[n] != expect_c:
+            c_ok = False
+        expect_c *= shape[n]
+        if shape[i] != 1 and strides[i] != expect_f:
+            f_ok = False
+        expect_f *= shape[i]
+    if not (c_ok or f_ok) or expect_c != buf.len:
+        return -1
+    memcpy(key, &buf.itemsize, sizeof(Py_ssize_t))
+    n = sizeof(Py_ssize_t)
+    key[n] = <char>buf.ndim
+    key[n + 1] = <char>flen
+    memcpy(key + n + 2, fmt, flen)
+    n += 2 + flen
+    if buf.ndim:
+        memcpy(key + n, shape, buf.ndim * sizeof(Py_ssize_t))
+        n += buf.ndim * sizeof(Py_ssize_t)
+        memcpy(key + n, strides, buf.ndim * sizeof(Py_ssize_t))
+        n += buf.ndim * sizeof(Py_ssize_t)
+    return n
+
+
 cdef class PacketWriter:
     """Writes packets to an arena, each with the standard headers
     (``a0_time_mono``, ``a0_time_wall``: nanoseconds of CLOCK_MONOTONIC and
@@ -570,10 +659,13 @@ cdef class PacketWriter:
     cdef uint64_t large_above  # see _watch_large
     cdef object _label
     cdef object _encoder
+    cdef object _layout_type   # the type whose buffer layouts have prefixes remembered, or None
+    cdef list _layouts         # [(layout key bytes, prefix bytes)], see _remember_layout
 
     def __cinit__(self, *args, **kwargs):
         self.arena = None
         self.large_above = UINT64_MAX
+        self._layouts = []
 
     def __init__(self, arena, label=None):
         self._bind(arena, label)
@@ -587,6 +679,59 @@ cdef class PacketWriter:
         if encoder is not None and not callable(encoder):
             raise ArgumentError(f"encoder must be callable, not {type(encoder).__name__}")
         self._encoder = encoder
+        self._layout_type = None
+        self._layouts = []
+
+    def _remember_layout(self, value, prefix):
+        """Remembers that a value of ``type(value)`` with `value`'s buffer
+        layout (format, shape, strides: the buffer protocol's, so arrays of
+        one dtype and shape) is published as `prefix` + its bytes, so that
+        :meth:`pub` writes the next such value without calling the encoder.
+        For an encoder that has checked this value (kind, contiguity, size)
+        and whose payload depends on nothing but its layout; the
+        encoder's schema checks are thereby done for good. At most
+        _MAX_LAYOUTS layouts and one type (a new type forgets the others).
+        Returns whether it was remembered (False for a value whose buffer
+        is not one contiguous block)."""
+        cdef Py_buffer buf
+        cdef char key[_LAYOUT_KEY_MAX]
+        cdef Py_ssize_t n
+        if not isinstance(prefix, bytes):
+            raise ArgumentError(f"prefix must be bytes, not {type(prefix).__name__}")
+        try:
+            PyObject_GetBuffer(value, &buf, PyBUF_RECORDS_RO)
+        except (TypeError, BufferError, ValueError):
+            return False
+        try:
+            n = _layout_key(&buf, key)
+            if n < 0:
+                return False
+            if type(value) is not self._layout_type:
+                self._layouts = []
+                self._layout_type = type(value)
+            if len(self._layouts) >= _MAX_LAYOUTS:
+                return False
+            self._layouts.append((PyBytes_FromStringAndSize(key, n), prefix))
+            return True
+        finally:
+            PyBuffer_Release(&buf)
+
+    cdef object _known_layout(self, object value, Py_buffer* buf):
+        """The prefix remembered for `value`'s layout, with `buf` holding its
+        buffer (the caller releases it); None (nothing held) if unknown."""
+        cdef char key[_LAYOUT_KEY_MAX]
+        cdef Py_ssize_t n
+        cdef bytes known
+        if PyObject_GetBuffer(value, buf, PyBUF_RECORDS_RO) != 0:  # raised: not a plain buffer
+            return None
+        n = _layout_key(buf, key)
+        if n >= 0:
+            for entry in self._layouts:
+                known = <bytes>(<tuple>entry)[0]
+                if PyBytes_GET_SIZE(known) == n and memcmp(PyBytes_AS_STRING(known), key, n) == 0:
+                    return (<tuple>entry)[1]
+        PyBuffer_Release(buf)
+        return None
 
     def _bind(self, arena, label=None):
         """Binds the writer to `arena` (for subclasses that find the arena
@@ -727,6 +872,7 @@ cdef class PacketWriter:
         cdef Py_buffer buf
         cdef Py_buffer pre
         cdef bint has_prefix = False
+        cdef bint has_buf = False
         cdef tuple user
         cdef const uint8_t* id = NULL
         cdef uint8_t idbuf[16]
@@ -753,21 +899,32 @@ cdef class PacketWriter:
         elif isinstance(data, str):
             data = _payload_object(data)
         elif type(data) is not bytes and self._encoder is not None:
-            data = self._encoder(data)
-            if type(data) is tuple:
-                prefix, data = data
+            prefix = None
+            if type(data) is self._layout_type:
+                try:
+                    prefix = self._known_layout(data, &buf)
+                except (TypeError, BufferError, ValueError):
+                    prefix = None
+            if prefix is not None:  # a layout written before: its buffer is held in buf
                 _get_buffer(prefix, &pre)
-                has_prefix = True
+                has_prefix = has_buf = True
+            else:
+                data = self._encoder(data)
+                if type(data) is tuple:
+                    prefix, data = data
+                    _get_buffer(prefix, &pre)
+                    has_prefix = True
         if id == NULL:
             a0_packet_id_next(&self.idgen, idbuf)
             id = idbuf
-        try:
-            PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
-        except (TypeError, BufferError):
-            if has_prefix:
-                PyBuffer_Release(&pre)
-            raise ArgumentError(f"pub() takes bytes, a bytes-like object, str or a Packet, "
-                                f"not {type(data).__name__}") from None
+        if not has_buf:
+            try:
+                PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+            except (TypeError, BufferError):
+                if has_prefix:
+                    PyBuffer_Release(&pre)
+                raise ArgumentError(f"pub() takes bytes, a bytes-like object, str or a Packet, "
+                                    f"not {type(data).__name__}") from None
         try:
             t = self.proto_t
             _lock_arena(arena, &t, &lk)
@@ -870,11 +1027,7 @@ cdef class PacketAlloc:
         except BaseException:
             _unlock_arena(self.arena, self.lk)
             raise
-        buf = _Buffer.__new__(_Buffer)
-        buf.arena = self.arena
-        buf.ptr = dst
-        buf.size = <Py_ssize_t>self.size
-        buf.writable = True
+        buf = _lend(self.arena, dst, <Py_ssize_t>self.size, True)
         self.view = memoryview(buf)
         self.active = True
         return self.view
@@ -1383,6 +1536,7 @@ cdef class PacketReader:
         return f"<a0py.PacketReader {self._label}>"
 
 
+@cython.freelist(8)
 cdef class PacketView:
     """A zero-copy packet read, from :meth:`PacketReader.read_view`: ``with
     view as pkt`` gives the packet, its payload lent from the arena until the
@@ -1451,11 +1605,7 @@ cdef class PacketView:
                     f"packet: {reason}")
             pkt = Packet.__new__(Packet)
             pkt._meta = PyBytes_FromStringAndSize(<const char*>v.base, <Py_ssize_t>v.meta_size)
-            buf = _Buffer.__new__(_Buffer)
-            buf.arena = rd.arena
-            buf.ptr = <uint8_t*>v.payload
-            buf.size = <Py_ssize_t>v.payload_size
-            buf.writable = False
+            buf = _lend(rd.arena, <uint8_t*>v.payload, <Py_ssize_t>v.payload_size, False)
             self._view = memoryview(buf)
             pkt._payload = self._view
             pkt._seq = self.r.seq

@@ -888,11 +888,7 @@ cdef class LockedTransport:
         return 0
 
     cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable, uint64_t seq):
-        cdef _Buffer buf = _Buffer.__new__(_Buffer)
-        buf.arena = self.tr.arena
-        buf.ptr = data
-        buf.size = <Py_ssize_t>size
-        buf.writable = writable
+        cdef _Buffer buf = _lend(self.tr.arena, data, <Py_ssize_t>size, writable)
         view = memoryview(buf)
         self.views.append((seq, view))
         return view

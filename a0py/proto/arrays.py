@@ -31,7 +31,7 @@ from .errors import DecodeError, ExtraNotInstalledError
 __all__ = [
     "IMAGE_ENCODINGS", "RAW_IMAGE_NAME", "array_prefix", "body_of", "check_array", "check_image",
     "compressed_image_prefix", "image_encoding_for", "image_pixels", "image_prefix", "numpy",
-    "array_viewer", "parse_array_prefix", "view_array",
+    "array_viewer", "compiled_module", "packet_arrays", "parse_array_prefix", "view_array",
 ]
 
 RAW_IMAGE_NAME = "foxglove.RawImage"
@@ -168,18 +168,57 @@ def view_array(buf, parsed):
     return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
 
 
-def array_viewer(parsed):
-    """A function of a payload that views it as `parsed` says, the fastest numpy way
-    (``frombuffer``, reshaped), for payloads whose first bytes equal those parsed."""
+def array_viewer(payload, parsed):
+    """A function of a payload that views it as `parsed` (from
+    :func:`parse_array_prefix` of `payload`, whose data ends it) says, or gives
+    None for a payload whose bytes before the data or whose size differ from
+    `payload`'s: the compiled :class:`a0py.proto._ndarray.ArrayViewer` where it is
+    built, else numpy's ``frombuffer``."""
     np = numpy("reading an array")
     dt, shape, strides, begin, end = parsed
+    header, size = bytes(payload[:begin]), end
+    compiled = compiled_module()
+    if compiled is not None:
+        return compiled.ArrayViewer(header, size, dt, shape, strides).view
     count = (end - begin) // dt.itemsize if dt.itemsize else 0
     frombuffer = np.frombuffer
     if len(shape) == 1:
-        return lambda payload: frombuffer(payload, dt, count, begin)
-    if count == 0 or len(shape) == 0 or strides != _contiguous_strides(shape, dt.itemsize)[0]:
-        return lambda payload: view_array(payload, parsed)
-    return lambda payload: frombuffer(payload, dt, count, begin).reshape(shape)
+        make = lambda payload: frombuffer(payload, dt, count, begin)  # noqa: E731
+    elif count == 0 or len(shape) == 0 or strides != _contiguous_strides(shape, dt.itemsize)[0]:
+        make = lambda payload: view_array(payload, parsed)  # noqa: E731
+    else:
+        make = lambda payload: frombuffer(payload, dt, count, begin).reshape(shape)  # noqa: E731
+
+    def view(payload):
+        if len(payload) == size and payload[:begin] == header:
+            return make(payload)
+        return None
+    return view
+
+
+def packet_arrays():
+    """A compiled ``pkt.array()`` hook (:class:`a0py.proto._ndarray.PacketArrays`,
+    its ``viewer`` set by the caller), or None where the compiled module is not
+    built."""
+    compiled = compiled_module()
+    return None if compiled is None else compiled.PacketArrays()
+
+
+_compiled = []  # [the a0py.proto._ndarray module, or None], once looked for
+
+
+def compiled_module():
+    """:mod:`a0py.proto._ndarray`, or None where it is not built (no numpy at build
+    time): imported on first use, as numpy is (ExtraNotInstalledError without
+    numpy)."""
+    if not _compiled:
+        numpy("reading an array")
+        try:
+            from . import _ndarray
+        except ImportError:
+            _ndarray = None
+        _compiled.append(_ndarray)
+    return _compiled[0]
 
 
 # -- images (foxglove.RawImage)

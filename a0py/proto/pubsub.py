@@ -194,10 +194,13 @@ class Publisher(_core.PacketWriter):
             typing.check_size(like_size)
         if schema is not None:
             typing.schema = declare_schema(self.topic, schema)
-        if like is not None:
-            typing.encode(like)  # declares its schema, as its first publish would
         self._typing = typing
         self._set_encoder(typing.encode)
+        # Arrays of a layout encoded once are written by the compiled writer itself
+        # (PacketWriter._remember_layout): no encoder call, no dict lookup a frame.
+        typing.remember = self._remember_layout
+        if like is not None:
+            typing.encode(like)  # declares its schema, as its first publish would
 
     def _pubsub_arena(self, like_size):
         topic = self.topic

@@ -29,9 +29,11 @@ Invariants:
 * **Errors before writing.** Every check (dtype, contiguity, message type, schema,
   frame size) runs in the encoder, before the writer takes the lock: a refused value
   publishes nothing.
-* **Per-value work is a dict lookup.** Encoders are chosen once per value type, and
-  schemas checked once per message class; the array prefix is cached per dtype and
-  shape, the array view's per topic.
+* **Per-value work is a dict lookup, or none.** Encoders are chosen once per value
+  type, and schemas checked once per message class; an array layout (dtype, shape,
+  strides) encoded once is then written by the publisher's compiled writer with no
+  call here (``PacketWriter._remember_layout``), and read back by a compiled viewer
+  (``array_hook``, :mod:`a0py.proto._ndarray`) with no parsing.
 * numpy, protobuf and the Foxglove packages are imported on first use; without them
   the error names the extra (``a0py[typed]``).
 """
@@ -40,6 +42,7 @@ import json
 import sys
 import threading
 
+from .._core import PacketTyping
 from ..errors import ArgumentError, FrameTooLargeError
 from . import arrays
 from . import protobuf_types as pbtypes
@@ -161,6 +164,9 @@ class PublisherTyping:
         self._prefixes = {}   # (dtype, shape, strides) -> (NDArray prefix, C order), checked
         self._array_type = None  # numpy.ndarray, once this publisher has published an array
         self._json_ready = False
+        # The writer's layout cache (PacketWriter._remember_layout), once the publisher
+        # binds one: an array layout encoded here is then written by the writer itself.
+        self.remember = None
         if schema is not None:
             if not isinstance(schema, Schema):
                 raise ArgumentError(f"schema must be an a0py.Schema, not {type(schema).__name__}")
@@ -258,6 +264,8 @@ class PublisherTyping:
         if len(self._prefixes) < 64:  # layouts checked and measured: encode() reuses them
             self._prefixes[(array.dtype, array.shape, array.strides)] = (prefix, c_order)
             self._array_type = type(array)
+        if self.remember is not None:  # and the writer, without calling encode()
+            self.remember(array, prefix)
         return prefix, (array if c_order else array.T)
 
     def _encode_protobuf(self, message):
@@ -398,22 +406,33 @@ class _ProtobufCodec(_OpaqueCodec):
 
 
 class _ArrayCodec(_OpaqueCodec):
-    """``a0py.NDArray``: the view of the last packet's header is kept, so a packet of
-    the same dtype and shape costs one comparison of its first bytes."""
+    """``a0py.NDArray``: a viewer of the last packet's header is kept
+    (:func:`a0py.proto.arrays.array_viewer`), so a packet of the same dtype and
+    shape costs one comparison of its first bytes and no parsing. Where the
+    compiled viewer is built, ``fast`` (:class:`a0py.proto._ndarray.PacketArrays`)
+    is the topic's ``array_hook``, which ``Packet.array()`` calls in compiled
+    code; this class's ``array`` then sees only a layout's first packet."""
 
     def __init__(self, typing):
         super().__init__(typing)
-        self._last = None  # (prefix bytes, payload size, parsed)
+        self._viewer = None  # payload -> array, or None for another layout
+        self.fast = arrays.packet_arrays()
 
     def array(self, pkt):
+        viewer = self._viewer
+        if viewer is not None:
+            found = viewer(pkt.payload)
+            if found is not None:
+                return found
+        return self._parse(pkt)
+
+    def _parse(self, pkt):
         payload = pkt.payload
-        last = self._last
-        if last is not None and len(payload) == last[1] and payload[:last[2]] == last[0]:
-            return last[3](payload)
         parsed = arrays.parse_array_prefix(payload, self.typing.where(pkt))
         if parsed[4] == len(payload):  # the data ends the message: its header is all before
-            self._last = (bytes(payload[:parsed[3]]), len(payload), parsed[3],
-                          arrays.array_viewer(parsed))
+            self._viewer = arrays.array_viewer(payload, parsed)
+            if self.fast is not None:
+                self.fast.viewer = self._viewer.__self__
         return arrays.view_array(payload, parsed)
 
     def decode(self, pkt):
@@ -425,10 +444,11 @@ class _RawImageCodec(_ProtobufCodec):
         return arrays.image_pixels(pkt.payload, self.typing.where(pkt))
 
 
-class TopicTyping:
+class TopicTyping(PacketTyping):
     """What a topic's packets are, for its readers (``Packet.schema``, ``decode()``,
     ``array()`` delegate here). Learns the schema on first use, and keeps looking
-    while the topic has none."""
+    while the topic has none. ``array_hook`` (from the binding's PacketTyping): the
+    compiled viewer of an array topic, once its first packet was parsed."""
 
     def __init__(self, topic):
         self.topic = topic
@@ -466,6 +486,9 @@ class TopicTyping:
         codec.schema = schema
         if schema is not None:
             self._codec = codec
+            fast = getattr(codec, "fast", None)
+            if fast is not None:  # compiled: Packet.array() calls it first, in C
+                self.array_hook = fast
         return codec
 
     def decode(self, pkt):

@@ -533,7 +533,7 @@ def record_frames(const uint8_t[::1] buf, int64_t start, int64_t nbytes, Py_ssiz
 
 
 def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payload_channel,
-                  int headers_channel):
+                  int headers_channel, bytearray payload_out=None, bytearray headers_out=None):
     """Splits the packet message records of a closed chunk (``buf``, each
     record at ``offsets``, as :func:`index_records` found them and with their
     publish times filled in) into the records of a typed topic's two channels:
@@ -543,9 +543,15 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
     Both keep the record's sequence, log time and publish time.
 
     A frame that is not a valid packet goes whole to ``headers_channel`` and
-    gives no payload record. Returns ``(payload_records, payload_offsets,
-    headers_records, headers_offsets)``: two bytearrays of records and the
-    int64 offsets of their records."""
+    gives no payload record. ``payload_out``, ``headers_out``: bytearrays to
+    write the records into (grown if too small; a writer passes the same ones
+    for every chunk, so their pages are not faulted in anew each time), new
+    ones if None. Returns ``(payload_records, payload_used, payload_offsets,
+    payload_index, headers_records, headers_used, headers_offsets)``: the two
+    bytearrays with the bytes of records written at their start, the int64
+    offsets of their records, and for each payload record the index in
+    ``offsets`` of the record it came from (every record gives one headers
+    record, in order: their times are the input's)."""
     cdef Py_ssize_t n = offsets.shape[0], i, np_ = 0, nh = 0
     cdef int64_t pos, size, psize = 0, hsize = 0, keep
     cdef uint64_t length
@@ -565,12 +571,14 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
             hsize += MSG_FIXED + <int64_t>(v.payload - v.base)
         else:
             hsize += MSG_FIXED + size
-    pay = bytearray(psize)
-    hdr = bytearray(hsize)
+    pay = _room(payload_out, psize)
+    hdr = _room(headers_out, hsize)
     poff_a = np.empty(n, np.int64)
     hoff_a = np.empty(n, np.int64)
+    pidx_a = np.empty(n, np.int64)
     cdef int64_t[::1] po = poff_a
     cdef int64_t[::1] ho = hoff_a
+    cdef int64_t[::1] pi = pidx_a
     cdef uint8_t* pb = <uint8_t*>PyByteArray_AS_STRING(pay)
     cdef uint8_t* hb = <uint8_t*>PyByteArray_AS_STRING(hdr)
     cdef uint16_t pch = <uint16_t>payload_channel, hch = <uint16_t>headers_channel
@@ -587,6 +595,7 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
                 memcpy(pb + pp + AT_CHANNEL, &pch, 2)
                 memcpy(pb + pp + MSG_FIXED, v.payload, v.payload_size)
                 po[np_] = pp
+                pi[np_] = i
                 np_ += 1
                 pp += MSG_FIXED + <int64_t>v.payload_size
                 keep = <int64_t>(v.payload - v.base)
@@ -601,7 +610,7 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
             ho[nh] = hp
             nh += 1
             hp += MSG_FIXED + keep
-    return pay, poff_a[:np_], hdr, hoff_a[:nh]
+    return pay, pp, poff_a[:np_], pidx_a[:np_], hdr, hp, hoff_a[:nh]
 
 
 def gather_slices(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] lengths):
@@ -631,3 +640,13 @@ def gather_slices(const uint8_t[::1] buf, const int64_t[::1] starts, const int64
             at += lengths[i]
         off[n] = <int32_t>at
     return off_a, out
+
+
+cdef bytearray _room(bytearray out, Py_ssize_t size):
+    """`out` if it holds at least `size` bytes (grown to it otherwise), or a new
+    bytearray of `size` bytes."""
+    if out is None:
+        return bytearray(size)
+    if PyByteArray_GET_SIZE(out) < size:
+        PyByteArray_Resize(out, size)
+    return out

@@ -237,6 +237,7 @@ class SegmentWriter:
         self._failure = None
         self._failure_raised = False
         self._pool = collections.deque()  # chunk_bytes buffers the thread has finished with
+        self._split_out = (bytearray(), bytearray())  # the background thread's: typed chunks split into
         self._thread = None  # until it runs, records are written here
         try:
             self._write(MAGIC)
@@ -585,15 +586,24 @@ class SegmentWriter:
             pub[np.searchsorted(offsets, found)] = wall[have]
             del u64
         if job.headers is not None:
+            # Into the same two buffers every time (their pages stay mapped); the
+            # split keeps each record's times, so the index of the chunk serves both
+            # halves (the payload records are those of the frames that are packets).
             with memoryview(records) as whole, whole[:used] as view:
-                pay, pay_offs, hdr, hdr_offs = _bulk.split_records(view, offsets, job.cid, job.headers)
+                pay, pay_used, pay_offs, pay_idx, hdr, hdr_used, hdr_offs = _bulk.split_records(
+                    view, offsets, job.cid, job.headers, self._split_out[0], self._split_out[1])
             if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
                 self._pool.append(records)
-            for cid, recs, offs in ((job.headers, hdr, hdr_offs), (job.cid, pay, pay_offs)):
+            if len(pay_idx) == len(offsets):
+                pay_logs, pay_pubs = log_times, pub
+            else:
+                pay_logs, pay_pubs = log_times[pay_idx], pub[pay_idx]
+            for cid, recs, rused, offs, logs, pubs in (
+                    (job.headers, hdr, hdr_used, hdr_offs, log_times, pub),
+                    (job.cid, pay, pay_used, pay_offs, pay_logs, pay_pubs)):
                 if len(offs):
-                    _, logs, pubs, _ = _bulk.index_records(recs, len(offs), False)
                     self._split_counts[cid] = self._split_counts.get(cid, 0) + len(offs)
-                    self._emit_chunk(cid, recs, len(recs), offs, logs, pubs, job)
+                    self._emit_chunk(cid, recs, rused, offs, logs, pubs, job)
             return
         self._emit_chunk(job.cid, records, used, offsets, log_times, pub, job)
         if len(records) == self.chunk_bytes and len(self._pool) < _POOL:

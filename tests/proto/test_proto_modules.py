@@ -22,8 +22,9 @@ def proto_sources():
 
 def private_names_imported(path):
     """``module.name`` for each ``from module import _name`` in `path` that names no
-    module file (importing a private *module* of the package, such as ``_dispatch``,
-    is allowed; borrowing a private *name* from another module is not)."""
+    module file (importing a private *module* of the package, such as ``_dispatch``
+    or the compiled ``_ndarray``, is allowed; borrowing a private *name* from another
+    module is not)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.ImportFrom):
@@ -33,7 +34,8 @@ def private_names_imported(path):
             if not alias.name.startswith("_") or alias.name.startswith("__"):
                 continue
             is_module = base is not None and node.module is None and (
-                (base / f"{alias.name}.py").exists() or (base / alias.name).is_dir())
+                (base / f"{alias.name}.py").exists() or (base / f"{alias.name}.pyx").exists()
+                or (base / alias.name).is_dir())
             is_core = node.level == 2 and node.module is None and alias.name == "_core"
             if not (is_module or is_core):
                 found.append(f"{path.name}:{node.lineno}: {node.module or '.'}.{alias.name}")
@@ -42,7 +44,8 @@ def private_names_imported(path):
 
 def test_the_checker_sees_a_borrowed_private_name(tmp_path):
     source = tmp_path / "m.py"
-    source.write_text("from .rpc import _Client\nfrom . import _dispatch\nfrom .. import _core\n")
+    source.write_text("from .rpc import _Client\nfrom . import _dispatch\nfrom . import _ndarray\n"
+                      "from .. import _core\n")
     assert private_names_imported(source) == ["m.py:1: rpc._Client"]
 
 

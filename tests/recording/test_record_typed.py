@@ -253,3 +253,42 @@ def test_resume_finds_the_last_seq_of_typed_topics_from_their_headers_channel(re
     from a0py.recording.recorder import last_recorded_seqs
 
     assert last_recorded_seqs([str(recording)]) == {t: N + 1 for t in TOPICS}
+
+
+def test_split_chunks_reuse_their_buffers_and_keep_each_messages_times(tmp_path, root):
+    # Many small chunks, each split into the writer's two reused buffers (of
+    # another size each time): every payload message keeps the log and publish
+    # time of its headers message, frames that are no packet in between.
+    from a0py.recording import SegmentWriter
+
+    schema = a0py.Schema.json_schema("ty.Point", {"type": "object", "properties": {"x": {"type": "number"}}})
+    pub = a0py.Publisher("ty/times")
+    sub = a0py.SubscriberSync("ty/times", init=a0py.INIT_OLDEST)
+    sent = {}
+    path = tmp_path / "seg.mcap"
+    with SegmentWriter(path, chunk_bytes=1024) as w:
+        w.add_typed_topic("ty/times", schema)
+        seq = 0
+        for k in range(60):
+            pub.pub(b'{"x": %d}' % k + b" " * (k % 7 * 40))
+            frame = sub.read().to_bytes()
+            seq += 1
+            frames, seqs = [frame], [seq]
+            if k % 9 == 4:
+                seq += 1
+                frames, seqs = [frame, b"junk frame, no packet: %d" % k], [seq - 1, seq]
+            w.write_frames("ty/times", frames, 1_000_000 + k * 1000, seqs=seqs)
+            sent[seqs[0]] = (1_000_000 + k * 1000, k)
+    with open(path, "rb") as f:
+        reader = make_reader(f, decoder_factories=[_JsonDecoders()])
+        payloads = {m.sequence: (m.log_time, m.publish_time, v["x"])
+                    for _, _, m, v in reader.iter_decoded_messages(topics=["ty/times"])}
+        chunks = len(list(reader.get_summary().chunk_indexes))
+    with open(path, "rb") as f:
+        headers = {m.sequence: (m.log_time, m.publish_time)
+                   for _, _, m in make_reader(f).iter_messages(topics=["/a0py/headers/ty/times"])}
+    assert chunks > 10
+    assert set(payloads) == set(sent) and len(headers) == 60 + len(range(4, 60, 9))
+    for s, (log_time, publish_time, x) in payloads.items():
+        assert (log_time, x) == sent[s]
+        assert headers[s] == (log_time, publish_time) and publish_time != log_time  # the packet's a0_time_wall
