@@ -183,6 +183,50 @@ class RosDecoder(Decoder):
         deserialize = self._store.deserialize_cdr if message_encoding == "cdr" else self._store.deserialize_ros1
         name = self._name
         self._parse = lambda data: deserialize(data, name)
+        self._plan = None
+        if message_encoding == "cdr":
+            from .cdr_columns import CdrPlan, Unsupported
+
+            try:
+                self._plan = CdrPlan(self._store, self._name, self.arrow_type)
+            except Unsupported:
+                pass  # rosbags decodes every message of this type
 
     def _build(self, objects):
         return self._columns.build(objects)
+
+    def decode(self, payloads):
+        """As :meth:`Decoder.decode`; CDR messages go through the columnar
+        plan (:mod:`.cdr_columns`) where it covers them, the rest through
+        rosbags, with the same values."""
+        plan = self._plan
+        if plan is None:
+            return super().decode(payloads)
+        payloads = payloads if isinstance(payloads, list) else list(payloads)
+        n = len(payloads)
+        groups, slow = plan.group(payloads)
+        parts, where, start = [], [None] * n, 0
+        for (head, sig), rows in groups.items():
+            try:
+                part = plan.build_group(head, sig, [payloads[r] for r in rows])
+            except Exception:
+                slow.extend(rows)  # rosbags decides: a value or an error
+                continue
+            parts.append(part)
+            for k, r in enumerate(rows):
+                where[r] = start + k
+            start += len(rows)
+        errors = [None] * n
+        if slow:
+            slow.sort()
+            values, slow_errors = super().decode([payloads[r] for r in slow])
+            parts.append(values)
+            for k, (r, e) in enumerate(zip(slow, slow_errors.to_pylist())):
+                where[r] = start + k
+                errors[r] = e
+        if not parts:
+            return pa.array([], type=self.arrow_type), pa.array(errors, type=pa.string())
+        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1 or slow:
+            values = values.take(pa.array(where, type=pa.int64()))
+        return values, pa.array(errors, type=pa.string())
