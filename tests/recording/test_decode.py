@@ -30,7 +30,7 @@ from mcap.reader import make_reader
 from a0py.recording.decode import DecodeError, Decoder, DecodeUnsupported, decoder_for
 from a0py.recording.errors import RecordingFormatError, RecordingOptionError
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 

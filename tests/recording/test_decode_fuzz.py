@@ -7,7 +7,12 @@ mutations, so the ``ci`` profile still runs thousands of messages."""
 import struct
 
 import pytest
-from helpers.foreign import write_foxglove_mcap, write_mcap_json, write_ros2_all_types, write_ros2_mcap
+from helpers.foreign import (
+    write_foxglove_mcap,
+    write_mcap_json,
+    write_ros2_all_types,
+    write_ros2_mcap,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from mcap.reader import make_reader

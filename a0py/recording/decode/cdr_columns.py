@@ -95,7 +95,7 @@ class CdrPlan:
 
     def _node(self, store, desc, top=False):
         """("struct", names, children, type) | ("time"/"duration", sec, nsec, type) | ("leaf", id, type)."""
-        from .ros import DURATION_TYPES, TIME_TYPES, _SCALARS
+        from .ros import DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
 
         nt = self._nodetype
         kind, arg = desc
@@ -105,7 +105,7 @@ class CdrPlan:
                 return ("leaf", self._leaf("string", base), pa.string())
             if base not in _PRIM:
                 raise Unsupported(base)
-            return ("leaf", self._leaf("prim", base), _SCALARS[base])
+            return ("leaf", self._leaf("prim", base), SCALAR_TYPES[base])
         if kind == nt.NAME:
             fields = store.get_msgdef(arg).fields
             if not fields:
@@ -127,7 +127,7 @@ class CdrPlan:
         leaf = self._leaf("array" if kind == nt.ARRAY else "seq", base, count)
         if base in _BYTES:
             return ("leaf", leaf, pa.binary())
-        return ("leaf", leaf, pa.list_(_SCALARS[base]))
+        return ("leaf", leaf, pa.list_(SCALAR_TYPES[base]))
 
     def _generate(self):
         """The per-message walk, as Python source compiled once: fixed runs are

@@ -34,7 +34,7 @@ MAX_SEQUENCE = 1 << 28
 _INT32 = {"int8", "int16", "int32", "uint8", "uint16", "byte", "char"}
 _INT64 = {"int64", "uint32"}
 _BYTES = {"uint8", "byte", "char", "octet"}
-_SCALARS = {
+SCALAR_TYPES = {
     "bool": pa.bool_(), "float32": pa.float32(), "float64": pa.float64(), "float128": pa.float64(),
     "string": pa.string(), "wstring": pa.string(), "wchar": pa.string(), "uint64": UINT64,
     **{n: pa.int32() for n in _INT32}, **{n: pa.int64() for n in _INT64},
@@ -86,9 +86,9 @@ class _Columns:
         self.build = None
         if kind == Nodetype.BASE:
             base = arg[0]
-            if base not in _SCALARS:
+            if base not in SCALAR_TYPES:
                 raise ValueError(f"unknown ROS type {base!r}")
-            self.type = _SCALARS[base]
+            self.type = SCALAR_TYPES[base]
             self.build = self._scalar
         elif kind == Nodetype.NAME:
             if arg in TIME_TYPES and not top:
