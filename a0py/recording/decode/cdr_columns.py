@@ -17,7 +17,8 @@ How a batch is read:
 2. messages are grouped by (byte order, signature); each group's layout
    (every leaf's offset) is computed once, its bytes stacked into a 2-D
    ``uint8`` array, and each leaf column cut from it;
-3. anything unusual (a length past the end, more than 3 bytes left over, a
+3. a layout shared by fewer than ``ros.MIN_GROUP`` messages of the batch, and
+   anything unusual (a length past the end, more than 3 bytes left over, a
    string without its terminator or not UTF-8, a type this plan does not
    cover) sends the message, or the group, to rosbags, which gives the row
    its value or its error: the result never differs from rosbags' (the fuzz
@@ -40,6 +41,7 @@ import struct
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - imported by Array.cast on first use; here, not inside a timed batch
 
 from .base import TIMESTAMP, UINT64
 
