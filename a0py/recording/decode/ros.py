@@ -2,11 +2,13 @@
 with ``ros1msg``) decoded by ``rosbags``, into Arrow columns.
 
 Why ``rosbags``: on ``sensor_msgs/msg/Imu`` (324 B CDR) its generated
-deserializer reads about 75 k messages/s on this machine against about 41 k
-for ``mcap-ros2-support``'s dynamic decoder (``python -m bench.decode``),
-and both give the same values. Its message objects keep numeric arrays as
-numpy arrays, which the column builders below concatenate without a Python
-loop per element.
+deserializer read 19–37 k messages/s against 10–12 k for
+``mcap-ros2-support``'s dynamic decoder, with the same values
+(``python -m bench.decode``, 2026-11-26, bench/results/2026-11-26-decode.md).
+Its message objects keep numeric arrays as numpy arrays, which the column
+builders below concatenate without a Python loop per element. CDR messages
+whose layouts repeat skip it altogether (:mod:`.cdr_columns`: 178–237 k
+Imu messages/s to Arrow, against 15–16 k through rosbags objects).
 
 Each decoder has a typestore of its own, filled from its channel's schema
 text alone (two channels may carry two versions of a type). The Arrow type
