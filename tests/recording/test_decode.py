@@ -182,15 +182,32 @@ def test_ros2idl_schema_decodes_like_its_msg_form():
 
 
 def test_ros1_message_decodes_with_its_ros1msg_schema():
+    import numpy as np
     from rosbags.typesys import Stores, get_typestore
 
     ts = get_typestore(Stores.ROS1_NOETIC)
-    Header = ts.types["std_msgs/msg/Header"]
-    Time = ts.types["builtin_interfaces/msg/Time"]
+    T = ts.types
+    Header, Time = T["std_msgs/msg/Header"], T["builtin_interfaces/msg/Time"]
     msg = Header(seq=3, stamp=Time(sec=10, nanosec=2000), frame_id="map")
     data = bytes(ts.serialize_ros1(msg, "std_msgs/msg/Header"))
     dec = decoder_for("/h", "std_msgs/Header", "ros1msg", b"uint32 seq\ntime stamp\nstring frame_id\n", "ros1")
     assert dec.decode_one(data) == {"seq": 3, "stamp": stamp(10, 2000), "frame_id": "map"}
+    # a whole Imu, with the schema text a ROS 1 recorder stores (rosbags writes it as ROS 1 does)
+    text, _ = ts.generate_msgdef("sensor_msgs/msg/Imu", ros_version=1)
+    v3 = T["geometry_msgs/msg/Vector3"]
+    imu = T["sensor_msgs/msg/Imu"](
+        header=msg, orientation=T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0),
+        orientation_covariance=np.zeros(9), angular_velocity=v3(1.0, 2.0, 3.0),
+        angular_velocity_covariance=np.zeros(9), linear_acceleration=v3(0.5, 0.0, 9.8),
+        linear_acceleration_covariance=np.arange(9.0))
+    data = bytes(ts.serialize_ros1(imu, "sensor_msgs/msg/Imu"))
+    dec = decoder_for("/imu", "sensor_msgs/Imu", "ros1msg", text, "ros1")
+    got = dec.decode_one(data)
+    assert got["header"] == {"seq": 3, "stamp": stamp(10, 2000), "frame_id": "map"}
+    assert got["linear_acceleration"] == {"x": 0.5, "y": 0.0, "z": 9.8}
+    assert got["linear_acceleration_covariance"] == [float(k) for k in range(9)]
+    values, errors = dec.decode([data, data[:-1], data + b"\x00"])
+    assert values.is_valid().to_pylist() == [True, False, False]  # ROS 1 has no padding: no byte may be left
 
 
 # -- protobuf ----------------------------------------------------------------
