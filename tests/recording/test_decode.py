@@ -208,6 +208,7 @@ def test_ros1_message_decodes_with_its_ros1msg_schema():
     assert got["linear_acceleration_covariance"] == [float(k) for k in range(9)]
     values, errors = dec.decode([data, data[:-1], data + b"\x00"])
     assert values.is_valid().to_pylist() == [True, False, False]  # ROS 1 has no padding: no byte may be left
+    assert errors.is_null().to_pylist() == [True, False, False]
 
 
 # -- protobuf ----------------------------------------------------------------

@@ -75,3 +75,37 @@ def test_append_decoded_of_a_batch_with_no_decoded_rows_has_null_columns(imu):
     out = append_decoded(batch, [None, None], arrow_type=dec.arrow_type)
     assert out.column("message").type == dec.arrow_type
     assert out.column("message").null_count == 2 and out.column("decode_error").null_count == 2
+
+
+def test_spark_takes_the_decoded_arrow_columns_as_the_announced_type(spark, tmp_path):
+    """Every kind of decoded field (timestamp, decimal, binary, lists of
+    structs, maps) goes into Spark through Arrow with the type decoded_type
+    announces, and comes back with the same values."""
+    import datetime
+    from decimal import Decimal
+
+    from helpers.foreign import write_ros2_all_types
+    from pyspark.sql.types import BinaryType, StringType, StructField, StructType
+
+    w = write_ros2_all_types(str(tmp_path / "all.mcap"), n=5)
+    with open(w.path, "rb") as f:
+        items = list(make_reader(f).iter_messages())
+    schema, ch, _ = items[0]
+    dec = decoder_for(ch.topic, schema.name, schema.encoding, schema.data, ch.message_encoding)
+    batch = pa.record_batch({"payload": pa.array([m.data for *_, m in items] + [b"bad"], pa.binary())})
+    table = pa.Table.from_batches([append_decoded(batch, [dec] * 6)])
+    want = StructType([StructField("payload", BinaryType()),
+                       *decoded_fields(dec)])
+    df = spark.createDataFrame(table, schema=want)
+    assert df.schema["message"].dataType == decoded_type(dec)
+    assert isinstance(df.schema["decode_error"].dataType, StringType)
+    rows = df.orderBy("payload").collect()
+    got = {r["message"]["i8"]: r["message"] for r in rows if r["message"] is not None}
+    first = got[-128].asDict(recursive=True)
+    assert first["u64"] == Decimal(2**64 - 1) and first["blob"] == bytearray()
+    assert first["when"].astimezone(datetime.UTC) == datetime.datetime(
+        2026, 9, 21, 14, 13, 20, 123456, tzinfo=datetime.UTC)
+    assert first["dur"] == 999_999_999
+    assert got[-125].asDict(recursive=True)["points"] == [{"x": 0.0, "y": -0.0}, {"x": 1.0, "y": -1.0},
+                                                          {"x": 2.0, "y": -2.0}]
+    assert [r["decode_error"] is None for r in rows].count(False) == 1
