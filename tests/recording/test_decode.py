@@ -419,6 +419,14 @@ def test_decode_of_only_bad_messages_and_of_none_gives_typed_arrays():
     assert len(values) == 0 and values.type == dec.arrow_type and errors.type == pa.string()
 
 
+def test_decode_takes_an_arrow_binary_array(tmp_path):
+    w = write_ros2_mcap(str(tmp_path / "imu.mcap"), n=40, extra_string_topic=False)
+    dec, datas = channels(w.path)["/imu"]
+    values, errors = dec.decode(pa.array(datas + [None], pa.binary()))
+    assert values.to_pylist()[:40] == dec.decode(datas)[0].to_pylist()
+    assert values[40].as_py() is None and errors[40].as_py()
+
+
 def test_decoders_are_decoder_instances_with_a_readable_repr(tmp_path):
     w = write_ros2_all_types(str(tmp_path / "a.mcap"), n=1)
     dec, _ = channels(w.path)["/all"]

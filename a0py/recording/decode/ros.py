@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordingFormatError
-from .base import TIMESTAMP, UINT64, Decoder
+from .base import TIMESTAMP, UINT64, Decoder, as_list
 
 TIME_TYPES = {"builtin_interfaces/msg/Time"}
 DURATION_TYPES = {"builtin_interfaces/msg/Duration"}
@@ -208,7 +208,7 @@ class RosDecoder(Decoder):
         plan = self._plan
         if plan is None:
             return super().decode(payloads)
-        payloads = payloads if isinstance(payloads, list) else list(payloads)
+        payloads = as_list(payloads)
         n = len(payloads)
         groups, slow = plan.group(payloads)
         parts, where, start = [], [None] * n, 0
