@@ -44,13 +44,13 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - imported by Array.cast on first use; here, not inside a timed batch
 
 from .base import TIMESTAMP, UINT64
+from .ros_types import BYTE_TYPES, DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
 
 _PRIM = {  # ROS name -> (numpy type, size)
     "bool": ("u1", 1), "byte": ("u1", 1), "char": ("u1", 1), "octet": ("u1", 1), "uint8": ("u1", 1),
     "int8": ("i1", 1), "int16": ("i2", 2), "uint16": ("u2", 2), "int32": ("i4", 4), "uint32": ("u4", 4),
     "int64": ("i8", 8), "uint64": ("u8", 8), "float32": ("f4", 4), "float64": ("f8", 8),
 }
-_BYTES = {"uint8", "byte", "char", "octet"}
 _U32 = {b"\x00\x01": struct.Struct("<I").unpack_from, b"\x00\x00": struct.Struct(">I").unpack_from}
 
 
@@ -97,8 +97,6 @@ class CdrPlan:
 
     def _node(self, store, desc, top=False):
         """("struct", names, children, type) | ("time"/"duration", sec, nsec, type) | ("leaf", id, type)."""
-        from .ros import DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
-
         nt = self._nodetype
         kind, arg = desc
         if kind == nt.BASE:
@@ -127,7 +125,7 @@ class CdrPlan:
             raise Unsupported("array of strings or messages")
         base = sub[1][0]
         leaf = self._leaf("array" if kind == nt.ARRAY else "seq", base, count)
-        if base in _BYTES:
+        if base in BYTE_TYPES:
             return ("leaf", leaf, pa.binary())
         return ("leaf", leaf, pa.list_(SCALAR_TYPES[base]))
 

@@ -26,9 +26,8 @@ import pyarrow as pa
 
 from ..errors import RecordingFormatError
 from .base import TIMESTAMP, UINT64, Decoder, as_list
+from .ros_types import BYTE_TYPES, DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
 
-TIME_TYPES = {"builtin_interfaces/msg/Time"}
-DURATION_TYPES = {"builtin_interfaces/msg/Duration"}
 # The longest sequence a message may declare: a corrupt length must fail
 # fast, not allocate (rosbags checks it before reading).
 MAX_SEQUENCE = 1 << 28
@@ -37,14 +36,6 @@ MAX_SEQUENCE = 1 << 28
 # std_msgs/String on this machine, against about 30 µs a message for rosbags).
 MIN_GROUP = 32
 
-_INT32 = {"int8", "int16", "int32", "uint8", "uint16", "byte", "char"}
-_INT64 = {"int64", "uint32"}
-_BYTES = {"uint8", "byte", "char", "octet"}
-SCALAR_TYPES = {
-    "bool": pa.bool_(), "float32": pa.float32(), "float64": pa.float64(), "float128": pa.float64(),
-    "string": pa.string(), "wstring": pa.string(), "wchar": pa.string(), "uint64": UINT64,
-    **{n: pa.int32() for n in _INT32}, **{n: pa.int64() for n in _INT64},
-}
 _NUMPY = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64,
           pa.bool_(): np.bool_}
 _SEPARATOR = re.compile(r"^={10,}\s*$", re.MULTILINE)
@@ -112,7 +103,7 @@ class _Columns:
                 self.build = self._struct if self.names else self._empty
         else:  # ARRAY or SEQUENCE
             sub = arg[0]
-            if sub[0] == Nodetype.BASE and sub[1][0] in _BYTES:
+            if sub[0] == Nodetype.BASE and sub[1][0] in BYTE_TYPES:
                 self.type = pa.binary()
                 self.build = self._bytes
             else:
