@@ -161,6 +161,17 @@ def test_big_endian_cdr_decodes_like_little_endian(tmp_path, monkeypatch):
     assert dec.decode(big)[0].equals(rosbags_path(dec, big)[0])
 
 
+def test_a_byte_is_signed_and_a_char_unsigned_in_both_paths(monkeypatch):
+    from a0py.recording.decode import ros
+
+    monkeypatch.setattr(ros, "MIN_GROUP", 1)
+    dec = decoder_for("/b", "x/msg/B", "ros2msg", b"byte b\nchar c\nuint8 u\nint8 i\n", "cdr")
+    data = b"\x00\x01\x00\x00" + bytes([0xC9, 0xC9, 0xC9, 0xC9])
+    want = {"b": -55, "c": 201, "u": 201, "i": -55}  # as rosbags reads them
+    assert dec.decode([data])[0].to_pylist() == [want]
+    assert dec.decode_one(data) == want
+
+
 def test_a_bare_time_message_is_a_struct_of_its_fields():
     dec = decoder_for("/clock", "builtin_interfaces/msg/Time", "ros2msg", b"int32 sec\nuint32 nanosec\n", "cdr")
     assert dec.arrow_type == pa.struct([("sec", pa.int32()), ("nanosec", pa.int64())])

@@ -46,8 +46,8 @@ import pyarrow.compute  # noqa: F401 - imported by Array.cast on first use; here
 from .base import TIMESTAMP, UINT64
 from .ros_types import BYTE_TYPES, DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
 
-_PRIM = {  # ROS name -> (numpy type, size)
-    "bool": ("u1", 1), "byte": ("u1", 1), "char": ("u1", 1), "octet": ("u1", 1), "uint8": ("u1", 1),
+_PRIM = {  # ROS name -> (numpy type, size); byte/octet signed, char unsigned, as rosbags reads them
+    "bool": ("u1", 1), "byte": ("i1", 1), "char": ("u1", 1), "octet": ("i1", 1), "uint8": ("u1", 1),
     "int8": ("i1", 1), "int16": ("i2", 2), "uint16": ("u2", 2), "int32": ("i4", 4), "uint32": ("u4", 4),
     "int64": ("i8", 8), "uint64": ("u8", 8), "float32": ("f4", 4), "float64": ("f8", 8),
 }

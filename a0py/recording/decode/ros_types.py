@@ -9,6 +9,7 @@ from .base import UINT64
 TIME_TYPES = {"builtin_interfaces/msg/Time"}  # ROS 1's time maps to it in rosbags
 DURATION_TYPES = {"builtin_interfaces/msg/Duration"}
 BYTE_TYPES = {"uint8", "byte", "char", "octet"}  # arrays of these are binary
+# A scalar byte is read as rosbags reads it: signed (-128..127); char unsigned.
 
 _INT32 = {"int8", "int16", "int32", "uint8", "uint16", "byte", "char"}
 _INT64 = {"int64", "uint32"}
