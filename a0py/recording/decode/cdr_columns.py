@@ -21,8 +21,8 @@ How a batch is read:
    anything unusual (a length past the end, more than 3 bytes left over, a
    string without its terminator or not UTF-8, a type this plan does not
    cover) sends the message, or the group, to rosbags, which gives the row
-   its value or its error: the result never differs from rosbags' (the fuzz
-   tests hold the two paths to each other).
+   its value or its error. The two paths must give the same rows; the tests
+   and the fuzz (tests/recording/test_decode*.py) compare them.
 
 CDR rules followed (XCDR1, as ROS 2 and rosbags write and read it): offsets
 count from after the 4-byte encapsulation header; a primitive is aligned to
