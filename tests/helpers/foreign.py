@@ -387,9 +387,16 @@ ALL_TYPES_MSGDEF = "\n".join([
 ]) + "\n"
 
 
-def all_types_value(i):
-    """The ``i``-th :data:`ALL_TYPES_TYPE` message: extremes of each integer type, empty and full lists."""
-    return {
+# The same without arrays of strings or messages (the decoders' columnar CDR path covers it whole).
+FLAT_TYPES_TYPE = "test_msgs/msg/FlatTypes"
+_NOT_FLAT = ("string[] names", "test_msgs/Point[] points", "test_msgs/Point[<=2] few")
+FLAT_TYPES_MSGDEF = "\n".join(line for line in ALL_TYPES_MSGDEF.split("\n") if line not in _NOT_FLAT)
+
+
+def all_types_value(i, flat=False):
+    """The ``i``-th :data:`ALL_TYPES_TYPE` message (``flat``: :data:`FLAT_TYPES_TYPE`):
+    extremes of each integer type, empty and full lists."""
+    value = {
         "i8": -128 + i % 256, "u8": 255 - i % 256, "i16": -32768 + i, "u16": 65535 - i,
         "i32": -(2 ** 31) + i, "u32": 2 ** 32 - 1 - i, "i64": -(2 ** 63) + i, "u64": 2 ** 64 - 1 - i,
         "f32": 0.5 * i, "f64": -1.25 * i, "flag": bool(i % 2), "text": f"t{i}" * (i % 4), "one_byte": i % 256,
@@ -401,21 +408,27 @@ def all_types_value(i):
         "points": [{"x": float(k), "y": -float(k)} for k in range(i % 4)],
         "few": [{"x": 1.0, "y": 2.0}][: i % 2], "short": "abc",
     }
+    if flat:
+        for name in ("names", "points", "few"):
+            del value[name]
+    return value
 
 
-def write_ros2_all_types(path, n=40, topic="/all"):
-    """:data:`ALL_TYPES_TYPE` messages in CDR, written by ``mcap-ros2-support``."""
+def write_ros2_all_types(path, n=40, topic="/all", flat=False):
+    """:data:`ALL_TYPES_TYPE` (``flat``: :data:`FLAT_TYPES_TYPE`) messages in CDR,
+    written by ``mcap-ros2-support``."""
     from mcap_ros2.writer import Writer
 
     out = Written(path)
     with open(path, "wb") as f:
         w = Writer(f)
-        schema = w.register_msgdef(ALL_TYPES_TYPE, ALL_TYPES_MSGDEF)
+        name = FLAT_TYPES_TYPE if flat else ALL_TYPES_TYPE
+        schema = w.register_msgdef(name, FLAT_TYPES_MSGDEF if flat else ALL_TYPES_MSGDEF)
         for i in range(n):
-            value = all_types_value(i)
+            value = all_types_value(i, flat)
             log = T0 + i * 1_000
             w.write_message(topic, schema, value, log_time=log, publish_time=log, sequence=i)
-            out.add(topic, ALL_TYPES_TYPE, "cdr", (log, log, i, None, value))
+            out.add(topic, name, "cdr", (log, log, i, None, value))
         w.finish()
     _fill_data(out)
     return out

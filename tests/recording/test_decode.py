@@ -13,6 +13,7 @@ import pytest
 from helpers.foreign import (
     ALL_TYPES_MSGDEF,
     ALL_TYPES_TYPE,
+    FLAT_TYPES_TYPE,
     IMU_MSGDEF,
     IMU_TYPE,
     all_types_value,
@@ -29,7 +30,7 @@ from mcap.reader import make_reader
 from a0py.recording.decode import DecodeError, Decoder, DecodeUnsupported, decoder_for
 from a0py.recording.errors import RecordingFormatError, RecordingOptionError
 
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -88,8 +89,9 @@ def test_rosbag2_written_by_rosbags_decodes_to_its_values(tmp_path):
     assert [d for d in datas] == [it[3] for it in w.messages["/imu"]]
 
 
-def test_every_ros2_field_kind_maps_to_the_documented_arrow_type(tmp_path):
-    w = write_ros2_all_types(str(tmp_path / "all.mcap"), n=40)
+@pytest.mark.parametrize("flat", [False, True])
+def test_every_ros2_field_kind_maps_to_the_documented_arrow_type(tmp_path, flat):
+    w = write_ros2_all_types(str(tmp_path / "all.mcap"), n=40, flat=flat)
     dec, datas = channels(w.path)["/all"]
     t = dec.arrow_type
     want_types = {
@@ -102,15 +104,72 @@ def test_every_ros2_field_kind_maps_to_the_documented_arrow_type(tmp_path):
         "points": pa.list_(pa.struct([("x", pa.float64()), ("y", pa.float64())])),
         "few": pa.list_(pa.struct([("x", pa.float64()), ("y", pa.float64())])), "short": pa.string(),
     }
+    if flat:
+        for name in ("names", "points", "few"):
+            del want_types[name]
     assert {f.name: f.type for f in t} == want_types
     got = decoded(dec, datas)
     for i, row in enumerate(got):
-        v = dict(all_types_value(i))
+        v = dict(all_types_value(i, flat))
         v["u64"] = Decimal(v["u64"])
         v["big"] = [Decimal(x) for x in v["big"]]
         v["dur"] = v["dur"]["sec"] * 1_000_000_000 + v["dur"]["nanosec"]
         v["when"] = stamp(v["when"]["sec"], v["when"]["nanosec"])
         assert row == v, i
+
+
+def rosbags_path(dec, datas):
+    """What the per-message rosbags path gives (Decoder.decode, without the columnar plan)."""
+    return Decoder.decode(dec, datas)
+
+
+@pytest.mark.parametrize("topic", ["/imu", "/chatter", "/all"])
+def test_columnar_cdr_path_gives_what_rosbags_gives(tmp_path, topic, monkeypatch):
+    from a0py.recording.decode import ros
+
+    monkeypatch.setattr(ros, "MIN_GROUP", 1)  # every layout columnar, however few share it
+    if topic == "/all":
+        w = write_ros2_all_types(str(tmp_path / "f.mcap"), n=60, flat=True)
+    else:
+        w = write_ros2_mcap(str(tmp_path / "imu.mcap"), n=200)
+    dec, datas = channels(w.path)[topic]
+    assert dec._plan is not None  # the type is one the columnar path covers
+    # good messages of many layouts, interleaved with bad ones
+    batch = []
+    for i, d in enumerate(datas):
+        batch.append(d)
+        if i % 7 == 0:
+            batch += [d[: len(d) - 5], d + b"\x00" * 4, b"\x00\x02" + d[2:], d[:4]]
+    got, got_errors = dec.decode(batch)
+    want, want_errors = rosbags_path(dec, batch)
+    assert got.equals(want)
+    assert got_errors.to_pylist() == want_errors.to_pylist()
+    assert got.null_count == want.null_count > 0
+
+
+def test_big_endian_cdr_decodes_like_little_endian(tmp_path, monkeypatch):
+    from a0py.recording.decode import ros
+
+    monkeypatch.setattr(ros, "MIN_GROUP", 1)
+    w = write_ros2_all_types(str(tmp_path / "f.mcap"), n=30, flat=True)
+    dec, datas = channels(w.path)["/all"]
+    store = dec._store
+    big = [bytes(store.serialize_cdr(store.deserialize_cdr(d, FLAT_TYPES_TYPE), FLAT_TYPES_TYPE,
+                                     little_endian=False)) for d in datas]
+    assert big[0][:2] == b"\x00\x00" and big != datas
+    assert dec.decode(big)[0].equals(dec.decode(datas)[0])
+    assert dec.decode(big)[0].equals(rosbags_path(dec, big)[0])
+
+
+def test_a_byte_is_signed_and_a_char_unsigned_in_both_paths(monkeypatch):
+    from a0py.recording.decode import ros
+
+    monkeypatch.setattr(ros, "MIN_GROUP", 1)
+    dec = decoder_for("/b", "x/msg/B", "ros2msg", b"byte b\nchar c\nuint8 u\nint8 i\n", "cdr")
+    data = b"\x00\x01\x00\x00" + bytes([0xC9, 0xC9, 0xC9, 0xC9])
+    want = {"b": -55, "c": 201, "u": 201, "i": -55}  # as rosbags reads them
+    assert dec.decode([data])[0].to_pylist() == [want]
+    assert dec.decode_one(data) == want
 
 
 def test_a_bare_time_message_is_a_struct_of_its_fields():
@@ -134,15 +193,33 @@ def test_ros2idl_schema_decodes_like_its_msg_form():
 
 
 def test_ros1_message_decodes_with_its_ros1msg_schema():
+    import numpy as np
     from rosbags.typesys import Stores, get_typestore
 
     ts = get_typestore(Stores.ROS1_NOETIC)
-    Header = ts.types["std_msgs/msg/Header"]
-    Time = ts.types["builtin_interfaces/msg/Time"]
+    T = ts.types
+    Header, Time = T["std_msgs/msg/Header"], T["builtin_interfaces/msg/Time"]
     msg = Header(seq=3, stamp=Time(sec=10, nanosec=2000), frame_id="map")
     data = bytes(ts.serialize_ros1(msg, "std_msgs/msg/Header"))
     dec = decoder_for("/h", "std_msgs/Header", "ros1msg", b"uint32 seq\ntime stamp\nstring frame_id\n", "ros1")
     assert dec.decode_one(data) == {"seq": 3, "stamp": stamp(10, 2000), "frame_id": "map"}
+    # a whole Imu, with the schema text a ROS 1 recorder stores (rosbags writes it as ROS 1 does)
+    text, _ = ts.generate_msgdef("sensor_msgs/msg/Imu", ros_version=1)
+    v3 = T["geometry_msgs/msg/Vector3"]
+    imu = T["sensor_msgs/msg/Imu"](
+        header=msg, orientation=T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0),
+        orientation_covariance=np.zeros(9), angular_velocity=v3(1.0, 2.0, 3.0),
+        angular_velocity_covariance=np.zeros(9), linear_acceleration=v3(0.5, 0.0, 9.8),
+        linear_acceleration_covariance=np.arange(9.0))
+    data = bytes(ts.serialize_ros1(imu, "sensor_msgs/msg/Imu"))
+    dec = decoder_for("/imu", "sensor_msgs/Imu", "ros1msg", text, "ros1")
+    got = dec.decode_one(data)
+    assert got["header"] == {"seq": 3, "stamp": stamp(10, 2000), "frame_id": "map"}
+    assert got["linear_acceleration"] == {"x": 0.5, "y": 0.0, "z": 9.8}
+    assert got["linear_acceleration_covariance"] == [float(k) for k in range(9)]
+    values, errors = dec.decode([data, data[:-1], data + b"\x00"])
+    assert values.is_valid().to_pylist() == [True, False, False]  # ROS 1 has no padding: no byte may be left
+    assert errors.is_null().to_pylist() == [True, False, False]
 
 
 # -- protobuf ----------------------------------------------------------------
@@ -351,6 +428,14 @@ def test_decode_of_only_bad_messages_and_of_none_gives_typed_arrays():
     assert values.type == dec.arrow_type and values.null_count == 2 and errors.null_count == 0
     values, errors = dec.decode([])
     assert len(values) == 0 and values.type == dec.arrow_type and errors.type == pa.string()
+
+
+def test_decode_takes_an_arrow_binary_array(tmp_path):
+    w = write_ros2_mcap(str(tmp_path / "imu.mcap"), n=40, extra_string_topic=False)
+    dec, datas = channels(w.path)["/imu"]
+    values, errors = dec.decode(pa.array(datas + [None], pa.binary()))
+    assert values.to_pylist()[:40] == dec.decode(datas)[0].to_pylist()
+    assert values[40].as_py() is None and errors[40].as_py()
 
 
 def test_decoders_are_decoder_instances_with_a_readable_repr(tmp_path):

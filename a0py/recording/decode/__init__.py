@@ -29,13 +29,15 @@ def decoder_for(channel_topic, schema_name, schema_encoding, schema_data, messag
     """The :class:`Decoder` of a channel's messages.
 
     ``schema_name``/``schema_encoding``/``schema_data`` are the channel's
-    schema record (``""``/``""``/``b""`` for a channel without a schema).
+    schema record (``""``/``""``/``b""`` for a channel without a schema;
+    ``schema_data`` bytes-like, or text).
 
     Raises :class:`~a0py.recording.errors.RecordingFormatError` when the
     schema does not parse, and :class:`DecodeUnsupported` when a0py cannot
     decode the encoding; both name the channel and the schema."""
     schema_name = schema_name or ""
     schema_encoding = schema_encoding or ""
+    schema_data = schema_data.encode() if isinstance(schema_data, str) else (schema_data or b"")
     what = f"channel {channel_topic!r} (message encoding {message_encoding!r}"
     what += f", schema {schema_name!r} in {schema_encoding!r})" if schema_encoding else ", no schema)"
     if message_encoding == "json":

@@ -60,8 +60,10 @@ class Decoder:
             raise DecodeError(self._why(e)) from e
 
     def decode(self, payloads):
-        """A batch of message bytes to ``(values, errors)`` Arrow arrays; never
-        raises for a bad message (see the class)."""
+        """A batch of message bytes (bytes-likes, or an Arrow binary array) to
+        ``(values, errors)`` Arrow arrays; never raises for a bad message (see
+        the class)."""
+        payloads = as_list(payloads)
         objects, rows, errors = [], [], []
         failed = False
         for data in payloads:
@@ -118,6 +120,13 @@ class Decoder:
             else:
                 new_rows.append(remap[r])
         return self._build(good), new_rows, errors
+
+
+def as_list(payloads):
+    """A batch as a list (an Arrow binary array's values as bytes)."""
+    if isinstance(payloads, pa.Array | pa.ChunkedArray):
+        return payloads.to_pylist()
+    return payloads if isinstance(payloads, list) else list(payloads)
 
 
 def clip(text, limit=_MAX_ERROR_CHARS):

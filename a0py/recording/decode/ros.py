@@ -2,11 +2,13 @@
 with ``ros1msg``) decoded by ``rosbags``, into Arrow columns.
 
 Why ``rosbags``: on ``sensor_msgs/msg/Imu`` (324 B CDR) its generated
-deserializer reads about 75 k messages/s on this machine against about 41 k
-for ``mcap-ros2-support``'s dynamic decoder (``python -m bench.decode``),
-and both give the same values. Its message objects keep numeric arrays as
-numpy arrays, which the column builders below concatenate without a Python
-loop per element.
+deserializer read 19–37 k messages/s against 10–12 k for
+``mcap-ros2-support``'s dynamic decoder, with the same values
+(``python -m bench.decode``, 2026-11-26, bench/results/2026-11-26-decode.md).
+Its message objects keep numeric arrays as numpy arrays, which the column
+builders below concatenate without a Python loop per element. CDR messages
+whose layouts repeat skip it altogether (:mod:`.cdr_columns`: 178–237 k
+Imu messages/s to Arrow, against 15–16 k through rosbags objects).
 
 Each decoder has a typestore of its own, filled from its channel's schema
 text alone (two channels may carry two versions of a type). The Arrow type
@@ -23,22 +25,17 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import RecordingFormatError
-from .base import TIMESTAMP, UINT64, Decoder
+from .base import TIMESTAMP, UINT64, Decoder, as_list
+from .ros_types import BYTE_TYPES, DURATION_TYPES, SCALAR_TYPES, TIME_TYPES
 
-TIME_TYPES = {"builtin_interfaces/msg/Time"}
-DURATION_TYPES = {"builtin_interfaces/msg/Duration"}
 # The longest sequence a message may declare: a corrupt length must fail
 # fast, not allocate (rosbags checks it before reading).
 MAX_SEQUENCE = 1 << 28
+# A layout shared by fewer messages than this goes to rosbags: a group costs
+# a few numpy and Arrow calls per field whatever its size (about 0.4 ms for
+# std_msgs/String on this machine, against about 30 µs a message for rosbags).
+MIN_GROUP = 32
 
-_INT32 = {"int8", "int16", "int32", "uint8", "uint16", "byte", "char"}
-_INT64 = {"int64", "uint32"}
-_BYTES = {"uint8", "byte", "char", "octet"}
-_SCALARS = {
-    "bool": pa.bool_(), "float32": pa.float32(), "float64": pa.float64(), "float128": pa.float64(),
-    "string": pa.string(), "wstring": pa.string(), "wchar": pa.string(), "uint64": UINT64,
-    **{n: pa.int32() for n in _INT32}, **{n: pa.int64() for n in _INT64},
-}
 _NUMPY = {pa.int32(): np.int32, pa.int64(): np.int64, pa.float32(): np.float32, pa.float64(): np.float64,
           pa.bool_(): np.bool_}
 _SEPARATOR = re.compile(r"^={10,}\s*$", re.MULTILINE)
@@ -86,9 +83,9 @@ class _Columns:
         self.build = None
         if kind == Nodetype.BASE:
             base = arg[0]
-            if base not in _SCALARS:
+            if base not in SCALAR_TYPES:
                 raise ValueError(f"unknown ROS type {base!r}")
-            self.type = _SCALARS[base]
+            self.type = SCALAR_TYPES[base]
             self.build = self._scalar
         elif kind == Nodetype.NAME:
             if arg in TIME_TYPES and not top:
@@ -106,7 +103,7 @@ class _Columns:
                 self.build = self._struct if self.names else self._empty
         else:  # ARRAY or SEQUENCE
             sub = arg[0]
-            if sub[0] == Nodetype.BASE and sub[1][0] in _BYTES:
+            if sub[0] == Nodetype.BASE and sub[1][0] in BYTE_TYPES:
                 self.type = pa.binary()
                 self.build = self._bytes
             else:
@@ -183,6 +180,53 @@ class RosDecoder(Decoder):
         deserialize = self._store.deserialize_cdr if message_encoding == "cdr" else self._store.deserialize_ros1
         name = self._name
         self._parse = lambda data: deserialize(data, name)
+        self._plan = None
+        if message_encoding == "cdr":
+            from .cdr_columns import CdrPlan, Unsupported
+
+            try:
+                self._plan = CdrPlan(self._store, self._name, self.arrow_type)
+            except Unsupported:
+                pass  # rosbags decodes every message of this type
 
     def _build(self, objects):
         return self._columns.build(objects)
+
+    def decode(self, payloads):
+        """As :meth:`Decoder.decode`; CDR messages go through the columnar
+        plan (:mod:`.cdr_columns`) where it covers them, the rest through
+        rosbags, with the same values."""
+        plan = self._plan
+        if plan is None:
+            return super().decode(payloads)
+        payloads = as_list(payloads)
+        n = len(payloads)
+        groups, slow = plan.group(payloads)
+        parts, where, start = [], [None] * n, 0
+        for (head, sig), rows in groups.items():
+            if len(rows) < MIN_GROUP:
+                slow.extend(rows)
+                continue
+            try:
+                part = plan.build_group(head, sig, [payloads[r] for r in rows])
+            except Exception:
+                slow.extend(rows)  # rosbags decides: a value or an error
+                continue
+            parts.append(part)
+            for k, r in enumerate(rows):
+                where[r] = start + k
+            start += len(rows)
+        errors = [None] * n
+        if slow:
+            slow.sort()
+            values, slow_errors = super().decode([payloads[r] for r in slow])
+            parts.append(values)
+            for k, (r, e) in enumerate(zip(slow, slow_errors.to_pylist())):
+                where[r] = start + k
+                errors[r] = e
+        if not parts:
+            return pa.array([], type=self.arrow_type), pa.array(errors, type=pa.string())
+        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1 or slow:
+            values = values.take(pa.array(where, type=pa.int64()))
+        return values, pa.array(errors, type=pa.string())
