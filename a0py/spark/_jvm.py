@@ -14,6 +14,7 @@ source reads everything.
 from __future__ import annotations
 
 import os
+import sys
 
 from ..recording.errors import RecordingOptionError
 
@@ -40,7 +41,9 @@ def session(master="local[2]", app_name="a0py", **conf):
     settings by their names, e.g. ``session(**{"spark.executor.memory":
     "2g"})``. A standalone ``master`` (``spark://HOST:PORT``) ships the jar
     to the executors; they need no a0py install for batch reads of
-    recordings.
+    recordings. A ``local`` master runs its Python workers with this
+    interpreter (``PYSPARK_PYTHON`` is set to it) unless ``PYSPARK_PYTHON``
+    or ``spark.pyspark.python`` names another.
 
     Raises :class:`RecordingOptionError` when the jar is not built, or when a
     SparkContext already runs in this process without it (the classpath of
@@ -53,6 +56,11 @@ def session(master="local[2]", app_name="a0py", **conf):
     jars = [j for j in str(conf.pop("spark.jars", "")).split(",") if j]
     if jar not in jars:
         jars.append(jar)
+    if master.startswith("local") and "spark.pyspark.python" not in conf and not os.environ.get("PYSPARK_PYTHON"):
+        # The Python workers run this interpreter (its venv has a0py), not the
+        # first python3 on PATH, which a script run as .venv/bin/python would
+        # get: PySpark takes the workers' interpreter from PYSPARK_PYTHON.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", ",".join(jars))
     for k, v in conf.items():
         builder = builder.config(k, v)

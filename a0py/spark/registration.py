@@ -11,9 +11,21 @@ def register(spark):
     reader's jar has the name ``a0`` (see :func:`session`)."""
     from .datasource import A0DataSource, A0PythonDataSource
 
-    spark.dataSource.register(A0DataSource)
-    spark.dataSource.register(A0PythonDataSource)
+    for source in (A0DataSource, A0PythonDataSource):
+        _register_once(spark, source)
     return A0DataSource
+
+
+def _register_once(spark, source):
+    """Registers ``source`` unless a Python source of its name already is:
+    PySpark's own lookup registers ``pyspark_a0``'s at the session's start
+    where that module is importable, and a second registration of a name is
+    an error in PySpark 4."""
+    try:
+        spark.dataSource.register(source)
+    except Exception as e:  # pyspark's AnalysisException; other errors are raised again
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
 
 
 __all__ = ["register"]

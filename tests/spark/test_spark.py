@@ -215,6 +215,7 @@ def test_the_source_registers_itself_and_by_register(spark, recs):
 
     assert issubclass(pyspark_a0.DefaultSource, DataSource) and pyspark_a0.DefaultSource.name() == "a0"
     assert register(spark) is pyspark_a0.DefaultSource
+    assert register(spark) is pyspark_a0.DefaultSource  # again (a0py.spark.session() after a script's own): no error
     assert spark.read.format("a0").load(recs[0]).filter("topic = 'odom'").count() == 40
 
 
