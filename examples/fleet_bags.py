@@ -10,7 +10,7 @@ names the robot.
     python examples/fleet_bags.py [--dir DIR] [--minutes 3] [--hz 20]
     python examples/fleet_bags.py --no-spark   # write the bags, summarize with the decoders alone
 
-The Spark job reads the directory with ``format("a0.python")`` and
+The Spark job reads the directory with ``format("a0")`` and
 ``decode=true`` (docs/spark.md "Decoded columns"): ``message`` is the Imu
 struct, ``message.header.stamp`` a timestamp. It needs the ``a0`` source's
 foreign-channel reading (docs/spark.md); ``--no-spark`` needs only
@@ -103,29 +103,38 @@ def write_fleet(directory, minutes, hz):
     return 3 * n
 
 
-def summarize_with_spark(directory):
+def summarize_with_spark(directory, spark=None):
+    """Rows (robot, minute, n, mean_az, max_yaw_rate) of the fleet's IMU
+    messages, decoded and grouped by Spark; shown, and returned. Uses (and
+    leaves running) ``spark`` when given, else starts a session and stops it."""
     from pyspark.sql import functions as F
 
     import a0py.spark
 
-    spark = a0py.spark.session()
-    df = spark.read.format("a0.python").option("decode", "true").option("topics", "/imu").load(directory)
+    own = spark is None
+    if own:
+        spark = a0py.spark.session()
+    df = spark.read.format("a0").option("decode", "true").option("topics", "/imu").load(directory)
     m = F.col("message")
-    (df.where(F.col("decode_error").isNull())
-       .select(F.split(m["header"]["frame_id"], "/")[0].alias("robot"),
-               F.date_trunc("minute", m["header"]["stamp"]).alias("minute"),
-               m["linear_acceleration"]["z"].alias("az"),
-               F.abs(m["angular_velocity"]["z"]).alias("yaw_rate"))
-       .groupBy("robot", "minute")
-       .agg(F.count("*").alias("n"), F.round(F.avg("az"), 3).alias("mean_az"),
-            F.round(F.max("yaw_rate"), 3).alias("max_yaw_rate"))
-       .orderBy("robot", "minute")
-       .show(truncate=False))
-    spark.stop()
+    summary = (df.where(F.col("decode_error").isNull())
+               .select(F.split(m["header"]["frame_id"], "/")[0].alias("robot"),
+                       F.date_trunc("minute", m["header"]["stamp"]).alias("minute"),
+                       m["linear_acceleration"]["z"].alias("az"),
+                       F.abs(m["angular_velocity"]["z"]).alias("yaw_rate"))
+               .groupBy("robot", "minute")
+               .agg(F.count("*").alias("n"), F.round(F.avg("az"), 3).alias("mean_az"),
+                    F.round(F.max("yaw_rate"), 3).alias("max_yaw_rate"))
+               .orderBy("robot", "minute"))
+    summary.show(truncate=False)
+    rows = summary.collect()
+    if own:
+        spark.stop()
+    return rows
 
 
 def summarize_with_decoders(directory):
-    """The same summary in this process, from the decoders alone (no Spark)."""
+    """The same summary in this process, from the decoders alone (no Spark):
+    {(robot, minute): (n, mean_az, max_yaw_rate)}, printed."""
     import glob
     from collections import defaultdict
 
@@ -146,9 +155,11 @@ def summarize_with_decoders(directory):
             a[0] += 1
             a[1] += v["linear_acceleration"]["z"]
             a[2] = max(a[2], abs(v["angular_velocity"]["z"]))
+    out = {k: (n, round(az / n, 3), round(yaw, 3)) for k, (n, az, yaw) in sorted(acc.items())}
     print(f"{'robot':8} {'minute':26} {'n':>6} {'mean_az':>8} {'max_yaw_rate':>12}")
-    for (robot, minute), (n, az, yaw) in sorted(acc.items()):
-        print(f"{robot:8} {minute.isoformat():26} {n:6} {az / n:8.3f} {yaw:12.3f}")
+    for (robot, minute), (n, az, yaw) in out.items():
+        print(f"{robot:8} {minute.isoformat():26} {n:6} {az:8.3f} {yaw:12.3f}")
+    return out
 
 
 def main():
