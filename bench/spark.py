@@ -9,14 +9,23 @@
 Workloads (medians of --repeats runs):
 
   read     rows/s through the ``a0`` source's two readers, the JVM one
-           (``format("a0")`` with the jar) and the Python one
-           (``format("a0.python")``), each with and without the headers
-           column, for 1 M frames of 64 B and 10 k frames of 64 KiB
-           (local[2], consumed by the ``noop`` sink), against Spark reading
-           the same rows exported to Parquet, and against Spark's floor for
-           a Python source (one yielding prebuilt Arrow batches); runs
-           alternating, same Spark session; and the JVM reader with a filter
-           on one topic of four (chunks skipped);
+           (``format("a0")`` with the jar; ``--jar`` names another build of
+           it) and the Python one (``format("a0.python")``), each with and
+           without the headers column, for 1 M frames of 64 B and 10 k frames
+           of 64 KiB (local[2], consumed by the ``noop`` sink), against Spark
+           reading the same rows exported to Parquet, and against Spark's
+           floor for a Python source (one yielding prebuilt Arrow batches);
+           runs alternating, same Spark session; with each, the CPU seconds
+           of the driver's JVM (all of a JVM read on local[2], steadier than
+           wall time on a loaded machine); the JVM reader's chunk bytes
+           read with a filter on one topic of four and on the first quarter
+           of the recording's time (chunks skipped); then the same rows on a
+           standalone cluster started here (a master and two workers of one
+           core, tests/helpers/spark_cluster.py; this process the driver):
+           the JVM reader, the Python source and Parquet, alternating
+           (``--cluster-repeats`` runs, 3 by default: about 15 minutes in
+           all on 2 shared cores); ``--on local|cluster`` runs one of the
+           two; a closing table of the three and their paired ratios;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
@@ -177,17 +186,34 @@ def noop(df):
     df.write.format("noop").mode("overwrite").save()
 
 
-def alternate(readers, repeats):
+def jvm_cpu(spark):
+    """A function giving the CPU seconds (user + system) the driver's JVM has
+    used: on local[2] all of a read but a Python source's Python workers."""
+    pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+    return cpu
+
+
+def alternate(readers, repeats, cpu=None):
     """Each reader once to warm up, then ``repeats`` rounds of all of them in
     turn (the machine's load drifts: each round sees about the same
-    conditions). Returns the seconds of each run, by reader."""
+    conditions). Returns the seconds of each run by reader, and with
+    ``cpu`` (a clock) the CPU seconds of each run by reader."""
     for fn in readers.values():
         fn()
     runs = {k: [] for k in readers}
+    cpus = {k: [] for k in readers}
     for _ in range(repeats):
         for k, fn in readers.items():
+            c = cpu() if cpu else 0.0
             runs[k].append(timed(fn, 1)[0])
-    return runs
+            cpus[k].append(cpu() - c if cpu else 0.0)
+    return runs, cpus
 
 
 def figures(runs, frames, size):
@@ -208,8 +234,9 @@ def figures(runs, frames, size):
 def print_figures(title, row, readers):
     print(title, flush=True)
     for k in readers:
+        cpu = f"  {row[f'{k}_jvm_cpu_s']:6.2f} s of the JVM's CPU" if f"{k}_jvm_cpu_s" in row else ""
         print(f"    {k:>18}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s  {row[f'{k}_MB_per_s']:8.1f} MB/s "
-              f"of payload", flush=True)
+              f"of payload{cpu}", flush=True)
     print(f"    JVM reader / Parquet (rows/s, paired runs): {row['jvm_over_parquet_paired']:.2f}x; "
           f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x", flush=True)
 
@@ -247,9 +274,11 @@ def read_local(args, results, recs):
                 "python_no_headers": read_fn(spark, "a0.python", rec, headers="false"),
                 "floor": floor, "floor_no_headers": lambda floor=floor: floor(headers="false"),
             }
-            runs = alternate(readers, args.repeats)
+            runs, cpus = alternate(readers, args.repeats, jvm_cpu(spark))
             row = {"frames": frames, "payload": size, "mcap_bytes": disk, "partitions": parts, **figures(runs, frames,
                                                                                                         size)}
+            for k, v in cpus.items():
+                row[f"{k}_jvm_cpu_s"] = statistics.median(v)
             # Selective filters: one topic of four, and the first quarter of the
             # recording's time (the chunks of the rest are not read).
             whole = spark.read.format("a0").load(rec)
@@ -301,11 +330,11 @@ def read_cluster(args, results, recs, work):
                     spark.read.format("a0").load(rec).write.parquet(pq)
                 readers = {"jvm": read_fn(spark, "a0", rec), "python": read_fn(spark, "a0.python", rec),
                            "parquet": lambda pq=pq: noop(spark.read.parquet(pq))}
-                runs = alternate(readers, args.repeats)
+                runs, _ = alternate(readers, args.cluster_repeats)
                 row = {"frames": frames, "payload": size, "mcap_bytes": disk, **figures(runs, frames, size)}
                 results[f"read {name} cluster"] = row
                 print_figures(f"read {name:>7}, standalone cluster, 2 workers x 1 core ({frames} frames; medians of "
-                              f"{args.repeats}):", row, readers)
+                              f"{args.cluster_repeats}):", row, readers)
         finally:
             spark.stop()
 
@@ -573,6 +602,9 @@ def main():
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--on", choices=("local", "cluster", "both"), default="both",
                     help="read: on local[2], on a standalone cluster of two workers started here, or both (default)")
+    ap.add_argument("--cluster-repeats", type=int, default=3,
+                    help="read: runs of each reader on the cluster (default 3: the Python source takes about a "
+                         "minute a run there for 1 M rows)")
     ap.add_argument("--jar", help="read: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
     args = ap.parse_args()
     unknown = sorted(set(args.what) - {"read", "record", "capacity", "jsoncap", "decode", "latency"})
@@ -581,7 +613,7 @@ def main():
                  "latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
-        args.repeats, args.seconds = 1, 2.0
+        args.repeats, args.cluster_repeats, args.seconds = 1, 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,

@@ -553,27 +553,43 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       return at + s.length();
     }
-    int n = 1;
-    while (n < POW10.length && unsigned >= POW10[n]) {
+    // digits: log10 from the bit length (1233 / 4096 ~ log10(2)), corrected by one compare
+    int n = ((64 - Long.numberOfLeadingZeros(unsigned)) * 1233 >>> 12) + 1;
+    if (n < 19 && unsigned >= POW10[n]) {
       n++;
+    } else if (n > 1 && unsigned < POW10[n - 1]) {
+      n--;
     }
-    int i = at + n;
+    int end = at + n;
+    int i = end;
     long v = unsigned;
-    while (v >= 100) {
-      long q = v / 100;
-      int d = (int) (v - q * 100) * 2;
-      scratch[--i] = DIGIT_PAIRS[d + 1];
-      scratch[--i] = DIGIT_PAIRS[d];
+    while (v >= 100_000_000L) { // eight digits at a time in int arithmetic
+      long q = v / 100_000_000L;
+      int r = (int) (v - q * 100_000_000L);
+      for (int k = 0; k < 4; k++) {
+        int r2 = r / 100;
+        int d = (r - r2 * 100) * 2;
+        scratch[--i] = DIGIT_PAIRS[d + 1];
+        scratch[--i] = DIGIT_PAIRS[d];
+        r = r2;
+      }
       v = q;
     }
-    if (v >= 10) {
-      int d = (int) v * 2;
+    int r = (int) v;
+    while (r >= 100) {
+      int r2 = r / 100;
+      int d = (r - r2 * 100) * 2;
       scratch[--i] = DIGIT_PAIRS[d + 1];
       scratch[--i] = DIGIT_PAIRS[d];
-    } else {
-      scratch[--i] = (byte) ('0' + v);
+      r = r2;
     }
-    return at + n;
+    if (r >= 10) {
+      scratch[--i] = DIGIT_PAIRS[2 * r + 1];
+      scratch[--i] = DIGIT_PAIRS[2 * r];
+    } else {
+      scratch[--i] = (byte) ('0' + r);
+    }
+    return end;
   }
 
   /**
