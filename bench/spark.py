@@ -23,7 +23,7 @@ Workloads (medians of --repeats runs):
            standalone cluster started here (a master and two workers of one
            core, tests/helpers/spark_cluster.py; this process the driver):
            the JVM reader, the Python source and Parquet, alternating
-           (``--cluster-repeats`` runs, 3 by default: about 15 minutes in
+           (``--cluster-repeats`` runs, 3 by default: about 16 minutes in
            all on 2 shared cores); ``--on local|cluster`` runs one of the
            two; a closing table of the three and their paired ratios;
   decode   rows/s of the same files decoded into Arrow in one process
