@@ -9,14 +9,23 @@
 Workloads (medians of --repeats runs):
 
   read     rows/s through the ``a0`` source's two readers, the JVM one
-           (``format("a0")`` with the jar) and the Python one
-           (``format("a0.python")``), each with and without the headers
-           column, for 1 M frames of 64 B and 10 k frames of 64 KiB
-           (local[2], consumed by the ``noop`` sink), against Spark reading
-           the same rows exported to Parquet, and against Spark's floor for
-           a Python source (one yielding prebuilt Arrow batches); runs
-           alternating, same Spark session; and the JVM reader with a filter
-           on one topic of four (chunks skipped);
+           (``format("a0")`` with the jar; ``--jar`` names another build of
+           it) and the Python one (``format("a0.python")``), each with and
+           without the headers column, for 1 M frames of 64 B and 10 k frames
+           of 64 KiB (local[2], consumed by the ``noop`` sink), against Spark
+           reading the same rows exported to Parquet, and against Spark's
+           floor for a Python source (one yielding prebuilt Arrow batches);
+           runs alternating, same Spark session; with each, the CPU seconds
+           of the driver's JVM (all of a JVM read on local[2], steadier than
+           wall time on a loaded machine); the JVM reader's chunk bytes
+           read with a filter on one topic of four and on the first quarter
+           of the recording's time (chunks skipped); then the same rows on a
+           standalone cluster started here (a master and two workers of one
+           core, tests/helpers/spark_cluster.py; this process the driver):
+           the JVM reader, the Python source and Parquet, alternating
+           (``--cluster-repeats`` runs, 3 by default: about 16 minutes in
+           all on 2 shared cores); ``--on local|cluster`` runs one of the
+           two; a closing table of the three and their paired ratios;
   read-foreign
            rows/s of the JVM reader (``format("a0")``) on an MCAP file of
            raw 64 B messages on 4 channels written by the official ``mcap``
@@ -99,7 +108,7 @@ def make_recording(directory, frames, payload_size, topics=4, batch=4096):
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
 
 
-def spark_session():
+def spark_session(master="local[2]", jar=None, **conf):
     """The session of the reads: the JVM reader's jar on its classpath (it
     takes the name ``a0``), the Python source registered as ``a0.python``."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -107,10 +116,13 @@ def spark_session():
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("a0py-bench")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.memory", "2g").config("spark.jars", jar_path()).getOrCreate())
+    builder = (SparkSession.builder.master(master).appName("a0py-bench")
+               .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.driver.memory", "2g").config("spark.jars", jar or jar_path()))
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
@@ -176,90 +188,190 @@ def timed(fn, repeats):
     return statistics.median(times), times
 
 
-def bench_read(args, results):
-    spark = spark_session()
+def noop(df):
+    """Reads ``df`` to the end in Spark (the ``noop`` sink): no row leaves the JVM."""
+    df.write.format("noop").mode("overwrite").save()
+
+
+def jvm_cpu(spark):
+    """A function giving the CPU seconds (user + system) the driver's JVM has
+    used: on local[2] all of a read but a Python source's Python workers."""
+    pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+    return cpu
+
+
+def alternate(readers, repeats, cpu=None):
+    """Each reader once to warm up, then ``repeats`` rounds of all of them in
+    turn (the machine's load drifts: each round sees about the same
+    conditions). Returns the seconds of each run by reader, and with
+    ``cpu`` (a clock) the CPU seconds of each run by reader."""
+    for fn in readers.values():
+        fn()
+    runs = {k: [] for k in readers}
+    cpus = {k: [] for k in readers}
+    for _ in range(repeats):
+        for k, fn in readers.items():
+            c = cpu() if cpu else 0.0
+            runs[k].append(timed(fn, 1)[0])
+            cpus[k].append(cpu() - c if cpu else 0.0)
+    return runs, cpus
+
+
+def figures(runs, frames, size):
+    """rows/s and MB/s of payload (medians), each reader's runs, and the JVM
+    reader's paired ratios (median over rounds of the other's time over the
+    JVM reader's)."""
+    row = {}
+    for k, v in runs.items():
+        med = statistics.median(v)
+        row[f"{k}_rows_per_s"] = frames / med
+        row[f"{k}_MB_per_s"] = frames * size / med / 1e6
+        row[f"{k}_runs_s"] = v
+    for other in ("parquet", "python"):
+        row[f"jvm_over_{other}_paired"] = statistics.median(o / j for j, o in zip(runs["jvm"], runs[other]))
+    return row
+
+
+def print_figures(title, row, readers):
+    print(title, flush=True)
+    for k in readers:
+        cpu = f"  {row[f'{k}_jvm_cpu_s']:6.2f} s of the JVM's CPU" if f"{k}_jvm_cpu_s" in row else ""
+        print(f"    {k:>18}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s  {row[f'{k}_MB_per_s']:8.1f} MB/s "
+              f"of payload{cpu}", flush=True)
+    print(f"    JVM reader / Parquet (rows/s, paired runs): {row['jvm_over_parquet_paired']:.2f}x; "
+          f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x", flush=True)
+
+
+def read_fn(spark, fmt, path, **opts):
+    def run():
+        r = spark.read.format(fmt)
+        for k, v in opts.items():
+            r = r.option(k, v)
+        noop(r.load(path))
+    return run
+
+
+def read_local(args, results, recs):
+    """local[2]: the two readers, with and without headers, Parquet and the
+    floor; then the JVM reader's chunk bytes with a selective filter."""
+    from pyspark.sql import functions as F
+
+    spark = spark_session(jar=args.jar)
     spark.dataSource.register(floor_source())
-    work = tempfile.mkdtemp(prefix="a0py-bench-")
     try:
-        for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
-            rec = os.path.join(work, f"rec-{size}")
-            t = time.perf_counter()
-            disk = make_recording(rec, frames, size)
-            made = time.perf_counter() - t
-            pq = os.path.join(work, f"pq-{size}")
-            spark.read.format("a0").load(rec).write.parquet(pq)
-            spark.read.format("a0").load(rec).write.format("noop").mode("overwrite").save()  # warm up
-            spark.read.parquet(pq).write.format("noop").mode("overwrite").save()
-            # Alternate the two readers run by run: the machine's load drifts, and
-            # each pair then sees about the same conditions.
+        for name, frames, size, rec, pq, disk in recs:
+            if not os.path.exists(pq):
+                spark.read.format("a0").load(rec).write.parquet(pq)
             parts = spark.read.format("a0").load(rec).rdd.getNumPartitions()
 
             def floor(rec=rec, parts=parts, frames=frames, headers="true"):
-                return (spark.read.format("a0floor").option("rows", frames).option("parts", parts)
-                        .option("headers", headers).load(rec).write.format("noop").mode("overwrite").save())
-
-            def floor_flat(rec=rec, parts=parts, frames=frames):
-                return floor(rec, parts, frames, "false")
-
-            floor()
-            floor_flat()
-
-            def read(fmt, rec=rec, **opts):
-                def run():
-                    r = spark.read.format(fmt)
-                    for k, v in opts.items():
-                        r = r.option(k, v)
-                    r.load(rec).write.format("noop").mode("overwrite").save()
-                return run
+                noop(spark.read.format("a0floor").option("rows", frames).option("parts", parts)
+                     .option("headers", headers).load(rec))
 
             readers = {
-                "jvm": read("a0"), "python": read("a0.python"),
-                "parquet": lambda pq=pq: spark.read.parquet(pq).write.format("noop").mode("overwrite").save(),
-                "jvm_no_headers": read("a0", headers="false"), "python_no_headers": read("a0.python", headers="false"),
-                "floor": floor, "floor_no_headers": floor_flat,
+                "jvm": read_fn(spark, "a0", rec), "python": read_fn(spark, "a0.python", rec),
+                "parquet": lambda pq=pq: noop(spark.read.parquet(pq)),
+                "jvm_no_headers": read_fn(spark, "a0", rec, headers="false"),
+                "python_no_headers": read_fn(spark, "a0.python", rec, headers="false"),
+                "floor": floor, "floor_no_headers": lambda floor=floor: floor(headers="false"),
             }
-            for fn in readers.values():
-                fn()  # warm up
-            runs = {k: [] for k in readers}
-            # Alternate the readers run by run: the machine's load drifts, and
-            # each round then sees about the same conditions.
-            for _ in range(args.repeats):
-                for k, fn in readers.items():
-                    runs[k].append(timed(fn, 1)[0])
-            med = {k: statistics.median(v) for k, v in runs.items()}
-            row = {"frames": frames, "payload": size, "mcap_bytes": disk, "write_s": made, "partitions": parts}
-            for k in readers:
-                row[f"{k}_rows_per_s"] = frames / med[k]
-                row[f"{k}_MB_per_s"] = frames * size / med[k] / 1e6
-                row[f"{k}_runs_s"] = runs[k]
-            row["jvm_over_parquet_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["parquet"]))
-            row["jvm_over_python_paired"] = statistics.median(p / j for j, p in zip(runs["jvm"], runs["python"]))
-            # a selective filter (one topic of four): the chunks of the others are not read
-            def one_topic(rec=rec):
-                return spark.read.format("a0").load(rec).filter("topic = 'bench/t0'")
-
-            sel = statistics.median(timed(lambda: one_topic().write.format("noop").mode("overwrite").save(), 1)[0]
-                                    for _ in range(args.repeats))
-            row["jvm_topic_filter_s"] = sel
-            row["jvm_topic_filter_rows"] = one_topic().count()
-            row["jvm_bytes_read_whole"] = read_metrics(spark.read.format("a0").load(rec))["chunkBytesRead"]
-            row["jvm_bytes_read_topic_filter"] = read_metrics(one_topic())["chunkBytesRead"]
+            runs, cpus = alternate(readers, args.repeats, jvm_cpu(spark))
+            row = {"frames": frames, "payload": size, "mcap_bytes": disk, "partitions": parts, **figures(runs, frames,
+                                                                                                        size)}
+            for k, v in cpus.items():
+                row[f"{k}_jvm_cpu_s"] = statistics.median(v)
+            # Selective filters: one topic of four, and the first quarter of the
+            # recording's time (the chunks of the rest are not read).
+            whole = spark.read.format("a0").load(rec)
+            lo, hi = whole.agg(F.min("time_wall"), F.max("time_wall")).first()
+            cut = lo + (hi - lo) / 4
+            filters = {"none": lambda df: df, "topic": lambda df: df.filter("topic = 'bench/t0'"),
+                       "time": lambda df, cut=cut: df.filter(F.col("time_wall") < F.lit(cut))}
+            for k, f in filters.items():
+                df = f(spark.read.format("a0").load(rec))
+                row[f"filter_{k}_rows"] = df.count()
+                row[f"filter_{k}_chunk_bytes"] = read_metrics(f(spark.read.format("a0").load(rec)))["chunkBytesRead"]
+                row[f"filter_{k}_s"] = statistics.median(
+                    timed(lambda f=f, rec=rec: noop(f(spark.read.format("a0").load(rec))), 1)[0]
+                    for _ in range(args.repeats))
             results[f"read {name}"] = row
-            print(f"read {name:>7} ({frames} frames, {disk / 1e6:.1f} MB MCAP, {parts} partitions; medians of "
-                  f"{args.repeats}):", flush=True)
-            for k in readers:
-                print(f"    {k:>18}: {row[f'{k}_rows_per_s'] / 1e6:6.2f} M rows/s  {row[f'{k}_MB_per_s']:8.1f} MB/s "
-                      f"of payload", flush=True)
-            print(f"    JVM reader / Parquet (rows/s, paired runs): {row['jvm_over_parquet_paired']:.2f}x; "
-                  f"JVM / Python source: {row['jvm_over_python_paired']:.2f}x\n"
-                  f"    one topic of four by filter ({row['jvm_topic_filter_rows']} rows): {sel:.2f} s against "
-                  f"{med['jvm']:.2f} s, chunk bytes read {row['jvm_bytes_read_topic_filter'] / 1e6:.1f} MB against "
-                  f"{row['jvm_bytes_read_whole'] / 1e6:.1f} MB", flush=True)
+            print_figures(f"read {name:>7}, local[2] ({frames} frames, {disk / 1e6:.1f} MB MCAP, {parts} partitions; "
+                          f"medians of {args.repeats}):", row, readers)
+            for k, what in (("topic", "one topic of four"), ("time", "the first quarter of the time")):
+                print(f"    filter on {what} ({row[f'filter_{k}_rows']} rows): {row[f'filter_{k}_s']:.2f} s against "
+                      f"{row['filter_none_s']:.2f} s, chunk bytes read {row[f'filter_{k}_chunk_bytes'] / 1e6:.1f} MB "
+                      f"against {row['filter_none_chunk_bytes'] / 1e6:.1f} MB", flush=True)
             d_s, _ = timed(lambda rec=rec: read_table(rec), args.repeats)
             results[f"decode {name}"] = {"rows_per_s": frames / d_s}
             print(f"decode {name:>5}: {frames / d_s / 1e6:6.2f} M rows/s in one process (read_table)", flush=True)
     finally:
         spark.stop()
+
+
+def read_cluster(args, results, recs, work):
+    """A standalone cluster on this machine: a master and two workers of one
+    core each (the suite's cluster, tests/helpers/spark_cluster.py), this
+    process the driver; the JVM reader (its jar shipped by spark.jars), the
+    Python source and Parquet, alternating."""
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from helpers.spark_cluster import standalone_cluster
+
+    with standalone_cluster(os.path.join(work, "cluster"), workers=2, cores=1, memory="2g") as (master, env):
+        spark = spark_session(master, jar=args.jar, **{
+            "spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "1g",
+            "spark.executorEnv.PYTHONPATH": env["PYTHONPATH"], "spark.executorEnv.PYSPARK_PYTHON": sys.executable})
+        try:
+            end = time.monotonic() + 180
+            while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
+                if time.monotonic() > end:
+                    raise RuntimeError(f"the cluster's two executors did not register in 180 s (logs in {work})")
+                time.sleep(0.5)
+            for name, frames, size, rec, pq, disk in recs:
+                if not os.path.exists(pq):
+                    spark.read.format("a0").load(rec).write.parquet(pq)
+                readers = {"jvm": read_fn(spark, "a0", rec), "python": read_fn(spark, "a0.python", rec),
+                           "parquet": lambda pq=pq: noop(spark.read.parquet(pq))}
+                runs, _ = alternate(readers, args.cluster_repeats)
+                row = {"frames": frames, "payload": size, "mcap_bytes": disk, **figures(runs, frames, size)}
+                results[f"read {name} cluster"] = row
+                print_figures(f"read {name:>7}, standalone cluster, 2 workers x 1 core ({frames} frames; medians of "
+                              f"{args.cluster_repeats}):", row, readers)
+        finally:
+            spark.stop()
+
+
+def bench_read(args, results):
+    work = tempfile.mkdtemp(prefix="a0py-bench-")
+    try:
+        recs = []
+        for name, frames, size in (("64 B", args.small, 64), ("64 KiB", args.large, 64 * KiB)):
+            rec = os.path.join(work, f"rec-{size}")
+            disk = make_recording(rec, frames, size)
+            recs.append((name, frames, size, rec, os.path.join(work, f"pq-{size}"), disk))
+        if args.on in ("local", "both"):
+            read_local(args, results, recs)
+        if args.on in ("cluster", "both"):
+            read_cluster(args, results, recs, work)
+        # The closing table: rows/s (MB/s of payload at 64 KiB), paired ratios.
+        print("\n| rows | Spark | JVM reader | Python source | Parquet | JVM / Python | JVM / Parquet |\n"
+              "|---|---|---:|---:|---:|---:|---:|")
+        for name, frames, size, *_ in recs:
+            for where, key in (("local[2]", f"read {name}"), ("cluster, 2 workers", f"read {name} cluster")):
+                row = results.get(key)
+                if row is None:
+                    continue
+                unit = ("M rows/s", 1e6, "rows_per_s") if size < KiB else ("MB/s", 1, "MB_per_s")
+                cells = " | ".join(f"{row[f'{k}_{unit[2]}'] / unit[1]:,.2f} {unit[0]}" for k in
+                                   ("jvm", "python", "parquet"))
+                print(f"| {frames:,} x {name} | {where} | {cells} | {row['jvm_over_python_paired']:.2f}x | "
+                      f"{row['jvm_over_parquet_paired']:.2f}x |", flush=True)
+    finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -574,6 +686,12 @@ def main():
     ap.add_argument("--rate", type=float, default=None,
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument("--on", choices=("local", "cluster", "both"), default="both",
+                    help="read: on local[2], on a standalone cluster of two workers started here, or both (default)")
+    ap.add_argument("--cluster-repeats", type=int, default=3,
+                    help="read: runs of each reader on the cluster (default 3: the Python source takes about a "
+                         "minute a run there for 1 M rows)")
+    ap.add_argument("--jar", help="read: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
     args = ap.parse_args()
     unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "latency"})
     if unknown:
@@ -581,7 +699,7 @@ def main():
                  "jsoncap, decode, latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
-        args.repeats, args.seconds = 1, 2.0
+        args.repeats, args.cluster_repeats, args.seconds = 1, 1, 2.0
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,

@@ -10,4 +10,6 @@ through ``pythonpath`` in pyproject.toml's pytest settings.
 - :mod:`helpers.mcap_data`: packets and MCAP segments with known contents.
 - :mod:`helpers.cffi_core`: the C core compiled as a cffi extension.
 - :mod:`helpers.broker_ops`: what the broker engine's random tests draw from.
+- :mod:`helpers.spark_cluster`: a Spark standalone cluster on 127.0.0.1 (also used by
+  ``bench/spark.py read``).
 """

@@ -9,7 +9,6 @@ the same read on a standalone cluster."""
 import datetime
 import os
 import pkgutil
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import time
 import pytest
 from helpers.mcap_data import EPOCH, T0, cut, flip_byte, write_segment
 from helpers.procs import REPO
+from helpers.spark_cluster import standalone_cluster
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
@@ -311,7 +311,6 @@ def test_evicted_frames_are_data_loss(spark, live_root):
 
 # -- a standalone cluster ------------------------------------------------------------
 
-QUICK_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 CLUSTER = textwrap.dedent("""
     import os, sys, time
     from a0py.spark import reader_in_use, session
@@ -342,57 +341,13 @@ CLUSTER = textwrap.dedent("""
 """)
 
 
-def _free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_the_same_read_runs_on_a_standalone_cluster_through_both_readers(recs, tmp_path):
-    import pyspark
-
     d, exp = recs
-    home = os.path.dirname(pyspark.__file__)
-    spark_class = os.path.join(home, "bin", "spark-class")
-    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(tmp_path), SPARK_WORKER_DIR=str(tmp_path / "work"),
-               # Five JVMs on two cores: small heaps, the quick JIT tier only.
-               SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS=QUICK_JVM,
-               PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    port = _free_port()
-    master_url = f"spark://127.0.0.1:{port}"
-    procs = []
-    logs = []
-    try:
-        log = open(tmp_path / "master.log", "w")  # noqa: SIM115 - closed below
-        logs.append(log)
-        procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                       "--port", str(port), "--webui-port", str(_free_port())],
-                                      env=env, stdout=log, stderr=subprocess.STDOUT))
-        for i in range(2):
-            log = open(tmp_path / f"worker{i}.log", "w")  # noqa: SIM115 - closed below
-            logs.append(log)
-            procs.append(subprocess.Popen([spark_class, "org.apache.spark.deploy.worker.Worker", master_url,
-                                           "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
-                                           "--webui-port", str(_free_port()), "--work-dir", str(tmp_path / f"w{i}")],
-                                          env=env, stdout=log, stderr=subprocess.STDOUT))
+    with standalone_cluster(tmp_path) as (master_url, env):
         r = subprocess.run([sys.executable, "-c", CLUSTER, d, master_url], env=env, capture_output=True, text=True,
                            timeout=420)
-        assert r.returncode == 0, r.stdout + r.stderr[-3000:]
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        for log in logs:
-            log.close()
-        shutil.rmtree(tmp_path / "work", ignore_errors=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
     out = dict(line.split(" ", 1) for line in r.stdout.splitlines() if line.split(" ", 1)[0] in
                ("PARTITIONS", "COUNTS", "PYCOUNTS", "READERS", "EXECUTORS"))
     want = {}

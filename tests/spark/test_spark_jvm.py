@@ -183,6 +183,47 @@ def test_a_recorders_segment_with_evictions_reads_the_same_through_both(spark, p
     assert jvm_rows == py_rows
 
 
+# -- standard headers: values at every decimal width, writers taking turns -----------
+
+EDGES = [0, 9, 10, 99, 100, 999_999, 10**9, 10**18 - 1, 10**18, 2**63 - 1, 2**63, 2**64 - 1]
+
+
+def test_standard_headers_render_alike_for_every_width_and_writer(spark, python_source, tmp_path):
+    """Each batch holds the standard keys, a writer's id and a topic's name
+    once, and rows point at them: rows of several chunks, two topics taking
+    turns in a chunk, writers changing from packet to packet and back, and
+    u64 values at every decimal width (2**63 and up included) read the same
+    through both readers, and as the packets say."""
+    import uuid
+
+    import numpy as np
+    from helpers.mcap_data import encode_std_packet
+
+    from a0py.recording import SegmentWriter
+
+    writers = [uuid.uuid5(uuid.NAMESPACE_DNS, w) for w in ("a", "b", "c")]
+    turn = [0, 0, 1, 0, 2, 2, 2, 1]
+    path = str(tmp_path / "std.mcap")
+    w = SegmentWriter(path, chunk_bytes=4096)
+    want = {}
+    for i in range(400):
+        topic = ("x", "y")[i % 3 == 0]
+        v = EDGES[i % len(EDGES)]
+        mono, wall, wseq, seq = v, EDGES[(i + 3) % len(EDGES)], EDGES[(i + 5) % len(EDGES)], 1 + i
+        wid = writers[turn[i % len(turn)]]
+        extra = [("k", str(i)), ("ключ", "значение")] if i % 4 == 0 else []
+        w.write_packets(topic, np.array([seq]), [encode_std_packet(seq, wall, mono, wseq, wid.bytes, extra, b"p")],
+                        10**18 + i)
+        want[(topic, seq)] = {"a0_time_mono": str(mono), "a0_time_wall": str(wall), "a0_writer_id": str(wid),
+                              "a0_writer_seq": str(wseq), "a0_transport_seq": str(seq), **dict(extra)}
+    w.close()
+    assert len(_mcap.read_layout(path).chunks) > 4
+    (_, jvm_rows), (_, py_rows) = both(spark, python_source, path)
+    assert jvm_rows == py_rows
+    got = {(d["topic"], d["seq"]): dict(d["headers"]) for d in map(dict, jvm_rows)}  # collect() keeps no order
+    assert got == want
+
+
 # -- damaged files ------------------------------------------------------------------
 
 

@@ -69,9 +69,27 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private static final byte[][] STD_KEYS = {
     bytes("a0_time_mono"), bytes("a0_time_wall"), bytes("a0_writer_id"), bytes("a0_writer_seq"),
     bytes("a0_transport_seq")};
+  // The five standard keys one after another: each batch holds them once, and
+  // every row's standard entries point at them.
+  private static final byte[] STD_KEY_BYTES = bytes("a0_time_monoa0_time_walla0_writer_ida0_writer_seq"
+      + "a0_transport_seq");
+  private static final int[] STD_KEY_AT = {0, 12, 24, 36, 49};
   private static final byte[] K_SEQ = STD_KEYS[4];
   private static final byte[] K_MONO = STD_KEYS[0];
   private static final byte[] HEX = bytes("0123456789abcdef");
+  private static final byte[] DIGIT_PAIRS = new byte[200];
+  private static final long[] POW10 = new long[19];
+
+  static {
+    for (int i = 0; i < 100; i++) {
+      DIGIT_PAIRS[2 * i] = (byte) ('0' + i / 10);
+      DIGIT_PAIRS[2 * i + 1] = (byte) ('0' + i % 10);
+    }
+    POW10[0] = 1;
+    for (int i = 1; i < POW10.length; i++) {
+      POW10[i] = POW10[i - 1] * 10;
+    }
+  }
   private static final ObjectMapper JSON = new ObjectMapper();
 
   private final A0Scan.Partition part;
@@ -107,7 +125,16 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       return size() > 2 * A0Scan.COMPANIONS;
     }
   };
-  private final byte[] scratch = new byte[64];
+  private final byte[] scratch = new byte[128];
+  // Per batch: where bytes written once sit in the string columns' byte
+  // buffers, for later rows to point at (-1: not yet in this batch).
+  private int stdKeysAt;
+  private int writerIdAt;
+  private long writerIdHi;
+  private long writerIdLo;
+  private int batchStamp;
+  private int[] topicStamp; // by channel id: the batch that holds its topic's bytes
+  private int[] topicAt;
   private long bytesRead;
   private long chunksRead;
 
@@ -490,6 +517,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       v.reset();
       v.reserve(Math.max(total, 1));
     }
+    stdKeysAt = -1;
+    writerIdAt = -1;
+    batchStamp++;
     for (int r = 0; r < frames; r++) {
       int i = rowMsg[r];
       int o = msgs[i];
@@ -498,7 +528,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       byte kind = rowKind[r];
       Chan ch = channels.get(McapLayout.le16(recs, o + 9));
       if (cTopic >= 0) {
-        vectors[cTopic].putByteArray(r, ch.topicBytes, 0, ch.topicBytes.length);
+        putTopic(vectors[cTopic], r, McapLayout.le16(recs, o + 9));
       }
       if (cSeq >= 0) {
         if (kind == ROW_RAW) {
@@ -519,10 +549,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       if (cHeaders >= 0) {
         if (kind == ROW_PACKET) {
-          putHeaders(vectors[cHeaders], r, recs, p, where + ", message " + i);
+          putHeaders(vectors[cHeaders], r, recs, p, where, i);
         } else if (kind == ROW_JOINED) {
           putHeaders(vectors[cHeaders], r, rowHdrBuf[r], rowHdrOff[r] + McapLayout.MESSAGE_FIXED,
-              where + ", message " + i + " (its headers message)");
+              where + " (the headers message of payload message " + i + ")", i);
         } else {
           vectors[cHeaders].putNull(r);
         }
@@ -749,78 +779,153 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     return v;
   }
 
-  /** Writes the decimal of an unsigned 64-bit value into scratch; returns its length. */
-  private int putDec(long unsigned) {
+  /**
+   * Row r's topic: the channel's topic bytes are copied into the column once a
+   * batch, and each row of the channel points at them.
+   */
+  private void putTopic(OnHeapColumnVector v, int r, int channel) {
+    if (topicStamp == null) {
+      topicStamp = new int[1 << 16];
+      topicAt = new int[1 << 16];
+    }
+    byte[] t = channels.get(channel).topicBytes;
+    if (topicStamp[channel] != batchStamp) {
+      topicAt[channel] = v.arrayData().appendBytes(t.length, t, 0);
+      topicStamp[channel] = batchStamp;
+    }
+    v.putArray(r, topicAt[channel], t.length);
+  }
+
+  /** Writes the decimal of an unsigned 64-bit value into scratch at {@code at}; returns where it ends. */
+  private int putDec(int at, long unsigned) {
     if (unsigned < 0) {
       String s = Long.toUnsignedString(unsigned);
       for (int i = 0; i < s.length(); i++) {
-        scratch[i] = (byte) s.charAt(i);
+        scratch[at + i] = (byte) s.charAt(i);
       }
-      return s.length();
+      return at + s.length();
     }
-    int n = 1;
-    for (long v = unsigned; v >= 10; v /= 10) {
+    // digits: log10 from the bit length (1233 / 4096 ~ log10(2)), corrected by one compare
+    int n = ((64 - Long.numberOfLeadingZeros(unsigned)) * 1233 >>> 12) + 1;
+    if (n < 19 && unsigned >= POW10[n]) {
       n++;
+    } else if (n > 1 && unsigned < POW10[n - 1]) {
+      n--;
     }
+    int end = at + n;
+    int i = end;
     long v = unsigned;
-    for (int i = n - 1; i >= 0; i--) {
-      scratch[i] = (byte) ('0' + (int) (v % 10));
-      v /= 10;
+    while (v >= 100_000_000L) { // eight digits at a time in int arithmetic
+      long q = v / 100_000_000L;
+      int r = (int) (v - q * 100_000_000L);
+      for (int k = 0; k < 4; k++) {
+        int r2 = r / 100;
+        int d = (r - r2 * 100) * 2;
+        scratch[--i] = DIGIT_PAIRS[d + 1];
+        scratch[--i] = DIGIT_PAIRS[d];
+        r = r2;
+      }
+      v = q;
     }
-    return n;
+    int r = (int) v;
+    while (r >= 100) {
+      int r2 = r / 100;
+      int d = (r - r2 * 100) * 2;
+      scratch[--i] = DIGIT_PAIRS[d + 1];
+      scratch[--i] = DIGIT_PAIRS[d];
+      r = r2;
+    }
+    if (r >= 10) {
+      scratch[--i] = DIGIT_PAIRS[2 * r + 1];
+      scratch[--i] = DIGIT_PAIRS[2 * r];
+    } else {
+      scratch[--i] = (byte) ('0' + r);
+    }
+    return end;
   }
 
-  private void putHeaders(OnHeapColumnVector map, int row, byte[] b, int p, String where) {
+  /**
+   * Row {@code row}'s headers map: the standard block's five entries (keys
+   * pointing at the batch's one copy of the standard keys, values rendered
+   * together and appended in one copy, a writer id repeated from the row
+   * before pointing at its first rendering), then the packet's own entries,
+   * each checked to be UTF-8. The packet passed {@link #check}: every index
+   * entry and string lies inside it.
+   */
+  private void putHeaders(OnHeapColumnVector map, int row, byte[] b, int p, String where, int msg) {
     WritableColumnVector keys = map.getChild(0);
     WritableColumnVector values = map.getChild(1);
     int start = keys.getElementsAppended();
+    int count = (int) McapLayout.le32(b, p + 24);
+    boolean std = (McapLayout.le16(b, p + 6) & 1) != 0;
     int n = 0;
-    if ((McapLayout.le16(b, p + 6) & 1) != 0) {
-      for (int k = 0; k < 5; k++) {
-        keys.appendByteArray(STD_KEYS[k], 0, STD_KEYS[k].length);
-        int len;
-        if (k == 2) {
-          int o = 0;
-          for (int i = 0; i < 16; i++) {
-            if (i == 4 || i == 6 || i == 8 || i == 10) {
-              scratch[o++] = '-';
-            }
-            int x = b[p + 64 + i] & 0xff;
-            scratch[o++] = HEX[x >> 4];
-            scratch[o++] = HEX[x & 15];
-          }
-          len = 36;
-        } else {
-          len = putDec(McapLayout.le64(b, p + (k == 0 ? 48 : k == 1 ? 56 : k == 3 ? 80 : 88)));
-        }
-        values.appendByteArray(scratch, 0, len);
+    if (std) {
+      keys.reserve(start + 5);
+      values.reserve(start + 5);
+      if (stdKeysAt < 0) {
+        stdKeysAt = keys.arrayData().appendBytes(STD_KEY_BYTES.length, STD_KEY_BYTES, 0);
       }
+      for (int k = 0; k < 5; k++) {
+        keys.putArray(start + k, stdKeysAt + STD_KEY_AT[k], STD_KEYS[k].length);
+      }
+      // scratch: time_mono, time_wall, writer_seq, transport_seq, then (when
+      // new in this batch) the writer id as a UUID
+      int e0 = putDec(0, McapLayout.le64(b, p + 48));
+      int e1 = putDec(e0, McapLayout.le64(b, p + 56));
+      int e3 = putDec(e1, McapLayout.le64(b, p + 80));
+      int e4 = putDec(e3, McapLayout.le64(b, p + 88));
+      long hi = McapLayout.le64(b, p + 64);
+      long lo = McapLayout.le64(b, p + 72);
+      boolean newId = writerIdAt < 0 || hi != writerIdHi || lo != writerIdLo;
+      int end = e4;
+      if (newId) {
+        for (int i = 0; i < 16; i++) {
+          if (i == 4 || i == 6 || i == 8 || i == 10) {
+            scratch[end++] = '-';
+          }
+          int x = b[p + 64 + i] & 0xff;
+          scratch[end++] = HEX[x >> 4];
+          scratch[end++] = HEX[x & 15];
+        }
+      }
+      int at = values.arrayData().appendBytes(end, scratch, 0);
+      if (newId) {
+        writerIdAt = at + e4;
+        writerIdHi = hi;
+        writerIdLo = lo;
+      }
+      values.putArray(start, at, e0);
+      values.putArray(start + 1, at + e0, e1 - e0);
+      values.putArray(start + 2, writerIdAt, 36);
+      values.putArray(start + 3, at + e1, e3 - e1);
+      values.putArray(start + 4, at + e3, e4 - e3);
+      keys.addElementsAppended(5);
+      values.addElementsAppended(5);
       n = 5;
     }
-    long count = McapLayout.le32(b, p + 24);
     for (int j = 0; j < count; j++) {
       int e = p + INDEX_OFF + 16 * j;
       int ko = p + (int) McapLayout.le32(b, e);
       int kl = (int) McapLayout.le32(b, e + 4);
       int vo = p + (int) McapLayout.le32(b, e + 8);
       int vl = (int) McapLayout.le32(b, e + 12);
-      checkUtf8(b, ko, kl, where, n + j, "key");
-      checkUtf8(b, vo, vl, where, n + j, "value");
+      checkUtf8(b, ko, kl, where, msg, n + j, "key");
+      checkUtf8(b, vo, vl, where, msg, n + j, "value");
       keys.appendByteArray(b, ko, kl);
       values.appendByteArray(b, vo, vl);
     }
-    map.putArray(row, start, n + (int) count);
+    map.putArray(row, start, n + count);
   }
 
-  private static void checkUtf8(byte[] b, int off, int len, String where, int j, String what) {
+  private static void checkUtf8(byte[] b, int off, int len, String where, int msg, int j, String what) {
     for (int i = off; i < off + len; i++) {
       if (b[i] < 0) {
         try {
           StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
               .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(b, off, len));
         } catch (CharacterCodingException e) {
-          throw new RecordingFormatException(where + ": corrupt a0py packet: header " + j + " " + what
-              + " is not UTF-8");
+          throw new RecordingFormatException(where + ", message " + msg + ": corrupt a0py packet: header " + j + " "
+              + what + " is not UTF-8");
         }
         return;
       }

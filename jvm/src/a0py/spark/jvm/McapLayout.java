@@ -5,7 +5,10 @@ import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
@@ -252,16 +255,22 @@ final class McapLayout {
     }
   }
 
+  // Little-endian views of byte arrays: one bounds-checked load a field (an
+  // index past the array throws ArrayIndexOutOfBoundsException, as b[p] does).
+  private static final VarHandle LE16 = MethodHandles.byteArrayViewVarHandle(short[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle LE32 = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final VarHandle LE64 = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+
   static int le16(byte[] b, int p) {
-    return (b[p] & 0xff) | (b[p + 1] & 0xff) << 8;
+    return (short) LE16.get(b, p) & 0xffff;
   }
 
   static long le32(byte[] b, int p) {
-    return (b[p] & 0xffL) | (b[p + 1] & 0xffL) << 8 | (b[p + 2] & 0xffL) << 16 | (b[p + 3] & 0xffL) << 24;
+    return (int) LE32.get(b, p) & 0xffffffffL;
   }
 
   static long le64(byte[] b, int p) {
-    return le32(b, p) | le32(b, p + 4) << 32;
+    return (long) LE64.get(b, p);
   }
 
   static String utf8(byte[] b, int off, int n, String path, long at, String what) {
