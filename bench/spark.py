@@ -5,6 +5,7 @@
     python bench/spark.py read            # only the Spark reads
     python bench/spark.py record capacity # only the recorder
     python bench/spark.py decode          # only the decoder, in this process
+    python bench/spark.py decode-ros2     # decoded ROS 2 Imu rows: Spark, mcap-ros2-support, Parquet
 
 Workloads (medians of --repeats runs):
 
@@ -35,6 +36,17 @@ Workloads (medians of --repeats runs):
            unless --repeats says more;
   decode   rows/s of the same files decoded into Arrow in one process
            (``a0py.spark.read_table``): the part of a read that is a0py's;
+  decode-ros2
+           decoded ROS 2 ``sensor_msgs/msg/Imu`` rows (about 300 B of CDR
+           each; --rows of them, one topic, written by ``mcap-ros2-support``
+           with its defaults): rows/s of (a) Spark ``local[2]`` reading
+           ``format("a0").option("decode", "true")`` (a0py.spark.session();
+           decoded by the Python source), ``select("message.*")`` into the
+           ``noop`` sink; (b) ``mcap_ros2.reader.read_ros2_messages``
+           iterating the file in this process (one field of each message
+           read); (c) Spark reading the same decoded rows from a Parquet copy,
+           same select and sink; alternating, medians of --repeats. Targets:
+           (a) >= 2x (b), (a) within 2x of (c);
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
            from a publisher in another process publishing as fast as it can
            (or paced to --rate frames/s) for --seconds, the topic's arena
@@ -466,6 +478,116 @@ def bench_decode(args, results):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def make_ros2_imu(path, rows):
+    """``rows`` ``sensor_msgs/msg/Imu`` messages on ``/imu`` written by
+    ``mcap-ros2-support`` with its defaults (zstd, 1 MiB chunks), as
+    tests/helpers/foreign.py writes them. Returns bytes on disk."""
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from helpers.foreign import IMU_MSGDEF, IMU_TYPE, T0, imu_value
+    from mcap_ros2.writer import Writer
+
+    with open(path, "wb") as f:
+        w = Writer(f)
+        imu = w.register_msgdef(IMU_TYPE, IMU_MSGDEF)
+        for i in range(rows):
+            log = T0 + i * 10_000_000
+            w.write_message("/imu", imu, imu_value(i, i % 8), log_time=log, publish_time=log, sequence=i)
+        w.finish()
+    return os.path.getsize(path)
+
+
+def bench_decode_ros2(args, results):
+    """Decoded Imu rows: Spark's a0 source with decode=true, against the
+    official ROS 2 reader in one process and Spark reading Parquet."""
+    from mcap_ros2.reader import read_ros2_messages
+    from pyspark.sql import functions as F
+
+    from a0py.spark import reader_in_use, session
+
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
+    work = tempfile.mkdtemp(prefix="a0py-bench-")
+    spark = None
+    try:
+        rows = args.rows
+        path = os.path.join(work, "imu.mcap")
+        t = time.perf_counter()
+        disk = make_ros2_imu(path, rows)
+        made = time.perf_counter() - t
+        spark = session("local[2]", "a0py-bench", **{
+            "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"})
+        spark.sparkContext.setLogLevel("ERROR")
+
+        def decoded():
+            return spark.read.format("a0").option("decode", "true").load(path)
+
+        pq = os.path.join(work, "imu.parquet")
+        decoded().write.parquet(pq)
+        df = decoded()
+        reader = reader_in_use(df)
+        parts = df.rdd.getNumPartitions()
+        # The decode runs: every row has a message, and its fields are the values written.
+        check = df.agg(F.count("message").alias("n"), F.count("decode_error").alias("errors"),
+                       F.sum("message.linear_acceleration.y").alias("ay")).first()
+        pq_check = spark.read.parquet(pq).agg(F.count("message").alias("n"),
+                                              F.sum("message.linear_acceleration.y").alias("ay")).first()
+        want_ay = sum(0.001 * i for i in range(rows))
+
+        def spark_decode():
+            decoded().select("message.*").write.format("noop").mode("overwrite").save()
+
+        def parquet():
+            spark.read.parquet(pq).select("message.*").write.format("noop").mode("overwrite").save()
+
+        def official():
+            n, ay = 0, 0.0
+            with open(path, "rb") as f:
+                for m in read_ros2_messages(f):
+                    ay += m.ros_msg.linear_acceleration.y
+                    n += 1
+            return n, ay
+
+        got_official = official()  # warm up, and the check of (b)
+        readers = {"spark_decode": spark_decode, "read_ros2_messages": official, "parquet": parquet}
+        spark_decode()
+        parquet()  # warm up
+        runs = {k: [] for k in readers}
+        for _ in range(args.ros2_repeats):  # alternating, as in bench_read
+            for k, fn in readers.items():
+                runs[k].append(timed(fn, 1)[0])
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        row = {"rows": rows, "mcap_bytes": disk, "write_s": made, "partitions": parts, "reader": reader,
+               "spark_message_rows": check["n"], "spark_decode_errors": check["errors"],
+               "spark_sum_ay": check["ay"], "parquet_message_rows": pq_check["n"], "parquet_sum_ay": pq_check["ay"],
+               "official_rows": got_official[0], "official_sum_ay": got_official[1], "want_sum_ay": want_ay}
+        for k in readers:
+            row[f"{k}_rows_per_s"] = rows / med[k]
+            row[f"{k}_runs_s"] = runs[k]
+        row["spark_over_official"] = med["read_ros2_messages"] / med["spark_decode"]
+        row["spark_over_parquet"] = med["parquet"] / med["spark_decode"]
+        row["spark_over_official_paired"] = statistics.median(
+            o / s for s, o in zip(runs["spark_decode"], runs["read_ros2_messages"]))
+        row["spark_over_parquet_paired"] = statistics.median(
+            p / s for s, p in zip(runs["spark_decode"], runs["parquet"]))
+        results["decode-ros2"] = row
+        print(f"decode-ros2 ({rows} Imu messages, mcap-ros2-support writer, {disk / 1e6:.1f} MB MCAP, written in "
+              f"{made:.1f} s; {parts} partitions, {reader} reader; medians of {args.ros2_repeats}):", flush=True)
+        for k in readers:
+            print(f"    {k:>20}: {row[f'{k}_rows_per_s'] / 1e3:8.1f} k rows/s  runs "
+                  f"{', '.join(f'{x:.2f}' for x in runs[k])} s", flush=True)
+        print(f"    (a)/(b) Spark decode / read_ros2_messages: {row['spark_over_official']:.2f}x (paired "
+              f"{row['spark_over_official_paired']:.2f}x); (a)/(c) Spark decode / Parquet: "
+              f"{row['spark_over_parquet']:.2f}x (paired {row['spark_over_parquet_paired']:.2f}x)\n"
+              f"    check: Spark {check['n']} messages, {check['errors']} decode errors, sum of "
+              f"linear_acceleration.y {check['ay']:.3f}; Parquet {pq_check['n']}, {pq_check['ay']:.3f}; "
+              f"read_ros2_messages {got_official[0]}, {got_official[1]:.3f}; written {want_ay:.3f}", flush=True)
+    finally:
+        if spark is not None:
+            spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 PUBLISHER = """
 import os, sys, time, a0py
 topic, size, seconds, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
@@ -678,13 +800,15 @@ def bench_latency(args, results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, read-foreign, record, capacity, jsoncap, decode, latency (default: read record "
-                    "capacity)")
+                    help="read, read-foreign, record, capacity, jsoncap, decode, decode-ros2, latency (default: "
+                    "read record capacity)")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=None, help="runs of each reader (default 5; 3 for decode-ros2)")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--rate", type=float, default=None,
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
+    ap.add_argument("--rows", type=int, default=None,
+                    help="decode-ros2: Imu messages in the file (default 200000; 20000 with --quick)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--on", choices=("local", "cluster", "both"), default="both",
                     help="read: on local[2], on a standalone cluster of two workers started here, or both (default)")
@@ -693,17 +817,23 @@ def main():
                          "minute a run there for 1 M rows)")
     ap.add_argument("--jar", help="read: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
     args = ap.parse_args()
-    unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "latency"})
+    unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "decode-ros2",
+                                          "latency"})
     if unknown:
         ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, read-foreign, record, capacity, "
-                 "jsoncap, decode, latency")
+                 "jsoncap, decode, decode-ros2, latency")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.cluster_repeats, args.seconds = 1, 1, 2.0
+    args.ros2_repeats = args.repeats or 3
+    args.repeats = args.repeats or 5
+    if args.rows is None:
+        args.rows = 20_000 if args.quick else 200_000
     results = {"args": vars(args), "cpus": os.cpu_count()}
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,
-         "decode": bench_decode, "latency": bench_latency, "read-foreign": bench_read_foreign}[what](args, results)
+         "decode": bench_decode, "latency": bench_latency, "read-foreign": bench_read_foreign,
+         "decode-ros2": bench_decode_ros2}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
