@@ -54,8 +54,8 @@ def sensor(seconds, rate):
     t0 = time.monotonic()
     n = 0
     while time.monotonic() - t0 < seconds:
-        # JSON text as plain bytes: the Spark stage reads it (typed topics, from
-        # pub_json, are not rows of the a0 source yet; docs/typed.md).
+        # JSON text as plain bytes, parsed by the Spark stage with payload=json
+        # (pub_json would make a typed topic: its decode=true columns, docs/spark.md).
         pub.pub(json.dumps({"n": n, "ax": 0.01 * (n % 100), "gz": -0.5 + (n % 7) / 7}))
         n += 1
         time.sleep(max(0.0, t0 + n * period - time.monotonic()))
