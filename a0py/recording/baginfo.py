@@ -91,7 +91,10 @@ def _decoding(channel, schema):
             return True, None
         except RecordingFormatError as e:
             return False, f"{RAW_NOTE}: its schema does not parse ({e})"
-        except RecordingOptionError:  # DecodeUnsupported: an encoding a0py does not decode
+        except RecordingOptionError as e:  # DecodeUnsupported: an encoding a0py does not decode
+            package, extra = getattr(e, "package", None), getattr(e, "extra", None)
+            if package:  # DecoderMissing: a0py decodes it, with a library not installed here
+                return False, f"{RAW_NOTE}: decoding it needs {package}, pip install 'a0py[{extra}]'"
             return False, RAW_NOTE
         except A0Error:
             pass  # anything else (a decoder's extra not installed): the table below answers

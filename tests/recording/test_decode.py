@@ -443,3 +443,45 @@ def test_decoders_are_decoder_instances_with_a_readable_repr(tmp_path):
     dec, _ = channels(w.path)["/all"]
     assert isinstance(dec, Decoder) and ALL_TYPES_TYPE in repr(dec) and "/all" in repr(dec)
     assert ALL_TYPES_MSGDEF  # the schema the writer registered
+
+
+_WITHOUT = r"""
+import importlib.abc, json, sys
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("google", "rosbags"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+sys.meta_path.insert(0, Hide())
+from mcap.reader import make_reader
+from a0py.recording.decode import DecoderMissing, decoder_for
+from a0py.recording.baginfo import bag_info
+out = {}
+for path in sys.argv[1:]:
+    with open(path, "rb") as f:
+        s, c, m = next(iter(make_reader(f).iter_messages()))
+    try:
+        decoder_for(c.topic, s.name, s.encoding, s.data, c.message_encoding)
+        out[path] = None
+    except DecoderMissing as e:
+        out[path] = [e.package, e.extra, str(e)]
+print(json.dumps(out))
+"""
+
+
+def test_a_decoder_whose_library_is_missing_names_the_package_not_the_schema(tmp_path):
+    """Without protobuf or rosbags installed (hidden from a child interpreter),
+    a protobuf or ROS 2 channel is DecoderMissing naming the package and the
+    extra to install (the schema is not at fault), and JSON still decodes."""
+    import subprocess
+    import sys
+
+    pb = write_protobuf_mcap(str(tmp_path / "pb.mcap"), n=3).path
+    ros = write_ros2_mcap(str(tmp_path / "ros.mcap"), n=3, extra_string_topic=False).path
+    js = write_mcap_json(str(tmp_path / "j.mcap"), n=3).path
+    got = subprocess.run([sys.executable, "-c", _WITHOUT, pb, ros, js], capture_output=True, text=True,
+                         timeout=120, check=True)
+    out = json.loads(got.stdout)
+    assert out[pb][:2] == ["protobuf", "typed"] and "channel '/pb/log'" in out[pb][2]
+    assert out[ros][:2] == ["rosbags", "ros"] and "pip install 'a0py[ros]'" in out[ros][2]
+    assert out[js] is None

@@ -20,7 +20,7 @@ package; each encoding imports its library when a decoder is made for it."""
 from __future__ import annotations
 
 from .base import Decoder
-from .errors import DecodeError, DecodeUnsupported
+from .errors import DecodeError, DecoderMissing, DecodeUnsupported
 
 _ROS = {("cdr", "ros2msg"), ("cdr", "ros2idl"), ("ros1", "ros1msg")}
 
@@ -50,10 +50,12 @@ def decoder_for(channel_topic, schema_name, schema_encoding, schema_data, messag
 
             return JsonDecoder(channel_topic, schema_name, schema_data)
     elif message_encoding == "protobuf" and schema_encoding == "protobuf":
+        _needs(what, "google.protobuf", "protobuf", "typed")
         from .protobuf import ProtobufDecoder
 
         return ProtobufDecoder(channel_topic, schema_name, schema_data)
     elif (message_encoding, schema_encoding) in _ROS:
+        _needs(what, "rosbags", "rosbags", "ros")
         from .ros import RosDecoder
 
         return RosDecoder(channel_topic, schema_name, schema_encoding, schema_data, message_encoding)
@@ -62,4 +64,20 @@ def decoder_for(channel_topic, schema_name, schema_encoding, schema_data, messag
         f"ros1msg, protobuf, json with or without jsonschema); read it with decode=false to get its bytes")
 
 
-__all__ = ["DecodeError", "DecodeUnsupported", "Decoder", "decoder_for"]
+def _needs(what, module, package, extra):
+    """Raises :class:`DecodeUnsupported` naming the channel and the package to
+    install when ``module`` (the decoder's library) is not importable: the
+    schema is not at fault, and the channel still reads as bytes."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ImportError:  # a parent package (google) missing
+        found = False
+    if not found:
+        raise DecoderMissing(
+            f"{what}: decoding it needs {package}, which is not installed here (pip install 'a0py[{extra}]'); "
+            "read it with decode=false to get its bytes", package, extra)
+
+
+__all__ = ["DecodeError", "DecodeUnsupported", "Decoder", "DecoderMissing", "decoder_for"]

@@ -17,4 +17,14 @@ class DecodeUnsupported(RecordingOptionError):
     channel and the encoding; reading without decoding still gives its bytes."""
 
 
-__all__ = ["DecodeError", "DecodeUnsupported"]
+class DecoderMissing(DecodeUnsupported):
+    """The library that decodes a channel's encoding (``package``, from
+    a0py's extra ``extra``) is not installed here."""
+
+    def __init__(self, message, package, extra):
+        super().__init__(message)
+        self.package = package
+        self.extra = extra
+
+
+__all__ = ["DecodeError", "DecodeUnsupported", "DecoderMissing"]
