@@ -669,6 +669,11 @@ def test_the_server_side_bridge_killed_fails_an_accepted_call(machines, bridges,
     client = RpcClient(Topic("svc/far", root=a), wait_for_server=LINK_S)
     accepted = client.send(b"hold")
     wait_for(b, "svc/far/held", 1)
+    # The server writes its accept before it publishes `held`; `held` seen on this
+    # side (bridged by the same bridge) means that bridge has been forwarding since:
+    # killed before the accept crossed, the call would rightly wait for the next
+    # server instead of failing.
+    wait_for(a, "svc/far/held", 1, timeout=LINK_S)
     bb.kill()
     with pytest.raises(RpcServerDiedError):
         accepted.result(LINK_S)
