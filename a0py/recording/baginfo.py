@@ -23,7 +23,7 @@ from ..errors import A0Error
 from . import reader
 from .errors import RecordingFormatError, RecordingOptionError
 from .format import (
-    JSON_TOPIC_PREFIX,
+    KIND_FOREIGN,
     KIND_GAP,
     KIND_HEADERS,
     KIND_PACKET,
@@ -33,9 +33,9 @@ from .format import (
     PACKET_ENCODING,
     PACKET_SCHEMA,
     SEGMENT_METADATA,
-    TOPIC_KEY,
     channel_kind,
     headers_topic,
+    is_json_copy,
 )
 from .frames import recorded_seqs
 from .reader import SHM_PREFIX, expand_paths
@@ -43,7 +43,6 @@ from .reader import SHM_PREFIX, expand_paths
 # What a channel is, in bag info's words: a0py's kinds (format.channel_kind),
 # a0py's JSON copy of a topic, and any other channel.
 KIND_JSON_COPY = "json_copy"
-KIND_FOREIGN = "foreign"
 A0PY_KINDS = (KIND_PACKET, KIND_TYPED, KIND_HEADERS, KIND_GAP, KIND_JSON_COPY)
 RAW_NOTE = "read as raw bytes"
 # The (message encoding, schema encoding) pairs a0py decodes into fields
@@ -55,13 +54,10 @@ _DECODED = {("protobuf", "protobuf"), ("cdr", "ros2msg"), ("cdr", "ros2idl"), ("
 def bag_channel_kind(channel):
     """The kind of ``channel``: one of a0py's (``packet``, ``typed``,
     ``headers``, ``gap``, ``json_copy``) or ``foreign`` for any other
-    channel (``format.channel_kind``'s None and ``foreign`` alike)."""
-    kind = channel_kind(channel)
-    if kind in (KIND_PACKET, KIND_TYPED, KIND_HEADERS, KIND_GAP):
-        return kind
-    if channel.topic.startswith(JSON_TOPIC_PREFIX) and TOPIC_KEY in channel.metadata:
+    channel (``format.channel_kind``, with ``format.is_json_copy`` told apart)."""
+    if is_json_copy(channel):
         return KIND_JSON_COPY
-    return KIND_FOREIGN
+    return channel_kind(channel)
 
 
 def _decoder_for():

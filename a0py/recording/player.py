@@ -50,9 +50,10 @@ from ..proto.pubsub import Publisher, size_for_packets
 from ..proto.schema import Schema
 from ..proto.topic import MAX_TOPIC_LENGTH, PUBSUB, Topic, check_topic_name
 from . import reader
-from .baginfo import KIND_FOREIGN, KIND_JSON_COPY, bag_channel_kind
+from .baginfo import KIND_JSON_COPY, bag_channel_kind
 from .errors import RecordingFormatError, RecordingOptionError
 from .format import (
+    KIND_FOREIGN,
     KIND_GAP,
     KIND_HEADERS,
     KIND_PACKET,
