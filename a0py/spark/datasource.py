@@ -2,7 +2,8 @@
 
     spark.read.format("a0").load("recordings/")            # MCAP files (any writer's), dirs, globs
     spark.read.format("a0").load("shm://robot/pose")        # a live topic's arena, now
-    spark.readStream.format("a0").option("topics", "robot/pose").load()
+    spark.readStream.format("a0").option("topics", "robot/pose").load()   # live topics
+    spark.readStream.format("a0").load("recordings/")       # recordings, as they are finished
 
 It is registered automatically where the ``pyspark_a0`` module is importable
 (PySpark looks for ``pyspark_*`` modules exposing ``DefaultSource``), and by
@@ -21,7 +22,8 @@ Options (all strings, case-insensitive names):
 ``maxPartitionBytes``  uncompressed chunk bytes per partition (32 MiB).
 ``validateCrc``     ``false`` skips the chunk CRC check (on by default).
 ``topics``          only these topics (names separated by ``,``): their
-                    chunks alone are read, with or without pushdown.
+                    chunks alone are read, with or without pushdown (a
+                    stream without a path: the live topics to stream).
 ``recordTime``      ``true`` adds ``time_record``: when the recorder read
                     each frame (its MCAP log time; null for arenas).
 ``decode``          ``true`` adds ``message`` (each message decoded with
@@ -46,7 +48,8 @@ the same as without pushdown. (Spark keeps the read plan of the last
 pushed-down query with the DataFrame and reuses it for a later query on the
 same DataFrame that has no filter at all; load again for such a query. The
 ``topics`` option skips chunks without that caveat.) The streaming options
-are described in :mod:`a0py.spark.stream`.
+are described in :mod:`a0py.spark.stream` (live topics: no path, or
+``shm://`` names) and :mod:`a0py.spark.file_stream` (recordings: a path).
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ Invariants:
   zlib-compressed and base64-encoded (``{"files": N, "read": "..."}``):
   a function of the set alone, so a query restarted from its checkpoint
   replays the same batch, reads no file twice and misses none, including
-  files that appear late with an old modification time. A few bytes a file
-  (a0py's segment names compress well): thousands of files stay small.
+  files that appear late with an old modification time. About 10 bytes a
+  file (the names compress well): thousands of files stay small.
 * A micro-batch from ``start`` to ``end`` reads the files of ``end`` not
   in ``start``, oldest modification time first, planned into partitions
   as the batch read plans them.

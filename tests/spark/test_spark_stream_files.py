@@ -340,3 +340,43 @@ def test_a_stream_of_an_empty_glob_starts_and_reads_files_as_they_come(spark, tm
     assert sink.all_rows() == _batch_rows(spark, str(d / "robot1.mcap"))
     with pytest.raises(Exception, match="holds no recording yet"):
         spark.readStream.format("a0").option("decode", "true").load(str(d / "none*.mcap"))
+
+
+def test_offsets_of_thousands_of_files_stay_small_and_name_exactly_the_files_read():
+    import json
+    import random
+
+    from a0py.recording import RecordingOptionError
+    from a0py.spark.file_stream import decode_files, encode_files
+
+    rng = random.Random(7)
+    files = {f"/data/fleet/robot{r:02d}/a0py_{i:05d}.mcap": rng.randrange(50 << 20, 64 << 20)
+             for r in range(10) for i in range(500)}
+    offset = encode_files(files)
+    assert decode_files(json.loads(json.dumps(offset))) == files
+    assert len(json.dumps(offset)) < 16 * len(files)  # about 10 bytes a file
+    assert encode_files(dict(reversed(list(files.items())))) == offset  # a function of the set alone
+    with pytest.raises(RecordingOptionError, match="not one of the a0 source's streams of recordings"):
+        decode_files({"robot/pose": 12})  # a live-topics stream's offset
+
+
+def test_a_stream_of_shm_names_streams_those_live_topics(spark, tmp_path):
+    import a0py
+    from a0py.proto.topic import list_topics, unlink_topic
+
+    root = f"shm:a0pysf{os.getpid()}x{time.monotonic_ns() % 10**8}"
+    pub = a0py.Publisher(a0py.Topic("sf/a", root=root))
+    try:
+        for i in range(5):
+            pub.pub(b"p%d" % i)
+        got = []
+        q = (spark.readStream.format("a0").option("root", root).option("startingOffsets", "earliest")
+             .load("shm://sf/a").writeStream.foreachBatch(lambda b, i: got.extend(b.collect()))
+             .trigger(availableNow=True).start())
+        q.awaitTermination(240)
+        assert q.exception() is None
+        assert sorted((r.seq, r.payload) for r in got) == [(i + 1, b"p%d" % i) for i in range(5)]
+    finally:
+        pub.close()
+        for t in list_topics(root):
+            unlink_topic(a0py.Topic(t, root=root))
