@@ -380,3 +380,21 @@ def test_a_stream_of_shm_names_streams_those_live_topics(spark, tmp_path):
         pub.close()
         for t in list_topics(root):
             unlink_topic(a0py.Topic(t, root=root))
+
+
+def test_a_later_file_of_another_message_type_fails_a_decoding_stream_naming_it(spark, tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    write_mcap_json(str(d / "a.mcap"), n=10)
+    got = []
+    q = (spark.readStream.format("a0").option("decode", "true").load(str(d)).writeStream
+         .foreachBatch(lambda b, i: got.extend(b.select("message.name").collect()))
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        assert sorted(r.name for r in got) == sorted(f"ev{i}" for i in range(10))
+        write_ros2_mcap(str(d / "b.mcap"), n=5)
+        with pytest.raises(Exception, match=r"b\.mcap: decode=true: its channels of .*sensor_msgs/msg/Imu in cdr"):
+            q.processAllAvailable()
+    finally:
+        q.stop()
