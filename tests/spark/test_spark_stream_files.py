@@ -398,3 +398,22 @@ def test_a_later_file_of_another_message_type_fails_a_decoding_stream_naming_it(
             q.processAllAvailable()
     finally:
         q.stop()
+
+
+def test_a_decoding_stream_of_an_empty_directory_takes_its_message_type_from_the_schema_given(spark, tmp_path):
+    sample, d = tmp_path / "sample", tmp_path / "in"
+    sample.mkdir()
+    d.mkdir()
+    write_mcap_json(str(sample / "s.mcap"), n=2)
+    schema = spark.read.format("a0").option("decode", "true").load(str(sample)).schema
+    got = []
+    q = (spark.readStream.format("a0").schema(schema).option("decode", "true").load(str(d)).writeStream
+         .foreachBatch(lambda b, i: got.extend(b.select("message.i", "message.pos.y", "decode_error").collect()))
+         .trigger(processingTime="200 milliseconds").start())
+    try:
+        q.processAllAvailable()
+        write_mcap_json(str(d / "a.mcap"), n=20)
+        q.processAllAvailable()
+    finally:
+        q.stop()
+    assert sorted(tuple(r) for r in got) == [(i, -float(i), None) for i in range(20)]
