@@ -12,8 +12,9 @@
 The source is built of small modules: :mod:`.options` (read options),
 :mod:`.predicate` (pushdown), :mod:`.planning` (partitions),
 :mod:`.batches` (Arrow batches), :mod:`.arenas` (arenas and live topics),
-:mod:`.part_reader` (one partition), :mod:`.datasource` and :mod:`.stream`
-(PySpark's batch and stream sources). Recordings themselves (recorder,
+:mod:`.part_reader` (one partition), :mod:`.datasource`, :mod:`.stream`
+and :mod:`.file_stream` (PySpark's batch source, and its streams of live
+topics and of recordings). Recordings themselves (recorder,
 player, MCAP reading and writing) are :mod:`a0py.recording`'s, which needs
 no Spark; PySpark is imported only by :func:`register` and the source.
 """

@@ -2,7 +2,8 @@
 
     spark.read.format("a0").load("recordings/")            # MCAP files (any writer's), dirs, globs
     spark.read.format("a0").load("shm://robot/pose")        # a live topic's arena, now
-    spark.readStream.format("a0").option("topics", "robot/pose").load()
+    spark.readStream.format("a0").option("topics", "robot/pose").load()   # live topics
+    spark.readStream.format("a0").load("recordings/")       # recordings, as they are finished
 
 It is registered automatically where the ``pyspark_a0`` module is importable
 (PySpark looks for ``pyspark_*`` modules exposing ``DefaultSource``), and by
@@ -21,7 +22,8 @@ Options (all strings, case-insensitive names):
 ``maxPartitionBytes``  uncompressed chunk bytes per partition (32 MiB).
 ``validateCrc``     ``false`` skips the chunk CRC check (on by default).
 ``topics``          only these topics (names separated by ``,``): their
-                    chunks alone are read, with or without pushdown.
+                    chunks alone are read, with or without pushdown (a
+                    stream without a path: the live topics to stream).
 ``recordTime``      ``true`` adds ``time_record``: when the recorder read
                     each frame (its MCAP log time; null for arenas).
 ``decode``          ``true`` adds ``message`` (each message decoded with
@@ -46,13 +48,16 @@ the same as without pushdown. (Spark keeps the read plan of the last
 pushed-down query with the DataFrame and reuses it for a later query on the
 same DataFrame that has no filter at all; load again for such a query. The
 ``topics`` option skips chunks without that caveat.) The streaming options
-are described in :mod:`a0py.spark.stream`.
+are described in :mod:`a0py.spark.stream` (live topics: no path, or
+``shm://`` names) and :mod:`a0py.spark.file_stream` (recordings: a path).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import glob
 import json
+import os
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -68,6 +73,7 @@ from pyspark.sql.datasource import (
 )
 
 from ..recording.errors import RecordingOptionError
+from ..recording.reader import expand_paths
 from .options import bool_option, lower_keys, mcap_columns_option, read_options
 from .part_reader import read_part
 from .planning import Part, message_type, plan, selects_mcap_channels
@@ -82,7 +88,11 @@ MCAP_DDL = (", log_time timestamp, publish_time timestamp, sequence bigint, sche
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
                   "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime",
-                  "headers", "mcapcolumns", "decode"}
+                  "headers", "mcapcolumns", "decode", "maxfilespertrigger", "readunfinishedafter"}
+# Options of one kind of stream only (the two are told apart by the path: see streamReader).
+_LIVE_STREAM_OPTIONS = {"startingoffsets": "startingOffsets", "failondataloss": "failOnDataLoss",
+                        "maxframespertrigger": "maxFramesPerTrigger", "root": "root"}
+_FILE_STREAM_OPTIONS = {"maxfilespertrigger": "maxFilesPerTrigger", "readunfinishedafter": "readUnfinishedAfter"}
 
 
 def _opt(options, name, default=None):
@@ -102,7 +112,7 @@ def _check_options(options):
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
                 "validateCrc, recordTime, headers, mcapColumns, decode, root, topics, startingOffsets, failOnDataLoss, "
-                "maxFramesPerTrigger")
+                "maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter")
 
 
 def _payload_ddl(options):
@@ -137,6 +147,43 @@ def _paths(options):
         raise RecordingOptionError("the a0 source needs a path: spark.read.format('a0').load(PATH) "
                                    "(a recording, a directory, a glob, a file arena or shm://TOPIC)")
     return [path]
+
+
+def _has_path(options):
+    return bool(_opt(options, "path") or _opt(options, "paths"))
+
+
+def _present(paths):
+    """``paths`` less the globs that match nothing yet: what ``schema()``
+    looks at (a stream of a glob may start before its first file; a batch
+    read of such a glob fails when it is planned, naming the glob)."""
+    return [p for p in paths if not (glob.has_magic(p) and not os.path.exists(p) and not glob.glob(p, recursive=True))]
+
+
+def _is_file_stream(options):
+    """Does ``spark.readStream`` with ``options`` read recordings (a path
+    that is not all ``shm://`` names) rather than live topics?"""
+    return _has_path(options) and not all(p.startswith("shm://") for p in _paths(options))
+
+
+def _check_stream_options(options):
+    """Raises :class:`RecordingOptionError` for an option of the other kind
+    of stream than ``options`` make (recordings: a path; live topics: no
+    path, or ``shm://`` names)."""
+    low = lower_keys(options)
+    if _is_file_stream(options):
+        wrong = [name for key, name in _LIVE_STREAM_OPTIONS.items() if key in low]
+        if wrong:
+            raise RecordingOptionError(
+                f"option {', '.join(wrong)} is for streams of live topics (option topics, no path); this stream "
+                f"reads the recordings of {', '.join(_paths(options))}, file by file as they are finished "
+                "(its options: maxFilesPerTrigger, readUnfinishedAfter)")
+    else:
+        wrong = [name for key, name in _FILE_STREAM_OPTIONS.items() if key in low]
+        if wrong:
+            raise RecordingOptionError(
+                f"option {', '.join(wrong)} is for streams of recordings (load(PATH) with a directory, glob or "
+                "files); this stream reads live topics (option topics)")
 
 
 def _micros(value):
@@ -242,13 +289,19 @@ class A0DataSource(DataSource):
         if _payload_ddl(self.options) != "binary":
             raise RecordingOptionError("decode=true gives the decoded message in its own column: leave "
                                        "payload=json out")
-        if not (_opt(self.options, "path") or _opt(self.options, "paths")):
-            raise RecordingOptionError("decode=true reads recordings (a path), not streams of live topics")
+        if not _has_path(self.options) or all(p.startswith("shm://") for p in _paths(self.options)):
+            raise RecordingOptionError("decode=true reads recordings (a path), not live topics")
         predicate = Predicate()
         topics = _topics_option(low)
         if topics:
             predicate = predicate.and_topics(topics)
-        mtype = message_type(_paths(self.options), predicate)
+        paths = _present(_paths(self.options))
+        if not paths or not expand_paths(paths):
+            raise RecordingOptionError(
+                f"decode=true: {', '.join(_paths(self.options))} holds no recording yet to take the message type "
+                "from: give the schema with .schema(...) (its message column of the type to decode to), or start "
+                "the stream once a file is there")
+        mtype = message_type(paths, predicate)
         arrow = frame_schema(bool_option(low, "gaps", False), None, bool_option(low, "recordtime", False),
                              bool_option(low, "headers", True), self._mcap_columns(low), mtype)
         return from_arrow_schema(arrow, prefer_timestamp_ntz=False)
@@ -260,13 +313,14 @@ class A0DataSource(DataSource):
         forced = mcap_columns_option(low)
         if forced is not None:
             return forced
-        if not (_opt(self.options, "path") or _opt(self.options, "paths")):
+        if not _has_path(self.options):
             return False  # a stream of live topics: a0py packets
         predicate = Predicate()
         topics = _topics_option(low)
         if topics:
             predicate = predicate.and_topics(topics)
-        return selects_mcap_channels(_paths(self.options), predicate)
+        paths = _present(_paths(self.options))
+        return bool(paths) and selects_mcap_channels(paths, predicate)
 
     def reader(self, schema):
         _check_options(self.options)
@@ -275,9 +329,17 @@ class A0DataSource(DataSource):
         return A0BatchReader(dict(self.options), schema)
 
     def streamReader(self, schema):
+        """The stream of live topics (option ``topics``, no path or
+        ``shm://`` names: :mod:`.stream`) or of a path's recordings
+        (:mod:`.file_stream`); an option of the other one is an error."""
+        _check_options(self.options)
+        _check_stream_options(self.options)
+        if _is_file_stream(self.options):
+            from .file_stream import A0FileStreamReader
+
+            return A0FileStreamReader(_paths(self.options), dict(self.options), schema)
         from .stream import A0StreamReader
 
-        _check_options(self.options)
         return A0StreamReader(dict(self.options), schema)
 
 

@@ -282,19 +282,13 @@ def selects_mcap_channels(spec, predicate=Predicate()):  # noqa: B008 - frozen
     return False
 
 
-def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
-    """The Arrow type of the ``message`` column of a ``decode=true`` read of
-    ``spec``: that of the decoder of the one message type (schema name and
-    message encoding) of the channels a0py did not write and typed topics
-    the read selects.
-
-    Raises :class:`RecordingOptionError` when they have several types
-    (listing each with its topics, to choose one with option ``topics``) or
-    none, or a channel's encoding a0py cannot decode
-    (``DecodeUnsupported``); :class:`RecordingFormatError` for a schema that
-    does not parse (naming channel and schema)."""
-    types = {}  # (schema name, message encoding) -> {topic}
-    schemas = {}  # each distinct schema: (name, encoding, data, message encoding) -> a topic of it
+def _selected_types(spec, predicate):
+    """The message types of the channels a0py did not write and typed topics
+    that a read of ``spec`` with ``predicate``'s topics selects: ((schema
+    name, message encoding) -> {topic}, and each distinct schema (name,
+    encoding, data, message encoding) -> a topic of it)."""
+    types = {}
+    schemas = {}
     for src in expand_paths(spec):
         if src.startswith(SHM_PREFIX) or _is_arena_file(src):
             continue
@@ -306,6 +300,44 @@ def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
                 continue
             types.setdefault((c.schema_name or "", c.message_encoding), set()).add(c.topic)
             schemas.setdefault((*_schema_of(layout, cid), c.message_encoding), c.topic)
+    return types, schemas
+
+
+def message_types(spec, predicate=Predicate()):  # noqa: B008 - frozen
+    """(schema name, message encoding) -> the Arrow type its decoder gives,
+    for each message type of the channels a0py did not write and typed
+    topics a read of ``spec`` selects (empty when it selects none).
+
+    Raises :class:`RecordingOptionError` for a type whose schemas have
+    different shapes in different files, or an encoding a0py cannot decode;
+    :class:`RecordingFormatError` for a schema that does not parse."""
+    return _arrow_types(_selected_types(spec, predicate)[1])
+
+
+def _arrow_types(schemas):
+    found = {}
+    for key, topic in schemas.items():
+        found.setdefault((key[0], key[3]), set()).add(decoder(topic, *key).arrow_type)
+    for (name, enc), arrow_types in found.items():
+        if len(arrow_types) > 1:
+            raise RecordingOptionError(f"decode=true: the channels of {name or '(no schema)'} in {enc} have schemas "
+                                       f"of different shapes in different files ({len(arrow_types)}): choose files "
+                                       "or topics of one with the path or option topics")
+    return {key: next(iter(t)) for key, t in found.items()}
+
+
+def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
+    """The Arrow type of the ``message`` column of a ``decode=true`` read of
+    ``spec``: that of the decoder of the one message type (schema name and
+    message encoding) of the channels a0py did not write and typed topics
+    the read selects.
+
+    Raises :class:`RecordingOptionError` when they have several types
+    (listing each with its topics, to choose one with option ``topics``) or
+    none, or a channel's encoding a0py cannot decode
+    (``DecodeUnsupported``); :class:`RecordingFormatError` for a schema that
+    does not parse (naming channel and schema)."""
+    types, schemas = _selected_types(spec, predicate)
     if not types:
         raise RecordingOptionError("decode=true: the read selects no channel to decode (only a0py packets, "
                                    "whose payloads have no schema); leave decode out")
@@ -314,14 +346,7 @@ def message_type(spec, predicate=Predicate()):  # noqa: B008 - frozen
                            for (name, enc), topics in sorted(types.items()))
         raise RecordingOptionError(f"decode=true reads one message type at a time; the read selects "
                                    f"{len(types)}: {listed}. Choose the topics of one with option topics")
-    found = {key: decoder(topic, *key) for key, topic in schemas.items()}
-    arrow_types = {d.arrow_type for d in found.values()}
-    if len(arrow_types) > 1:
-        (name, enc), = types
-        raise RecordingOptionError(f"decode=true: the channels of {name} in {enc} have schemas of different "
-                                   f"shapes in different files ({len(arrow_types)}): choose files or topics "
-                                   "of one with the path or option topics")
-    return next(iter(arrow_types))
+    return next(iter(_arrow_types(schemas).values()))
 
 
 _DECODERS = {}

@@ -1,7 +1,7 @@
-"""``spark.readStream.format("a0")``: live topics as a Spark stream.
+"""``spark.readStream.format("a0")`` without a path: live topics as a Spark stream.
 
     (spark.readStream.format("a0")
-        .option("topics", "robot/pose,robot/camera")
+        .option("topics", "robot/pose,robot/camera")  # or load("shm://robot/pose")
         .option("startingOffsets", "earliest")      # or latest (default), or {"topic": seq}
         .option("maxFramesPerTrigger", 100000)
         .option("failOnDataLoss", "true")
@@ -26,6 +26,9 @@ Invariants:
   query starts, over as many batches as the limit needs, then stops.
 * The arenas must be on the host where the executors run (local mode, or a
   cluster whose workers share the topics' host).
+
+A stream with a path (``load("recordings/")``) reads recordings instead:
+:mod:`a0py.spark.file_stream`.
 """
 
 from __future__ import annotations
@@ -88,13 +91,30 @@ def _bounds(topic, root):
         arena.close()
 
 
+def _shm_paths(low):
+    """The ``shm://`` names of the load path(s) (options with lower-case names)."""
+    if low.get("paths"):
+        try:
+            got = json.loads(low["paths"])
+        except ValueError:
+            got = str(low["paths"]).split(",")
+        got = [got] if isinstance(got, str) else got
+    else:
+        got = [low["path"]] if low.get("path") else []
+    return [p for p in got if str(p).startswith("shm://")]
+
+
 class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
         low = lower_keys(options)
         topics = [t.strip() for t in str(low.get("topics", "")).split(",") if t.strip()]
         if not topics:
-            raise RecordingOptionError("spark.readStream.format('a0') needs option topics "
-                                       "(names separated by ',')")
+            # load("shm://a", ...) names the topics where option topics does not
+            topics = [p[len("shm://"):] for p in _shm_paths(low)]
+        if not topics:
+            raise RecordingOptionError("spark.readStream.format('a0') needs option topics (names separated by ',') "
+                                       "for a stream of live topics, or a path (load(PATH)) for a stream of "
+                                       "recordings")
         self.topics = [check_topic_name(t) for t in topics]
         self.options = read_options(options, schema)
         self.schema_arrow = frame_schema(self.options.gaps, self.options.payload_type, self.options.record_time,
