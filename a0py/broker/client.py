@@ -30,6 +30,7 @@ from bisect import bisect_left
 
 from a0py.dataspace import InvalidValueError, Record, decode, encode
 from a0py.errors import A0TimeoutError
+from a0py.proto.lifetime import Closeable
 
 from . import wire
 from .errors import (
@@ -251,7 +252,7 @@ class _BatchBlock:
         return False
 
 
-class BrokerClient:
+class BrokerClient(Closeable):
     """A client of the broker ``name`` (a name of ``[A-Za-z0-9_.-]``).
 
     ``client``: this client's name, unique among the broker's live clients (default:
@@ -525,13 +526,6 @@ class BrokerClient:
         finally:
             self._arena.close()
             wire.release_request_arena(self.broker, self.root)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"BrokerClient({self.broker!r}, client={self.name!r})"

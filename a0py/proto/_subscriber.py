@@ -13,6 +13,7 @@ import logging
 from .. import _core
 from ..errors import ArgumentError, PacketCorruptError
 from . import _dispatch
+from .lifetime import Closeable
 from .topic import Topic
 
 __all__ = ["ProtocolSubscriber", "reader_start"]
@@ -49,7 +50,7 @@ def reader_start(topic, protocol, init):
     return arena, code
 
 
-class ProtocolSubscriber:
+class ProtocolSubscriber(Closeable):
     """Calls ``callback(pkt)`` for the packets of `topic`'s `protocol` arena for which
     ``accept(pkt)`` (if given) is true, until :meth:`close`. `init` as for
     :class:`a0py.SubscriberSync` (a topic that does not exist yet is read from its
@@ -102,10 +103,3 @@ class ProtocolSubscriber:
         """Stops the callbacks; returns once none is running (unless called from one).
         Idempotent."""
         self._watch.cancel()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False

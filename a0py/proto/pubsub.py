@@ -40,6 +40,7 @@ from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
 from ._subscriber import reader_start
+from .lifetime import Closeable
 from .schema import Schema, declare_schema
 from .topic import PUBSUB, Topic, topic_arena
 from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
@@ -318,7 +319,7 @@ class SubscriberSync(_core.PacketReader):
         return f"<a0py.SubscriberSync {self.topic.name!r}>"
 
 
-class Subscriber:
+class Subscriber(Closeable):
     """Calls ``callback(pkt)`` for `topic`'s packets, on the process's dispatcher thread,
     until :meth:`close` (the subscriber keeps running while unreferenced, like a thread).
 
@@ -408,13 +409,6 @@ class Subscriber:
         """Stops the callbacks; returns once none is running (unless called from a
         callback). Idempotent."""
         self._watch.cancel()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         state = "closed" if self.closed else "open"

@@ -30,6 +30,7 @@ from ..errors import A0Error, A0TimeoutError, ArgumentError, LockError, PacketCo
 from . import _dispatch
 from .deadman import keeper_post, start_keeper
 from .errors import RpcCancelledError, RpcError, RpcRemoteError, RpcServerDiedError
+from .lifetime import Closeable
 from .reqrep_server import inline_servers
 from .reqrep_wire import (
     DEADLINE,
@@ -176,7 +177,7 @@ class ClientEndpoint:
             _log.exception("%s: could not write the cancel of request %s", self.label, rid)
 
 
-class RequestClient:
+class RequestClient(Closeable):
     """What RPC and PRPC clients share: requests, the blocking wait, the dispatcher
     route for callbacks and futures, cancel.
 
@@ -317,13 +318,6 @@ class RequestClient:
         if router is not None:
             router.orphaned = True
             keeper_post(router.close_if_idle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.{type(self).__name__} {self.topic.name!r}>"
