@@ -286,7 +286,8 @@ class RequestClient(Closeable):
 
     def _route(self):
         with self._router_lock:
-            if self._router is None:
+            if self._router is None or self._router.pid != os.getpid():
+                # None yet, or the parent's, inherited through fork: its watch is inert here.
                 self._router = ReplyRouter(self._endpoint)
             return self._router
 
@@ -304,10 +305,12 @@ class RequestClient(Closeable):
 
     def close(self):
         """Stops routing replies to callbacks and futures; pending ones are cancelled.
-        Idempotent. Blocking calls in other threads are unaffected."""
+        Idempotent. Blocking calls in other threads are unaffected. In a forked child,
+        the calls the parent made before the fork are left alone (cancelling them would
+        write their cancels into the parent's requests); the child's own are cancelled."""
         with self._router_lock:
             router, self._router = self._router, None
-        if router is not None:
+        if router is not None and router.pid == os.getpid():
             router.close()
 
     def __del__(self):
