@@ -2,8 +2,8 @@
 block closes them and lets its exception through; a forked child that closes its copy
 of a parent's object (explicitly or by leaving a ``with`` block) closes nothing of the
 parent's: the parent's cfg and logger still write, its server still serves and answers
-the request it holds with its own reply, and its client still gets that reply; an
-inherited client that already routed calls routes the child's own.
+the request it holds with its own reply, its client still gets that reply, and a
+callback subscriber whose callback was running at the fork closes at once in the child.
 
 Children are real forked processes; every wait is bounded and nothing is timed."""
 
@@ -113,6 +113,39 @@ def test_a_forked_child_closing_its_copies_leaves_the_parents_objects_working(ro
     assert b"from child" not in lines
     for obj in (listener, client, srv, cfg, logger):
         obj.close()
+
+
+def _close_in_a_thread(conn, sub):
+    closer = threading.Thread(target=sub.close, daemon=True)
+    closer.start()
+    closer.join(MSG_S)
+    conn.send(not closer.is_alive())
+
+
+@pytest.mark.parametrize("kind", ["Subscriber", "LogListener"])
+def test_a_forked_child_closes_a_subscriber_whose_callback_ran_at_the_fork(root, spawn, kind):
+    inside, release = threading.Event(), threading.Event()
+
+    def blocking(pkt):
+        inside.set()
+        release.wait(MSG_S)
+
+    if kind == "Subscriber":
+        sub = a0py.Subscriber("life/busy", blocking)
+        a0py.Publisher("life/busy").pub(b"x")
+    else:
+        sub = a0py.LogListener("life/busy", "dbg", blocking)
+        a0py.Logger("life/busy").info("x")
+    assert inside.wait(MSG_S)
+    parent, child = CTX.Pipe()
+    try:
+        p = spawn(_close_in_a_thread, child, sub)   # forked while the callback runs
+        assert recv(parent, timeout=2 * MSG_S) is True, "close() in the child did not return"
+        join_ok(p)
+    finally:
+        release.set()
+    sub.close()
+    assert sub.closed
 
 
 def _call_with_the_inherited_client(conn, client):
