@@ -503,7 +503,8 @@ class BrokerClient(Closeable):
 
     def close(self):
         """Leave: the broker retracts this client's claims and subscriptions; the client's
-        threads end and its arena is removed. Idempotent."""
+        threads end and its arena is removed. Idempotent. A forked child's copy closes
+        only itself: the client, its claims and its arena stay the parent's."""
         with self._lock:
             if self._closed:
                 return
@@ -511,6 +512,8 @@ class BrokerClient(Closeable):
             for p in self._pending.values():
                 p.error = BrokerClosedError("the client was closed")
                 p.done.set()
+        if self._forked_copy():
+            return
         try:
             if self.connected:
                 frames = wire.request_frames(wire.REQ_BYE, self._take_id(), self.name, [])

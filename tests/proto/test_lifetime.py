@@ -2,8 +2,10 @@
 block closes them and lets its exception through; a forked child that closes its copy
 of a parent's object (explicitly or by leaving a ``with`` block) closes nothing of the
 parent's: the parent's cfg and logger still write, its server still serves and answers
-the request it holds with its own reply, its client still gets that reply, and a
-callback subscriber whose callback was running at the fork closes at once in the child.
+the request it holds with its own reply, and its client still gets that reply; a
+callback subscriber whose callback was running at the fork closes at once in the child;
+an inherited client that already routed calls routes the child's own. (The broker
+client's fork test is in tests/broker/test_broker.py.)
 
 Children are real forked processes; every wait is bounded and nothing is timed."""
 
@@ -15,6 +17,7 @@ from helpers.procs import CTX, MSG_S, join_ok, recv, wait_until
 
 import a0py
 from a0py import ClosedError
+from a0py.broker import BrokerClient
 from a0py.proto import rpc
 from a0py.proto.lifetime import Closeable
 
@@ -24,7 +27,7 @@ HELD = {"Cfg": a0py.Cfg, "Logger": a0py.Logger, "RpcServer": a0py.RpcServer,
         "RpcClient": a0py.RpcClient, "PrpcServer": a0py.PrpcServer,
         "PrpcClient": a0py.PrpcClient, "Subscriber": a0py.Subscriber,
         "LogListener": a0py.LogListener, "CfgWatcher": a0py.CfgWatcher,
-        "Discovery": a0py.Discovery}
+        "Discovery": a0py.Discovery, "BrokerClient": BrokerClient}
 
 
 @pytest.mark.parametrize("name", sorted(HELD))
