@@ -39,8 +39,7 @@ import warnings
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
-from ._subscriber import reader_start
-from .lifetime import Closeable
+from ._subscriber import WatchedReader, reader_start
 from .schema import Schema, declare_schema
 from .topic import PUBSUB, Topic, topic_arena
 from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
@@ -319,7 +318,7 @@ class SubscriberSync(_core.PacketReader):
         return f"<a0py.SubscriberSync {self.topic.name!r}>"
 
 
-class Subscriber(Closeable):
+class Subscriber(WatchedReader):
     """Calls ``callback(pkt)`` for `topic`'s packets, on the process's dispatcher thread,
     until :meth:`close` (the subscriber keeps running while unreferenced, like a thread).
 
@@ -390,25 +389,6 @@ class Subscriber(Closeable):
                 self.evicted += 1
                 _log.warning("%s", e)
         return True
-
-    @property
-    def missed(self):
-        """Packets lost to eviction before this subscriber read them, in total."""
-        return self._reader.missed
-
-    @property
-    def corrupt(self):
-        """Frames skipped as corrupt (each logged), in total."""
-        return self._reader.corrupt
-
-    @property
-    def closed(self):
-        return not self._watch.active
-
-    def close(self):
-        """Stops the callbacks; returns once none is running (unless called from a
-        callback). Idempotent."""
-        self._watch.cancel()
 
     def __repr__(self):
         state = "closed" if self.closed else "open"
