@@ -16,7 +16,7 @@ from . import _dispatch
 from .lifetime import Closeable
 from .topic import Topic
 
-__all__ = ["ProtocolSubscriber", "WatchedReader", "reader_start"]
+__all__ = ["ProtocolSubscriber", "ReaderCounts", "WatchedReader", "reader_start"]
 
 _BATCH = 64
 INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2, "first": 3}
@@ -50,10 +50,9 @@ def reader_start(topic, protocol, init):
     return arena, code
 
 
-class WatchedReader(Closeable):
-    """A reader of an arena whose callbacks the dispatcher runs: what every callback
-    subscriber offers besides its callback. A subclass sets ``_reader`` (a
-    :class:`a0py._core.PacketReader`) and ``_watch`` (its :func:`_dispatch.watch`)."""
+class ReaderCounts:
+    """What was lost before it was read, for an object that reads through ``_reader``
+    (a :class:`a0py._core.PacketReader`)."""
 
     @property
     def missed(self):
@@ -64,6 +63,12 @@ class WatchedReader(Closeable):
     def corrupt(self):
         """Frames skipped as corrupt (each logged), in total."""
         return self._reader.corrupt
+
+
+class WatchedReader(ReaderCounts, Closeable):
+    """A reader of an arena whose callbacks the dispatcher runs: what every callback
+    subscriber offers besides its callback. A subclass sets ``_reader`` and ``_watch``
+    (its :func:`_dispatch.watch`)."""
 
     @property
     def closed(self):

@@ -39,7 +39,7 @@ import warnings
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
-from ._subscriber import WatchedReader, reader_start
+from ._subscriber import ReaderCounts, WatchedReader, reader_start
 from .schema import Schema, declare_schema
 from .topic import PUBSUB, Topic, topic_arena
 from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
@@ -432,7 +432,7 @@ def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
     return AioSubscription(SubscriberSync(topic, init=init, iter=iter))
 
 
-class AioSubscription:
+class AioSubscription(ReaderCounts):
     """The packets of a :class:`SubscriberSync` as an asynchronous iterator (what
     :func:`aio_sub` returns). ``missed`` and ``corrupt`` as for :class:`Subscriber`;
     ``aclose()`` (or dropping it) releases the reader and its dispatcher watch."""
@@ -470,16 +470,6 @@ class AioSubscription:
                 continue
             wakeup.armed = False
             pending.extend(batch)
-
-    @property
-    def missed(self):
-        """Packets lost to eviction before they were read, in total."""
-        return self._reader.missed
-
-    @property
-    def corrupt(self):
-        """Frames skipped as corrupt (each logged), in total."""
-        return self._reader.corrupt
 
     def close(self):
         """Releases the reader and its dispatcher watch (idempotent); iterating then
