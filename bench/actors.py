@@ -41,6 +41,7 @@ from a0py.actor import (
     scatter_gather,
     spawn_process,
 )
+from a0py.actor.arena import arena_name
 
 
 def median(xs):
@@ -188,7 +189,7 @@ def send_costs(name, n):
     into the mailbox ``name`` (no reader; emptied before each case, so nothing waits)."""
     message = ("reading", 12345, 2.5)
     data = pickle.dumps(message, protocol=5)
-    mailbox_arena = a0py.Arena.shm(f"a0py.actor.{name}")
+    mailbox_arena = a0py.Arena.shm(arena_name(name))
     transport = a0py.Transport(mailbox_arena)
     ref = ArenaRef(name)
 

@@ -21,7 +21,7 @@ watch); ``arena`` (arena mailboxes and :class:`ArenaRef`); ``context``; ``messag
 
 import importlib
 
-from .arena import ArenaMailbox, ArenaRef, unlink_mailbox
+from .arena import ArenaMailbox, ArenaRef, list_mailboxes, unlink_mailbox
 from .context import ActorContext, become, current
 from .errors import (
     ActorConfigError,
@@ -63,7 +63,7 @@ __all__ = [
     "ProcessActors", "QueueMailbox", "Register", "Registrar", "RemoteFailureError", "Reply",
     "Request", "Stop",
     "Timer", "Unregister", "become", "current", "cyclic", "new_correlation_id",
-    "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
+    "list_mailboxes", "scatter_gather", "spawn_process", "start_gather", "unlink_mailbox",
 ]
 
 # Loaded on first use: it imports multiprocessing, which in-process users do not need.

@@ -1,8 +1,15 @@
 """Cross-process mailboxes: one shared-memory arena per actor, addressable by name.
 
-The actor ``name`` owns the POSIX shared-memory arena ``a0py.actor.<name>``. Any process
+The actor ``name`` owns the POSIX shared-memory arena ``a0py-actor:<name>``. Any process
 sends to it with ``ArenaRef(name).send(message)``: the message is pickled into one frame.
 The actor's own thread is the only reader.
+
+The name is outside every topic root: a topic arena in shared memory is
+``/<prefix>.<topic>.<protocol>``, and a prefix holds no ``:``, so a name with a ``:``
+before its first ``.`` is no root's topic arena. ``a0py ls``, discovery and the view
+never take a mailbox for a topic, and no topic's arena is ever an actor's mailbox
+(a name under the default root's prefix, such as ``a0py.actor.<name>``, would be topic
+``actor``'s arena of protocol ``<name>``: actor ``pubsub``'s mailbox, that topic's pubsub).
 
 Invariants:
 
@@ -50,11 +57,12 @@ from .ref import ActorRef
 from .watch import close_death_watches
 
 __all__ = ["ARENA_PREFIX", "DEFAULT_ARENA_SIZE", "ArenaMailbox", "ArenaRef", "arena_name",
-           "unlink_mailbox"]
+           "list_mailboxes", "unlink_mailbox"]
 
-ARENA_PREFIX = "a0py.actor."
+ARENA_PREFIX = "a0py-actor:"
 DEFAULT_ARENA_SIZE = 1 << 20
 DEFAULT_SEND_TIMEOUT = 10.0
+_SHM_DIR = "/dev/shm"
 _WAIT_SLICE = 0.05     # how often a blocked sender re-checks the reader's liveness
 _READER_SLICE = 1.0    # how often an idle reader re-checks that it was not closed
 
@@ -260,7 +268,7 @@ class ArenaRef(ActorRef):
 
 
 class ArenaMailbox(Mailbox):
-    """The mailbox of arena actor ``name``: the shared-memory arena ``a0py.actor.<name>``.
+    """The mailbox of arena actor ``name``: the shared-memory arena ``a0py-actor:<name>``.
 
     ``create=True`` creates it (``size`` bytes, default 1 MiB) or attaches to an existing
     one; ``create=False`` attaches only. ``batch`` bounds the messages one :meth:`take`
@@ -418,3 +426,14 @@ def unlink_mailbox(name):
     """Unlink the shared-memory arena of actor ``name`` if it exists; True if it did."""
     _forget(name)
     return bool(a0py.Arena.unlink_shm(arena_name(name)))
+
+
+def list_mailboxes():
+    """The names of the actors whose mailboxes exist on this machine now, sorted: live
+    actors' and those a dead process left (:meth:`ArenaRef.is_alive` tells them apart;
+    :func:`unlink_mailbox` removes one). Mailboxes belong to no topic root."""
+    try:
+        names = os.listdir(_SHM_DIR)
+    except OSError:
+        return []
+    return sorted(n[len(ARENA_PREFIX):] for n in names if n.startswith(ARENA_PREFIX) and len(n) > len(ARENA_PREFIX))

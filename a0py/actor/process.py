@@ -1,7 +1,7 @@
 """Actors in other processes: a child process that runs arena actors, addressable by name.
 
 :func:`spawn_process` starts one child process (a *node*) running one or more actors, each
-with its own arena mailbox ``a0py.actor.<name>``. The parent creates the arenas first, so
+with its own arena mailbox ``a0py-actor:<name>``. The parent creates the arenas first, so
 messages can be sent at once, then waits until every actor's thread holds its liveness
 lock. Any process can then reach an actor with ``ArenaRef(name)``, and sees it dead the
 instant it stops or its process exits or is killed.
@@ -219,7 +219,7 @@ def spawn_process(actors, *, start_method="spawn", arena_size=DEFAULT_ARENA_SIZE
     child calls ``factory(*args, **kwargs)`` to make each behaviour, so with the ``spawn``
     start method (the default; ``fork`` and ``forkserver`` work too) factories and
     arguments must pickle (module-level functions or classes). Each actor gets the arena
-    mailbox ``a0py.actor.<name>`` of ``arena_size`` bytes. ``supervisor``: the name of an
+    mailbox ``a0py-actor:<name>`` of ``arena_size`` bytes. ``supervisor``: the name of an
     arena actor that receives the node's :class:`Failure` messages (by default the node
     logs them).
 

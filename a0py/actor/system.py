@@ -123,7 +123,7 @@ class ActorSystem:
 
         ``mailbox``: a :class:`Mailbox` (default: a new :class:`QueueMailbox`). With
         ``arena=True`` the mailbox is a shared-memory arena named after the actor
-        (``a0py.actor.<name>``, ``arena_size`` bytes), so other processes reach it with
+        (``a0py-actor:<name>``, ``arena_size`` bytes), so other processes reach it with
         ``ArenaRef(name)``; the system unlinks that arena at shutdown.
         ``on_failure``: ``"resume"`` (default) or ``"stop"`` after reporting a failure.
 

@@ -30,6 +30,7 @@ from bisect import bisect_left
 
 from a0py.dataspace import InvalidValueError, Record, decode, encode
 from a0py.errors import A0TimeoutError
+from a0py.proto.lifetime import Closeable
 
 from . import wire
 from .errors import (
@@ -251,7 +252,7 @@ class _BatchBlock:
         return False
 
 
-class BrokerClient:
+class BrokerClient(Closeable):
     """A client of the broker ``name`` (a name of ``[A-Za-z0-9_.-]``).
 
     ``client``: this client's name, unique among the broker's live clients (default:
@@ -502,7 +503,8 @@ class BrokerClient:
 
     def close(self):
         """Leave: the broker retracts this client's claims and subscriptions; the client's
-        threads end and its arena is removed. Idempotent."""
+        threads end and its arena is removed. Idempotent. A forked child's copy closes
+        only itself: the client, its claims and its arena stay the parent's."""
         with self._lock:
             if self._closed:
                 return
@@ -510,6 +512,8 @@ class BrokerClient:
             for p in self._pending.values():
                 p.error = BrokerClosedError("the client was closed")
                 p.done.set()
+        if self._forked_copy():
+            return
         try:
             if self.connected:
                 frames = wire.request_frames(wire.REQ_BYE, self._take_id(), self.name, [])
@@ -525,13 +529,6 @@ class BrokerClient:
         finally:
             self._arena.close()
             wire.release_request_arena(self.broker, self.root)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"BrokerClient({self.broker!r}, client={self.name!r})"

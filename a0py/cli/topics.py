@@ -64,6 +64,7 @@ from a0py.proto.packets import TIME_MONO, TIME_WALL, WRITER_ID
 
 PUBSUB = "pubsub"
 SCHEMA = "schema"
+_SHM_DIR = "/dev/shm"
 _INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
 _REPORT_PERIOD_S = 1.0
 # The most packets hz and bw compute over (each report walks the whole window).
@@ -144,7 +145,9 @@ def _arena_paths(topic, protocols):
 @click.command()
 @root_option
 @click.option("-q", "--quiet", is_flag=True, help="Print only the topic names, one a line.")
-def ls(root, quiet):
+@click.option("-a", "--all", "every", is_flag=True,
+              help="Also list the actors' mailboxes on this machine, in a table of their own.")
+def ls(root, quiet, every):
     """List the topics: protocols, arena sizes, packets, newest packet's age,
     and the processes that have the topic open now.
 
@@ -155,8 +158,12 @@ def ls(root, quiet):
     what it could not deliver of each topic it carried, all protocols
     together (`a0py info TOPIC` for the details; - for a topic it did not
     carry).
+
+    With --all, then the mailboxes of arena actors (a0py.actor), which
+    belong to no root: QUEUED frames not yet taken, the ACTOR's pid if it
+    is alive, PROCESSES as above. -q prints topic names only.
     """
-    from a0py.proto.topic import Root, Topic, list_topics
+    from a0py.proto.topic import Root, list_topics
 
     root = root or Root.parse(None)
     topics = list_topics(root)
@@ -164,9 +171,17 @@ def ls(root, quiet):
         for name in topics:
             click.echo(name)
         return
-    if not topics:
+    if topics:
+        _topic_table(root, topics)
+    else:
         _warn(f"no topics under {root.spec()} (publish with `a0py pub TOPIC DATA`)")
-        return
+    if every:
+        _mailbox_table(bool(topics))
+
+
+def _topic_table(root, topics):
+    from a0py.proto.topic import Topic
+
     wanted = {}
     for name, protocols in topics.items():
         for protocol, path in _arena_paths(Topic(name, root=root), protocols).items():
@@ -199,6 +214,37 @@ def ls(root, quiet):
     if bridge is not None:
         columns.append("UNDELIVERED")
     print_table(columns, rows, right=("SIZE", "PACKETS", "PROCESSES", "UNDELIVERED"))
+
+
+def _mailbox_table(after_topics):
+    """``ls --all``'s table of the actors' mailboxes (none: a note on stderr)."""
+    from a0py import Arena, Deadman, Transport
+    from a0py.actor.arena import arena_name, list_mailboxes
+
+    names = list_mailboxes()
+    if not names:
+        _warn("no actor mailboxes on this machine")
+        return
+    shm = {name: arena_name(name) for name in names}
+    processes = _procs.attached(_SHM_DIR + "/" + n for n in shm.values())
+    rows = []
+    for name in names:
+        try:
+            with Arena.shm(shm[name]) as arena:
+                size = arena.size
+                with Transport(arena).lock() as t:
+                    queued = 0 if t.empty else t.seq_high - t.seq_low + 1
+                owner = Deadman(arena).owner_pid
+        except A0Error as e:
+            _warn(f"actor mailbox {escape_text(shm[name])}: {e}")
+            continue
+        users = processes.get(_SHM_DIR + "/" + shm[name], ())
+        rows.append([escape_text(name), human_bytes(size), str(queued),
+                     f"pid {owner}" if owner else "not running", str(len(users))])
+    if after_topics:
+        click.echo()
+    print_table(["MAILBOX", "SIZE", "QUEUED", "ACTOR", "PROCESSES"], rows,
+                right=("SIZE", "QUEUED", "PROCESSES"))
 
 
 # -- what the bridge of the root counted (ls, info)
@@ -815,7 +861,8 @@ def bw(topic, root, window, duration):
 
 @click.command()
 @click.argument("topics", nargs=-1, type=TOPIC)
-@click.option("--all", "every", is_flag=True, help="Remove every topic under the root.")
+@click.option("--all", "every", is_flag=True,
+              help="Remove every topic under the root (what `ls` lists; actor mailboxes stay).")
 @root_option
 @click.option("--shm", metavar="NAME", help="Remove this shared memory arena instead (as in /dev/shm).")
 @click.option("--file", "path", metavar="PATH", help="Remove this file arena instead.")
@@ -829,7 +876,8 @@ def rm(topics, every, root, shm, path, force, verbose):
 
     Processes that have a topic open keep using its removed arenas until
     they close them; programs started later create fresh ones. With --shm
-    NAME or --file PATH instead of topics: remove one raw arena.
+    NAME or --file PATH instead of topics: remove one raw arena (a dead
+    actor's mailbox: --shm a0py-actor:NAME; `ls --all` lists them).
     """
     from a0py.proto.topic import Root, Topic, list_topics, remove_empty_dirs
 

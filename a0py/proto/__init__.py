@@ -6,7 +6,8 @@ cache (:mod:`a0py.proto.arena_cache`), the backpressured queue on an arena
 :mod:`~a0py.proto.reqrep_wire`, :mod:`~a0py.proto.reqrep_server` and
 :mod:`~a0py.proto.reqrep_client`), logs (:mod:`a0py.proto.log`), configuration
 (:mod:`a0py.proto.cfg`), deadmen (:mod:`a0py.proto.deadman`) and discovery
-(:mod:`a0py.proto.discovery`); their errors are in :mod:`a0py.proto.errors`. Typed
+(:mod:`a0py.proto.discovery`); their errors are in :mod:`a0py.proto.errors`, the
+lifetime their objects share (``with`` closes; fork) in :mod:`a0py.proto.lifetime`. Typed
 topics: schemas (:mod:`a0py.proto.schema`: :class:`Schema`, :func:`topic_schema`), the
 values publishers take and subscribers decode (:mod:`a0py.proto.typed`, with
 :mod:`~a0py.proto.arrays`, :mod:`~a0py.proto.json_schema`,

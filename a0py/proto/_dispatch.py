@@ -16,7 +16,8 @@ Invariants:
 * **Fairness.** A function reads a bounded batch and returns True if more may be
   waiting; its arena is then served again next round, after the others, without sleeping.
 * **Cancel is final.** After ``Watch.cancel()`` returns, the function is not running
-  (unless cancel was called from inside it) and never runs again.
+  (unless cancel was called from inside it) and never runs again. In a forked child a
+  parent's watch is cancelled at once: nothing runs it there.
 * **Exit and fork.** At interpreter exit the threads are stopped and joined (briefly)
   before modules are torn down. A forked child has no dispatcher threads: watches made
   in the parent are inert there, and the child starts afresh.
@@ -65,7 +66,9 @@ class Watch:
                 if group in _groups:
                     _groups.remove(group)
             group.mw.wake()
-            if threading.current_thread() is not group.thread:
+            # In a forked child the group is a copy whose thread never runs: its
+            # ``current`` stays whatever the parent's thread was calling at the fork.
+            if threading.current_thread() is not group.thread and group.pid == os.getpid():
                 while group.current is self:
                     _cond.wait()
 
@@ -82,6 +85,7 @@ class _Group:
         self.dirty = True
         self.stopping = False
         self.current = None
+        self.pid = os.getpid()
         self.thread = threading.Thread(target=self._run, name="a0py-dispatcher", daemon=True)
 
     def has(self, arena):

@@ -13,9 +13,10 @@ import logging
 from .. import _core
 from ..errors import ArgumentError, PacketCorruptError
 from . import _dispatch
+from .lifetime import Closeable
 from .topic import Topic
 
-__all__ = ["ProtocolSubscriber", "reader_start"]
+__all__ = ["ProtocolSubscriber", "ReaderCounts", "WatchedReader", "reader_start"]
 
 _BATCH = 64
 INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2, "first": 3}
@@ -49,7 +50,37 @@ def reader_start(topic, protocol, init):
     return arena, code
 
 
-class ProtocolSubscriber:
+class ReaderCounts:
+    """What was lost before it was read, for an object that reads through ``_reader``
+    (a :class:`a0py._core.PacketReader`)."""
+
+    @property
+    def missed(self):
+        """Packets lost to eviction before they were read, in total."""
+        return self._reader.missed
+
+    @property
+    def corrupt(self):
+        """Frames skipped as corrupt (each logged), in total."""
+        return self._reader.corrupt
+
+
+class WatchedReader(ReaderCounts, Closeable):
+    """A reader of an arena whose callbacks the dispatcher runs: what every callback
+    subscriber offers besides its callback. A subclass sets ``_reader`` and ``_watch``
+    (its :func:`_dispatch.watch`)."""
+
+    @property
+    def closed(self):
+        return not self._watch.active
+
+    def close(self):
+        """Stops the callbacks; returns once none is running (unless called from one).
+        Idempotent."""
+        self._watch.cancel()
+
+
+class ProtocolSubscriber(WatchedReader):
     """Calls ``callback(pkt)`` for the packets of `topic`'s `protocol` arena for which
     ``accept(pkt)`` (if given) is true, until :meth:`close`. `init` as for
     :class:`a0py.SubscriberSync` (a topic that does not exist yet is read from its
@@ -83,29 +114,3 @@ class ProtocolSubscriber:
             except Exception:
                 self._log.exception("callback of the %s on topic %r raised", self._what, self.topic.name)
         return len(batch) >= _BATCH
-
-    @property
-    def missed(self):
-        """Packets lost to eviction before they were read, in total."""
-        return self._reader.missed
-
-    @property
-    def corrupt(self):
-        """Frames skipped as corrupt (each logged), in total."""
-        return self._reader.corrupt
-
-    @property
-    def closed(self):
-        return not self._watch.active
-
-    def close(self):
-        """Stops the callbacks; returns once none is running (unless called from one).
-        Idempotent."""
-        self._watch.cancel()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False

@@ -26,6 +26,7 @@ from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, EmptyError
 from ._subscriber import ProtocolSubscriber
 from .errors import CfgError
+from .lifetime import Closeable
 from .topic import CFG, Topic
 
 __all__ = ["Cfg", "CfgError", "CfgView", "CfgWatcher", "merge_patch", "resolve_pointer"]
@@ -158,7 +159,7 @@ def _decode(obj, what):
     return obj
 
 
-class Cfg:
+class Cfg(Closeable):
     """The configuration of `topic`.
 
     ``read()`` gives the newest version (an :class:`a0py.Packet`; ``.json()`` parses it),
@@ -275,13 +276,6 @@ class Cfg:
     def close(self):
         """Later writes raise ClosedError. Idempotent."""
         self._writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.Cfg {self.topic.name!r}>"

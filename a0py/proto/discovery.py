@@ -27,6 +27,7 @@ import struct
 import threading
 
 from ..errors import A0Error, ArgumentError
+from .lifetime import Closeable
 from .topic import (
     Root,
     check_protocol,
@@ -168,7 +169,7 @@ class _Inotify:
             self.fd = -1
 
 
-class Discovery:
+class Discovery(Closeable):
     """Calls ``callback(name)`` once for each topic under `root` (default
     ``A0PY_ROOT``) whose name matches `glob`: those present now and each created
     later, on a thread of its own, until :meth:`close`. With `protocols` (e.g.
@@ -197,7 +198,6 @@ class Discovery:
         self._lock = threading.Lock()
         self._announced = set()
         self._closed = False
-        self._pid = os.getpid()
         self._wake_r, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._inotify = None
         self.mode = "poll"
@@ -341,7 +341,7 @@ class Discovery:
         if self._closed:
             return
         self._closed = True
-        if os.getpid() == self._pid:  # a forked child's copy has no thread to stop
+        if not self._forked_copy():  # a forked child's copy has no thread to stop
             try:
                 os.write(self._wake_w, b"x")
             except OSError:
@@ -353,13 +353,6 @@ class Discovery:
                 os.close(fd)
             except OSError:
                 pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.Discovery {self.glob!r} on {self.root} ({self.mode}, {len(self.topics)} topics)>"

@@ -18,6 +18,7 @@ import time
 from .. import _core
 from ..errors import ArgumentError
 from ._subscriber import ProtocolSubscriber
+from .lifetime import Closeable
 from .packets import TIME_WALL
 from .pubsub import INIT_AWAIT_NEW
 from .topic import LOG, Topic
@@ -88,7 +89,7 @@ def format_line(pkt):
     return f"{stamp} {log_level(pkt).name:<4}{where} {text}"
 
 
-class Logger:
+class Logger(Closeable):
     """Writes log messages to `topic`: ``crit``, ``err``, ``warn``, ``info``, ``dbg``
     (each ``(msg, headers=None)``; `msg` is a str, bytes or an :class:`a0py.Packet`)
     and ``log(level, msg, headers=None)``. Messages below `level` (default DBG: all)
@@ -144,13 +145,6 @@ class Logger:
     def close(self):
         """Later writes raise ClosedError. Idempotent."""
         self._writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.Logger {self.topic.name!r} level={self.level.name}>"

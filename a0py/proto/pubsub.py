@@ -39,7 +39,7 @@ import warnings
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
-from ._subscriber import reader_start
+from ._subscriber import ReaderCounts, WatchedReader, reader_start
 from .schema import Schema, declare_schema
 from .topic import PUBSUB, Topic, topic_arena
 from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
@@ -318,7 +318,7 @@ class SubscriberSync(_core.PacketReader):
         return f"<a0py.SubscriberSync {self.topic.name!r}>"
 
 
-class Subscriber:
+class Subscriber(WatchedReader):
     """Calls ``callback(pkt)`` for `topic`'s packets, on the process's dispatcher thread,
     until :meth:`close` (the subscriber keeps running while unreferenced, like a thread).
 
@@ -390,32 +390,6 @@ class Subscriber:
                 _log.warning("%s", e)
         return True
 
-    @property
-    def missed(self):
-        """Packets lost to eviction before this subscriber read them, in total."""
-        return self._reader.missed
-
-    @property
-    def corrupt(self):
-        """Frames skipped as corrupt (each logged), in total."""
-        return self._reader.corrupt
-
-    @property
-    def closed(self):
-        return not self._watch.active
-
-    def close(self):
-        """Stops the callbacks; returns once none is running (unless called from a
-        callback). Idempotent."""
-        self._watch.cancel()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
     def __repr__(self):
         state = "closed" if self.closed else "open"
         return f"<a0py.Subscriber {self.topic.name!r} {state}>"
@@ -458,7 +432,7 @@ def aio_sub(topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
     return AioSubscription(SubscriberSync(topic, init=init, iter=iter))
 
 
-class AioSubscription:
+class AioSubscription(ReaderCounts):
     """The packets of a :class:`SubscriberSync` as an asynchronous iterator (what
     :func:`aio_sub` returns). ``missed`` and ``corrupt`` as for :class:`Subscriber`;
     ``aclose()`` (or dropping it) releases the reader and its dispatcher watch."""
@@ -496,16 +470,6 @@ class AioSubscription:
                 continue
             wakeup.armed = False
             pending.extend(batch)
-
-    @property
-    def missed(self):
-        """Packets lost to eviction before they were read, in total."""
-        return self._reader.missed
-
-    @property
-    def corrupt(self):
-        """Frames skipped as corrupt (each logged), in total."""
-        return self._reader.corrupt
 
     def close(self):
         """Releases the reader and its dispatcher watch (idempotent); iterating then

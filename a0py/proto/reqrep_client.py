@@ -30,6 +30,7 @@ from ..errors import A0Error, A0TimeoutError, ArgumentError, LockError, PacketCo
 from . import _dispatch
 from .deadman import keeper_post, start_keeper
 from .errors import RpcCancelledError, RpcError, RpcRemoteError, RpcServerDiedError
+from .lifetime import Closeable
 from .reqrep_server import inline_servers
 from .reqrep_wire import (
     DEADLINE,
@@ -176,7 +177,7 @@ class ClientEndpoint:
             _log.exception("%s: could not write the cancel of request %s", self.label, rid)
 
 
-class RequestClient:
+class RequestClient(Closeable):
     """What RPC and PRPC clients share: requests, the blocking wait, the dispatcher
     route for callbacks and futures, cancel.
 
@@ -285,7 +286,8 @@ class RequestClient:
 
     def _route(self):
         with self._router_lock:
-            if self._router is None:
+            if self._router is None or self._router.pid != os.getpid():
+                # None yet, or the parent's, inherited through fork: its watch is inert here.
                 self._router = ReplyRouter(self._endpoint)
             return self._router
 
@@ -303,10 +305,12 @@ class RequestClient:
 
     def close(self):
         """Stops routing replies to callbacks and futures; pending ones are cancelled.
-        Idempotent. Blocking calls in other threads are unaffected."""
+        Idempotent. Blocking calls in other threads are unaffected. In a forked child,
+        the calls the parent made before the fork are left alone (cancelling them would
+        write their cancels into the parent's requests); the child's own are cancelled."""
         with self._router_lock:
             router, self._router = self._router, None
-        if router is not None:
+        if router is not None and router.pid == os.getpid():
             router.close()
 
     def __del__(self):
@@ -317,13 +321,6 @@ class RequestClient:
         if router is not None:
             router.orphaned = True
             keeper_post(router.close_if_idle)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.{type(self).__name__} {self.topic.name!r}>"

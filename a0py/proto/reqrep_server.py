@@ -28,6 +28,7 @@ from ..errors import A0Error, ArgumentError, ClosedError, LockError, PacketCorru
 from . import _dispatch
 from .deadman import keeper_call
 from .errors import RpcError
+from .lifetime import Closeable
 from .reqrep_wire import (
     DEFAULT_MAX_AGE_S,
     DONE,
@@ -125,7 +126,7 @@ class ServedRequest:
         return f"<a0py.{type(self).__name__} {self.id}{' cancelled' if self.cancelled else ''}>"
 
 
-class RequestServer:
+class RequestServer(Closeable):
     """What RPC and PRPC servers share: the deadman, the start scan, accepting,
     dispatching to the handler, answering and cancelling.
 
@@ -163,7 +164,6 @@ class RequestServer:
         self._scanning = True
         self._closed = False
         self._watch = None
-        self._pid = os.getpid()
         try:
             self._writer = _core.PacketWriter(self.arena, self._label)
             self._reader = _core.PacketReader(self.arena, READER_INIT_OLDEST, READER_ITER_NEXT,
@@ -338,7 +338,7 @@ class RequestServer:
             if self._closed:
                 return
             self._closed = True
-        if os.getpid() != self._pid:
+        if self._forked_copy():
             return  # a forked child's copy: the server, its requests and deadman are the parent's
         if self._watch is not None:
             self._watch.cancel()
@@ -360,13 +360,6 @@ class RequestServer:
             pass  # a forked child holds nothing to release
         self._reader.close()
         self._writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def __repr__(self):
         return f"<a0py.{type(self).__name__} {self.topic.name!r} {'closed' if self._closed else 'serving'}>"

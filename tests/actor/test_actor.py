@@ -26,6 +26,7 @@ from a0py.actor import (
     become,
     current,
 )
+from a0py.actor.arena import arena_name
 
 
 def unique(prefix="t"):
@@ -521,7 +522,7 @@ def test_a_sender_whose_cached_mapping_was_closed_maps_the_mailbox_again(system)
 def _write_raw_frame(name, data):
     import a0py
 
-    arena = a0py.Arena.shm(f"a0py.actor.{name}")
+    arena = a0py.Arena.shm(arena_name(name))
     try:
         a0py.Transport(arena).write(data)
     finally:
@@ -711,7 +712,7 @@ def _run_node_script(path, name, method="spawn", guarded=False):
 
 
 def _no_mailbox_left(name):
-    return not os.path.exists(f"/dev/shm/a0py.actor.{name}")
+    return not os.path.exists("/dev/shm/" + arena_name(name))
 
 
 @pytest.mark.slow

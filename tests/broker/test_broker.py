@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from helpers.procs import REPO
+from helpers.procs import CTX, REPO, join_ok, recv
 
 import a0py
 from a0py.broker import (
@@ -280,6 +280,30 @@ def test_ping_answers_and_times_out_without_a_broker(name, clients):
 
 
 # ------------------------------------------------------------------ deaths and restarts
+
+
+def _close_the_inherited_client(conn, client):
+    with client:           # leaving the block closes the child's copy
+        pass
+    conn.send("closed")
+
+
+def test_a_forked_child_closing_its_copy_of_a_client_leaves_the_parents_session(name, broker, clients, spawn):
+    me = clients("local")
+    me.claim('alarm("smoke")')
+    watcher = clients("local")
+    results = Results()
+    watcher.subscribe(parse('alarm($what)'), callback=results)
+    results.wait_for(lambda r: r == [{"what": "smoke"}])
+    parent, child = CTX.Pipe()
+    p = spawn(_close_the_inherited_client, child, me)
+    assert recv(parent) == "closed"
+    join_ok(p)
+    me.ping()              # answered: the broker still knows this client, its arena is there
+    assert me.facts(parse('alarm(_)')) == [Record("alarm", "smoke")]
+    me.claim('alarm("fire")')
+    results.wait_for(lambda r: r == [{"what": "fire"}, {"what": "smoke"}])
+    assert all(r != [] for r in results.calls)   # the claims were never retracted meanwhile
 
 
 def test_a_killed_client_loses_its_claims_and_subscriptions_and_others_are_told(name, broker, clients):

@@ -385,6 +385,70 @@ def test_rm_of_a_raw_arena_still_works(root):
     assert_fails_cleanly(a0("rm", "t", "--shm", name), 2, "not both")
 
 
+# An arena actor in another process: argv[1] its name; runs until killed.
+ACTOR = """
+import sys
+from a0py.actor import ActorSystem
+system = ActorSystem()
+system.spawn(lambda message: None, name=sys.argv[1], arena=True)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def mailbox_rows(out):
+    """``ls --all``'s mailbox table as {mailbox: row}."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == ["MAILBOX"])
+    assert lines[start].split() == ["MAILBOX", "SIZE", "QUEUED", "ACTOR", "PROCESSES"]
+    return {line.split()[0]: line.split() for line in lines[start + 1:]}
+
+
+def test_actor_mailboxes_are_no_topics_and_ls_all_shows_them_apart(root):
+    from a0py.actor import ArenaRef, list_mailboxes, unlink_mailbox
+    from a0py.actor.arena import arena_name
+
+    # Lowercase letters and digits: a name that, under the default root's prefix, would
+    # parse as a protocol of a topic (the mailboxes' name must keep them out of it).
+    name = f"lsactor{os.getpid()}{time.monotonic_ns() % 10**6}"
+    try:
+        a0("pub", "imu", "x")
+        with python(ACTOR, name) as actor:
+            assert actor.readline() == "ready\n"
+            pid = actor.proc.pid
+            assert name in list_mailboxes()
+            for spec in ("shm:a0py", root, "shm:a0py-actor"):
+                assert not any(name in t or name in ps for t, ps in tp.list_topics(spec).items()), spec
+            plain = a0("ls")
+            assert plain.returncode == 0, plain.err
+            assert name not in plain.out and "MAILBOX" not in plain.out
+            assert name not in a0("ls", "--root", "shm:a0py").out
+            assert a0("ls", "--all", "-q").out == "imu\n"
+
+            every = a0("ls", "--all")
+            assert every.returncode == 0, every.err
+            assert every.out.splitlines()[0].split()[0] == "TOPIC" and "imu" in every.out
+            row = mailbox_rows(every.out)[name]
+            assert row[1:4] == ["1", "MiB", "0"] and row[4:6] == ["pid", str(pid)]
+            assert int(row[6]) >= 1   # the actor's process has it mapped
+
+            assert a0("rm", "--all").returncode == 0      # the root's topics, not the mailbox
+            assert tp.list_topics(root) == {}
+            assert ArenaRef(name).is_alive()
+            actor.proc.kill()
+            actor.proc.wait()
+        wait_until(lambda: not ArenaRef(name).is_alive(), "the killed actor's deadman to be free")
+        left = a0("ls", "--all")
+        assert left.returncode == 0, left.err
+        assert f"no topics under {root}" in left.err
+        assert mailbox_rows(left.out)[name][4:6] == ["not", "running"]
+        assert a0("rm", "--shm", arena_name(name)).returncode == 0
+        assert name not in list_mailboxes()
+        assert name not in a0("ls", "--all").out
+    finally:
+        unlink_mailbox(name)   # whatever failed above, leave nothing in /dev/shm
+
+
 # -- the command table
 
 
