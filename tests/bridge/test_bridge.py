@@ -749,3 +749,74 @@ def test_the_two_machines_example_shows_packets_crossing():
                          env=dict(os.environ, PYTHON=sys.executable))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count(f"{ORIGIN}: ") == 3 and out.stdout.count("source: pubsub_pub") == 3
+
+
+# --- link state: which peer bridge is gone, since when, and when it is back
+
+
+def wait_status(root, pred, what, timeout=LINK_S):
+    """The status the bridge of `root` wrote, once `pred(status)` holds; fails at the
+    timeout naming `what`."""
+    from a0py.bridge.counts import read_status
+
+    deadline = time.monotonic() + timeout
+    while True:
+        status = read_status(root)
+        if status is not None and pred(status):
+            return status
+        assert time.monotonic() < deadline, f"{what} within {timeout} s; last status: {status}"
+        time.sleep(0.1)
+
+
+def peer_of(status, root):
+    """The entry of the peer bridge serving `root` in `status`, or None."""
+    return next((p for p in status["peers"] if p["root"] == root), None)
+
+
+def log_events(root):
+    """The bridge's link-state messages in its log topic under `root`: [(event, peer id,
+    level)], oldest first."""
+    got = []
+    listener = LogListener(Topic("a0py/bridge", root=root), "DBG", got.append, init=INIT_OLDEST)
+    try:
+        deadline = time.monotonic() + QUIET_S
+        n = -1
+        while n != len(got) and time.monotonic() < deadline:  # until it stops growing
+            n = len(got)
+            time.sleep(0.2)
+    finally:
+        listener.close()
+    return [(p.headers["event"], p.headers["peer"], log_level(p).name) for p in got if "event" in p.headers]
+
+
+def test_a_killed_peer_bridge_is_reported_gone_with_its_time_and_back_when_restarted(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    up = wait_status(a, lambda s: (p := peer_of(s, b)) and p["state"] == "up", "B seen up")
+    assert peer_of(up, b)["id"] == bb.id and peer_of(up, b)["pid"] == bb.proc.pid
+    assert peer_of(up, b)["host"] == socket.gethostname()
+    before = time.time_ns()
+    bb.kill()
+    gone = wait_status(a, lambda s: peer_of(s, b)["state"] == "gone", "B reported gone")
+    assert peer_of(gone, b)["id"] == bb.id and peer_of(gone, b)["since"] >= before
+    # `a0py ls` says which peer is gone and since when; `a0py info` shows it in the bridge's rows
+    ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+    assert f"peer bridge {bb.id} on {socket.gethostname()} (root {b}) gone since" in ls.stderr
+    assert f"peer {bb.id} on {socket.gethostname()} (root {b}): GONE since" in cli(a, "info", "robot/probe")
+    # the same bridge's root served again: the peer is back, under its new id
+    bb2 = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    back = wait_status(a, lambda s: peer_of(s, b)["state"] == "up", "B reported back")
+    assert peer_of(back, b)["id"] == bb2.id != bb.id
+    link(a, [b], "robot/probe_again")
+    ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+    assert "gone since" not in ls.stderr
+    deadline = time.monotonic() + MSG_S
+    while [e for e, _, _ in log_events(a)][-3:] != ["up", "gone", "back"]:
+        assert time.monotonic() < deadline, log_events(a)
+        time.sleep(0.1)
+    assert log_events(a)[-3:] == [("up", bb.id, "INFO"), ("gone", bb.id, "WARN"), ("back", bb2.id, "INFO")]
