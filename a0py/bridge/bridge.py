@@ -13,6 +13,9 @@ Invariants:
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
+* Each running bridge declares a liveliness token and follows the other bridges'
+  (:class:`~a0py.bridge.peers.PeerWatch`); a peer that goes or comes back is in the
+  status at once (the reporter is woken) and logged on the log topic.
 * Every wait is bounded: stopping closes discovery, subscribers, the Zenoh session
   and the reporter, each with a timeout.
 """

@@ -30,6 +30,11 @@ Invariants:
   swapped at start), only those written since. The importer writes a version holding
   the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
   merges into a version the bridge has just replaced.
+* The export loop reads each woken topic once per wake-up, again before sleeping only if
+  the read said more was waiting; a wake-up that found only bridged packets (this
+  machine's importer writing) is followed by a pause of ``_ECHO_PAUSE_S`` before the
+  next wait, so imported samples do not each wake the exporter: a local packet waits at
+  most that long (plus the linger, if any) before it is read.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.

@@ -19,6 +19,9 @@ Invariants:
   batches, and the importer still takes them. Nothing received is trusted: a payload that is not a packet,
   an attachment that does not parse, a key that is not a topic are refused by the
   functions here with :class:`WireError`, which the receiver counts.
+* A running bridge holds a liveliness token ``<prefix>/bridge-peer/<id>/<label>``
+  (:func:`peer_token_key`), the label its host, root and pid as JSON in unpadded
+  URL-safe base64; :func:`peer_of_token_key` refuses anything else.
 * A packet written back into a topic keeps the origin's id, payload, headers and
   standard block (times, writer id, writer seq, the origin's transport seq) byte for
   byte, and gains the bridge headers :data:`ORIGIN`, :data:`HOST` and :data:`SEQ`.
