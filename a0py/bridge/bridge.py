@@ -263,7 +263,7 @@ class ZenohBridge:
             self._importer.close()
             self._importer = None
         if self._peers is not None:
-            self._peers.close()
+            self._peers.close()  # status() still lists the peers as last seen
         session, self.session = self.session, None
         if session is not None:
             try:
@@ -275,7 +275,6 @@ class ZenohBridge:
             reporter.join(timeout)
             self._report()
             self._publish_status(running=False)
-        self._peers = None
 
     def __enter__(self):
         return self.start()
