@@ -84,13 +84,16 @@ def env(root):
 
 class Bridges:
     """Two ``a0py bridge --reliable`` processes, roots ``a`` and ``b``, linked (a probe
-    crossed); stopped and their topics removed on exit."""
+    crossed); stopped and their topics removed on exit. ``Bridges.extra``: more
+    arguments for both (``--bridge-arg``)."""
+
+    extra = ()
 
     def __enter__(self):
         tag = uuid.uuid4().hex[:8]
         self.a, self.b = f"shm:bbench{tag}a", f"shm:bbench{tag}b"
         ep = f"tcp/127.0.0.1:{free_port()}"
-        cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600"]
+        cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600", *self.extra]
         self.procs = [
             subprocess.Popen(cmd + ["--listen", ep, "bench/**"], env=env(self.a), stdout=subprocess.PIPE),
             subprocess.Popen(cmd + ["--connect", ep, "bench/**"], env=env(self.b), stdout=subprocess.PIPE)]
@@ -321,7 +324,10 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--only", choices=("rate", "latency", "cpu"))
     ap.add_argument("--cpu-seconds", type=float, default=10.0)
+    ap.add_argument("--bridge-arg", action="append", default=[],
+                    help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
     args = ap.parse_args()
+    Bridges.extra = args.bridge_arg
     repeats = 1 if args.quick else args.repeats
     if args.only in (None, "rate"):
         cases = [("64 B", 64, 5000 if args.quick else 50000), ("1 MiB", 1 << 20, 20 if args.quick else 200)]

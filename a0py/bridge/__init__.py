@@ -6,7 +6,8 @@ on its own machine) and counting what it could not deliver. Modules: the wire fo
 (:mod:`~a0py.bridge.wire`: key expressions, attachments, bridged packets and their
 headers), the Zenoh configuration (:mod:`~a0py.bridge.config`), export and import of
 pub/sub packets (in batches), log messages and configurations (:mod:`~a0py.bridge.exchange`),
-RPC and PRPC (:mod:`~a0py.bridge.reqrep`), the counters and the status kept for ``a0py
+RPC and PRPC (:mod:`~a0py.bridge.reqrep`), the other bridges it reaches or lost
+(:mod:`~a0py.bridge.peers`), the counters and the status kept for ``a0py
 ls``/``info`` (:mod:`~a0py.bridge.counts`), the
 bridge (:mod:`~a0py.bridge.bridge`), errors (:mod:`~a0py.bridge.errors`).
 """

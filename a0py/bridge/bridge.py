@@ -13,6 +13,9 @@ Invariants:
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
+* Each running bridge declares a liveliness token and follows the other bridges'
+  (:class:`~a0py.bridge.peers.PeerWatch`); a peer that goes or comes back is in the
+  status at once (the reporter is woken) and logged on the log topic.
 * Every wait is bounded: stopping closes discovery, subscribers, the Zenoh session
   and the reporter, each with a timeout.
 """
@@ -45,7 +48,16 @@ from ..proto.topic import (
 from .config import zenoh_config
 from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
-from .exchange import Exporter, ExportLoop, Importer, PubsubExporter, compile_sizes, init_for
+from .exchange import (
+    MAX_LINGER,
+    Exporter,
+    ExportLoop,
+    Importer,
+    PubsubExporter,
+    compile_sizes,
+    init_for,
+)
+from .peers import PeerWatch
 from .reqrep import ReqRep
 from .wire import BRIDGED, REQREP, check_prefix
 
@@ -79,7 +91,10 @@ class ZenohBridge:
     scouting on (off by default). `reliable=True`: Zenoh's block policy (a slow link
     slows the bridge, whose topic rings then overrun, counted as ``missed_local``);
     default: the drop policy (Zenoh drops under congestion; the far side counts the gap
-    as ``lost``).
+    as ``lost``). `linger` (seconds, default 0, at most 0.01): after the first local
+    packet wakes the bridge, how long it waits for packets of other topics before it
+    sends (fewer wake-ups and Zenoh writes when many topics are written at once, at
+    that much added latency).
 
     ``start()``, ``stop()``, context manager; ``status()``: a dict of counts per topic;
     ``id``: this bridge's id (32 hex digits, new at each start). Losses are also logged
@@ -91,7 +106,7 @@ class ZenohBridge:
 
     def __init__(self, globs, listen=(), connect=(), config=None, prefix="a0py", *, mode=None,
                  multicast=None, reliable=False, sizes=None, root=None, log_topic="a0py/bridge",
-                 report_interval=1.0):
+                 report_interval=1.0, linger=0.0):
         if isinstance(globs, str):
             globs = (globs,)
         try:
@@ -106,6 +121,9 @@ class ZenohBridge:
             if isinstance(report_interval, bool) or not isinstance(report_interval, (int, float)) \
                     or not report_interval > 0:
                 raise ArgumentError(f"report_interval must be seconds > 0, not {report_interval!r}")
+            if isinstance(linger, bool) or not isinstance(linger, (int, float)) \
+                    or not 0 <= linger <= MAX_LINGER:
+                raise ArgumentError(f"linger must be seconds from 0 to {MAX_LINGER}, not {linger!r}")
         except BridgeConfigError:
             raise
         except ArgumentError as e:
@@ -117,6 +135,7 @@ class ZenohBridge:
         self.congestion_control = (self.zenoh.CongestionControl.BLOCK if self.reliable
                                    else self.zenoh.CongestionControl.DROP)
         self.report_interval = float(report_interval)
+        self.linger = float(linger)
         self.host = socket.gethostname()
         self.id = None
         self.id_bytes = None
@@ -131,6 +150,8 @@ class ZenohBridge:
         self._reqrep = None
         self._export_loops = []
         self._stopping = threading.Event()
+        self._poke = threading.Event()  # the reporter reports at once
+        self._peers = None
         self._reporter = None
         self._reported = {}
         self._published = None
@@ -166,6 +187,7 @@ class ZenohBridge:
             raise BridgeStartError(f"Zenoh could not open a session: {e}") from None
         self._stopping.clear()
         try:
+            self._peers = PeerWatch(self, on_change=self._poke.set)
             self._importer = Importer(self, self._sizes)
             self._reqrep = ReqRep(self)
             self._existing = {(p, t) for t, protos in list_topics(self.root).items()
@@ -212,7 +234,7 @@ class ZenohBridge:
             if protocol == PUBSUB and not self._stopping.is_set():
                 loop = next((lp for lp in self._export_loops if len(lp) < lp.capacity), None)
                 if loop is None:
-                    loop = ExportLoop()
+                    loop = ExportLoop(self.linger)
                     self._export_loops.append(loop)
                 loop.add(exporter)
         if self._stopping.is_set():
@@ -222,6 +244,7 @@ class ZenohBridge:
         """Stops bridging and closes the Zenoh session (each part waited for at most
         `timeout` seconds). Idempotent."""
         self._stopping.set()
+        self._poke.set()
         for d in self._discoveries:
             d.close(timeout)
         self._discoveries = []
@@ -239,6 +262,8 @@ class ZenohBridge:
         if self._importer is not None:
             self._importer.close()
             self._importer = None
+        if self._peers is not None:
+            self._peers.close()  # status() still lists the peers as last seen
         session, self.session = self.session, None
         if session is not None:
             try:
@@ -261,15 +286,19 @@ class ZenohBridge:
     # --- what it reports
 
     def status(self):
-        """``{"id", "host", "prefix", "reliable", "bad_samples", "topics": {name:
-        counts}, "logs": {name: counts}, "cfgs": {name: counts}}`` (pub/sub packets,
-        log messages and configuration versions of each topic) where counts is a dict of :class:`~a0py.bridge.counts.TopicCounts`
-        (exported, imported, missed_local, lost, duplicates, too_large, corrupt,
-        write_errors)."""
+        """``{"id", "host", "prefix", "reliable", "bad_samples", "peers": [...],
+        "topics": {name: counts}, "logs": {name: counts}, "cfgs": {name: counts},
+        "rpcs": ..., "prpcs": ...}`` (pub/sub packets, log messages, configuration
+        versions, requests and replies of each topic) where counts is a dict of
+        :class:`~a0py.bridge.counts.TopicCounts` (exported, imported, missed_local, lost,
+        duplicates, too_large, corrupt, write_errors), and each peer (another bridge
+        under the same prefix, seen since this one started) ``{"id", "host", "root",
+        "pid", "state": "up" | "gone", "since": wall time ns}``."""
         with self._lock:
             counts = sorted(self._counts.items())
+        peers = self._peers.peers() if self._peers is not None else []
         return {"id": self.id, "host": self.host, "prefix": self.prefix, "reliable": self.reliable,
-                "bad_samples": self.bad_samples,
+                "bad_samples": self.bad_samples, "peers": peers,
                 "topics": {name: c.as_dict() for (p, name), c in counts if p == PUBSUB},
                 "logs": {name: c.as_dict() for (p, name), c in counts if p == LOG},
                 "cfgs": {name: c.as_dict() for (p, name), c in counts if p == CFG},
@@ -277,12 +306,46 @@ class ZenohBridge:
                 "prpcs": {name: c.as_dict() for (p, name), c in counts if p == PRPC}}
 
     def _report_loop(self):
-        while not self._stopping.wait(self.report_interval):
+        while True:
+            self._poke.wait(self.report_interval)
+            self._poke.clear()
+            if self._stopping.is_set():
+                return
             try:
+                self._report_peers()
                 self._report()
                 self._publish_status()
             except Exception:
                 _log.exception("bridge: reporting losses failed")
+
+    def _report_peers(self):
+        """Logs each change of a peer's state (INFO when it comes, WARN when it goes)."""
+        events = self._peers.take_events() if self._peers is not None else []
+        if not events:
+            return
+        logger = None if self.log_topic is None else Logger(Topic(self.log_topic, root=self.root))
+        try:
+            for e in events:
+                who = f"peer bridge {e['id']} on {e['host']} (root {e['root']}, pid {e['pid']})"
+                if e["event"] == "gone":
+                    text = (f"{who} gone: the link is down or that bridge stopped; nothing "
+                            "crosses between the two machines until it is back")
+                elif e["event"] == "back":
+                    text = f"{who} back after {e['gone_s']:.1f} s"
+                elif e["event"] == "restarted":
+                    text = f"{who} restarted"
+                else:
+                    text = f"{who} up"
+                _log.log(logging.WARNING if e["event"] == "gone" else logging.INFO, "bridge: %s", text)
+                if logger is not None:
+                    (logger.warn if e["event"] == "gone" else logger.info)(
+                        f"bridge {self.id}: {text}",
+                        headers=[("peer", e["id"]), ("peer_host", e["host"]), ("peer_root", e["root"]),
+                                 ("peer_pid", str(e["pid"])), ("event", e["event"]),
+                                 ("since", str(e["since"]))])
+        finally:
+            if logger is not None:
+                logger.close()
 
     def _publish_status(self, running=True):
         """Writes the status into the status topic (for ``a0py ls`` and ``info``) if it

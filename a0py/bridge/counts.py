@@ -4,7 +4,8 @@ the status document it keeps in its root for ``a0py ls`` and ``a0py info``.
 The status topic (:data:`STATUS_TOPIC`, a pub/sub topic of the bridge's root) holds, as
 its newest packet, the bridge's :meth:`~a0py.bridge.ZenohBridge.status` as JSON plus
 ``pid`` and ``time_wall`` (ns): written when the bridge starts, every report interval
-when its counts changed, and when it stops. The bridge never bridges that topic.
+when its counts changed, at once when a peer bridge comes or goes (its ``peers``:
+:mod:`a0py.bridge.peers`), and when it stops. The bridge never bridges that topic.
 :func:`read_status` reads it back; nothing read is trusted (a packet that is not such a
 document reads as None).
 """
@@ -12,7 +13,7 @@ document reads as None).
 import json
 
 __all__ = ["COUNT_FIELDS", "LOSS_FIELDS", "PROTOCOL_SECTIONS", "STATUS_TOPIC", "TopicCounts",
-           "read_status", "topic_counts"]
+           "gone_peers", "read_status", "topic_counts"]
 
 #: The fields of :class:`TopicCounts` that are losses (reported in the log topic).
 LOSS_FIELDS = ("missed_local", "lost", "too_large", "corrupt", "write_errors")
@@ -81,7 +82,25 @@ def read_status(root):
         if not isinstance(topics, dict) or not all(isinstance(k, str) and _valid_counts(v)
                                                    for k, v in topics.items()):
             return None
+    peers = doc.get("peers", [])  # absent in the status of bridges before link state
+    if not isinstance(peers, list) or not all(_valid_peer(p) for p in peers):
+        return None
+    doc["peers"] = peers
     return doc
+
+
+def _valid_peer(peer):
+    return (isinstance(peer, dict) and all(isinstance(peer.get(k), str) for k in ("id", "host", "root"))
+            and peer.get("state") in ("up", "gone")
+            and all(type(peer.get(k)) is int and peer[k] >= 0 for k in ("pid", "since")))
+
+
+def gone_peers(status):
+    """The peers (status entries) a bridge's status says are gone, oldest loss first;
+    empty for None."""
+    if status is None:
+        return []
+    return sorted((p for p in status.get("peers", []) if p["state"] == "gone"), key=lambda p: p["since"])
 
 
 def topic_counts(status, name):

@@ -17,7 +17,8 @@ Invariants:
   seen twice is written once (``duplicates``, a batch partly seen included), a gap is
   counted as ``lost``. A batch's packets are written with one lock, in order.
 * Pub/sub packets are read raw from the ring and spliced, never decoded: the exporter
-  only looks up the origin header in each packet's index, the importer checks each
+  only looks up the origin header in each packet's index (in the binding call that
+  reads the batch), the importer checks each
   packet's layout and adds the bridge headers in one binding call.
 * Topics present when the bridge starts are exported from their next packet (a
   restarted bridge sends nothing twice); topics that appear later are exported from
@@ -29,6 +30,11 @@ Invariants:
   swapped at start), only those written since. The importer writes a version holding
   the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
   merges into a version the bridge has just replaced.
+* The export loop reads each woken topic once per wake-up, again before sleeping only if
+  the read said more was waiting; a wake-up that found only bridged packets (this
+  machine's importer writing) is followed by a pause of ``_ECHO_PAUSE_S`` before the
+  next wait, so imported samples do not each wake the exporter: a local packet waits at
+  most that long (plus the linger, if any) before it is read.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.
@@ -36,6 +42,7 @@ Invariants:
 
 import logging
 import threading
+import time
 
 from .. import _core
 from ..errors import A0Error, BufferTooSmallError, FrameTooLargeError, PacketCorruptError
@@ -46,11 +53,11 @@ from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
 from .wire import (
     BRIDGED,
-    FRAME_PREFIX,
     ORIGIN,
     SEQ,
     Attachment,
     BatchAttachment,
+    BatchAttachmentWriter,
     WireError,
     batch_frames,
     bridge_headers,
@@ -59,7 +66,7 @@ from .wire import (
     topic_of_key,
 )
 
-__all__ = ["ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
+__all__ = ["MAX_LINGER", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -77,13 +84,20 @@ _BATCH_FRAMES = 256
 _BATCH_BYTES = 60 * 1024
 # How often an idle export loop looks for exporters added meanwhile (it is also woken).
 _EXPORT_IDLE_S = 0.5
+# After a wake-up that found only bridged packets (written by this machine's importer),
+# the export loop pauses this long before it waits again (see ExportLoop._run).
+_ECHO_PAUSE_S = 0.0005
+#: The longest linger an export loop takes (seconds): past it, latency, not CPU, is what
+#: a user would notice.
+MAX_LINGER = 0.01
 
 
 class PubsubExporter:
     """Sends one local topic's pub/sub packets to Zenoh in batches: whatever its ring
     holds past the bridge's cursor when the export loop looks (up to ``_BATCH_FRAMES``
     packets or ``_BATCH_BYTES`` bytes), read raw (no decoding) into one sample. Packets
-    that came through a bridge are left out of the batch."""
+    that came through a bridge are left out of the batch by the same binding call that
+    reads it (:func:`a0py._core.read_packets_into`)."""
 
     def __init__(self, bridge, name, init):
         self.counts = bridge.counts_of(PUBSUB, name)
@@ -99,17 +113,21 @@ class PubsubExporter:
         self._missed = 0
         self._buf = bytearray(_BATCH_BYTES)
         self._big = None
+        self._attachment = BatchAttachmentWriter(bridge.id_bytes, bridge.host)
         self._publisher = bridge.session.declare_publisher(
             key_of(bridge.prefix, PUBSUB, name), congestion_control=bridge.congestion_control)
         self.closed = False
 
     def pump(self):
-        """Sends one batch; returns whether it read any packet (the loop calls it until
-        it reads none). On the export loop's thread only."""
+        """Sends one batch; returns ``(read, more)``: how many packets it read (sent or,
+        bridged ones, left out) and whether more may be waiting in the ring (a full
+        batch was read, or another packet came meanwhile: the loop calls it again
+        before it sleeps); `read` is negative when every packet read was a bridged one.
+        On the export loop's thread only."""
         buf = self._buf
         try:
-            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(
-                buf, max_frames=_BATCH_FRAMES)
+            read, kept, nbytes, more = _core.read_packets_into(
+                self._transport, buf, ORIGIN, max_frames=_BATCH_FRAMES)
         except BufferTooSmallError as e:
             # One packet larger than a batch: a sample of its own, read into a buffer kept
             # for the next one (a camera's frames are all one size: no new buffer, and
@@ -117,44 +135,24 @@ class PubsubExporter:
             if self._big is None or len(self._big) != e.needed:
                 self._big = bytearray(e.needed)
             buf = self._big
-            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(buf, max_frames=1)
+            read, kept, nbytes, more = _core.read_packets_into(
+                self._transport, buf, ORIGIN, max_frames=1)
         missed = self._transport.missed
         if missed != self._missed:
             self.counts.missed_local += missed - self._missed
             self._missed = missed
-        if not frames:
-            return False
-        view = memoryview(buf)
-        kept, off, dropped = [], 0, False
-        for _ in range(frames):
-            _seq, size = FRAME_PREFIX.unpack_from(view, off)
-            end = off + FRAME_PREFIX.size + size
-            try:
-                bridged = _core.packet_has_header(view[off + FRAME_PREFIX.size:end], ORIGIN)
-            except PacketCorruptError:
-                bridged = False  # sent as it is: the far side counts it as corrupt
-            if bridged:
-                dropped = True
-            else:
-                kept.append(view[off:end])
-            off = end
         if kept:
-            if dropped:
-                payload = b"".join(kept)
-            elif nbytes == len(buf):
-                payload = buf  # Zenoh copies it into the sample
-            else:
-                payload = bytes(view[:nbytes])
-            att = BatchAttachment(self._bridge.id_bytes, self._seq + 1, len(kept), self._bridge.host)
+            payload = buf if nbytes == len(buf) else bytes(memoryview(buf)[:nbytes])
             try:
-                self._publisher.put(payload, attachment=att.encode())
+                # Zenoh copies the payload and the attachment into the sample
+                self._publisher.put(payload, attachment=self._attachment.encode(self._seq + 1, kept))
             except Exception as e:  # zenoh's ZError: the session is closing
                 _log.debug("bridge: export of %r stopped: %s", self.name, e)
-                return False
-            self._seq += len(kept)
-            self.counts.exported += len(kept)
-        del view, kept
-        return True
+                return 0, False
+            self._seq += kept
+            self.counts.exported += kept
+            return read, more
+        return -read, more
 
     def close(self):
         self.closed = True
@@ -166,11 +164,18 @@ class PubsubExporter:
 
 class ExportLoop:
     """One thread that waits on the rings of up to ``MultiWait.capacity`` exported
-    topics at once and sends what each holds (:meth:`PubsubExporter.pump`)."""
+    topics at once and sends what each holds (:meth:`PubsubExporter.pump`), one batch
+    per topic per wake-up, again at once for the topics that had more.
 
-    def __init__(self):
+    `linger` (seconds, 0: none): after a wake-up, how long the loop waits for the
+    other topics' packets before it reads, so that a publisher writing several topics
+    at once costs one wake-up and Zenoh one write instead of one per topic; every
+    packet then waits up to that long more (docs/bridge.md, "Latency and CPU")."""
+
+    def __init__(self, linger=0.0):
         self._wait = _core.MultiWait()
         self.capacity = self._wait.capacity
+        self.linger = linger
         self._lock = threading.Lock()
         self._exporters = {}  # id(arena) -> exporter
         self._changed = False
@@ -196,23 +201,40 @@ class ExportLoop:
 
     def _run(self):
         by_arena = {}
+        again = []
         while not self._stop:
             with self._lock:
                 if self._changed:
                     by_arena = dict(self._exporters)
                     self._wait.set_arenas([e.arena for e in by_arena.values()])
                     self._changed = False
-            for arena in self._wait.changed():
-                exporter = by_arena.get(id(arena))
-                if exporter is None:
+            todo = [by_arena.get(id(arena)) for arena in self._wait.changed()]
+            todo.extend(e for e in again if e not in todo)
+            again = []
+            sent = echoes = False
+            for exporter in todo:
+                if exporter is None or exporter.closed:
                     continue
                 try:
-                    while not exporter.closed and not self._stop and exporter.pump():
-                        pass
+                    read, more = exporter.pump()
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
-            self._wait.wait(_EXPORT_IDLE_S)
+                    continue
+                if more:
+                    again.append(exporter)
+                sent |= read > 0
+                echoes |= read < 0
+            if again or self._stop:
+                continue
+            if echoes and not sent:
+                # Woken only by packets this machine's importer wrote (bridged ones, never
+                # sent): a pause, during which those writes wake nobody, instead of one
+                # wake-up per imported sample. A local packet written meanwhile waits at
+                # most this long.
+                time.sleep(_ECHO_PAUSE_S)
+            if self._wait.wait(_EXPORT_IDLE_S) and self.linger:
+                time.sleep(self.linger)
 
     def close(self, timeout=5.0):
         self._stop = True

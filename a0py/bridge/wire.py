@@ -19,6 +19,9 @@ Invariants:
   batches, and the importer still takes them. Nothing received is trusted: a payload that is not a packet,
   an attachment that does not parse, a key that is not a topic are refused by the
   functions here with :class:`WireError`, which the receiver counts.
+* A running bridge holds a liveliness token ``<prefix>/bridge-peer/<id>/<label>``
+  (:func:`peer_token_key`), the label its host, root and pid as JSON in unpadded
+  URL-safe base64; :func:`peer_of_token_key` refuses anything else.
 * A packet written back into a topic keeps the origin's id, payload, headers and
   standard block (times, writer id, writer seq, the origin's transport seq) byte for
   byte, and gains the bridge headers :data:`ORIGIN`, :data:`HOST` and :data:`SEQ`.
@@ -26,6 +29,9 @@ Invariants:
   (the loop-freedom rule, docs/bridge.md).
 """
 
+import base64
+import binascii
+import json
 import struct
 import uuid
 
@@ -35,8 +41,8 @@ from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, check_topic_name
 from .errors import WireError
 
 __all__ = ["BRIDGED", "FRAME_PREFIX", "HOST", "ORIGIN", "REQREP", "SEQ", "Attachment",
-           "BatchAttachment", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
-           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "pubsub_key", "reqrep_key", "server_token_key",
+           "PEER_CHUNK", "BatchAttachment", "BatchAttachmentWriter", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
+           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "peer_of_token_key", "peer_token_key", "pubsub_key", "reqrep_key", "server_token_key",
            "topic_of_key", "topic_of_reqrep_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
@@ -229,12 +235,46 @@ class RpcAttachment:
         return uuid.UUID(bytes=self.sender).hex
 
 
+# --- bridges watching each other (link state)
+
+#: Key chunk of the liveliness token each running bridge declares:
+#: ``<prefix>/bridge-peer/<bridge hex>/<label>``, the label naming its host, root and pid.
+PEER_CHUNK = "bridge-peer"
+_MAX_LABEL = 1024
+
+
+def peer_token_key(prefix, bridge_hex, host, root, pid):
+    """The liveliness key a bridge declares while it runs: its id, and a label (JSON in
+    unpadded URL-safe base64, valid in a key chunk) naming its host, root and pid."""
+    label = base64.urlsafe_b64encode(json.dumps([host, root, pid]).encode()).rstrip(b"=").decode()
+    return f"{prefix}/{PEER_CHUNK}/{bridge_hex}/{label}"
+
+
+def peer_of_token_key(prefix, key):
+    """``(bridge hex, host, root, pid)`` of a peer token's key; WireError if `key` is
+    not one."""
+    head = f"{prefix}/{PEER_CHUNK}/"
+    who, _, label = key[len(head):].partition("/")
+    if not key.startswith(head) or len(who) != 32 or not all(c in "0123456789abcdef" for c in who) \
+            or not 0 < len(label) <= _MAX_LABEL:
+        raise WireError(f"key {key!r} is not a bridge's peer token")
+    try:
+        host, root, pid = json.loads(base64.urlsafe_b64decode(label + "=" * (-len(label) % 4)))
+    except (ValueError, TypeError, binascii.Error):
+        raise WireError(f"peer token {key!r}: its label does not decode") from None
+    if not (isinstance(host, str) and isinstance(root, str) and type(pid) is int and pid >= 0):
+        raise WireError(f"peer token {key!r}: its label is not [host, root, pid]")
+    return who, host, root, pid
+
+
 # --- batches: several pub/sub packets in one sample
 
 _BATCH_MAGIC = b"A0BB"
 #: A batch sample's attachment: magic, origin bridge id, the first packet's number, packet
 #: count; then the host (UTF-8).
 _BATCH_ATTACHMENT = struct.Struct("<4s16sQI")
+_BATCH_SEQ_AT = 20
+_BATCH_SEQ_COUNT = struct.Struct("<QI")
 #: Before each frame in a batch's payload: the origin's transport seq and the frame's size.
 FRAME_PREFIX = struct.Struct("<QQ")
 class BatchAttachment:
@@ -256,6 +296,21 @@ class BatchAttachment:
     @property
     def origin_hex(self):
         return uuid.UUID(bytes=self.origin).hex
+
+
+class BatchAttachmentWriter:
+    """The attachments of one exporter's batch samples: origin and host encoded once,
+    the number and count packed into the same kept buffer at each :meth:`encode` (the
+    receiver of the buffer must copy it before the next call: Zenoh's put does)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, origin, host):
+        self._buffer = bytearray(BatchAttachment(origin, 1, 1, host).encode())
+
+    def encode(self, seq, count):
+        _BATCH_SEQ_COUNT.pack_into(self._buffer, _BATCH_SEQ_AT, seq, count)
+        return self._buffer
 
 
 def decode_attachment(data):

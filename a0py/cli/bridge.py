@@ -46,14 +46,17 @@ def _size_item(value):
 @click.option("--size", "sizes", multiple=True, metavar="GLOB=SIZE",
               help="Arena size for imported topics matching GLOB that the bridge creates "
                    "(repeatable, first match wins), e.g. 'camera/*=64M'.")
+@click.option("--linger", type=FiniteFloat(0, 0.01), default=0.0, show_default=True, metavar="SECONDS",
+              help="After a local packet wakes the bridge, wait this long for other topics' "
+                   "packets before sending (fewer wake-ups, that much more latency).")
 @click.option("--log-topic", default="a0py/bridge", show_default=True,
               help="Topic whose log gets a WARN line when a topic's losses change.")
 @click.option("--status-interval", type=FiniteFloat(0.05, 3600), default=5.0, show_default=True,
               help="Seconds between status lines (printed only when counts changed).")
 @click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
               help="Where the local topics live: shm:PREFIX (default shm:a0py) or a directory.")
-def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, sizes, log_topic,
-           status_interval, root):
+def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, sizes, linger,
+           log_topic, status_interval, root):
     """Bridge the topics matching GLOBs to other machines over Zenoh.
 
     Local packets of matching topics are published to Zenoh; remote ones are
@@ -70,7 +73,8 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
     try:
         br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
                          mode=mode, multicast=multicast, reliable=reliable,
-                         sizes=[_size_item(s) for s in sizes], root=root, log_topic=log_topic)
+                         sizes=[_size_item(s) for s in sizes], root=root, log_topic=log_topic,
+                         linger=linger)
         br.start()
     except A0Error as e:
         raise CliError(str(e)) from None

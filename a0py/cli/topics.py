@@ -214,6 +214,8 @@ def _topic_table(root, topics):
     if bridge is not None:
         columns.append("UNDELIVERED")
     print_table(columns, rows, right=("SIZE", "PACKETS", "PROCESSES", "UNDELIVERED"))
+    for line in _gone_lines(bridge):
+        _warn(line)
 
 
 def _mailbox_table(after_topics):
@@ -267,6 +269,21 @@ def _undelivered(status, name):
     return str(sum(c[f] for c in counts.values() for f in LOSS_FIELDS))
 
 
+def _gone_lines(status):
+    """One line per peer bridge the root's bridge has lost (ls, info)."""
+    from a0py.bridge.counts import gone_peers
+
+    return [f"bridge: peer bridge {p['id']} on {p['host']} (root {p['root']}) gone since "
+            f"{_clock(p['since'])} ({_age(p['since'])}): nothing crosses to or from it"
+            for p in gone_peers(status)]
+
+
+def _clock(wall_ns):
+    import datetime
+
+    return datetime.datetime.fromtimestamp(wall_ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def _bridge_rows(status, name):
     """info's rows of what the root's bridge counted of topic `name`."""
 
@@ -286,6 +303,10 @@ def _bridge_rows(status, name):
         dup = f", {c['duplicates']} duplicates dropped" if c["duplicates"] else ""
         rows.append(("", f"{protocol}: exported {c['exported']}, imported {c['imported']}{dup}; "
                          f"undelivered: {lost}"))
+    for p in status.get("peers", []):
+        state = "up" if p["state"] == "up" else "GONE"
+        rows.append(("", f"peer {p['id']} on {p['host']} (root {p['root']}): {state} since "
+                         f"{_clock(p['since'])}"))
     return rows
 
 

@@ -749,3 +749,167 @@ def test_the_two_machines_example_shows_packets_crossing():
                          env=dict(os.environ, PYTHON=sys.executable))
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count(f"{ORIGIN}: ") == 3 and out.stdout.count("source: pubsub_pub") == 3
+
+
+# --- link state: which peer bridge is gone, since when, and when it is back
+
+
+def wait_status(root, pred, what, timeout=LINK_S):
+    """The status the bridge of `root` wrote, once `pred(status)` holds; fails at the
+    timeout naming `what`."""
+    from a0py.bridge.counts import read_status
+
+    deadline = time.monotonic() + timeout
+    while True:
+        status = read_status(root)
+        if status is not None and pred(status):
+            return status
+        assert time.monotonic() < deadline, f"{what} within {timeout} s; last status: {status}"
+        time.sleep(0.1)
+
+
+def peer_of(status, root):
+    """The entry of the peer bridge serving `root` in `status`, or None."""
+    return next((p for p in status["peers"] if p["root"] == root), None)
+
+
+def log_events(root):
+    """The bridge's link-state messages in its log topic under `root`: [(event, peer id,
+    level)], oldest first."""
+    got = []
+    listener = LogListener(Topic("a0py/bridge", root=root), "DBG", got.append, init=INIT_OLDEST)
+    try:
+        deadline = time.monotonic() + QUIET_S
+        n = -1
+        while n != len(got) and time.monotonic() < deadline:  # until it stops growing
+            n = len(got)
+            time.sleep(0.2)
+    finally:
+        listener.close()
+    return [(p.headers["event"], p.headers["peer"], log_level(p).name) for p in got if "event" in p.headers]
+
+
+def test_a_killed_peer_bridge_is_reported_gone_with_its_time_and_back_when_restarted(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    up = wait_status(a, lambda s: (p := peer_of(s, b)) and p["state"] == "up", "B seen up")
+    assert peer_of(up, b)["id"] == bb.id and peer_of(up, b)["pid"] == bb.proc.pid
+    assert peer_of(up, b)["host"] == socket.gethostname()
+    before = time.time_ns()
+    bb.kill()
+    gone = wait_status(a, lambda s: peer_of(s, b)["state"] == "gone", "B reported gone")
+    assert peer_of(gone, b)["id"] == bb.id and peer_of(gone, b)["since"] >= before
+    # `a0py ls` says which peer is gone and since when; `a0py info` shows it in the bridge's rows
+    ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+    assert f"peer bridge {bb.id} on {socket.gethostname()} (root {b}) gone since" in ls.stderr
+    assert f"peer {bb.id} on {socket.gethostname()} (root {b}): GONE since" in cli(a, "info", "robot/probe")
+    # the same bridge's root served again: the peer is back, under its new id
+    bb2 = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    back = wait_status(a, lambda s: peer_of(s, b)["state"] == "up", "B reported back")
+    assert peer_of(back, b)["id"] == bb2.id != bb.id
+    link(a, [b], "robot/probe_again")
+    ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+    assert "gone since" not in ls.stderr
+    deadline = time.monotonic() + MSG_S
+    while [e for e, _, _ in log_events(a)][-3:] != ["up", "gone", "back"]:
+        assert time.monotonic() < deadline, log_events(a)
+        time.sleep(0.1)
+    assert log_events(a)[-3:] == [("up", bb.id, "INFO"), ("gone", bb.id, "WARN"), ("back", bb2.id, "INFO")]
+
+
+def _veth_in(ns):
+    """The name of the one veth end in network namespace `ns` (``ip -o link``: "N: NAME@PEER: ...")."""
+    out = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "type", "veth"], capture_output=True,
+                         text=True, check=True, timeout=20).stdout
+    (line,) = out.splitlines()
+    return line.split(":")[1].strip().split("@")[0]
+
+
+# A Zenoh lease of 1 s (default 10 s): a silent link is declared down within about that.
+SHORT_LEASE = """{
+  mode: "peer",
+  scouting: { multicast: { enabled: false } },
+  transport: { link: { tx: { lease: 1000, keep_alive: 4 } }, shared_memory: { enabled: false } },
+}"""
+
+
+def test_a_link_down_is_reported_on_both_sides_and_traffic_resumes_when_it_is_up(
+        two_namespaces, machines, tmp_path):
+    ns_a, addr_a, ns_b, _ = two_namespaces
+    a, b = machines(2)  # roots of their own in the shared /dev/shm: the test reads both statuses
+    config = tmp_path / "zenoh.json5"
+    config.write_text(SHORT_LEASE)
+    dev_b = _veth_in(ns_b)
+    procs = []
+
+    def bridge_in(ns, root, *args):
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-m", "a0py", "bridge", "--status-interval", "0.2",
+             "--config", str(config), *args, "robot/**"],
+            env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(proc)
+        return proc
+
+    try:
+        bridge_in(ns_a, a, "--listen", f"tcp/{addr_a}:7447")
+        bridge_in(ns_b, b, "--connect", f"tcp/{addr_a}:7447")
+        link(a, [b], "robot/probe")
+        for here, there in ((a, b), (b, a)):
+            wait_status(here, lambda s, t=there: (p := peer_of(s, t)) and p["state"] == "up", "peer up")
+        _ip("-n", ns_b, "link", "set", dev_b, "down")
+        down = time.time_ns()
+        for here, there in ((a, b), (b, a)):
+            gone = wait_status(here, lambda s, t=there: peer_of(s, t)["state"] == "gone",
+                               f"{here}: the peer on {there} reported gone")
+            assert peer_of(gone, there)["since"] >= down
+        # meanwhile each side keeps working locally
+        with Publisher(Topic("robot/local", root=a)) as pub:
+            pub.pub(b"still here")
+        assert [p.payload for p in drain(a, "robot/local")] == [b"still here"]
+        _ip("-n", ns_b, "link", "set", dev_b, "up")
+        for here, there in ((a, b), (b, a)):
+            wait_status(here, lambda s, t=there: peer_of(s, t)["state"] == "up",
+                        f"{here}: the peer on {there} reported back", timeout=30)
+        link(a, [b], "robot/probe_after")
+        assert [e for e, _, _ in log_events(a)][-2:] == ["gone", "back"]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.communicate(timeout=10)
+
+
+def test_peer_token_keys_round_trip_and_made_up_ones_are_refused():
+    from a0py.bridge.errors import WireError
+    from a0py.bridge.wire import peer_of_token_key, peer_token_key
+
+    me = uuid.uuid4().hex
+    key = peer_token_key("site/a0py", me, "robot-1.lan", "shm:a0py", 4242)
+    assert key.startswith(f"site/a0py/bridge-peer/{me}/")
+    assert peer_of_token_key("site/a0py", key) == (me, "robot-1.lan", "shm:a0py", 4242)
+    for bad in (f"site/a0py/bridge-peer/{me}", f"site/a0py/bridge-peer/{me}/!!!",
+                f"site/a0py/bridge-peer/xyz/{key.rsplit('/', 1)[1]}", f"other/bridge-peer/{me}/e30",
+                f"site/a0py/bridge-peer/{me}/" + "WzEsMiwzXQ",  # [1,2,3]: not [host, root, pid]
+                f"site/a0py/bridge-peer/{me}/" + "A" * 2000):
+        with pytest.raises(WireError):
+            peer_of_token_key("site/a0py", bad)
+
+
+def test_a_made_up_peer_token_is_a_bad_sample_and_lists_no_peer(machines, bridges):
+    (b,) = machines(1)
+    port = free_port()
+    bb = bridges(b, ["robot/**"], "--listen", endpoint(port))
+    with _session(port) as s:
+        token = s.liveliness().declare_token(f"a0py/bridge-peer/{uuid.uuid4().hex}/bm90IGpzb24")
+        try:
+            wait_status(b, lambda st: st["bad_samples"] == 1, "the bad token counted")
+        finally:
+            token.undeclare()
+    status = bb.stop()
+    # its declaration, and its withdrawal if that came before the stop
+    assert status["peers"] == [] and status["bad_samples"] in (1, 2)
