@@ -226,4 +226,4 @@ def test_definitions_with_constants_defaults_and_comments_decode_in_the_jvm(spar
     jvm, py = _reads(spark, path)
     got = assert_same_reads(jvm, py)
     assert [r["message"]["label"] for r in got] == [f"l{i}" for i in range(50)]
-    assert got[5]["message"]["inners"] == [{"ok": True, "c": 65}, {"ok": True, "c": 66}]
+    assert got[6]["message"]["inners"] == [{"ok": True, "c": 65}, {"ok": True, "c": 66}]
