@@ -79,7 +79,8 @@ def _same(a, b):
 def _rows(df):
     cols = [c for c in df.columns if c != "headers"]
     return sorted((r.asDict(recursive=True) for r in df.select(*cols).collect()),
-                  key=lambda r: (r["topic"], r["log_time"], r["sequence"] or 0))
+                  key=lambda r: (r["topic"], str(r.get("log_time")), r.get("sequence") or 0, str(r["time_wall"]),
+                                 r["seq"] or 0, bool(r.get("is_gap"))))
 
 
 def assert_same_reads(jvm, py):
@@ -227,3 +228,23 @@ def test_definitions_with_constants_defaults_and_comments_decode_in_the_jvm(spar
     got = assert_same_reads(jvm, py)
     assert [r["message"]["label"] for r in got] == [f"l{i}" for i in range(50)]
     assert got[6]["message"]["inners"] == [{"ok": True, "c": 65}, {"ok": True, "c": 66}]
+
+
+def test_packet_rows_and_column_options_read_as_in_python(spark, files, tmp_path):
+    import shutil
+
+    from helpers.mcap_data import write_segment
+
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(files["ros2"].path, d / "ros2.mcap")
+    write_segment(str(d / "a0py_00000.mcap"), {"cam": 50, "imu": 20})
+    for options in ({}, {"mcapColumns": "false"}, {"gaps": "true", "recordTime": "true"}, {"headers": "false"}):
+        jvm, py = _reads(spark, str(d), ("/imu", "cam"), **options)
+        got = assert_same_reads(jvm, py)
+        packets = [r for r in got if r["topic"] == "cam"]
+        assert len(packets) == 50 and all(r["message"] is None and r["decode_error"] is None for r in packets)
+        assert sum(r["topic"] == "/imu" and r["message"] is not None for r in got) == 300
+        if "headers" not in options:  # the headers maps too
+            assert sorted(map(repr, jvm.select("topic", "seq", "headers").collect())) == sorted(
+                map(repr, py.select("topic", "seq", "headers").collect()))
