@@ -341,12 +341,23 @@ final class CdrDecoder {
         WritableColumnVector child = out.arrayData();
         int start = child.getElementsAppended();
         reserve(child, start + k);
-        int save = c.pos;
-        for (int i = 0; i < k; i++) {
-          putPrim(p, c, child, start + i);
-          c.pos += size;
+        int at = c.base + c.pos;
+        if (c.le && p == F64) { // whole runs copied where the bytes are Spark's own layout
+          child.putDoublesLittleEndian(start, k, c.b, at);
+        } else if (c.le && p == F32) {
+          child.putFloatsLittleEndian(start, k, c.b, at);
+        } else if (c.le && p == I32) {
+          child.putIntsLittleEndian(start, k, c.b, at);
+        } else if (c.le && p == I64) {
+          child.putLongsLittleEndian(start, k, c.b, at);
+        } else {
+          int save = c.pos;
+          for (int i = 0; i < k; i++) {
+            putPrim(p, c, child, start + i);
+            c.pos += size;
+          }
+          c.pos = save;
         }
-        c.pos = save;
         child.addElementsAppended(k);
         out.putArray(idx, start, k);
       }
