@@ -248,3 +248,50 @@ def test_packet_rows_and_column_options_read_as_in_python(spark, files, tmp_path
         if "headers" not in options:  # the headers maps too
             assert sorted(map(repr, jvm.select("topic", "seq", "headers").collect())) == sorted(
                 map(repr, py.select("topic", "seq", "headers").collect()))
+
+
+SEP = "=" * 80
+# (definition of pkg/msg/T, does the JVM decode it?) — where it does not, the Python source reads it
+# (decoding it, or giving its error); where it does, the two readers must agree.
+DEFINITIONS = [
+    ("int32 x\n", True),
+    ("  int32   x   # a comment\n\tfloat64\ty\n\n# the end\n", True),
+    ("int32 FOO=1\nint32 X 5\nstring s hello world\nbool[] flags [true, false]\n", True),
+    ("int32[<=5] xs\nstring<=3[2] ss\nuint64[2] big\nint8[] small\nchar[3] cs\n", True),
+    ("time t\nduration d\nbuiltin_interfaces/Time[] ts\n", True),
+    (f"Header h\nQ[2] qs\n{SEP}\nMSG: std_msgs/Header\nbuiltin_interfaces/Time stamp\nstring frame_id\n"
+     f"{SEP}\nMSG: pkg/Q\nfloat32 w\nint16 k\n", True),
+    ("int32 x 5 6\n", False),  # a default followed by junk: rosbags refuses it
+    ("string s 5 apples\n", False),
+    ("int32 x=5\n", False),
+    (f"int32 x\n{'=' * 79}\nMSG: pkg/B\nint32 y\n", False),  # a separator of another length
+    ("int32 from\n", False),  # rosbags renames it from_
+    ("int32 x\nint32 x\n", False),
+    ("int32 x\r\n", False),
+    (f"pkg/E e\n{SEP}\nMSG: pkg/E\n", False),  # an empty message
+    ("pkg/Missing m\n", False),
+    ("@verbatim foo\nint32 x\n", False),
+    (f"int32 x\n{SEP}\nMSG: builtin_interfaces/Time\nuint32 secs\nuint32 nsecs\n", False),
+]
+
+
+@pytest.mark.parametrize(("k", "text", "jvm"), [(k, t, j) for k, (t, j) in enumerate(DEFINITIONS)],
+                         ids=[f"def{k}" for k in range(len(DEFINITIONS))])
+def test_definitions_read_by_the_jvm_only_where_the_python_decoder_agrees(spark, tmp_path, k, text, jvm):
+    rng = random.Random(k)
+    datas = [b"\x00\x01\x00\x00" + bytes(rng.randrange(256) for _ in range(rng.randrange(64))) for _ in range(40)]
+    datas += [b"\x00\x01\x00\x00" + bytes(n) for n in (0, 4, 8, 16, 40, 64)]
+    datas += [b"\x00\x00\x00\x00" + bytes([0, 0, 0, 2, 65, 0, 0, 0]) * 8]
+    path = str(tmp_path / f"def{k}.mcap")
+    foreign.write_mcap_channels(path, [("/t", "cdr", ("pkg/msg/T", "ros2msg", text.encode()), datas)], profile="ros2")
+    load = spark.read.format("a0").option("decode", "true").load
+    if not jvm:
+        try:
+            df = load(path)
+        except Exception as e:  # noqa: BLE001 - the Python source's own error, raised at load
+            assert "PYTHON_DATA_SOURCE_ERROR" in str(e)
+            return
+        assert reader_in_use(df) == "python"
+        return
+    a, b = _reads(spark, path)
+    assert_same_reads(a, b)

@@ -81,8 +81,9 @@ public final class A0Source implements TableProvider, DataSourceRegister {
       return true;
     }
     try {
-      if (ReadOptions.bool(options, "decode", false)) {
-        return RosDecode.messageType(options, new ReadOptions(options)) == null;
+      if (ReadOptions.bool(options, "decode", false)
+          && RosDecode.messageType(options, new ReadOptions(options)) == null) {
+        return true; // decoded by the Python source (RosDecode says which reads the JVM decodes)
       }
     } catch (RecordingOptionException e) {
       return false; // reported by the reader
