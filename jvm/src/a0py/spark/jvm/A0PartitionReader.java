@@ -33,7 +33,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * (a0py/spark/_bulk.pyx): nothing is read outside the packet, every index
  * entry and string is checked before it is followed, and the first packet
  * that fails is an error naming the file, chunk and message. Only columns
- * the query asks for are filled.
+ * the query asks for are filled. With decode=true (ROS 2 channels, planned by
+ * RosDecode) each foreign message is decoded by its channel's CdrDecoder into
+ * the message column, or its error into decode_error.
  */
 final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   static final class Factory implements PartitionReaderFactory {
