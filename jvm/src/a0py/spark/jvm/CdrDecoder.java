@@ -9,7 +9,6 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 /**
@@ -604,10 +603,5 @@ final class CdrDecoder {
             s[off + start] & 0xff, start, why)
         : String.format(Locale.ROOT, "'utf-8' codec can't decode bytes in position %d-%d: %s", start, end - 1, why);
     return new Fail(m, true);
-  }
-
-  /** The message type of a field list's struct (for tests of the schema). */
-  static StructField[] fields(StructType t) {
-    return t.fields();
   }
 }

@@ -1,6 +1,5 @@
 package a0py.spark.jvm;
 
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,8 +26,7 @@ final class RosDecode {
 
   /** The parsed definitions of a schema, or null when the JVM does not decode it. */
   static Map<String, List<RosMsg.Field>> types(String schemaName, byte[] data) {
-    String key = schemaName + "\0" + Arrays.hashCode(data) + "\0" + new String(data,
-        java.nio.charset.StandardCharsets.ISO_8859_1);
+    String key = schemaName + "\0" + new String(data, java.nio.charset.StandardCharsets.ISO_8859_1);
     synchronized (PARSED) {
       Object hit = PARSED.get(key);
       if (hit != null) {
