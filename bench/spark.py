@@ -40,13 +40,15 @@ Workloads (medians of --repeats runs):
            decoded ROS 2 ``sensor_msgs/msg/Imu`` rows (about 300 B of CDR
            each; --rows of them, one topic, written by ``mcap-ros2-support``
            with its defaults): rows/s of (a) Spark ``local[2]`` reading
-           ``format("a0").option("decode", "true")`` (a0py.spark.session();
-           decoded by the Python source), ``select("message.*")`` into the
-           ``noop`` sink; (b) ``mcap_ros2.reader.read_ros2_messages``
-           iterating the file in this process (one field of each message
-           read); (c) Spark reading the same decoded rows from a Parquet copy,
-           same select and sink; alternating, medians of --repeats. Targets:
-           (a) >= 2x (b), (a) within 2x of (c);
+           ``format("a0").option("decode", "true")`` (a0py.spark.session():
+           decoded in the JVM reader), ``select("message.*")`` into the
+           ``noop`` sink; (a') the same through the Python source
+           (``format("a0.python")``, decoded by a0py.recording.decode);
+           (b) ``mcap_ros2.reader.read_ros2_messages`` iterating the file in
+           this process (one field of each message read); (c) Spark reading
+           the same decoded rows from a Parquet copy, same select and sink;
+           alternating, medians of --repeats. Targets: (a) >= 2x (b), (a)
+           within 2x of (c);
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
            from a publisher in another process publishing as fast as it can
            (or paced to --rate frames/s) for --seconds, the topic's arena
@@ -502,7 +504,7 @@ def bench_decode_ros2(args, results):
     from mcap_ros2.reader import read_ros2_messages
     from pyspark.sql import functions as F
 
-    from a0py.spark import reader_in_use, session
+    from a0py.spark import reader_in_use, register, session
 
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p)
@@ -518,9 +520,10 @@ def bench_decode_ros2(args, results):
             "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
             "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"})
         spark.sparkContext.setLogLevel("ERROR")
+        register(spark)  # the Python source as a0.python
 
-        def decoded():
-            return spark.read.format("a0").option("decode", "true").load(path)
+        def decoded(fmt="a0"):
+            return spark.read.format(fmt).option("decode", "true").load(path)
 
         pq = os.path.join(work, "imu.parquet")
         decoded().write.parquet(pq)
@@ -530,12 +533,18 @@ def bench_decode_ros2(args, results):
         # The decode runs: every row has a message, and its fields are the values written.
         check = df.agg(F.count("message").alias("n"), F.count("decode_error").alias("errors"),
                        F.sum("message.linear_acceleration.y").alias("ay")).first()
+        py_reader = reader_in_use(decoded("a0.python"))
+        py_check = decoded("a0.python").agg(F.count("message").alias("n"),
+                                            F.sum("message.linear_acceleration.y").alias("ay")).first()
         pq_check = spark.read.parquet(pq).agg(F.count("message").alias("n"),
                                               F.sum("message.linear_acceleration.y").alias("ay")).first()
         want_ay = sum(0.001 * i for i in range(rows))
 
         def spark_decode():
             decoded().select("message.*").write.format("noop").mode("overwrite").save()
+
+        def spark_decode_python():
+            decoded("a0.python").select("message.*").write.format("noop").mode("overwrite").save()
 
         def parquet():
             spark.read.parquet(pq).select("message.*").write.format("noop").mode("overwrite").save()
@@ -549,8 +558,10 @@ def bench_decode_ros2(args, results):
             return n, ay
 
         got_official = official()  # warm up, and the check of (b)
-        readers = {"spark_decode": spark_decode, "read_ros2_messages": official, "parquet": parquet}
+        readers = {"spark_decode": spark_decode, "spark_decode_python": spark_decode_python,
+                   "read_ros2_messages": official, "parquet": parquet}
         spark_decode()
+        spark_decode_python()
         parquet()  # warm up
         runs = {k: [] for k in readers}
         for _ in range(args.ros2_repeats):  # alternating, as in bench_read
@@ -558,6 +569,8 @@ def bench_decode_ros2(args, results):
                 runs[k].append(timed(fn, 1)[0])
         med = {k: statistics.median(v) for k, v in runs.items()}
         row = {"rows": rows, "mcap_bytes": disk, "write_s": made, "partitions": parts, "reader": reader,
+               "python_reader": py_reader, "python_message_rows": py_check["n"], "python_sum_ay": py_check["ay"],
+               "load_avg_end": os.getloadavg(),
                "spark_message_rows": check["n"], "spark_decode_errors": check["errors"],
                "spark_sum_ay": check["ay"], "parquet_message_rows": pq_check["n"], "parquet_sum_ay": pq_check["ay"],
                "official_rows": got_official[0], "official_sum_ay": got_official[1], "want_sum_ay": want_ay}
@@ -566,21 +579,27 @@ def bench_decode_ros2(args, results):
             row[f"{k}_runs_s"] = runs[k]
         row["spark_over_official"] = med["read_ros2_messages"] / med["spark_decode"]
         row["spark_over_parquet"] = med["parquet"] / med["spark_decode"]
+        row["python_over_official"] = med["read_ros2_messages"] / med["spark_decode_python"]
+        row["python_over_parquet"] = med["parquet"] / med["spark_decode_python"]
         row["spark_over_official_paired"] = statistics.median(
             o / s for s, o in zip(runs["spark_decode"], runs["read_ros2_messages"]))
         row["spark_over_parquet_paired"] = statistics.median(
             p / s for s, p in zip(runs["spark_decode"], runs["parquet"]))
         results["decode-ros2"] = row
         print(f"decode-ros2 ({rows} Imu messages, mcap-ros2-support writer, {disk / 1e6:.1f} MB MCAP, written in "
-              f"{made:.1f} s; {parts} partitions, {reader} reader; medians of {args.ros2_repeats}):", flush=True)
+              f"{made:.1f} s; {parts} partitions; spark_decode: {reader} reader, spark_decode_python: {py_reader} "
+              f"reader; medians of {args.ros2_repeats}; load average at the end "
+              f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}):", flush=True)
         for k in readers:
             print(f"    {k:>20}: {row[f'{k}_rows_per_s'] / 1e3:8.1f} k rows/s  runs "
                   f"{', '.join(f'{x:.2f}' for x in runs[k])} s", flush=True)
         print(f"    (a)/(b) Spark decode / read_ros2_messages: {row['spark_over_official']:.2f}x (paired "
               f"{row['spark_over_official_paired']:.2f}x); (a)/(c) Spark decode / Parquet: "
               f"{row['spark_over_parquet']:.2f}x (paired {row['spark_over_parquet_paired']:.2f}x)\n"
+              f"    (a')/(b) Python source / read_ros2_messages: {row['python_over_official']:.2f}x; (a')/(c) Python "
+              f"source / Parquet: {row['python_over_parquet']:.2f}x\n"
               f"    check: Spark {check['n']} messages, {check['errors']} decode errors, sum of "
-              f"linear_acceleration.y {check['ay']:.3f}; Parquet {pq_check['n']}, {pq_check['ay']:.3f}; "
+              f"linear_acceleration.y {check['ay']:.3f}; Python source {py_check['n']}, {py_check['ay']:.3f}; Parquet {pq_check['n']}, {pq_check['ay']:.3f}; "
               f"read_ros2_messages {got_official[0]}, {got_official[1]:.3f}; written {want_ay:.3f}", flush=True)
     finally:
         if spark is not None:

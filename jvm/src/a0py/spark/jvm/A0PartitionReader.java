@@ -33,7 +33,9 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * (a0py/spark/_bulk.pyx): nothing is read outside the packet, every index
  * entry and string is checked before it is followed, and the first packet
  * that fails is an error naming the file, chunk and message. Only columns
- * the query asks for are filled.
+ * the query asks for are filled. With decode=true (ROS 2 channels, planned by
+ * RosDecode) each foreign message is decoded by its channel's CdrDecoder into
+ * the message column, or its error into decode_error.
  */
 final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   static final class Factory implements PartitionReaderFactory {
@@ -112,6 +114,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private final int cSequence;
   private final int cSchema;
   private final int cEncoding;
+  private final int cMessage;
+  private final int cDecodeError;
+  private final StructType messageType; // decode=true: the message type the query asks for (maybe pruned)
+  private final Map<Integer, CdrDecoder> decoders = new HashMap<>(); // by channel id, for the current slice
 
   private int sliceIndex;
   private int refIndex;
@@ -206,6 +212,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     cSequence = index(schema, "sequence");
     cSchema = index(schema, "schema_name");
     cEncoding = index(schema, "message_encoding");
+    cMessage = index(schema, "message");
+    cDecodeError = index(schema, "decode_error");
+    messageType = cMessage >= 0 ? (StructType) schema.fields()[cMessage].dataType() : null;
   }
 
   private static int index(StructType schema, String name) {
@@ -230,9 +239,14 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         file = McapLayout.open(slice.path);
         channels.clear();
         companions.clear();
+        decoders.clear();
         for (int i = 0; i < slice.channelIds.length; i++) {
           channels.put(slice.channelIds[i], new Chan(slice.topics[i], slice.kinds[i], slice.schemaNames[i],
               slice.encodings[i], slice.headerIds[i]));
+          if ((cMessage >= 0 || cDecodeError >= 0) && slice.decodeSchemas != null
+              && slice.decodeSchemas[i] != null) {
+            decoders.put(slice.channelIds[i], decoder(slice.schemaNames[i], slice.decodeSchemas[i]));
+          }
         }
       }
       if (refIndex < slice.refs.length) {
@@ -250,6 +264,25 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       sliceIndex++;
     }
     return false;
+  }
+
+  private final Map<String, CdrDecoder> decoderCache = new HashMap<>();
+
+  /** The decoder of a ros2msg definition (planned as one the JVM decodes), writing the asked-for fields. */
+  private CdrDecoder decoder(String schemaName, byte[] data) {
+    String key = schemaName + "\0" + new String(data, StandardCharsets.ISO_8859_1);
+    CdrDecoder d = decoderCache.get(key);
+    if (d == null) {
+      Map<String, java.util.List<RosMsg.Field>> types = RosDecode.types(schemaName, data);
+      if (types == null) {
+        throw new RecordingFormatException(part.slices.get(sliceIndex).path + ": schema " + schemaName
+            + " no longer parses as planned");
+      }
+      StructType want = messageType != null ? messageType : CdrDecoder.sparkType(types);
+      d = new CdrDecoder(types, want, schemaName);
+      decoderCache.put(key, d);
+    }
+    return d;
   }
 
   @Override
@@ -517,6 +550,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       v.reset();
       v.reserve(Math.max(total, 1));
     }
+    WritableColumnVector msgVec = cMessage >= 0 ? vectors[cMessage] : null;
+    if (msgVec != null) {
+      CdrDecoder.reserve(msgVec, Math.max(total, 1));
+    }
     stdKeysAt = -1;
     writerIdAt = -1;
     batchStamp++;
@@ -586,6 +623,21 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         byte[] en = kind == ROW_PACKET ? PACKET_ENCODING : ch.encoding;
         vectors[cEncoding].putByteArray(r, en, 0, en.length);
       }
+      if (cMessage >= 0 || cDecodeError >= 0) {
+        CdrDecoder dec = kind == ROW_RAW ? decoders.get(McapLayout.le16(recs, o + 9)) : null;
+        String err = dec == null ? null : dec.decode(recs, p, size, msgVec, r);
+        if (msgVec != null && (dec == null || err != null)) {
+          msgVec.putNull(r);
+        }
+        if (cDecodeError >= 0) {
+          if (err == null) {
+            vectors[cDecodeError].putNull(r);
+          } else {
+            byte[] eb = bytes(err);
+            vectors[cDecodeError].putByteArray(r, eb, 0, eb.length);
+          }
+        }
+      }
       if (cIsGap >= 0) {
         vectors[cIsGap].putBoolean(r, false);
       }
@@ -641,6 +693,12 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       if (cEncoding >= 0) {
         vectors[cEncoding].putByteArray(r, ch.encoding, 0, ch.encoding.length);
+      }
+      if (cMessage >= 0) {
+        vectors[cMessage].putNull(r);
+      }
+      if (cDecodeError >= 0) {
+        vectors[cDecodeError].putNull(r);
       }
       if (cIsGap >= 0) {
         vectors[cIsGap].putBoolean(r, true);

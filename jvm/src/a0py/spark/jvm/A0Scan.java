@@ -454,6 +454,7 @@ final class A0Scan implements Scan, Batch {
     final int[] headerIds; // a typed channel's headers channel, else -1
     final McapLayout.Ref[] refs;
     final McapLayout.Ref[][] companions; // per ref: nearby chunks that may hold its typed rows' headers
+    final byte[][] decodeSchemas; // decode=true: the ros2msg definition of each channel decoded, else null
 
     Slice(String path, Channels c, McapLayout.Ref[] refs, McapLayout.Ref[][] companions) {
       this.path = path;
@@ -465,6 +466,7 @@ final class A0Scan implements Scan, Batch {
       this.headerIds = c.headerIds;
       this.refs = refs;
       this.companions = companions;
+      this.decodeSchemas = c.decodeSchemas;
     }
   }
 
@@ -476,8 +478,13 @@ final class A0Scan implements Scan, Batch {
     String[] schemaNames;
     String[] encodings;
     int[] headerIds;
+    byte[][] decodeSchemas;
 
     Channels(McapLayout lay) {
+      this(lay, false);
+    }
+
+    Channels(McapLayout lay, boolean decode) {
       List<McapLayout.Channel> known = new ArrayList<>();
       for (McapLayout.Channel ch : lay.channels.values()) {
         if (kindOf(ch) != 0) {
@@ -491,6 +498,7 @@ final class A0Scan implements Scan, Batch {
       schemaNames = new String[n];
       encodings = new String[n];
       headerIds = new int[n];
+      decodeSchemas = new byte[n][];
       for (int i = 0; i < n; i++) {
         McapLayout.Channel ch = known.get(i);
         ids[i] = ch.id;
@@ -499,6 +507,9 @@ final class A0Scan implements Scan, Batch {
         schemaNames[i] = ch.schemaId == 0 ? null : lay.schemas.get(ch.schemaId);
         encodings[i] = ch.encoding;
         headerIds[i] = kinds[i] == KIND_TYPED ? headersChannel(lay, ch) : -1;
+        if (decode && kinds[i] == KIND_FOREIGN && RosDecode.decodes(lay, ch)) {
+          decodeSchemas[i] = lay.schemaData.get(ch.schemaId);
+        }
       }
     }
   }
@@ -551,7 +562,15 @@ final class A0Scan implements Scan, Batch {
   }
 
   static StructType schemaFor(Map<String, String> options, ReadOptions read) {
-    return read.schema(read.mcapColumns != null ? read.mcapColumns : selectsMcapChannels(options, read));
+    StructType message = null;
+    if (read.decode) {
+      message = RosDecode.messageType(options, read);
+      if (message == null) { // A0Source hands such reads to the Python source
+        throw new RecordingOptionException("option decode=true: the JVM reader decodes ROS 2 messages (cdr with "
+            + "ros2msg schemas) of one type; this read is the Python a0 source's");
+      }
+    }
+    return read.schema(read.mcapColumns != null ? read.mcapColumns : selectsMcapChannels(options, read), message);
   }
 
   private static boolean selectsMcapChannels(Map<String, String> options, ReadOptions read) {
@@ -591,7 +610,7 @@ final class A0Scan implements Scan, Batch {
         continue;
       }
       McapLayout lay = McapLayout.cached(src);
-      Channels chans = new Channels(lay);
+      Channels chans = new Channels(lay, read.decode);
       Set<Integer> wanted = new HashSet<>();
       Set<Integer> typed = new HashSet<>();
       Map<Integer, Integer> headersOf = new HashMap<>();

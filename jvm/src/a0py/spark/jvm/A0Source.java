@@ -33,8 +33,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * the classpath (a JVM DataSourceRegister is found before a Python data
  * source of the same name). What only the Python source reads — live topics
  * ({@code shm://}), file arenas, JSON payloads, decoded messages
- * ({@code decode=true}), a user schema other than the rows' own, and
- * streams — is handed to the Python source registered as "a0"
+ * ({@code decode=true}) other than ROS 2 ones (RosDecode), a user schema
+ * other than the rows' own, and streams — is handed to the Python source
+ * registered as "a0"
  * (through Spark's own PythonDataSourceV2), so one name serves every read.
  */
 public final class A0Source implements TableProvider, DataSourceRegister {
@@ -73,15 +74,16 @@ public final class A0Source implements TableProvider, DataSourceRegister {
     return new A0Table(options, schema, partitioning);
   }
 
-  /** Does this read need the Python source (live topics, arenas, JSON payloads, decoded messages)? */
+  /** Does this read need the Python source (live topics, arenas, JSON payloads, decoded non-ROS 2 messages)? */
   static boolean needsPython(Map<String, String> options) {
     String payload = ReadOptions.get(options, "payload");
     if (payload != null && !payload.trim().toLowerCase(Locale.ROOT).equals("binary")) {
       return true;
     }
     try {
-      if (ReadOptions.bool(options, "decode", false)) {
-        return true;
+      if (ReadOptions.bool(options, "decode", false)
+          && RosDecode.messageType(options, new ReadOptions(options)) == null) {
+        return true; // decoded by the Python source (RosDecode says which reads the JVM decodes)
       }
     } catch (RecordingOptionException e) {
       return false; // reported by the reader

@@ -131,6 +131,8 @@ final class McapLayout {
   final long size;
   final Map<Integer, Channel> channels = new TreeMap<>();
   final Map<Integer, String> schemas = new HashMap<>(); // schema id -> name
+  final Map<Integer, String> schemaEncodings = new HashMap<>(); // schema id -> encoding
+  final Map<Integer, byte[]> schemaData = new HashMap<>(); // schema id -> data (the decoders')
   final List<Ref> chunks = new ArrayList<>();
   final List<Ref> regions = new ArrayList<>();
   final Map<String, String> chunkMeta = new HashMap<>(); // the a0py.chunks metadata
@@ -295,15 +297,26 @@ final class McapLayout {
     return new Channel(id, schemaId, topic, enc, meta);
   }
 
-  /** A schema record's id and name (its encoding and data are the decoders' business). */
+  /** A schema record's id, name, encoding and data. */
   static Object[] parseSchema(byte[] buf, int start, int end, String path, long base) {
     Body b = new Body(buf, path, base, "schema record", start, end);
     int id = b.u16("id");
     String name = b.string("name");
-    b.string("encoding");
+    String encoding = b.string("encoding");
     long n = b.u32("data");
     b.need(n, "data");
-    return new Object[] {id, name};
+    byte[] data = Arrays.copyOfRange(buf, b.pos, b.pos + (int) n);
+    return new Object[] {id, name, encoding, data};
+  }
+
+  private void putSchema(Object[] sc, boolean ifAbsent) {
+    Integer id = (Integer) sc[0];
+    if (ifAbsent && schemas.containsKey(id)) {
+      return;
+    }
+    schemas.put(id, (String) sc[1]);
+    schemaEncodings.put(id, (String) sc[2]);
+    schemaData.put(id, (byte[]) sc[3]);
   }
 
   /**
@@ -402,6 +415,8 @@ final class McapLayout {
       if (!lay.readSummary(ch)) {
         lay.channels.clear();
         lay.schemas.clear();
+        lay.schemaEncodings.clear();
+        lay.schemaData.clear();
         lay.chunks.clear();
         lay.chunkMeta.clear();
         lay.scan(ch);
@@ -470,8 +485,7 @@ final class McapLayout {
         channels.put(c.id, c);
         sawChannels = true;
       } else if (rop == OP_SCHEMA) {
-        Object[] sc = parseSchema(summary, bodyAt, end, path, base);
-        schemas.put((Integer) sc[0], (String) sc[1]);
+        putSchema(parseSchema(summary, bodyAt, end, path, base), false);
       } else if (rop == OP_CHUNK_INDEX) {
         Body b = new Body(summary, path, base, "chunk index record", bodyAt, end);
         long start = b.u64("message_start_time");
@@ -656,8 +670,7 @@ final class McapLayout {
           Channel c = parseChannel(body, 0, body.length, path, bodyAt);
           channels.put(c.id, c);
         } else if (op == OP_SCHEMA) {
-          Object[] sc = parseSchema(body, 0, body.length, path, bodyAt);
-          schemas.put((Integer) sc[0], (String) sc[1]);
+          putSchema(parseSchema(body, 0, body.length, path, bodyAt), false);
         } else if (op == OP_METADATA) {
           readMetadata(body, 0, body.length, bodyAt);
         } else {
@@ -715,8 +728,7 @@ final class McapLayout {
               needSchemas.add(c.schemaId);
             }
           } else if (rop == OP_SCHEMA) {
-            Object[] sc = parseSchema(recs, p + RECORD_HEADER, p + RECORD_HEADER + (int) ln, path, r.offset);
-            schemas.putIfAbsent((Integer) sc[0], (String) sc[1]);
+            putSchema(parseSchema(recs, p + RECORD_HEADER, p + RECORD_HEADER + (int) ln, path, r.offset), true);
           }
           p += RECORD_HEADER + (int) ln;
         }

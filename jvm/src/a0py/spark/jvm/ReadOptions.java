@@ -24,6 +24,8 @@ final class ReadOptions implements Serializable {
   final boolean validateCrc;
   final boolean recordTime;
   final boolean headers;
+  /** Option decode: the message and decode_error columns (ROS 2 messages the JVM decodes, see RosDecode). */
+  final boolean decode;
   final long partitionBytes;
   final Set<String> topics; // the topics option, null when absent
   /** Option mcapColumns: null for auto (decided from the channels a read selects), else true or false. */
@@ -45,10 +47,7 @@ final class ReadOptions implements Serializable {
       }
       throw new RecordingOptionException("option payload='" + payload + "': use binary or json");
     }
-    if (bool(options, "decode", false)) {
-      throw new RecordingOptionException("option decode=true is read by the Python a0 source only: read the "
-          + "payload bytes with decode=false, or read through a session without the a0py jar");
-    }
+    decode = bool(options, "decode", false);
     String mc = get(options, "mcapcolumns");
     String mcs = mc == null ? "auto" : mc.trim().toLowerCase(Locale.ROOT);
     if (mcs.equals("auto")) {
@@ -115,9 +114,10 @@ final class ReadOptions implements Serializable {
 
   /**
    * The rows' schema: the Python source's, column for column; {@code mcap} adds the MCAP columns
-   * (log_time, publish_time, sequence, schema_name, message_encoding) after payload.
+   * (log_time, publish_time, sequence, schema_name, message_encoding) after payload, a
+   * {@code message} type (decode=true) the columns message and decode_error after them.
    */
-  StructType schema(boolean mcap) {
+  StructType schema(boolean mcap, StructType message) {
     StructType s = new StructType()
         .add("topic", DataTypes.StringType)
         .add("seq", DataTypes.LongType)
@@ -132,6 +132,9 @@ final class ReadOptions implements Serializable {
       s = s.add("log_time", DataTypes.TimestampType).add("publish_time", DataTypes.TimestampType)
           .add("sequence", DataTypes.LongType).add("schema_name", DataTypes.StringType)
           .add("message_encoding", DataTypes.StringType);
+    }
+    if (message != null) {
+      s = s.add("message", message).add("decode_error", DataTypes.StringType);
     }
     if (gaps) {
       s = s.add("is_gap", DataTypes.BooleanType).add("gap_first", DataTypes.LongType)
