@@ -9,10 +9,9 @@ with the same files); ``Trigger.AvailableNow``, ``maxFilesPerTrigger``,
 ``decode=true``; a damaged file fails the batch naming it; options of the
 stream of live topics are refused, and the other way round.
 
-The options only a stream of recordings has (``maxFilesPerTrigger``,
-``readUnfinishedAfter``) are given through ``format("a0.python")``: the JVM
-reader, which takes the name ``a0`` in the suite's session, checks every
-option at ``load()`` and its list does not have them yet."""
+The streams are opened as users open them, ``format("a0")``: in the suite's
+session that name is the JVM reader's, which checks options at ``load()``
+and hands streams to the Python source."""
 
 import glob
 import os
@@ -32,7 +31,7 @@ from helpers.procs import REPO
 
 from a0py.spark import register
 
-FILE_STREAM = "a0.python"  # see the module docstring
+FILE_STREAM = "a0"  # the name users give, the JVM reader's in this session
 KEY = ("topic", "log_time", "payload")
 
 

@@ -18,7 +18,7 @@ final class ReadOptions implements Serializable {
   private static final Set<String> KNOWN = new HashSet<>(Arrays.asList(
       "path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc", "topics",
       "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime", "headers", "decode",
-      "mcapcolumns"));
+      "mcapcolumns", "maxfilespertrigger", "readunfinishedafter"));
 
   final boolean gaps;
   final boolean validateCrc;
@@ -36,7 +36,7 @@ final class ReadOptions implements Serializable {
       if (!KNOWN.contains(k.toLowerCase(Locale.ROOT))) {
         throw new RecordingOptionException("unknown option '" + k + "' of the a0 source; known: gaps, payload, "
             + "payloadSchema, maxPartitionBytes, validateCrc, recordTime, headers, root, topics, decode, mcapColumns, "
-            + "startingOffsets, failOnDataLoss, maxFramesPerTrigger");
+            + "startingOffsets, failOnDataLoss, maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter");
       }
     }
     String payload = get(options, "payload");
