@@ -1676,6 +1676,7 @@ def packet_append_headers(data, headers, refuse_key=None):
     cdef a0_packet_header_t* h
     cdef tuple extra = _check_headers(headers, False)
     cdef uint32_t n = <uint32_t>len(extra)
+    cdef uint32_t i = 0
     cdef uint64_t meta, total
     cdef Py_ssize_t rk_len = 0
     cdef const char* rk = NULL
@@ -1698,7 +1699,10 @@ def packet_append_headers(data, headers, refuse_key=None):
                 raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
             err = a0_packet_splice_size(&v, h, n, rk, <uint32_t>rk_len, &refused, &meta, &total, &info)
             if err == A0_ERR_CORRUPT:
-                raise PacketCorruptError(f"not an a0py packet: {_corrupt_reason(&info)}")
+                for i in range(v.header_count):  # which header (the error path only)
+                    if a0_packet_header(&v, i, &h[n], &info):
+                        break
+                raise PacketCorruptError(f"not an a0py packet: header {i}: {_corrupt_reason(&info)}")
             if err:
                 raise ArgumentError(f"a packet of {v.payload_size} payload bytes and "
                                     f"{v.header_count + n} headers is too large to encode")

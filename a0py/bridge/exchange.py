@@ -335,7 +335,7 @@ class Importer:
         att = sample.attachment
         with self._lock:
             done = state.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
-        if done == INGESTED or done == OWN:
+        if done in (INGESTED, OWN):
             return
         if done == BAD_SAMPLE:
             self._refuse(state.error)
