@@ -42,7 +42,7 @@ import logging
 import threading
 
 from .. import _core
-from ..errors import BufferTooSmallError, PacketCorruptError
+from ..errors import A0TimeoutError, BufferTooSmallError, FrameEvictedError, PacketCorruptError
 from ..proto.cfg import CfgWatcher
 from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
@@ -102,23 +102,22 @@ class PubsubExporter:
         """Sends one batch; returns whether it read any packet (the loop calls it until
         it reads none). On the export loop's thread only."""
         buf = self._buf
+        passed_over = False
         try:
             frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(
                 buf, max_frames=_BATCH_FRAMES)
-        except BufferTooSmallError as e:
-            # One packet larger than a batch: a sample of its own, read into a buffer kept
-            # for the next one (a camera's frames are all one size: no new buffer, and
-            # the buffer itself is the sample's payload).
-            if self._big is None or len(self._big) != e.needed:
-                self._big = bytearray(e.needed)
+        except BufferTooSmallError:
+            # One packet larger than a batch: a sample of its own.
+            frames = self._read_big()
+            passed_over = frames == 0
             buf = self._big
-            frames, nbytes, _first, _last, _gf, _gl = self._transport.read_into(buf, max_frames=1)
+            nbytes = len(buf) if frames else 0
         missed = self._transport.missed
         if missed != self._missed:
             self.counts.missed_local += missed - self._missed
             self._missed = missed
         if not frames:
-            return False
+            return passed_over
         view = memoryview(buf)
         kept, off, dropped = [], 0, False
         for _ in range(frames):
@@ -150,6 +149,32 @@ class PubsubExporter:
             self.counts.exported += len(kept)
         del view, kept
         return True
+
+    def _read_big(self):
+        """Reads the next frame, one larger than a batch, into a buffer kept for the next
+        one (a camera's frames are all one size: no new buffer, and the buffer itself is
+        the sample's payload); returns 1, or 0 when the frame came through a bridge
+        (looked up in place, in the ring: the bridge's own imports of large packets are
+        passed over without a copy), None when there is none."""
+        try:
+            with self._transport.read_view(timeout=0) as frame:
+                data = frame.data
+                try:
+                    bridged = _core.packet_has_header(data, ORIGIN)
+                except PacketCorruptError:
+                    bridged = False  # sent as it is: the far side counts it as corrupt
+                if not bridged:
+                    size = FRAME_PREFIX.size + frame.size
+                    if self._big is None or len(self._big) != size:
+                        self._big = bytearray(size)
+                    FRAME_PREFIX.pack_into(self._big, 0, frame.seq, frame.size)
+                    self._big[FRAME_PREFIX.size:] = data
+                del data
+        except FrameEvictedError:
+            return 0  # overwritten while it was read: missed, counted by the next read
+        except A0TimeoutError:
+            return None  # evicted since read_into saw it, and nothing newer
+        return 0 if bridged else 1
 
     def close(self):
         self.closed = True
