@@ -133,7 +133,9 @@ def _packet(draw):
                                       st.text(max_size=12)), max_size=3))
     headers = [(k, v) for k, v in headers if k]
     payload = draw(st.binary(max_size=300))
-    kind = draw(st.sampled_from(["good", "good", "good", "bridged", "junk", "cut", "flip", "std"]))
+    kind = draw(st.sampled_from(["good", "good", "good", "bridged", "junk", "cut", "flip", "std", "huge"]))
+    if kind == "huge":  # larger than the test's arena takes
+        return Packet(headers, b"h" * 20000).to_bytes()
     if kind == "std":  # a packet as a publisher writes it, standard block included
         arena = a0py.Arena.heap(1 << 16)
         writer = _core.PacketWriter(arena)
@@ -156,16 +158,16 @@ def _packet(draw):
 
 @st.composite
 def samples(draw):
-    origin = draw(st.sampled_from(ORIGINS))
+    origin = draw(st.sampled_from([ORIGINS[0]] * 4 + ORIGINS))
     edge = draw(st.integers(0, 9)) == 0
-    seq = draw(st.sampled_from([0, U64, U64 - 1, U64 - 3]) if edge else st.integers(1, 40))
+    seq = draw(st.sampled_from([0, U64, U64 - 1, U64 - 3]) if edge else st.integers(1, 16))
     host = draw(st.sampled_from(["h" * 255, "é" * 128]) if draw(st.integers(0, 9)) == 0 else st.text(max_size=8))
     raw_host = draw(st.binary(max_size=6)) if draw(st.integers(0, 5)) == 0 else host.encode()
     packets = [_packet(draw) for _ in range(draw(st.integers(1, 5)))]
     if draw(st.booleans()):  # a batch
         payload = framed(packets)
         count = draw(st.integers(0, 7)) if draw(st.integers(0, 4)) == 0 else len(packets)
-        shape = draw(st.sampled_from(["as is", "as is", "cut", "lying size", "extra"]))
+        shape = draw(st.sampled_from(["as is"] * 6 + ["cut", "lying size", "extra"]))
         if shape == "cut":
             payload = payload[:draw(st.integers(0, len(payload)))]
         elif shape == "lying size":
@@ -192,7 +194,7 @@ def samples(draw):
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(samples(), min_size=1, max_size=12))
 def test_hostile_samples_are_handled_exactly_as_the_python_reference(sequence):
-    ring = Ring()
+    ring = Ring(16 << 10)  # a sample's other packets fit; a "huge" one does not
     counts = TopicCounts()
     ingest = new_ingest(ring, counts)
     ref = Reference(_core.Transport(ring.arena).max_frame_size)
