@@ -3,8 +3,9 @@ the jar of the ``a0`` Spark source's JVM reader.
 
 Every ``a0py/**/*.pyx`` becomes an extension module. Modules that use the C
 core get the core's objects they need linked in (``a0py._core`` all of them;
-``a0py.recording._bulk`` the packet codec, which it cimports through
-``a0py/includes/a0_packet.pxd`` instead of re-implementing it); those
+``a0py.recording._bulk`` and ``a0py.bridge._ingest`` the packet codec, which
+they cimport through ``a0py/includes/a0_packet.pxd`` instead of
+re-implementing it); those
 objects are compiled first, on their own, with ``-Wall -Wextra -Werror`` so
 a warning in the core fails the build, while Cython's generated C keeps
 milder flags.
@@ -31,7 +32,8 @@ from setuptools.command.build_py import build_py
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = sorted(glob.glob("csrc/*.c"))
 # Module -> the core sources linked into it.
-CORE_USERS = {"a0py._core": CORE_SOURCES, "a0py.recording._bulk": ["csrc/a0_packet.c"]}
+CORE_USERS = {"a0py._core": CORE_SOURCES, "a0py.recording._bulk": ["csrc/a0_packet.c"],
+              "a0py.bridge._ingest": ["csrc/a0_packet.c"]}
 # Modules compiled against numpy's C API. Built where numpy is importable at build
 # time (it is in the build requirements); elsewhere left out, and a0py uses its
 # Python code for the same thing (a0py.proto.arrays says which it has).

@@ -36,6 +36,13 @@ cdef class Transport:
     cdef list _read_many_open(self, Py_ssize_t limit)
     cdef int _acquire(self, a0_locked_t* lk) except -1
     cdef a0_err_t _release(self, a0_locked_t lk, bint commit=*) except *
+    # For compiled modules that write frames in place (a0py.bridge._ingest):
+    # between _acquire and _release, a frame of `size` bytes after the newest
+    # (evicting the oldest as needed), and the largest frame this arena takes.
+    cdef a0_err_t _alloc(self, a0_locked_t lk, uint64_t size, uint8_t** data) noexcept nogil
+    cdef uint64_t _max_frame_data(self) noexcept nogil
+    # Raises the A0Error of a core error code, naming `what` and the arena.
+    cdef int _raise_for(self, a0_err_t err, str what) except -1
 
 
 cdef class ReadView:

@@ -2,14 +2,19 @@
 
     python bench/bridge.py            # about two minutes on 2 cores
     python bench/bridge.py --quick
-    python bench/bridge.py --only rate|latency|cpu
+    python bench/bridge.py --only rate|latency|cpu|ingest
 
 Workloads (medians of --repeats runs):
 
   bridge   a publisher process writes N packets into a topic under root A as fast as it
            can; two ``a0py bridge --reliable`` processes (roots A and B, TCP on
            127.0.0.1) carry them; this process reads them from root B. Rate: packets
-           (or bytes) from the first packet read to the last.
+           (or bytes) from the first packet read to the last. The 256 MiB rings are
+           written over once before the bridges start, so the packets land on pages
+           already touched, as in a ring in steady use (--cold: fresh rings, as the
+           runs before 2026-11-26 21:20).
+           Beside it, the CPU time (user + system, /proc) each bridge process spent
+           meanwhile, per packet: less sensitive to other jobs than the rate.
   zenoh    a sender process puts N samples of the same size on a key with the block
            policy from its own Zenoh session (peer mode, TCP on 127.0.0.1); this
            process's session receives them (a callback counting). Same clock.
@@ -23,6 +28,9 @@ Workloads (medians of --repeats runs):
            as a share of one core (the exporting and the importing side); beside it,
            the same load put on 20 keys by a Zenoh session and received by another
            (a Python callback per sample).
+  ingest   in this process: the importer's work per sample once Zenoh gave its bytes,
+           the previous Python steps (decode the attachment, split the batch, splice
+           each packet, write the list) against the compiled TopicIngest.ingest.
 
 A script, not a test: it asserts nothing about speed. The targets: 64 B msgs/s and
 1 MiB MB/s across the bridge at least 80 % of Zenoh's own; added latency p50 within
@@ -44,7 +52,7 @@ sys.path.insert(0, REPO)
 
 import zenoh  # noqa: E402
 
-from a0py import INIT_OLDEST, Publisher, SubscriberSync, Topic  # noqa: E402
+from a0py import INIT_AWAIT_NEW, INIT_OLDEST, Publisher, SubscriberSync, Topic, _core  # noqa: E402
 from a0py.bridge.config import zenoh_config  # noqa: E402
 from a0py.proto.topic import list_topics, unlink_topic  # noqa: E402
 
@@ -57,6 +65,20 @@ with Publisher(Topic("bench/data", size="256M")) as pub:
     for _ in range(n):
         pub.pub(payload)
 """
+
+# The data topic's rings (256 MiB on both machines) are written over once before the
+# bridges start, so the timed packets land on pages already touched, as in a ring in
+# steady use (the method of docs/performance.md: first-touch page faults are not timed;
+# the bridges start after, so they carry none of it). --cold: fresh rings, as runs before.
+RING = 256 << 20
+
+
+def touch_ring(root):
+    """Writes topic bench/data's ring under `root` over once (1 MiB frames)."""
+    transport = _core.Transport(Topic("bench/data", root=root, size=RING).arena("pubsub"))
+    junk = bytes(1 << 20)
+    for _ in range(RING // len(junk) + 1):
+        transport.write(junk)
 
 SEND = """
 import sys, time, zenoh
@@ -84,14 +106,21 @@ def env(root):
 
 class Bridges:
     """Two ``a0py bridge --reliable`` processes, roots ``a`` and ``b``, linked (a probe
-    crossed); stopped and their topics removed on exit. ``Bridges.extra``: more
-    arguments for both (``--bridge-arg``)."""
+    crossed); stopped and their topics removed on exit. `prepare(root)` runs on each
+    root before the bridges start. ``Bridges.extra``: more arguments for both
+    (``--bridge-arg``)."""
 
     extra = ()
+
+    def __init__(self, prepare=None):
+        self.prepare = prepare
 
     def __enter__(self):
         tag = uuid.uuid4().hex[:8]
         self.a, self.b = f"shm:bbench{tag}a", f"shm:bbench{tag}b"
+        if self.prepare is not None:
+            self.prepare(self.a)
+            self.prepare(self.b)
         ep = f"tcp/127.0.0.1:{free_port()}"
         cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600", *self.extra]
         self.procs = [
@@ -119,10 +148,12 @@ class Bridges:
                 unlink_topic(Topic(name, root=root))
 
 
-def bridge_rate(n, size):
-    with Bridges() as br:
+def bridge_rate(n, size, cold=False):
+    """(packets/s, missed, [CPU us per packet of the exporting and the importing bridge])."""
+    with Bridges(prepare=None if cold else touch_ring) as br:
         a, b = br.a, br.b
-        with SubscriberSync(Topic("bench/data", root=b, size="256M"), INIT_OLDEST) as sub:
+        with SubscriberSync(Topic("bench/data", root=b, size="256M"), INIT_AWAIT_NEW) as sub:
+            cpu0 = [cpu_seconds(p.pid) for p in br.procs]
             pub = subprocess.Popen([sys.executable, "-c", PUBLISH, str(n), str(size)], env=env(a))
             sub.read_blocking(timeout=30)
             t0 = time.perf_counter()
@@ -131,8 +162,9 @@ def bridge_rate(n, size):
                 sub.read_blocking(timeout=30)
                 got += 1
             elapsed = time.perf_counter() - t0
+            cpu = [(cpu_seconds(p.pid) - c) / n * 1e6 for p, c in zip(br.procs, cpu0)]
             pub.wait(timeout=30)
-            return (n - 1) / elapsed, sub.missed
+            return (n - 1) / elapsed, sub.missed, cpu
 
 
 def zenoh_rate(n, size):
@@ -152,7 +184,7 @@ def zenoh_rate(n, size):
         sender.wait(timeout=30)
     if len(times) < n:
         raise SystemExit(f"zenoh: {len(times)} of {n} samples arrived")
-    return (n - 1) / (times[-1] - times[0]), 0
+    return (n - 1) / (times[-1] - times[0]), 0, None
 
 
 PACED = """
@@ -318,26 +350,97 @@ def zenoh_cpu(topics, rate, seconds):
     return [(x - y) / elapsed * 100 for x, y in zip(after, before)]
 
 
+def python_ingest(transport, payload, raw_att):
+    """The importer's per-sample steps as they were in Python before the compiled
+    TopicIngest (dedupe left out): the reference the ingest workload compares with."""
+    from a0py import _core
+    from a0py.bridge.wire import ORIGIN, SEQ, batch_frames, bridge_headers, decode_attachment
+
+    att = decode_attachment(raw_att)
+    frames = batch_frames(payload, att.count)
+    headers = bridge_headers(att)[:2]
+    transport.write_many([_core.packet_append_headers(f, headers + [(SEQ, str(att.seq + i))], ORIGIN)
+                          for i, f in enumerate(frames)])
+
+
+def ingest_costs(repeats):
+    """us per sample of the importer's work once Zenoh handed it the sample (its bytes):
+    the previous Python steps against TopicIngest.ingest, alternating, medians. In this
+    process, on a heap arena of 64 MiB (so 1 MiB frames go to pages already touched)."""
+    import a0py
+    from a0py import Packet, _core
+    from a0py.bridge._ingest import TopicIngest
+    from a0py.bridge.counts import TopicCounts
+    from a0py.bridge.wire import FRAME_PREFIX, BatchAttachment
+
+    origin = uuid.uuid4().bytes
+    rows = []
+    for label, size, per_sample, reps in (("1 KiB x 1", 1024, 1, 20000), ("64 B x 256", 64, 256, 400),
+                                          ("1 MiB x 1", 1 << 20, 1, 300)):
+        packet = Packet([("k", "v")], b"x" * size).to_bytes()
+        payload = b"".join(FRAME_PREFIX.pack(i, len(packet)) + packet for i in range(per_sample))
+        arena = a0py.Arena.heap(64 << 20)
+        transport = _core.Transport(arena)
+        ingest = TopicIngest(uuid.uuid4().bytes, TopicCounts,
+                             lambda _size, arena=arena: (_core.Transport(arena), None))
+        number = [1]
+
+        def attachments(reps=reps, per_sample=per_sample, number=number):
+            out = []
+            for _ in range(reps):
+                out.append(BatchAttachment(origin, number[0], per_sample, "host").encode())
+                number[0] += per_sample
+            return out
+
+        times = {"python": [], "compiled": []}
+        for _ in range(repeats):
+            atts = attachments()
+            t0 = time.perf_counter()
+            for att in atts:
+                python_ingest(transport, payload, att)
+            times["python"].append((time.perf_counter() - t0) / reps * 1e6)
+            atts = attachments()
+            t0 = time.perf_counter()
+            for att in atts:
+                ingest.ingest(payload, att)
+            times["compiled"].append((time.perf_counter() - t0) / reps * 1e6)
+        rows.append((label, statistics.median(times["python"]), statistics.median(times["compiled"])))
+        arena.close()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=("rate", "latency", "cpu"))
+    ap.add_argument("--only", choices=("rate", "latency", "cpu", "ingest"))
     ap.add_argument("--cpu-seconds", type=float, default=10.0)
     ap.add_argument("--bridge-arg", action="append", default=[],
                     help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
+    ap.add_argument("--size", choices=("64B", "1MiB"), help="rate: only this size")
+    ap.add_argument("--cold", action="store_true", help="rate: fresh rings (first-touch page faults timed)")
     args = ap.parse_args()
     Bridges.extra = args.bridge_arg
     repeats = 1 if args.quick else args.repeats
     if args.only in (None, "rate"):
         cases = [("64 B", 64, 5000 if args.quick else 50000), ("1 MiB", 1 << 20, 20 if args.quick else 200)]
-        print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}")
+        cases = [c for c in cases if args.size in (None, c[0].replace(" ", ""))]
+        print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}   bridge CPU us/packet "
+              "(exporting, importing)")
         for label, size, n in cases:
-            for path, fn in (("bridge", bridge_rate), ("zenoh", zenoh_rate)):
+            for path, fn in (("bridge", lambda n, size: bridge_rate(n, size, args.cold)), ("zenoh", zenoh_rate)):
                 runs = [fn(n, size) for _ in range(repeats)]
-                rate = statistics.median(r for r, _ in runs)
-                missed = max(m for _, m in runs)
-                print(f"{label:>6} {path:>7} {rate:>10.0f} {rate * size / 1e6:>9.1f} {missed:>7}", flush=True)
+                rate = statistics.median(r for r, _, _ in runs)
+                missed = max(m for _, m, _ in runs)
+                cpu = ""
+                if runs[0][2] is not None:
+                    cpu = "   " + ", ".join(f"{statistics.median(r[2][i] for r in runs):.1f}" for i in (0, 1))
+                print(f"{label:>6} {path:>7} {rate:>10.0f} {rate * size / 1e6:>9.1f} {missed:>7}{cpu}",
+                      flush=True)
+    if args.only in (None, "ingest"):
+        print("importer, us per sample once Zenoh gave its bytes (previous Python steps / TopicIngest):")
+        for label, py, compiled in ingest_costs(max(repeats, 3)):
+            print(f" {label:>11}  python {py:9.2f}  compiled {compiled:8.2f}  ({py / compiled:.1f}x)", flush=True)
     if args.only in (None, "latency"):
         n = 500 if args.quick else 2500
         print(f"latency, 64 B every 2 ms, one way ({n} packets, the first tenth left out)")

@@ -171,6 +171,99 @@ a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key
   return A0_ERR_NO_FRAME;
 }
 
+a0_err_t a0_packet_splice_size(const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                               uint32_t n_extra, const char* refuse_key, uint32_t refuse_len,
+                               bool* refused, uint64_t* meta_size, uint64_t* total,
+                               a0_check_info_t* info) {
+  *refused = false;
+  if (n_extra > UINT32_MAX - v->header_count) return A0_ERR_FRAME_TOO_LARGE;
+  uint32_t count = v->header_count + n_extra;
+  /* As a0_packet_encoded_size: the sum stops growing once past 4 GiB, so it
+   * cannot overflow 64 bits. */
+  uint64_t meta = A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * count;
+  a0_packet_header_t h;
+  for (uint32_t i = 0; i < v->header_count; i++) {
+    a0_err_t err = a0_packet_header(v, i, &h, info);
+    if (err) return A0_ERR_CORRUPT;
+    if (refuse_key && h.key_len == refuse_len && memcmp(h.key, refuse_key, refuse_len) == 0) {
+      *refused = true;
+      return A0_OK;
+    }
+    if (meta <= UINT32_MAX) meta += (uint64_t)h.key_len + 1u + (uint64_t)h.val_len + 1u;
+  }
+  for (uint32_t i = 0; i < n_extra && meta <= UINT32_MAX; i++)
+    meta += (uint64_t)extra[i].key_len + 1u + (uint64_t)extra[i].val_len + 1u;
+  meta = align_packet(meta);
+  if (meta > UINT32_MAX) return A0_ERR_FRAME_TOO_LARGE;
+  if (v->payload_size > UINT64_MAX - meta) return A0_ERR_FRAME_TOO_LARGE;
+  *meta_size = meta;
+  *total = meta + v->payload_size;
+  return A0_OK;
+}
+
+/* Appends one header's strings at *pos and its index entry i, if both fit
+ * before meta_size; false (nothing written) otherwise. */
+static bool put_header(uint8_t* buf, uint64_t meta_size, uint64_t* pos, uint32_t i,
+                       const a0_packet_header_t* h) {
+  uint64_t p = *pos;
+  if ((uint64_t)h->key_len + 1u + (uint64_t)h->val_len + 1u > meta_size - p) return false;
+  a0_packet_entry_t e = {.key_off = (uint32_t)p, .key_len = h->key_len};
+  memcpy(buf + p, h->key, h->key_len);
+  p += h->key_len;
+  buf[p++] = 0;
+  e.val_off = (uint32_t)p;
+  e.val_len = h->val_len;
+  memcpy(buf + p, h->val, h->val_len);
+  p += h->val_len;
+  buf[p++] = 0;
+  memcpy(buf + A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * i, &e, sizeof e);
+  *pos = p;
+  return true;
+}
+
+a0_err_t a0_packet_splice(uint8_t* buf, uint64_t meta_size, uint64_t total,
+                          const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                          uint32_t n_extra) {
+  if (n_extra > UINT32_MAX - v->header_count) return A0_ERR_CORRUPT;
+  uint32_t count = v->header_count + n_extra;
+  uint64_t index_end = A0_PACKET_INDEX_OFF + (uint64_t)A0_PACKET_ENTRY_SIZE * count;
+  /* The sizes must be a0_packet_splice_size's: the metadata holds the index,
+   * fits the 32-bit offsets, is aligned, and the payload fills the rest. */
+  if (meta_size < index_end || meta_size > UINT32_MAX || meta_size % A0_PACKET_ALIGN != 0 ||
+      total < meta_size || total - meta_size != v->payload_size ||
+      (v->payload == NULL && v->payload_size != 0))
+    return A0_ERR_CORRUPT;
+  a0_packet_hdr_t hdr = {
+      .magic = A0_PACKET_MAGIC,
+      .version = A0_PACKET_VERSION,
+      .flags = v->has_std ? A0_PACKET_HAS_STD : 0,
+      .header_count = count,
+      ._reserved = 0,
+      .payload_off = meta_size,
+      .payload_size = v->payload_size,
+  };
+  memcpy(hdr.id, v->id, A0_PACKET_ID_SIZE);
+  memcpy(buf, &hdr, sizeof hdr);
+  if (v->has_std)
+    memcpy(buf + A0_PACKET_HDR_SIZE, &v->std, A0_PACKET_STD_SIZE);
+  else
+    memset(buf + A0_PACKET_HDR_SIZE, 0, A0_PACKET_STD_SIZE);
+  uint64_t pos = index_end;
+  a0_packet_header_t h;
+  for (uint32_t i = 0; i < v->header_count; i++) {
+    if (a0_packet_header(v, i, &h, NULL) != A0_OK) return A0_ERR_CORRUPT;
+    if (!put_header(buf, meta_size, &pos, i, &h)) return A0_ERR_CORRUPT;
+  }
+  for (uint32_t i = 0; i < n_extra; i++)
+    if (!put_header(buf, meta_size, &pos, v->header_count + i, &extra[i])) return A0_ERR_CORRUPT;
+  /* Past the strings, only padding: fewer than 16 bytes, else the sizes
+   * were not this packet's. */
+  if (meta_size - pos >= A0_PACKET_ALIGN) return A0_ERR_CORRUPT;
+  memset(buf + pos, 0, meta_size - pos);
+  if (v->payload_size) memcpy(buf + meta_size, v->payload, v->payload_size);
+  return A0_OK;
+}
+
 /* Two digits per table lookup, eight per 64-bit division: the standard
  * headers format four 64-bit numbers per packet under the arena lock, and
  * one digit per division was the largest single cost of a publish (perf:

@@ -145,6 +145,35 @@ a0_err_t a0_packet_header(const a0_packet_view_t* v, uint32_t i, a0_packet_heade
 a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key_len,
                         uint32_t from, uint32_t* index);
 
+/* Splicing: the packet of checked view `v` (a whole view, a0_packet_view)
+ * with `extra` headers after its own, everything else kept byte for byte
+ * (id, standard block, its headers in order, payload): exactly the bytes
+ * a0_packet_encode_meta writes for v's headers followed by `extra`, then
+ * the payload. In two steps, so a caller sizes the result, allocates it
+ * where it will live (a frame, under the arena lock) and fills it there,
+ * with no copy in between.
+ *
+ * a0_packet_splice_size checks every header of v (A0_ERR_CORRUPT naming the
+ * field in `info`, may be NULL) and gives meta_size and total; if
+ * refuse_key is not NULL and v has a header of that key, it sets *refused
+ * and gives no sizes (a bridge refuses a packet that crossed a bridge
+ * already). A0_ERR_FRAME_TOO_LARGE if the result would not fit the format.
+ *
+ * a0_packet_splice writes the result into buf[0, total). It reads v's
+ * headers again and checks each against the sizes given: if v's buffer
+ * changed since it was sized (a writer of shared memory), or the sizes are
+ * not the ones a0_packet_splice_size gave, it returns A0_ERR_CORRUPT,
+ * having written nothing outside buf[0, total) (the bytes inside are then
+ * unspecified). */
+a0_err_t a0_packet_splice_size(const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                               uint32_t n_extra, const char* refuse_key, uint32_t refuse_len,
+                               bool* refused, uint64_t* meta_size, uint64_t* total,
+                               a0_check_info_t* info);
+
+a0_err_t a0_packet_splice(uint8_t* buf, uint64_t meta_size, uint64_t total,
+                          const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                          uint32_t n_extra);
+
 /* Writes v in decimal (no NUL); returns the number of digits (1..20).
  * (Readers render the standard block's numbers with it.) */
 uint32_t a0_u64_to_dec(uint64_t v, char out[A0_U64_DEC_MAX]);

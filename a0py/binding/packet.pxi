@@ -1675,49 +1675,52 @@ def packet_append_headers(data, headers, refuse_key=None):
     cdef a0_check_info_t info
     cdef a0_packet_header_t* h
     cdef tuple extra = _check_headers(headers, False)
-    cdef uint32_t i, n, count
+    cdef uint32_t n = <uint32_t>len(extra)
+    cdef uint32_t i = 0
     cdef uint64_t meta, total
-    cdef Py_ssize_t rk_len = -1
+    cdef Py_ssize_t rk_len = 0
     cdef const char* rk = NULL
+    cdef c_bool refused = False
+    cdef a0_err_t err
     cdef uint8_t* dst
     if refuse_key is not None:
         if not isinstance(refuse_key, str):
             raise ArgumentError(f"refuse_key must be a str or None, not {type(refuse_key).__name__}")
         rk = PyUnicode_AsUTF8AndSize(refuse_key, &rk_len)
     info.field = NULL
-    _get_buffer(data, &buf)
+    h = <a0_packet_header_t*>malloc((n + 1) * sizeof(a0_packet_header_t))
+    if h == NULL:
+        raise MemoryError()
     try:
-        if a0_packet_view(<const uint8_t*>buf.buf, <uint64_t>buf.len, &v, &info):
-            raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
-        n = v.header_count
-        count = n + <uint32_t>len(extra)
-        h = <a0_packet_header_t*>malloc((count + 1) * sizeof(a0_packet_header_t))
-        if h == NULL:
-            raise MemoryError()
+        _fill_headers(h, extra)
+        _get_buffer(data, &buf)
         try:
-            for i in range(n):
-                if a0_packet_header(&v, i, &h[i], &info):
-                    raise PacketCorruptError(f"not an a0py packet: header {i}: {_corrupt_reason(&info)}")
-                if rk != NULL and h[i].key_len == <uint32_t>rk_len and \
-                        memcmp(h[i].key, rk, <size_t>rk_len) == 0:
-                    return None
-            _fill_headers(h + n, extra)
-            if a0_packet_encoded_size(h, count, v.payload_size, &meta, &total):
-                raise ArgumentError(f"a packet of {v.payload_size} payload bytes and {count} headers "
-                                    "is too large to encode")
+            if a0_packet_view(<const uint8_t*>buf.buf, <uint64_t>buf.len, &v, &info):
+                raise PacketCorruptError(f"not an a0py packet ({buf.len} bytes): {_corrupt_reason(&info)}")
+            err = a0_packet_splice_size(&v, h, n, rk, <uint32_t>rk_len, &refused, &meta, &total, &info)
+            if err == A0_ERR_CORRUPT:
+                for i in range(v.header_count):  # which header (the error path only)
+                    if a0_packet_header(&v, i, &h[n], &info):
+                        break
+                raise PacketCorruptError(f"not an a0py packet: header {i}: {_corrupt_reason(&info)}")
+            if err:
+                raise ArgumentError(f"a packet of {v.payload_size} payload bytes and "
+                                    f"{v.header_count + n} headers is too large to encode")
+            if refused:
+                return None
             out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
             dst = <uint8_t*>PyBytes_AS_STRING(out)
-            a0_packet_encode_meta(dst, meta, v.id, &v.std if v.has_std else NULL, h, count,
-                                  v.payload_size)
-            if v.payload_size >= _NOGIL_COPY:
+            if total >= _NOGIL_COPY:
                 with nogil:
-                    memcpy(dst + meta, v.payload, v.payload_size)
+                    err = a0_packet_splice(dst, meta, total, &v, h, n)
             else:
-                memcpy(dst + meta, v.payload, v.payload_size)
+                err = a0_packet_splice(dst, meta, total, &v, h, n)
+            if err:  # the buffer changed under the call (a bytearray written by another thread)
+                raise PacketCorruptError("not an a0py packet: it changed while it was read")
         finally:
-            free(h)
+            PyBuffer_Release(&buf)
     finally:
-        PyBuffer_Release(&buf)
+        free(h)
     return out
 
 

@@ -330,6 +330,15 @@ cdef class Transport:
         self.arena._maybe_unmap()
         return err
 
+    cdef a0_err_t _alloc(self, a0_locked_t lk, uint64_t size, uint8_t** data) noexcept nogil:
+        return a0_transport_alloc(lk, size, data)
+
+    cdef uint64_t _max_frame_data(self) noexcept nogil:
+        return a0_transport_max_frame_data(&self.t)
+
+    cdef int _raise_for(self, a0_err_t err, str what) except -1:
+        _raise(err, f"{what} {self.arena._describe()}")
+
     def lock(self):
         """The lock as a context manager; `with transport.lock() as t:` gives
         the :class:`LockedTransport` whose methods operate on frames."""

@@ -18,8 +18,12 @@ Invariants:
   counted as ``lost``. A batch's packets are written with one lock, in order.
 * Pub/sub packets are read raw from the ring and spliced, never decoded: the exporter
   only looks up the origin header in each packet's index (in the binding call that
-  reads the batch), the importer checks each
-  packet's layout and adds the bridge headers in one binding call.
+  reads the batch); the importer hands each
+  sample to one compiled call (:mod:`a0py.bridge._ingest`) that checks the attachment
+  and each packet's layout, counts duplicates and gaps, and writes each packet with the
+  bridge headers straight into its frame (no copy between the sample and the ring).
+  Nothing received is trusted: what fails a check is counted, never written past a
+  bound.
 * Topics present when the bridge starts are exported from their next packet (a
   restarted bridge sends nothing twice); topics that appear later are exported from
   their oldest packet (nothing published between the topic's creation and the bridge
@@ -45,23 +49,20 @@ import threading
 import time
 
 from .. import _core
-from ..errors import A0Error, BufferTooSmallError, FrameTooLargeError, PacketCorruptError
+from ..errors import A0TimeoutError, BufferTooSmallError, FrameEvictedError, PacketCorruptError
 from ..proto.cfg import CfgWatcher
 from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
+from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, TopicIngest
 from .wire import (
     BRIDGED,
+    FRAME_PREFIX,
     ORIGIN,
-    SEQ,
     Attachment,
-    BatchAttachment,
     BatchAttachmentWriter,
     WireError,
-    batch_frames,
-    bridge_headers,
-    decode_attachment,
     key_of,
     topic_of_key,
 )
@@ -70,14 +71,8 @@ __all__ = ["MAX_LINGER", "ExportLoop", "Exporter", "Importer", "PubsubExporter",
 
 _log = logging.getLogger("a0py.bridge")
 
-# Remote origins remembered per topic (for duplicates and gaps); the oldest is
-# forgotten past this, so bridges restarting forever cost bounded memory.
-_MAX_ORIGINS = 64
 # A topic the importer creates holds at least this many frames of its first packet's size.
 _FRAMES_PER_TOPIC = 4
-# How long the importer waits for a configuration's writers' lock (a local writer holds
-# it only while it merges one document).
-_CFG_LOCK_S = 5.0
 # A pub/sub batch holds at most this many packets and, past its first packet, this many
 # bytes (Zenoh's own network batches are 64 KiB; a larger sample is fragmented).
 _BATCH_FRAMES = 256
@@ -128,15 +123,12 @@ class PubsubExporter:
         try:
             read, kept, nbytes, more = _core.read_packets_into(
                 self._transport, buf, ORIGIN, max_frames=_BATCH_FRAMES)
-        except BufferTooSmallError as e:
-            # One packet larger than a batch: a sample of its own, read into a buffer kept
-            # for the next one (a camera's frames are all one size: no new buffer, and
-            # the buffer itself is the sample's payload).
-            if self._big is None or len(self._big) != e.needed:
-                self._big = bytearray(e.needed)
+        except BufferTooSmallError:
+            # One packet larger than a batch: a sample of its own.
+            frames = self._read_big()
+            read, kept, more = (0, 0, False) if frames is None else (1, frames, True)
             buf = self._big
-            read, kept, nbytes, more = _core.read_packets_into(
-                self._transport, buf, ORIGIN, max_frames=1)
+            nbytes = len(buf) if kept else 0
         missed = self._transport.missed
         if missed != self._missed:
             self.counts.missed_local += missed - self._missed
@@ -153,6 +145,32 @@ class PubsubExporter:
             self.counts.exported += kept
             return read, more
         return -read, more
+
+    def _read_big(self):
+        """Reads the next frame, one larger than a batch, into a buffer kept for the next
+        one (a camera's frames are all one size: no new buffer, and the buffer itself is
+        the sample's payload); returns 1, or 0 when the frame came through a bridge
+        (looked up in place, in the ring: the bridge's own imports of large packets are
+        passed over without a copy), None when there is none."""
+        try:
+            with self._transport.read_view(timeout=0) as frame:
+                data = frame.data
+                try:
+                    bridged = _core.packet_has_header(data, ORIGIN)
+                except PacketCorruptError:
+                    bridged = False  # sent as it is: the far side counts it as corrupt
+                if not bridged:
+                    size = FRAME_PREFIX.size + frame.size
+                    if self._big is None or len(self._big) != size:
+                        self._big = bytearray(size)
+                    FRAME_PREFIX.pack_into(self._big, 0, frame.seq, frame.size)
+                    self._big[FRAME_PREFIX.size:] = data
+                del data
+        except FrameEvictedError:
+            return 0  # overwritten while it was read: missed, counted by the next read
+        except A0TimeoutError:
+            return None  # evicted since read_into saw it, and nothing newer
+        return 0 if bridged else 1
 
     def close(self):
         self.closed = True
@@ -293,34 +311,27 @@ class Exporter:
             pass
 
 
-class _Imported:
-    __slots__ = ("counts", "fits", "last", "transport", "writers_lock")
-
-    def __init__(self, counts):
-        self.counts = counts
-        self.transport = None
-        self.fits = 0  # the largest frame the topic's arena takes
-        self.writers_lock = None  # a configuration's (a0py.Cfg's) writers' lock
-        self.last = {}
-
-
-# Keys and senders remembered by the importer (what it learns from a key expression or an
-# attachment's origin and host), forgotten all at once past this many.
+# Keys remembered by the importer (what it learns from a key expression), forgotten all at
+# once past this many.
 _MAX_CACHED = 4096
 
 
 class Importer:
     """Writes remote topics matching the bridge's globs into local ones (see the module
     doc). `sizes`: ``[(compiled glob, bytes)]``, the first match sizing a topic this
-    importer creates."""
+    importer creates.
+
+    Per sample, Python looks up the topic's :class:`~a0py.bridge._ingest.TopicIngest` by
+    its key expression; one compiled call does the rest (attachment, duplicates and
+    gaps, each packet's check, the bridge headers spliced into the ring's frames, one
+    lock and one commit)."""
 
     def __init__(self, bridge, sizes):
         self._bridge = bridge
         self._sizes = sizes
         self._lock = threading.Lock()
-        self._topics = {}
-        self._keys = {}     # key expression -> (protocol, topic), or None: not ours
-        self._senders = {}  # (origin, host bytes) -> the bridge headers but the seq
+        self._topics = {}   # (protocol, topic) -> TopicIngest
+        self._keys = {}     # key expression -> (TopicIngest, topic), or None: not ours
         self._subscribers = [bridge.session.declare_subscriber(
             key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
@@ -330,116 +341,53 @@ class Importer:
         _log.debug("bridge: refused a sample: %s", why)
 
     def _topic_of(self, key):
-        """``(protocol, topic)`` of a key expression, None if the bridge does not import
-        it; WireError if it names no topic. Remembered per key."""
+        """``(TopicIngest, topic)`` of a key expression, None if the bridge does not
+        import it; WireError if it names no topic. Remembered per key."""
         found = self._keys.get(key, False)
         if found is False:
             protocol, name = topic_of_key(self._bridge.prefix, key)
-            found = (protocol, name) if self._bridge.matches(name) else None
+            found = None
+            if self._bridge.matches(name):
+                with self._lock:
+                    state = self._topics.get((protocol, name))
+                    if state is None:
+                        state = self._topics[protocol, name] = self._new_state(protocol, name)
+                found = (state, name)
             if len(self._keys) >= _MAX_CACHED:
                 self._keys.clear()
             self._keys[key] = found
         return found
 
-    def _headers_of(self, att):
-        """The bridge headers (origin, host) of packets exported as `att`."""
-        sender = (att.origin, att.host)
-        headers = self._senders.get(sender)
-        if headers is None:
-            if len(self._senders) >= _MAX_CACHED:
-                self._senders.clear()
-            headers = self._senders[sender] = bridge_headers(att)[:2]
-        return headers
+    def _new_state(self, protocol, name):
+        bridge = self._bridge
+
+        def opener(frame_size):
+            transport = self._open(protocol, name, frame_size)
+            return transport, (_core.Deadman(transport.arena) if protocol == CFG else None)
+
+        return TopicIngest(bridge.id_bytes, lambda: bridge.counts_of(protocol, name), opener)
 
     def _on_sample(self, sample):
-        # On a Zenoh thread; nothing in the sample is trusted.
-        bridge = self._bridge
+        # On a Zenoh thread; nothing in the sample is trusted (TopicIngest checks it).
         try:
             found = self._topic_of(str(sample.key_expr))
-            if found is None:
-                return
-            raw_att = sample.attachment
-            att = decode_attachment(None if raw_att is None else raw_att.to_bytes())
         except WireError as e:
             self._refuse(e)
             return
-        if att.origin == bridge.id_bytes:
+        if found is None:
             return
-        protocol, name = found
-        data = sample.payload.to_bytes()
-        batch = isinstance(att, BatchAttachment)
+        state, name = found
+        att = sample.attachment
         with self._lock:
-            state = self._topics.get(found)
-            if state is None:
-                state = self._topics[found] = _Imported(bridge.counts_of(protocol, name))
-            counts = state.counts
-            try:
-                frames = batch_frames(data, att.count) if batch else [data]
-            except WireError as e:
-                counts.corrupt += att.count
-                _log.debug("bridge: topic %r: refused a sample: %s", name, e)
-                return
-            first = att.seq
-            last = state.last.get(att.origin)
-            if last is not None:
-                if first + len(frames) - 1 <= last:
-                    counts.duplicates += len(frames)
-                    return
-                if first <= last:  # partly seen already
-                    counts.duplicates += last - first + 1
-                    frames = frames[last - first + 1:]
-                    first = last + 1
-                elif first > last + 1:
-                    counts.lost += first - last - 1
-            elif len(state.last) >= _MAX_ORIGINS:
-                del state.last[next(iter(state.last))]
-            state.last[att.origin] = first + len(frames) - 1
-            out = []
-            headers = self._headers_of(att)
-            for i, frame in enumerate(frames):
-                try:
-                    packet = _core.packet_append_headers(frame, headers + [(SEQ, str(first + i))], ORIGIN)
-                except PacketCorruptError as e:
-                    packet = None
-                    _log.debug("bridge: topic %r: refused a packet: %s", name, e)
-                if packet is None:  # not a packet, or bridged already
-                    counts.corrupt += 1
-                else:
-                    out.append(packet)
-            del frames
-            if out:
-                self._write(state, protocol, name, out)
-
-    def _write(self, state, protocol, name, frames):
-        counts = state.counts
-        try:
-            if state.transport is None:
-                state.transport = self._open(protocol, name, max(len(f) for f in frames))
-                state.fits = state.transport.max_frame_size
-                if protocol == CFG:
-                    state.writers_lock = _core.Deadman(state.transport.arena)
-            fits = state.fits
-            if max(map(len, frames)) > fits:
-                counts.too_large += sum(len(f) > fits for f in frames)
-                frames = [f for f in frames if len(f) <= fits]
-                if not frames:
-                    return
-            if state.writers_lock is None:
-                state.transport.write_many(frames)
-            else:
-                state.writers_lock.take(_CFG_LOCK_S)
-                try:
-                    state.transport.write_many(frames)
-                finally:
-                    state.writers_lock.release()
-        except FrameTooLargeError:
-            counts.too_large += len(frames)
+            done = state.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
+        if done in (INGESTED, OWN):
             return
-        except A0Error as e:
-            counts.write_errors += len(frames)
-            _log.warning("bridge: cannot write topic %r: %s", name, e)
-            return
-        counts.imported += len(frames)
+        if done == BAD_SAMPLE:
+            self._refuse(state.error)
+        elif done == WRITE_FAILED:
+            _log.warning("bridge: cannot write topic %r: %s", name, state.error)
+        else:
+            _log.debug("bridge: topic %r: refused packets: %s", name, state.error)
 
     def _open(self, protocol, name, frame_size):
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None

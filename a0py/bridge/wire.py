@@ -59,6 +59,8 @@ HOST = "a0py.bridge.host"
 SEQ = "a0py.bridge.seq"
 
 _MAGIC = b"A0BR"
+# Packet numbers are u64 on the wire; a batch whose numbers would run past this is refused.
+_MAX_NUMBER = (1 << 64) - 1
 _ATTACHMENT = struct.Struct("<4s16sQ")  # magic, origin bridge id, seq; then the host (UTF-8)
 _MAX_HOST = 255
 
@@ -327,6 +329,8 @@ def decode_attachment(data):
             raise WireError("attachment host not UTF-8") from None
         if count == 0 or seq == 0:
             raise WireError(f"batch attachment of {count} packets from number {seq}")
+        if seq + count - 1 > _MAX_NUMBER:
+            raise WireError(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
         return BatchAttachment(origin, seq, count, host)
     return Attachment.decode(data)
 

@@ -58,6 +58,13 @@ cdef extern from "a0_packet.h" nogil:
                               a0_check_info_t* info)
     a0_err_t a0_packet_find(const a0_packet_view_t* v, const char* key, uint32_t key_len,
                             uint32_t start, uint32_t* index)
+    a0_err_t a0_packet_splice_size(const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                                   uint32_t n_extra, const char* refuse_key, uint32_t refuse_len,
+                                   c_bool* refused, uint64_t* meta_size, uint64_t* total,
+                                   a0_check_info_t* info)
+    a0_err_t a0_packet_splice(uint8_t* buf, uint64_t meta_size, uint64_t total,
+                              const a0_packet_view_t* v, const a0_packet_header_t* extra,
+                              uint32_t n_extra)
     uint32_t a0_u64_to_dec(uint64_t v, char* out)
     void a0_packet_idgen_seed(a0_packet_idgen_t* g, uint64_t seed)
     void a0_packet_id_next(a0_packet_idgen_t* g, uint8_t* out)

@@ -6,6 +6,7 @@
  * failed", the exit status is non-zero on any failure. Under `make sanitize`
  * ASan turns any out-of-bounds read of a corrupt packet into a failure: the
  * buffers are malloc'ed to their exact size for that reason. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -289,6 +290,153 @@ static void test_every_truncation_and_flip(void) {
   CHECK(1);
 }
 
+/* Splices `src` (size n) with `extra` into an exactly sized buffer (with a
+ * canary after it, checked, so a write past `total` fails without ASan too).
+ * Returns the size-step error; on A0_OK with a packet, *out holds it. */
+static a0_err_t splice_checked(const uint8_t* src, uint64_t n, const a0_packet_header_t* extra,
+                               uint32_t n_extra, const char* refuse, uint8_t** out,
+                               uint64_t* out_size, bool* refused) {
+  a0_packet_view_t v;
+  *out = NULL;
+  *refused = false;
+  if (a0_packet_view(src, n, &v, NULL) != A0_OK) return A0_ERR_CORRUPT;
+  uint64_t meta = 0, total = 0;
+  a0_err_t err = a0_packet_splice_size(&v, extra, n_extra, refuse, refuse ? (uint32_t)strlen(refuse) : 0,
+                                       refused, &meta, &total, NULL);
+  if (err || *refused) return err;
+  uint8_t* buf = malloc(total + 16);
+  memset(buf + total, 0xA5, 16);
+  CHECK_ERR(a0_packet_splice(buf, meta, total, &v, extra, n_extra), A0_OK);
+  int canary = 0;
+  for (int k = 0; k < 16; k++) canary += buf[total + k] == 0xA5;
+  CHECK(canary == 16);
+  *out = buf;
+  *out_size = total;
+  return A0_OK;
+}
+
+static void test_splice(void) {
+  a0_packet_std_t std = {.time_mono = 11, .time_wall = 22, .writer_seq = 33, .transport_seq = 44};
+  for (int i = 0; i < 16; i++) std.writer_id[i] = (uint8_t)(200 + i);
+  a0_packet_header_t hs[5] = {hdr("a", "1"), hdr("key", "value"), hdr("a", "2"),
+                              hdr("x.origin", "o"), hdr("x.seq", "77")};
+  uint64_t size, want_size;
+  /* The splice gives exactly what encoding all the headers at once gives. */
+  for (int with_std = 0; with_std < 2; with_std++) {
+    for (uint32_t own = 0; own <= 3; own++) {
+      uint8_t* src = encode_std(with_std ? &std : NULL, hs, own, "payload!", 8, &size);
+      a0_packet_header_t all[5];
+      memcpy(all, hs, own * sizeof hs[0]);
+      memcpy(all + own, hs + 3, 2 * sizeof hs[0]);
+      uint8_t* want = encode_std(with_std ? &std : NULL, all, own + 2, "payload!", 8, &want_size);
+      uint8_t* got;
+      uint64_t got_size;
+      bool refused;
+      CHECK_ERR(splice_checked(src, size, hs + 3, 2, "x.origin", &got, &got_size, &refused), A0_OK);
+      CHECK(!refused && got && got_size == want_size && memcmp(got, want, want_size) == 0);
+      a0_packet_view_t v;
+      CHECK_ERR(a0_packet_view(got, got_size, &v, NULL), A0_OK);
+      free(got);
+      free(src);
+      free(want);
+    }
+  }
+  /* A packet that has the refused key: refused, no sizes. */
+  uint8_t* marked = encode(hs + 2, 2, "p", 1, &size);
+  uint8_t* got;
+  uint64_t got_size;
+  bool refused;
+  CHECK_ERR(splice_checked(marked, size, hs, 1, "x.origin", &got, &got_size, &refused), A0_OK);
+  CHECK(refused && got == NULL);
+  CHECK_ERR(splice_checked(marked, size, hs, 1, NULL, &got, &got_size, &refused), A0_OK);
+  CHECK(!refused && got != NULL);
+  free(got);
+
+  /* Sizes that are not the packet's are refused before anything is written. */
+  a0_packet_view_t v;
+  CHECK_ERR(a0_packet_view(marked, size, &v, NULL), A0_OK);
+  uint64_t meta, total;
+  CHECK_ERR(a0_packet_splice_size(&v, hs, 1, NULL, 0, &refused, &meta, &total, NULL), A0_OK);
+  uint8_t* buf = malloc(total + 64);
+  memset(buf, 0xA5, total + 64);
+  CHECK_ERR(a0_packet_splice(buf, meta, total + 1, &v, hs, 1), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_packet_splice(buf, meta - 16, total - 16, &v, hs, 1), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_packet_splice(buf, meta + 16, total + 16, &v, hs, 1), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_packet_splice(buf, meta + 1, total + 1, &v, hs, 1), A0_ERR_CORRUPT);
+  CHECK_ERR(a0_packet_splice(buf, meta, total, &v, hs, 2), A0_ERR_CORRUPT); /* more headers */
+  int untouched = 0;
+  for (uint64_t k = meta; k < total + 64; k++) untouched += buf[k] == 0xA5;
+  CHECK(untouched == (int)(total + 64 - meta));
+  free(buf);
+
+  /* The source changed between the two steps (a header grew, as a writer of
+   * shared memory could make it): refused, nothing written past total. */
+  CHECK_ERR(a0_packet_splice_size(&v, hs, 1, NULL, 0, &refused, &meta, &total, NULL), A0_OK);
+  buf = malloc(total + 16);
+  memset(buf + total, 0xA5, 16);
+  a0_packet_entry_t e;
+  memcpy(&e, marked + A0_PACKET_INDEX_OFF, sizeof e);
+  e.val_len = 0; /* the value is now "" and a NUL is needed at val_off */
+  e.key_off = (uint32_t)(A0_PACKET_INDEX_OFF + 2 * A0_PACKET_ENTRY_SIZE);
+  e.key_len = (uint32_t)(v.meta_size - e.key_off - 1); /* the whole strings area */
+  uint8_t* grown = malloc(size);
+  memcpy(grown, marked, size);
+  memcpy(grown + A0_PACKET_INDEX_OFF, &e, sizeof e);
+  grown[v.meta_size - 1] = 0;
+  a0_packet_view_t gv = v;
+  gv.base = grown;
+  gv.id = grown + 8;
+  gv.payload = grown + v.meta_size;
+  a0_err_t err = a0_packet_splice(buf, meta, total, &gv, hs, 1);
+  CHECK(err == A0_ERR_CORRUPT || err == A0_OK);
+  int canary = 0;
+  for (int k = 0; k < 16; k++) canary += buf[total + k] == 0xA5;
+  CHECK(canary == 16);
+  free(grown);
+  free(buf);
+  free(marked);
+
+  /* Every truncation and bit flip of a source, and random hostile ones: the
+   * size step refuses it or the fill writes a packet that reads back, never
+   * past its end (the canary; ASan under `make sanitize`). */
+  uint8_t* good = encode_std(&std, hs, 3, "some payload bytes", 18, &size);
+  int spliced = 0;
+  uint8_t* copy = malloc(size);
+  for (uint64_t pos = 0; pos < size; pos++) {
+    for (int bit = 0; bit < 8; bit++) {
+      memcpy(copy, good, size);
+      copy[pos] ^= (uint8_t)(1u << bit);
+      for (uint64_t n = size; n + 48 >= size && n > 0; n -= 16) {
+        if (splice_checked(copy, n, hs + 3, 2, "x.origin", &got, &got_size, &refused) == A0_OK &&
+            got) {
+          CHECK_ERR(a0_packet_view(got, got_size, &v, NULL), A0_OK);
+          spliced++;
+          free(got);
+        }
+      }
+    }
+  }
+  free(copy);
+  free(good);
+  CHECK(spliced > 0);
+  for (int round = 0; round < 20000; round++) {
+    uint64_t n = A0_PACKET_INDEX_OFF + rnd() % 200;
+    uint8_t* junk = malloc(n);
+    for (uint64_t k = 0; k < n; k++) junk[k] = (uint8_t)rnd();
+    a0_packet_hdr_t h0 = {.magic = A0_PACKET_MAGIC, .version = A0_PACKET_VERSION,
+                          .header_count = (uint32_t)(rnd() % 6)};
+    h0.payload_off = (rnd() % (n + 1)) & ~(uint64_t)15;
+    if (h0.payload_off < A0_PACKET_INDEX_OFF) h0.payload_off = A0_PACKET_INDEX_OFF;
+    h0.payload_size = n - h0.payload_off;
+    memcpy(junk, &h0, sizeof h0);
+    if (splice_checked(junk, n, hs + 3, 2, NULL, &got, &got_size, &refused) == A0_OK && got) {
+      CHECK_ERR(a0_packet_view(got, got_size, &v, NULL), A0_OK);
+      free(got);
+    }
+    free(junk);
+  }
+}
+
 static void test_helpers(void) {
   char out[A0_U64_DEC_MAX + 1];
   uint32_t n = a0_u64_to_dec(0, out);
@@ -340,6 +488,7 @@ static void test_helpers(void) {
 }
 
 int main(void) {
+  test_splice();
   test_round_trip_and_layout();
   test_standard_block();
   test_sizes_refused();

@@ -1,0 +1,520 @@
+# cython: boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The importer's hot path, compiled: one call per Zenoh sample takes its
+attachment and payload as they came off the network and writes the packets
+they hold into the local topic's ring, each with the bridge headers added,
+spliced straight into its frame. Python keeps only the lookup of the topic's
+:class:`TopicIngest` by key (:class:`a0py.bridge.exchange.Importer`).
+
+Linked with the core's packet codec (``a0_packet_splice_size`` and
+``a0_packet_splice``: a packet sized, then written where it will live), and
+writing frames through the binding's ``Transport`` (its lock, ``_alloc`` and
+commit), so no packet is copied between the sample and the ring.
+
+What it reads is the wire format of :mod:`a0py.bridge.wire` (attachments
+``A0BB`` and ``A0BR``, the 16-byte prefix before each frame of a batch); the
+Python functions there stay the reference, and the tests compare the two on
+hostile bytes.
+
+Invariants (those of :mod:`a0py.bridge.exchange`):
+
+* Nothing received is trusted. The attachment's size is checked before any
+  field is read, its host must be UTF-8; a batch's payload is walked prefix by
+  prefix, each size compared with the bytes left, before any frame is used;
+  each packet is checked by the core's decoder (layout, every header's
+  bounds) when it is sized, and written only into a frame of exactly the size
+  it was given (``a0_packet_splice`` refuses any other). A sample that fails
+  is counted (``bad samples`` by the caller, ``corrupt``, ``too_large``),
+  never written past a bound, never a crash.
+* Per (exporting bridge, topic), a packet is written only if its number is
+  above the last one written: a packet seen again is counted as
+  ``duplicates`` (a batch partly seen included), a gap as ``lost``. The last
+  numbers of at most :data:`MAX_ORIGINS` bridges are kept, the oldest first
+  forgotten.
+* A packet carrying ``a0py.bridge.origin`` is refused (``corrupt``): a
+  bridge exports only packets published on its machine.
+* A sample's packets are written with one lock and one commit, in order; on
+  an error nothing of it is committed (``write_errors``). A configuration's
+  versions are written holding its writers' lock (the opener gives it).
+* Big copies release the GIL while the arena lock is held (the lock keeps
+  the arena mapped); one :class:`TopicIngest` takes one call at a time.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport UINT64_MAX, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy
+
+from .._core cimport Transport
+from ..includes.a0_arena cimport a0_check_info_t
+from ..includes.a0_err cimport A0_ERR_CORRUPT, A0_ERR_FRAME_TOO_LARGE, A0_OK, a0_err_t, c_bool
+from ..includes.a0_packet cimport (
+    a0_packet_header_t,
+    a0_packet_splice,
+    a0_packet_splice_size,
+    a0_packet_view,
+    a0_packet_view_t,
+    a0_u64_to_dec,
+)
+from ..includes.a0_transport cimport a0_locked_t
+
+from ..errors import A0Error, ArgumentError, LockError
+
+__all__ = ["BAD_SAMPLE", "INGESTED", "MAX_ORIGINS", "OWN", "REFUSED", "TopicIngest", "WRITE_FAILED"]
+
+#: What :meth:`TopicIngest.ingest` returns: the sample was handled (its packets
+#: written, or counted as duplicates).
+INGESTED = 0
+#: The sample was sent by this bridge's own session: ignored.
+OWN = 1
+#: The attachment is not a bridge's (nothing counted on the topic; the caller
+#: counts a bad sample); ``error`` says why.
+BAD_SAMPLE = 2
+#: The topic could not be opened or written: counted as ``write_errors``;
+#: ``error`` says why.
+WRITE_FAILED = 3
+#: Some or all packets were refused (not packets, bridged already, too large,
+#: a batch that does not parse): counted; ``error`` says why.
+REFUSED = 4
+
+#: Exporting bridges whose last number a topic remembers (the oldest is
+#: forgotten past this: bridges restarting forever cost bounded memory).
+MAX_ORIGINS = 64
+
+cdef enum:
+    _N_ORIGINS = 64
+    _ID = 16
+    _MAX_HOST = 255
+    _ATT = 28          # A0BR: magic, origin, number; then the host
+    _BATCH_ATT = 32    # A0BB: magic, origin, first number, count; then the host
+    _PREFIX = 16       # before each frame of a batch: its seq and size, u64 LE
+    _NOGIL_BYTES = 65536
+    _N_EXTRA = 3
+
+# How long a configuration's version waits for the writers' lock (a local
+# writer holds it only while it merges one document).
+cdef double _CFG_LOCK_S = 5.0
+
+cdef const char* _ORIGIN_KEY = b"a0py.bridge.origin"
+cdef const char* _HOST_KEY = b"a0py.bridge.host"
+cdef const char* _SEQ_KEY = b"a0py.bridge.seq"
+cdef const char* _HEX = b"0123456789abcdef"
+
+
+cdef struct _Origin:
+    uint8_t id[16]
+    uint64_t last    # the number of the last packet written
+    uint64_t stamp   # when it was first seen (the smallest is forgotten first)
+
+
+cdef struct _Extra:
+    # The bridge headers of one packet: origin (32 hex digits), host, number.
+    a0_packet_header_t h[3]
+    char origin_hex[32]
+    char seq[20]
+
+
+cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] >= 0x80:
+            break
+    else:
+        return True
+    try:
+        PyUnicode_DecodeUTF8(<const char*>p, n, "strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+cdef inline void _set_number(_Extra* x, uint64_t number) noexcept nogil:
+    x.h[2].val_len = a0_u64_to_dec(number, x.seq)
+
+
+cdef inline const uint8_t* _next_frame(const uint8_t* p, uint64_t* off, uint64_t* size, bint batch,
+                                       uint64_t total) noexcept nogil:
+    """The frame at *off (checked by the walk in ingest), its size, *off moved
+    past it."""
+    cdef uint64_t sz
+    if not batch:
+        size[0] = total
+        off[0] = total
+        return p
+    memcpy(&sz, p + off[0] + 8, 8)
+    size[0] = sz
+    off[0] += _PREFIX + sz
+    return p + off[0] - sz
+
+
+cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _Extra* x, a0_packet_view_t* v,
+                            uint64_t* meta, uint64_t* total, c_bool* refused,
+                            a0_check_info_t* info) noexcept nogil:
+    """Checks the packet `data` and sizes it with x's headers: A0_OK (and
+    *refused when it crossed a bridge already), A0_ERR_CORRUPT (not a
+    packet), A0_ERR_FRAME_TOO_LARGE (too large for the packet format)."""
+    refused[0] = False
+    if a0_packet_view(data, size, v, info) != A0_OK:
+        return A0_ERR_CORRUPT
+    return a0_packet_splice_size(v, x.h, _N_EXTRA, _ORIGIN_KEY, 18, refused, meta, total, info)
+
+
+cdef a0_err_t _fill(Transport tr, a0_locked_t lk, const uint8_t* p, uint64_t off, uint64_t total_len,
+                    bint batch, uint64_t skip, uint64_t n, uint64_t first, _Extra* x,
+                    uint64_t max_data, uint64_t* written) noexcept nogil:
+    """Under the lock: each packet that passes (a packet, not bridged, fits)
+    spliced straight into a frame of its size. Stops at the first error."""
+    cdef a0_packet_view_t v
+    cdef uint64_t j, sz, meta, total
+    cdef const uint8_t* data
+    cdef uint8_t* dst
+    cdef c_bool refused
+    cdef a0_err_t err
+    for j in range(skip, n):
+        data = _next_frame(p, &off, &sz, batch, total_len)
+        _set_number(x, first + (j - skip))
+        if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
+                or total > max_data:
+            continue
+        err = tr._alloc(lk, total, &dst)
+        if err == A0_OK:
+            err = a0_packet_splice(dst, meta, total, &v, x.h, _N_EXTRA)
+        if err != A0_OK:
+            return err
+        written[0] += 1
+    return A0_OK
+
+
+cdef str _reason(a0_check_info_t* info):
+    if info.field == NULL:
+        return "not an a0py packet"
+    field = (<bytes>info.field).decode()
+    return f"not an a0py packet: {field} is {info.found}, expected {info.expected}"
+
+
+cdef class TopicIngest:
+    """What the importer knows of one (protocol, topic) it imports: the last
+    number written per exporting bridge, the topic's Transport once opened,
+    its counters. `own` is this bridge's id (16 bytes): its own samples are
+    ignored. `counts_of()` gives the topic's
+    :class:`~a0py.bridge.counts.TopicCounts` (asked once, at the first sample
+    with a valid attachment); `opener(frame_size)` opens (creating it if need
+    be) the local topic for packets of up to `frame_size` bytes and returns
+    ``(transport, writers_lock)``, the lock a
+    :class:`~a0py._core.Deadman` to hold while writing (configurations) or
+    None; A0Error from it is counted as ``write_errors``."""
+
+    cdef uint8_t own[16]
+    cdef _Origin origins[64]
+    cdef uint32_t n_origins
+    cdef uint64_t stamps
+    cdef object counts_of
+    cdef object opener
+    cdef Transport transport
+    cdef object writers_lock
+    cdef bint busy
+    cdef readonly object counts
+    cdef readonly str error
+
+    def __init__(self, own, counts_of, opener):
+        if not isinstance(own, bytes) or len(own) != _ID:
+            raise ArgumentError(f"own must be a bridge id of 16 bytes, not {own!r}")
+        if not callable(counts_of) or not callable(opener):
+            raise ArgumentError("counts_of and opener must be callables")
+        memcpy(self.own, PyBytes_AS_STRING(own), _ID)
+        self.counts_of = counts_of
+        self.opener = opener
+        self.n_origins = 0
+        self.stamps = 0
+        self.counts = None
+        self.error = None
+
+    def last_of(self, origin):
+        """The number of the last packet written from the bridge `origin` (16
+        bytes), or None if it is not remembered."""
+        if not isinstance(origin, bytes) or len(origin) != _ID:
+            raise ArgumentError(f"origin must be a bridge id of 16 bytes, not {origin!r}")
+        cdef int i = self._find(<const uint8_t*>PyBytes_AS_STRING(origin))
+        return None if i < 0 else self.origins[i].last
+
+    @property
+    def transport(self):
+        """The local topic's Transport, None until the first packet opened it."""
+        return self.transport
+
+    cdef int _find(self, const uint8_t* origin) noexcept:
+        cdef uint32_t i
+        for i in range(self.n_origins):
+            if memcmp(self.origins[i].id, origin, _ID) == 0:
+                return <int>i
+        return -1
+
+    cdef int _bad(self, str why) except -1:
+        self.error = why
+        return BAD_SAMPLE
+
+    def ingest(self, payload, attachment):
+        """Writes the packets of one sample (`payload`: bytes-like, as Zenoh
+        gave it; `attachment`: bytes or None) into the topic; returns
+        :data:`INGESTED`, :data:`OWN`, :data:`BAD_SAMPLE`,
+        :data:`WRITE_FAILED` or :data:`REFUSED` (see the module doc); the
+        counters are updated. LockError if called again while a call on this
+        topic runs (the importer serializes them)."""
+        if self.busy:
+            raise LockError("TopicIngest.ingest called again while a call on the same topic runs")
+        self.busy = True
+        try:
+            return self._ingest(payload, attachment)
+        finally:
+            self.busy = False
+
+    cdef int _ingest(self, object payload, object attachment) except -1:
+        cdef const uint8_t* att
+        cdef Py_ssize_t att_len
+        cdef uint64_t seq = 0, count = 1
+        cdef uint32_t count32 = 0
+        cdef const uint8_t* host
+        cdef Py_ssize_t host_len
+        cdef bint batch
+        cdef Py_buffer buf
+
+        # --- the attachment (wire.decode_attachment's rules)
+        if attachment is None:
+            return self._bad("sample without attachment")
+        if not isinstance(attachment, bytes):
+            raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
+        att = <const uint8_t*>PyBytes_AS_STRING(attachment)
+        att_len = PyBytes_GET_SIZE(attachment)
+        batch = att_len >= 4 and memcmp(att, b"A0BB", 4) == 0
+        if batch:
+            if not _BATCH_ATT <= att_len <= _BATCH_ATT + _MAX_HOST:
+                return self._bad(f"batch attachment of {att_len} bytes")
+            memcpy(&seq, att + 20, 8)
+            memcpy(&count32, att + 28, 4)
+            count = count32
+            host = att + _BATCH_ATT
+            host_len = att_len - _BATCH_ATT
+            if not _utf8(host, host_len):
+                return self._bad("attachment host not UTF-8")
+            if count == 0 or seq == 0:
+                return self._bad(f"batch attachment of {count} packets from number {seq}")
+        else:
+            if not _ATT <= att_len <= _ATT + _MAX_HOST:
+                return self._bad(f"attachment of {att_len} bytes")
+            if memcmp(att, b"A0BR", 4) != 0:
+                return self._bad(f"attachment magic {attachment[:4]!r}")
+            memcpy(&seq, att + 20, 8)
+            host = att + _ATT
+            host_len = att_len - _ATT
+            if not _utf8(host, host_len):
+                return self._bad("attachment host not UTF-8")
+        if seq > UINT64_MAX - (count - 1):
+            return self._bad(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
+        if memcmp(att + 4, self.own, _ID) == 0:
+            return OWN
+        if self.counts is None:
+            self.counts = self.counts_of()
+
+        PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
+        try:
+            return self._frames(<const uint8_t*>buf.buf, <uint64_t>buf.len, batch, seq, count, att + 4,
+                                host, host_len)
+        finally:
+            PyBuffer_Release(&buf)
+
+    cdef int _frames(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t seq,
+                     uint64_t count, const uint8_t* origin, const uint8_t* host,
+                     Py_ssize_t host_len) except -1:
+        cdef uint64_t off = 0, sz, n = 0, first, last, skip = 0, end_number
+        cdef int i, oldest
+        cdef uint32_t k
+        counts = self.counts
+        # --- the frames of a batch (wire.batch_frames's rules), walked before any is used
+        if batch:
+            while off < total_len:
+                if total_len - off < _PREFIX:
+                    return self._refuse_sample(count, f"batch cut inside a frame prefix at byte {off}")
+                memcpy(&sz, p + off + 8, 8)
+                off += _PREFIX
+                if sz > total_len - off:
+                    return self._refuse_sample(
+                        count, f"batch frame of {sz} bytes at byte {off}, past the end ({total_len})")
+                off += sz
+                n += 1
+            if n != count:
+                return self._refuse_sample(count, f"batch of {n} frames, its attachment says {count}")
+        else:
+            n = 1
+
+        # --- duplicates and gaps, per exporting bridge
+        first = seq
+        end_number = seq + n - 1  # cannot overflow: checked with the attachment
+        i = self._find(origin)
+        if i >= 0:
+            last = self.origins[i].last
+            if end_number <= last:
+                counts.duplicates += n
+                return INGESTED
+            if first <= last:  # partly seen already
+                skip = last - first + 1
+                counts.duplicates += skip
+                first = last + 1
+            elif first > last + 1:
+                counts.lost += first - last - 1
+            self.origins[i].last = end_number
+        else:
+            if self.n_origins < _N_ORIGINS:
+                i = <int>self.n_origins
+                self.n_origins += 1
+            else:
+                i = 0
+                for k in range(1, self.n_origins):
+                    if self.origins[k].stamp < self.origins[i].stamp:
+                        i = <int>k
+            memcpy(self.origins[i].id, origin, _ID)
+            self.origins[i].last = end_number
+            self.stamps += 1
+            self.origins[i].stamp = self.stamps
+        return self._write(p, total_len, batch, n, skip, first, origin, host, host_len)
+
+    cdef int _write_failed(self, uint64_t n, a0_err_t err, str what) except -1:
+        self.counts.write_errors += n
+        try:
+            self.transport._raise_for(err, what)
+        except A0Error as e:
+            self.error = str(e)
+        return WRITE_FAILED
+
+    cdef int _refuse_sample(self, uint64_t count, str why) except -1:
+        self.counts.corrupt += count
+        self.error = why
+        return REFUSED
+
+    cdef int _write(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t n, uint64_t skip,
+                    uint64_t first, const uint8_t* origin, const uint8_t* host,
+                    Py_ssize_t host_len) except -1:
+        cdef _Extra x
+        cdef a0_packet_view_t v
+        cdef a0_check_info_t info
+        cdef uint64_t off = 0, sz, meta, total, j, number
+        cdef uint64_t n_ok = 0, n_corrupt = 0, n_large = 0, biggest = 0, n_fit, bytes_fit = 0
+        cdef uint64_t max_data, written = 0
+        cdef const uint8_t* data
+        cdef c_bool refused
+        cdef a0_err_t err = A0_OK
+        cdef a0_locked_t lk
+        cdef uint8_t* dst
+        cdef int k
+        cdef str why = None
+        cdef uint64_t start
+        counts = self.counts
+        for k in range(16):
+            x.origin_hex[2 * k] = _HEX[origin[k] >> 4]
+            x.origin_hex[2 * k + 1] = _HEX[origin[k] & 15]
+        x.h[0].key = _ORIGIN_KEY
+        x.h[0].key_len = 18
+        x.h[0].val = x.origin_hex
+        x.h[0].val_len = 32
+        x.h[1].key = _HOST_KEY
+        x.h[1].key_len = 16
+        x.h[1].val = <const char*>host
+        x.h[1].val_len = <uint32_t>host_len
+        x.h[2].key = _SEQ_KEY
+        x.h[2].key_len = 15
+        x.h[2].val = x.seq
+
+        # --- first pass, without the lock: which packets are packets, their sizes
+        for j in range(skip):
+            _next_frame(p, &off, &sz, batch, total_len)
+        start = off
+        for j in range(skip, n):
+            data = _next_frame(p, &off, &sz, batch, total_len)
+            _set_number(&x, first + (j - skip))
+            info.field = NULL
+            err = _sized(data, sz, &x, &v, &meta, &total, &refused, &info)
+            if err == A0_OK and not refused:
+                n_ok += 1
+                if total > biggest:
+                    biggest = total
+            elif err == A0_ERR_FRAME_TOO_LARGE:
+                n_large += 1
+            else:
+                n_corrupt += 1
+                if why is None:
+                    why = "packet already bridged once" if refused else _reason(&info)
+        if n_corrupt:
+            counts.corrupt += n_corrupt
+        if n_large:
+            counts.too_large += n_large
+            if why is None:
+                why = "packet too large for the packet format"
+        if n_ok == 0:
+            self.error = why
+            return REFUSED
+
+        # --- the topic, opened at the first packet
+        if self.transport is None:
+            try:
+                transport, writers_lock = self.opener(biggest)
+            except A0Error as e:
+                counts.write_errors += n_ok
+                self.error = str(e)
+                return WRITE_FAILED
+            if not isinstance(transport, Transport):
+                raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
+            self.transport = transport
+            self.writers_lock = writers_lock
+        max_data = self.transport._max_frame_data()
+        n_fit = n_ok
+        if biggest > max_data:  # some are too large for this arena: counted, left out
+            off = start
+            for j in range(skip, n):
+                data = _next_frame(p, &off, &sz, batch, total_len)
+                _set_number(&x, first + (j - skip))
+                if _sized(data, sz, &x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
+                        and total > max_data:
+                    n_fit -= 1
+            counts.too_large += n_ok - n_fit
+            why = why or f"packet larger than the topic's arena takes ({max_data} bytes)"
+            if n_fit == 0:
+                self.error = why
+                return REFUSED
+
+        # --- second pass, under one lock: each packet spliced into its frame
+        if self.writers_lock is not None:
+            try:
+                self.writers_lock.take(_CFG_LOCK_S)
+            except A0Error as e:
+                counts.write_errors += n_fit
+                self.error = str(e)
+                return WRITE_FAILED
+        try:
+            try:
+                self.transport._acquire(&lk)
+            except A0Error as e:
+                counts.write_errors += n_fit
+                self.error = str(e)
+                return WRITE_FAILED
+            if total_len - start >= _NOGIL_BYTES:
+                with nogil:
+                    err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
+                                max_data, &written)
+            else:
+                err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
+                            max_data, &written)
+            if err == A0_OK and written != n_fit:
+                err = A0_ERR_CORRUPT  # the payload changed under the call (a bytearray written meanwhile)
+            if err != A0_OK:
+                self.transport._release(lk, False)  # nothing of this sample is committed
+                return self._write_failed(n_fit, err, "writing to")
+            err = self.transport._release(lk, True)
+            if err != A0_OK:
+                return self._write_failed(n_fit, err, "committing to")
+        finally:
+            if self.writers_lock is not None:
+                self.writers_lock.release()
+        counts.imported += written
+        if why is not None:
+            self.error = why
+            return REFUSED
+        return INGESTED
