@@ -36,14 +36,15 @@ IMU_HZ = 200
 IMAGE_HZ = 10
 T0_NS = 1_790_000_000 * 1_000_000_000  # 2026-09-21 14:13:20 UTC
 MANIFEST = "fleet.json"
-VERSION = 1  # of the data written: a manifest of another version is not reused
+VERSION = 2  # of the data written: a manifest of another version is not reused
 FIELDS = ("angular_velocity.x", "angular_velocity.y", "angular_velocity.z",
           "linear_acceleration.x", "linear_acceleration.y", "linear_acceleration.z")
 
 
 def robot_start(robot):
-    """When ``robot`` starts recording (ns): robots start 37 s apart, so their minutes differ."""
-    return T0_NS + robot * 37_000_000_000
+    """When ``robot`` starts recording (ns): 1.5 s before a minute ends (so even
+    a tiny recording spans two minutes), robots 7 minutes apart."""
+    return T0_NS // 60_000_000_000 * 60_000_000_000 + robot * 420_000_000_000 + 58_500_000_000
 
 
 def robot_path(directory, robot):
