@@ -6,6 +6,7 @@
     python bench/spark.py record capacity # only the recorder
     python bench/spark.py decode          # only the decoder, in this process
     python bench/spark.py decode-ros2     # decoded ROS 2 Imu rows: Spark, mcap-ros2-support, Parquet
+    python bench/spark.py fleet           # 8 robots x 500 MB of ROS 2 recordings on a 2-worker cluster
 
 Workloads (medians of --repeats runs):
 
@@ -49,6 +50,23 @@ Workloads (medians of --repeats runs):
            the same decoded rows from a Parquet copy, same select and sink;
            alternating, medians of --repeats. Targets: (a) >= 2x (b), (a)
            within 2x of (c);
+  fleet    a fleet's ROS 2 recordings (bench/fleet.py): --robots robots
+           (8) of about --mb MB (500) each, ``sensor_msgs/msg/Imu`` at 200 Hz
+           and ``CompressedImage`` (30-50 KB) at 10 Hz, even robots a rosbag2
+           directory (rosbags), odd ones an MCAP file (official writer, as
+           mcap-ros2-support writes them), generated under --dir (default
+           $TMPDIR/a0py-fleet-<robots>x<mb>MB) in --jobs processes, or
+           reused when its fleet.json says it holds those sizes (nothing is
+           removed unless --remove-after); then, on a standalone cluster of
+           two one-core workers started here: the Imu messages decoded
+           (``decode=true``: decoded in the JVM reader) grouped by robot (frame id) and minute with count, mean and
+           max of the six vector fields; the images counted by robot and
+           minute without decoding (``decode=false``), by the JVM reader and
+           by the Python one. Wall time, rows/s, MB/s of recordings,
+           partitions and the scan's tasks on each worker's executor (from
+           Spark's status store), --repeats rounds (1); then the rows of two
+           robots (one of each writer) checked against
+           ``mcap_ros2.reader.read_ros2_messages`` and the ``mcap`` reader;
   record   sustained frames/s the recorder writes for 64 B and 4 KiB frames
            from a publisher in another process publishing as fast as it can
            (or paced to --rate frames/s) for --seconds, the topic's arena
@@ -607,6 +625,145 @@ def bench_decode_ros2(args, results):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def scan_tasks(spark, group):
+    """The tasks of the jobs of job group ``group`` (done): [(stage id,
+    tasks, {executor id: tasks that ran there})], first stage first; the first
+    is the scan (one task a partition)."""
+    sc = spark.sparkContext
+    st = sc.statusTracker()
+    store = sc._jsc.sc().statusStore()
+    out = []
+    for sid in sorted(s for j in st.getJobIdsForGroup(group) for s in st.getJobInfo(j).stageIds):
+        info = st.getStageInfo(sid)
+        if info is None or info.numCompletedTasks == 0:
+            continue  # skipped (its shuffle output reused)
+        end = time.monotonic() + 10
+        while True:  # the listener bus records tasks a little after the job ends
+            tasks = store.taskList(sid, info.currentAttemptId, 1 << 20)
+            if tasks.size() >= info.numCompletedTasks or time.monotonic() > end:
+                break
+            time.sleep(0.1)
+        by = {}
+        for i in range(tasks.size()):
+            e = tasks.apply(i).executorId()
+            by[e] = by.get(e, 0) + 1
+        out.append((sid, info.numTasks, by))
+    return out
+
+
+def executor_workers(spark):
+    """{executor id: the worker it runs in (host:port of the worker's web UI,
+    from the executor's log address)}."""
+    ex = spark.sparkContext._jsc.sc().statusStore().executorList(True)
+    out = {}
+    for i in range(ex.size()):
+        e = ex.apply(i)
+        log = e.executorLogs().get("stdout")
+        out[e.id()] = log.get().split("/")[2] if log.isDefined() else e.hostPort()
+    return out
+
+
+def bench_fleet(args, results):
+    """8 robots' ROS 2 recordings (bench/fleet.py: rosbag2 directories by
+    rosbags, MCAP files by the official writer) read and aggregated on a
+    standalone cluster of two workers; checked against mcap-ros2-support."""
+    from bench import fleet
+
+    directory = args.dir or os.path.join(tempfile.gettempdir(), f"a0py-fleet-{args.robots}x{args.mb}MB")
+    t = time.perf_counter()
+    manifest, reused = fleet.generate(directory, args.robots, args.mb, jobs=args.jobs)
+    fleet_bytes = manifest["bytes"]
+    print(f"fleet: {args.robots} robots x {args.mb} MB under {directory}: "
+          + (f"reused (written in {manifest['generate_s']:.1f} s before)" if reused else
+             f"written in {manifest['generate_s']:.1f} s ({args.jobs} processes)")
+          + f"; {fleet_bytes / 1e6:.0f} MB, {sum(r['imu'] for r in manifest['recordings'])} Imu and "
+          f"{sum(r['images'] for r in manifest['recordings'])} CompressedImage messages; load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    row = {"dir": directory, "robots": args.robots, "mb": args.mb, "bytes": fleet_bytes, "reused": reused,
+           "generate_s": manifest["generate_s"], "generate_jobs": manifest["jobs"],
+           "recordings": manifest["recordings"], "load_before": os.getloadavg(), "runs": {}}
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    from helpers.spark_cluster import standalone_cluster
+
+    work = tempfile.mkdtemp(prefix="a0py-bench-fleet-")
+    try:
+        with standalone_cluster(os.path.join(work, "cluster"), workers=2, cores=1, memory="2g") as (master, env):
+            spark = spark_session(master, **{
+                "spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "1g",
+                "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
+                "spark.executorEnv.PYTHONPATH": env["PYTHONPATH"], "spark.executorEnv.PYSPARK_PYTHON": sys.executable})
+            try:
+                end = time.monotonic() + 180
+                while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
+                    if time.monotonic() > end:
+                        raise RuntimeError(f"the cluster's two executors did not register in 180 s (logs in {work})")
+                    time.sleep(0.5)
+                from a0py.spark import reader_in_use
+
+                readers = {
+                    "imu_decoded": (lambda: fleet.imu_summary(spark, directory, "a0"), "imu"),
+                    "images_jvm": (lambda: fleet.image_counts(spark, directory, "a0"), "images"),
+                    "images_python": (lambda: fleet.image_counts(spark, directory, "a0.python"), "images"),
+                }
+                row["reader"] = {k: reader_in_use(fn()) for k, (fn, _) in readers.items()}
+                # Warm up: each reader's Python workers and JIT on one robot.
+                one = fleet.robot_path(directory, 0)
+                for fmt, decode, topic in (("a0", "true", fleet.IMU_TOPIC), ("a0", "false", fleet.IMAGE_TOPIC),
+                                           ("a0.python", "false", fleet.IMAGE_TOPIC)):
+                    spark.read.format(fmt).option("decode", decode).option("topics", topic).load(one).count()
+                workers = executor_workers(spark)
+                got = {}
+                for rep in range(args.fleet_repeats):
+                    for k, (fn, what) in readers.items():
+                        group = f"fleet-{k}-{rep}"
+                        spark.sparkContext.setJobGroup(group, group)
+                        t = time.perf_counter()
+                        rows = fn().collect()
+                        s = time.perf_counter() - t
+                        stages = scan_tasks(spark, group)
+                        n = sum(r["n"] if what == "imu" else r["images"] for r in rows)
+                        run = {"s": s, "rows": n, "rows_per_s": n / s, "MB_per_s": fleet_bytes / s / 1e6,
+                               "partitions": stages[0][1], "scan_tasks_by_executor": stages[0][2],
+                               "stages": stages, "groups": len(rows), "load": os.getloadavg()[0]}
+                        row["runs"].setdefault(k, []).append(run)
+                        got[k] = rows
+                        spread = ", ".join(f"executor {e} ({workers.get(e, '?')}): {c}"
+                                           for e, c in sorted(stages[0][2].items()))
+                        print(f"    {k:>14} ({row['reader'][k]} reader): {s:6.1f} s, {n} rows, "
+                              f"{n / s / 1e3:7.1f} k rows/s, {fleet_bytes / s / 1e6:6.1f} MB/s of recordings; "
+                              f"{stages[0][1]} partitions; scan tasks {spread}; load {run['load']:.1f}", flush=True)
+                row["workers"] = workers
+            finally:
+                spark.stop()
+        # The check: one rosbag2 robot and one MCAP robot, without Spark.
+        checked = {}
+        for robot in sorted({0, min(1, args.robots - 1)}):
+            t = time.perf_counter()
+            imu, images = fleet.summary_without_spark(directory, robot)
+            diffs = (fleet.compare(got["imu_decoded"], got["images_jvm"], robot, imu, images)
+                     + fleet.compare(got["imu_decoded"], got["images_python"], robot, imu, images))
+            checked[f"robot{robot}"] = {"minutes": len(imu), "imu": sum(a[0] for a in imu.values()),
+                                        "images": sum(images.values()), "diffs": diffs[:20],
+                                        "s": time.perf_counter() - t}
+            print(f"    check robot{robot} ({fleet.robot_path(directory, robot)}): read_ros2_messages "
+                  f"{checked[f'robot{robot}']['imu']} Imu messages in {len(imu)} minutes, "
+                  f"{checked[f'robot{robot}']['images']} images: "
+                  + ("the Spark rows agree" if not diffs else f"{len(diffs)} DIFFERENCES: {diffs[:3]}"), flush=True)
+        row["check"] = checked
+        row["robots_seen"] = sorted({r["robot"] for r in got["imu_decoded"]})
+        results["fleet"] = row
+        for k, runs in row["runs"].items():
+            med = statistics.median(r["s"] for r in runs)
+            row[f"{k}_median_s"] = med
+        if any(c["diffs"] for c in checked.values()) or len(row["robots_seen"]) != args.robots:
+            print(f"fleet: CHECK FAILED (robots seen {row['robots_seen']})", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        if args.remove_after:
+            fleet.remove(directory)
+            print(f"fleet: removed the fleet's recordings and manifest under {directory} (--remove-after)", flush=True)
+
+
 PUBLISHER = """
 import os, sys, time, a0py
 topic, size, seconds, rate = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
@@ -819,7 +976,7 @@ def bench_latency(args, results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, read-foreign, record, capacity, jsoncap, decode, decode-ros2, latency (default: "
+                    help="read, read-foreign, record, capacity, jsoncap, decode, decode-ros2, latency, fleet (default: "
                     "read record capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=None, help="runs of each reader (default 5; 3 for decode-ros2)")
@@ -835,16 +992,24 @@ def main():
                     help="read: runs of each reader on the cluster (default 3: the Python source takes about a "
                          "minute a run there for 1 M rows)")
     ap.add_argument("--jar", help="read: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
+    ap.add_argument("--robots", type=int, default=8, help="fleet: robots (default 8)")
+    ap.add_argument("--mb", type=int, default=500, help="fleet: MB of recording per robot (default 500)")
+    ap.add_argument("--dir", help="fleet: where the recordings are written or reused (default "
+                    "$TMPDIR/a0py-fleet-<robots>x<mb>MB)")
+    ap.add_argument("--jobs", type=int, default=2, help="fleet: processes writing the recordings (default 2)")
+    ap.add_argument("--remove-after", action="store_true",
+                    help="fleet: remove the recordings and their fleet.json at the end (else they are kept)")
     args = ap.parse_args()
     unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "decode-ros2",
-                                          "latency"})
+                                          "latency", "fleet"})
     if unknown:
         ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, read-foreign, record, capacity, "
-                 "jsoncap, decode, decode-ros2, latency")
+                 "jsoncap, decode, decode-ros2, latency, fleet")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.cluster_repeats, args.seconds = 1, 1, 2.0
     args.ros2_repeats = args.repeats or 3
+    args.fleet_repeats = args.repeats or 1
     args.repeats = args.repeats or 5
     if args.rows is None:
         args.rows = 20_000 if args.quick else 200_000
@@ -852,7 +1017,7 @@ def main():
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,
          "decode": bench_decode, "latency": bench_latency, "read-foreign": bench_read_foreign,
-         "decode-ros2": bench_decode_ros2}[what](args, results)
+         "decode-ros2": bench_decode_ros2, "fleet": bench_fleet}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
