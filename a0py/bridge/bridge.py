@@ -293,7 +293,7 @@ class ZenohBridge:
         :class:`~a0py.bridge.counts.TopicCounts` (exported, imported, missed_local, lost,
         duplicates, too_large, corrupt, write_errors), and each peer (another bridge
         under the same prefix, seen since this one started) ``{"id", "host", "root",
-        "pid", "state": "up" | "gone", "since": wall time ns}``."""
+        "pid", "state": "up" | "gone" | "stopped", "since": wall time ns}``."""
         with self._lock:
             counts = sorted(self._counts.items())
         peers = self._peers.peers() if self._peers is not None else []
@@ -319,7 +319,8 @@ class ZenohBridge:
                 _log.exception("bridge: reporting losses failed")
 
     def _report_peers(self):
-        """Logs each change of a peer's state (INFO when it comes, WARN when it goes)."""
+        """Logs each change of a peer's state (INFO when it comes or says it stops, WARN
+        when it goes without a word: a link down or a killed bridge)."""
         events = self._peers.take_events() if self._peers is not None else []
         if not events:
             return
@@ -330,6 +331,9 @@ class ZenohBridge:
                 if e["event"] == "gone":
                     text = (f"{who} gone: the link is down or that bridge stopped; nothing "
                             "crosses between the two machines until it is back")
+                elif e["event"] == "stopped":
+                    text = (f"{who} stopped (it said so); nothing crosses between the two "
+                            "machines until a bridge serves that root again")
                 elif e["event"] == "back":
                     text = f"{who} back after {e['gone_s']:.1f} s"
                 elif e["event"] == "restarted":

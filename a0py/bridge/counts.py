@@ -91,7 +91,7 @@ def read_status(root):
 
 def _valid_peer(peer):
     return (isinstance(peer, dict) and all(isinstance(peer.get(k), str) for k in ("id", "host", "root"))
-            and peer.get("state") in ("up", "gone")
+            and peer.get("state") in ("up", "gone", "stopped")
             and all(type(peer.get(k)) is int and peer[k] >= 0 for k in ("pid", "since")))
 
 

@@ -41,8 +41,8 @@ from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, check_topic_name
 from .errors import WireError
 
 __all__ = ["BRIDGED", "FRAME_PREFIX", "HOST", "ORIGIN", "REQREP", "SEQ", "Attachment",
-           "PEER_CHUNK", "BatchAttachment", "BatchAttachmentWriter", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
-           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "peer_of_token_key", "peer_token_key", "pubsub_key", "reqrep_key", "server_token_key",
+           "PEER_CHUNK", "PEER_BYE_CHUNK", "BatchAttachment", "BatchAttachmentWriter", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
+           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "peer_bye_key", "peer_of_bye_key", "peer_of_token_key", "peer_token_key", "pubsub_key", "reqrep_key", "server_token_key",
            "topic_of_key", "topic_of_reqrep_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
@@ -242,6 +242,8 @@ class RpcAttachment:
 #: Key chunk of the liveliness token each running bridge declares:
 #: ``<prefix>/bridge-peer/<bridge hex>/<label>``, the label naming its host, root and pid.
 PEER_CHUNK = "bridge-peer"
+#: Key chunk of the notice a bridge puts as it stops (:func:`peer_bye_key`).
+PEER_BYE_CHUNK = "bridge-bye"
 _MAX_LABEL = 1024
 
 
@@ -250,6 +252,22 @@ def peer_token_key(prefix, bridge_hex, host, root, pid):
     unpadded URL-safe base64, valid in a key chunk) naming its host, root and pid."""
     label = base64.urlsafe_b64encode(json.dumps([host, root, pid]).encode()).rstrip(b"=").decode()
     return f"{prefix}/{PEER_CHUNK}/{bridge_hex}/{label}"
+
+
+def peer_bye_key(prefix, bridge_hex):
+    """The key a bridge puts an empty sample on as it stops, before it withdraws its
+    peer token: the other bridges tell a bridge stopped from a link gone down."""
+    return f"{prefix}/{PEER_BYE_CHUNK}/{bridge_hex}"
+
+
+def peer_of_bye_key(prefix, key):
+    """The bridge id (32 hex digits) of a stop notice's key; WireError if `key` is not
+    one."""
+    head = f"{prefix}/{PEER_BYE_CHUNK}/"
+    who = key[len(head):]
+    if not key.startswith(head) or len(who) != 32 or not all(c in "0123456789abcdef" for c in who):
+        raise WireError(f"key {key!r} is not a bridge's stop notice")
+    return who
 
 
 def peer_of_token_key(prefix, key):

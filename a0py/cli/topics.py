@@ -304,7 +304,7 @@ def _bridge_rows(status, name):
         rows.append(("", f"{protocol}: exported {c['exported']}, imported {c['imported']}{dup}; "
                          f"undelivered: {lost}"))
     for p in status.get("peers", []):
-        state = "up" if p["state"] == "up" else "GONE"
+        state = {"up": "up", "stopped": "stopped"}.get(p["state"], "GONE")
         rows.append(("", f"peer {p['id']} on {p['host']} (root {p['root']}): {state} since "
                          f"{_clock(p['since'])}"))
     return rows

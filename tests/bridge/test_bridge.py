@@ -830,6 +830,44 @@ def test_a_killed_peer_bridge_is_reported_gone_with_its_time_and_back_when_resta
     assert log_events(a)[-3:] == [("up", bb.id, "INFO"), ("gone", bb.id, "WARN"), ("back", bb2.id, "INFO")]
 
 
+def test_a_peer_bridge_stopped_cleanly_is_reported_stopped_not_gone(machines, bridges):
+    a, b = machines(2)
+    port = free_port()
+    bridges(a, ["robot/**"], "--listen", endpoint(port))
+    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    link(a, [b], "robot/probe")
+    wait_status(a, lambda s: (p := peer_of(s, b)) and p["state"] == "up", "B seen up")
+    before = time.time_ns()
+    bb.stop()  # SIGTERM: the bridge says it stops before it withdraws its token
+    stopped = wait_status(a, lambda s: peer_of(s, b)["state"] != "up", "B reported stopped")
+    assert peer_of(stopped, b)["state"] == "stopped" and peer_of(stopped, b)["since"] >= before
+    ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
+                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
+    assert "gone since" not in ls.stderr  # a stopped peer is not a lost link
+    assert f"peer {bb.id} on {socket.gethostname()} (root {b}): stopped since" in cli(a, "info", "robot/probe")
+    deadline = time.monotonic() + MSG_S
+    while [e for e, _, _ in log_events(a)][-2:] != ["up", "stopped"]:
+        assert time.monotonic() < deadline, log_events(a)
+        time.sleep(0.1)
+    assert log_events(a)[-2:] == [("up", bb.id, "INFO"), ("stopped", bb.id, "INFO")]
+    # served again: back
+    bb2 = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    back = wait_status(a, lambda s: peer_of(s, b)["state"] == "up", "B reported back")
+    assert peer_of(back, b)["id"] == bb2.id
+
+
+def test_stop_notice_keys_round_trip_and_made_up_ones_are_refused():
+    from a0py.bridge.errors import WireError
+    from a0py.bridge.wire import peer_bye_key, peer_of_bye_key
+
+    me = uuid.uuid4().hex
+    assert peer_of_bye_key("site/a0py", peer_bye_key("site/a0py", me)) == me
+    for bad in ("site/a0py/bridge-bye/xyz", f"site/a0py/bridge-bye/{me}0", f"other/bridge-bye/{me}",
+                f"site/a0py/bridge-bye/{me.upper()}"):
+        with pytest.raises(WireError):
+            peer_of_bye_key("site/a0py", bad)
+
+
 def _veth_in(ns):
     """The name of the one veth end in network namespace `ns` (``ip -o link``: "N: NAME@PEER: ...")."""
     out = subprocess.run(["ip", "-n", ns, "-o", "link", "show", "type", "veth"], capture_output=True,
