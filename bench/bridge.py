@@ -12,12 +12,22 @@ Workloads (medians of --repeats runs):
            (or bytes) from the first packet read to the last. The 256 MiB rings are
            written over once before the bridges start, so the packets land on pages
            already touched, as in a ring in steady use (--cold: fresh rings, as the
-           runs before 2026-11-26 21:20).
+           runs before 2026-11-26 21:20). Each process still maps the ring itself and
+           takes a page fault on every page it writes first (256 per 1 MiB packet in
+           the publisher and the importing bridge, most of a 1 MiB write's time);
+           --warm: a warm-up pass once round both rings through the whole path first
+           (published, bridged, read; not timed), so no process on the path faults.
            Beside it, the CPU time (user + system, /proc) each bridge process spent
            meanwhile, per packet: less sensitive to other jobs than the rate.
   zenoh    a sender process puts N samples of the same size on a key with the block
            policy from its own Zenoh session (peer mode, TCP on 127.0.0.1); this
-           process's session receives them (a callback counting). Same clock.
+           process's session receives them (a callback taking each sample's bytes, as
+           the bridge side's reader gets each packet's payload as bytes: before
+           2026-11-26 22:10 the callback only counted, which at 1 MiB spared Zenoh's
+           side the copy the bridge side pays, about a quarter of its rate). Same clock.
+           Like with like otherwise: both count messages delivered to Python, one a
+           packet read, the other a sample's callback; the bridge carries each 64 B
+           payload with its a0py headers (160 B a packet, more once imported).
 
   latency  one packet (64 B) every 2 ms, one way: across the bridge, from the
            publisher's ``a0_time_mono`` (kept by the bridge) to the moment this process's
@@ -59,9 +69,14 @@ from a0py.proto.topic import list_topics, unlink_topic  # noqa: E402
 PUBLISH = """
 import sys, time
 from a0py import Publisher, Topic
-n, size = int(sys.argv[1]), int(sys.argv[2])
+n, size, warm = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 payload = b"x" * size
 with Publisher(Topic("bench/data", size="256M")) as pub:
+    if warm:
+        for _ in range(warm - 1):
+            pub.pub(payload)
+        pub.pub(b"y" * size)  # the last of the warm-up
+        sys.stdin.readline()  # the reader has it: the timed packets
     for _ in range(n):
         pub.pub(payload)
 """
@@ -148,13 +163,29 @@ class Bridges:
                 unlink_topic(Topic(name, root=root))
 
 
-def bridge_rate(n, size, cold=False):
-    """(packets/s, missed, [CPU us per packet of the exporting and the importing bridge])."""
+def warm_count(size):
+    """Packets of `size` that go once round the data topic's ring, and a few more."""
+    return RING // (size + 96) + 16
+
+
+def bridge_rate(n, size, cold=False, warm=False):
+    """(packets/s, missed, [CPU us per packet of the exporting and the importing bridge]).
+    `warm`: a warm-up pass once round the rings through the whole path first (see
+    --warm)."""
     with Bridges(prepare=None if cold else touch_ring) as br:
         a, b = br.a, br.b
         with SubscriberSync(Topic("bench/data", root=b, size="256M"), INIT_AWAIT_NEW) as sub:
+            pub = subprocess.Popen([sys.executable, "-c", PUBLISH, str(n), str(size),
+                                    str(warm_count(size) if warm else 0)],
+                                   env=env(a), stdin=subprocess.PIPE)
+            if warm:
+                while sub.read_blocking(timeout=60).payload[:1] != b"y":
+                    pass
+            missed0 = sub.missed
             cpu0 = [cpu_seconds(p.pid) for p in br.procs]
-            pub = subprocess.Popen([sys.executable, "-c", PUBLISH, str(n), str(size)], env=env(a))
+            if warm:
+                pub.stdin.write(b"go\n")
+                pub.stdin.flush()
             sub.read_blocking(timeout=30)
             t0 = time.perf_counter()
             got = 1
@@ -163,8 +194,8 @@ def bridge_rate(n, size, cold=False):
                 got += 1
             elapsed = time.perf_counter() - t0
             cpu = [(cpu_seconds(p.pid) - c) / n * 1e6 for p, c in zip(br.procs, cpu0)]
-            pub.wait(timeout=30)
-            return (n - 1) / elapsed, sub.missed, cpu
+            pub.communicate(timeout=30)
+            return (n - 1) / elapsed, sub.missed - missed0, cpu
 
 
 def zenoh_rate(n, size):
@@ -173,6 +204,7 @@ def zenoh_rate(n, size):
     times = []
 
     def on_sample(sample):
+        sample.payload.to_bytes()  # the payload in Python, as the bridge side's reader has it
         times.append(time.perf_counter())
         if len(times) == n:
             done.set()
@@ -419,6 +451,10 @@ def main():
                     help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
     ap.add_argument("--size", choices=("64B", "1MiB"), help="rate: only this size")
     ap.add_argument("--cold", action="store_true", help="rate: fresh rings (first-touch page faults timed)")
+    ap.add_argument("--warm", action="store_true",
+                    help="rate: a warm-up pass once round both rings through the publisher, the bridges "
+                         "and the reader before the timed packets, so no process on the path takes "
+                         "first-write page faults in its own mapping (as in a ring in steady use)")
     args = ap.parse_args()
     Bridges.extra = args.bridge_arg
     repeats = 1 if args.quick else args.repeats
@@ -428,7 +464,7 @@ def main():
         print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}   bridge CPU us/packet "
               "(exporting, importing)")
         for label, size, n in cases:
-            for path, fn in (("bridge", lambda n, size: bridge_rate(n, size, args.cold)), ("zenoh", zenoh_rate)):
+            for path, fn in (("bridge", lambda n, size: bridge_rate(n, size, args.cold, args.warm)), ("zenoh", zenoh_rate)):
                 runs = [fn(n, size) for _ in range(repeats)]
                 rate = statistics.median(r for r, _, _ in runs)
                 missed = max(m for _, m, _ in runs)

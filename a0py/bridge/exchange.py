@@ -164,7 +164,9 @@ class PubsubExporter:
                     if self._big is None or len(self._big) != size:
                         self._big = bytearray(size)
                     FRAME_PREFIX.pack_into(self._big, 0, frame.seq, frame.size)
-                    self._big[FRAME_PREFIX.size:] = data
+                    # through a memoryview: one copy (a bytearray's slice assignment
+                    # from a memoryview copies it into a new bytearray first)
+                    memoryview(self._big)[FRAME_PREFIX.size:] = data
                 del data
         except FrameEvictedError:
             return 0  # overwritten while it was read: missed, counted by the next read
