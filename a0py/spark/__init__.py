@@ -25,10 +25,10 @@ from .registration import register
 
 # Moved to a0py.recording; still importable from here.
 _MOVED = ("Recorder", "Player", "bag_info", "SegmentWriter")
-_JVM = ("jar_path", "session", "reader_in_use")
+_JVM = ("jar_path", "session", "reader_in_use", "JarMissingWarning")
 
 __all__ = ["DataLossError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "read_table",
-           "jar_path", "reader_in_use", "register", "session"]
+           "JarMissingWarning", "jar_path", "reader_in_use", "register", "session"]
 
 
 def __getattr__(name):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from ..recording.errors import RecordingOptionError
 
@@ -34,6 +35,26 @@ def jar_path():
     return path
 
 
+class JarMissingWarning(UserWarning):
+    """The JVM reader's jar is not built: the Python reader serves ``format("a0")``."""
+
+
+def session_jars(conf):
+    """``(the jar or None, the spark.jars list)`` for :func:`session`: the
+    jars named in ``conf["spark.jars"]`` (popped) and the JVM reader's; None
+    and a :class:`JarMissingWarning` when it is not built."""
+    jars = [j for j in str(conf.pop("spark.jars", "")).split(",") if j]
+    try:
+        jar = jar_path()
+    except RecordingOptionError as e:
+        warnings.warn(f"{e}; the Python reader serves format('a0') meanwhile (same rows, slower)",
+                      JarMissingWarning, stacklevel=3)
+        return None, jars
+    if jar not in jars:
+        jars.append(jar)
+    return jar, jars
+
+
 def session(master="local[2]", app_name="a0py", **conf):
     """A SparkSession (``getOrCreate``) with the JVM reader's jar on the driver
     and executor classpaths (``spark.jars``, appended to any given in
@@ -45,27 +66,32 @@ def session(master="local[2]", app_name="a0py", **conf):
     interpreter (``PYSPARK_PYTHON`` is set to it) unless ``PYSPARK_PYTHON``
     or ``spark.pyspark.python`` names another.
 
-    Raises :class:`RecordingOptionError` when the jar is not built, or when a
-    SparkContext already runs in this process without it (the classpath of
-    a running JVM cannot change: stop it first)."""
+    Without the jar (an install built where no ``javac`` or pyspark was at
+    hand, e.g. a plain ``pip install 'a0py[spark]'`` from a checkout), warns
+    once (:class:`JarMissingWarning`, naming how to build it) and returns a
+    session where the Python reader serves ``format("a0")``: the same rows
+    and columns, slower.
+
+    Raises :class:`RecordingOptionError` when a SparkContext already runs in
+    this process without the jar that is there (the classpath of a running
+    JVM cannot change: stop it first)."""
     from pyspark.sql import SparkSession
 
     from .registration import register
 
-    jar = jar_path()
-    jars = [j for j in str(conf.pop("spark.jars", "")).split(",") if j]
-    if jar not in jars:
-        jars.append(jar)
+    jar, jars = session_jars(conf)
     if master.startswith("local") and "spark.pyspark.python" not in conf and not os.environ.get("PYSPARK_PYTHON"):
         # The Python workers run this interpreter (its venv has a0py), not the
         # first python3 on PATH, which a script run as .venv/bin/python would
         # get: PySpark takes the workers' interpreter from PYSPARK_PYTHON.
         os.environ["PYSPARK_PYTHON"] = sys.executable
-    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", ",".join(jars))
+    builder = SparkSession.builder.master(master).appName(app_name)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    if reader_in_use(spark) != "jvm":
+    if jar is not None and reader_in_use(spark) != "jvm":
         raise RecordingOptionError("a SparkContext already runs in this process without the a0py jar; stop it "
                                    "(spark.stop()) before a0py.spark.session(), or start it with spark.jars="
                                    f"{jar}")

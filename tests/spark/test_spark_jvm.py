@@ -408,3 +408,44 @@ def test_random_damage_is_rows_or_an_error_naming_the_file_never_a_dead_jvm(spar
             assert "OutOfMemoryError" not in str(e) and "IndexOutOfBounds" not in str(e), str(e)[-2000:]
     assert errors  # some damage was found
     assert spark.read.format("a0").load(path).count() == 300  # the JVM and its executors go on
+
+
+def test_session_jars_warn_and_leave_the_jar_out_when_it_is_not_built(monkeypatch):
+    from a0py.spark import JarMissingWarning, RecordingOptionError, _jvm
+
+    conf = {"spark.jars": "/x/other.jar"}
+    jar, jars = _jvm.session_jars(conf)
+    assert jar == jar_path() and jars == ["/x/other.jar", jar] and "spark.jars" not in conf
+
+    def missing():
+        raise RecordingOptionError("/nowhere/a0py-spark.jar: the a0py JVM reader is not built")
+
+    monkeypatch.setattr(_jvm, "jar_path", missing)
+    with pytest.warns(JarMissingWarning, match="not built.*Python reader serves"):
+        assert _jvm.session_jars({"spark.jars": "/x/other.jar"}) == (None, ["/x/other.jar"])
+
+
+def test_session_without_the_jar_reads_with_the_python_reader(tmp_path):
+    """An install with no jar (pip built it where javac or pyspark was missing):
+    session() warns and gives a session whose format("a0") reads the rows."""
+    exp = write_segment(str(tmp_path / "seg.mcap"), {"a": 30})
+    script = textwrap.dedent(f"""
+        import warnings
+        from a0py.spark import RecordingOptionError
+        import a0py.spark._jvm as jvm
+        def missing():
+            raise RecordingOptionError("a0py-spark.jar: the a0py JVM reader is not built")
+        jvm.jar_path = missing
+        import a0py.spark
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            spark = a0py.spark.session("local[1]")
+        assert [w.category.__name__ for w in caught] == ["JarMissingWarning"], caught
+        df = spark.read.format("a0").load({str(tmp_path)!r})
+        print("rows", df.count(), a0py.spark.reader_in_use(df))
+        spark.stop()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240,
+                         cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert f"rows {len(exp.frames)} python" in out.stdout
