@@ -388,7 +388,11 @@ class BackgroundServer:
         self._error = None
 
     def __enter__(self):
-        self.start()
+        # a0py.view.start() has started it already: a second start would run a
+        # second server, and the first one's ready event would let `url` name
+        # it before it listens
+        if self._thread is None:
+            self.start()
         return self
 
     def __exit__(self, *exc):
@@ -404,6 +408,10 @@ class BackgroundServer:
         return self.server.ws_url
 
     def start(self):
+        """Starts the server and returns once it listens (or raises its error).
+        Once only: a second call raises RuntimeError."""
+        if self._thread is not None:
+            raise RuntimeError("this view is started already")
         self._thread = threading.Thread(target=self._run, name="a0py-view", daemon=True)
         self._thread.start()
         self._ready.wait()

@@ -783,3 +783,25 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
     run(main())
     # the view created nothing: the topic still has only its log and cfg arenas
     assert tp.list_topics(root) == {"robot": ["cfg", "log"]}
+
+
+def test_a_started_view_used_as_a_context_manager_runs_one_server_that_listens(tmp_path):
+    """``with a0py.view.start(...) as v``: start() has started it, the with block
+    must not start a second server (whose address `ws_url` would name before it
+    listens: connection refused, now and then)."""
+    import socket
+    import threading
+
+    import a0py.view
+
+    for _ in range(10):
+        with a0py.view.start(["camera"], port=0, root=f"file:{tmp_path}") as v:
+            assert [t.name for t in threading.enumerate()].count("a0py-view") == 1
+            port = int(v.ws_url.rstrip("/").rsplit(":", 1)[1])
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+            with pytest.raises(RuntimeError, match="started already"):
+                v.start()
+    deadline = time.monotonic() + 10
+    while "a0py-view" in [t.name for t in threading.enumerate()]:
+        assert time.monotonic() < deadline, "a view's thread outlived its with block"
+        time.sleep(0.05)
