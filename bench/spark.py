@@ -346,6 +346,23 @@ def read_local(args, results, recs):
         spark.stop()
 
 
+def cluster_session(master, env, work, jar=None, **conf):
+    """A session on the two one-core workers of ``standalone_cluster`` (its
+    ``master`` and ``env``), once both executors have registered; ``conf``:
+    more Spark settings."""
+    spark = spark_session(master, jar=jar, **{
+        "spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "1g",
+        "spark.executorEnv.PYTHONPATH": env["PYTHONPATH"], "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        **conf})
+    end = time.monotonic() + 180
+    while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
+        if time.monotonic() > end:
+            spark.stop()
+            raise RuntimeError(f"the cluster's two executors did not register in 180 s (logs in {work})")
+        time.sleep(0.5)
+    return spark
+
+
 def read_cluster(args, results, recs, work):
     """A standalone cluster on this machine: a master and two workers of one
     core each (the suite's cluster, tests/helpers/spark_cluster.py), this
@@ -355,15 +372,8 @@ def read_cluster(args, results, recs, work):
     from helpers.spark_cluster import standalone_cluster
 
     with standalone_cluster(os.path.join(work, "cluster"), workers=2, cores=1, memory="2g") as (master, env):
-        spark = spark_session(master, jar=args.jar, **{
-            "spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "1g",
-            "spark.executorEnv.PYTHONPATH": env["PYTHONPATH"], "spark.executorEnv.PYSPARK_PYTHON": sys.executable})
+        spark = cluster_session(master, env, work, jar=args.jar)
         try:
-            end = time.monotonic() + 180
-            while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
-                if time.monotonic() > end:
-                    raise RuntimeError(f"the cluster's two executors did not register in 180 s (logs in {work})")
-                time.sleep(0.5)
             for name, frames, size, rec, pq, disk in recs:
                 if not os.path.exists(pq):
                     spark.read.format("a0").load(rec).write.parquet(pq)
@@ -688,16 +698,9 @@ def bench_fleet(args, results):
     work = tempfile.mkdtemp(prefix="a0py-bench-fleet-")
     try:
         with standalone_cluster(os.path.join(work, "cluster"), workers=2, cores=1, memory="2g") as (master, env):
-            spark = spark_session(master, **{
-                "spark.cores.max": "2", "spark.executor.cores": "1", "spark.executor.memory": "1g",
-                "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
-                "spark.executorEnv.PYTHONPATH": env["PYTHONPATH"], "spark.executorEnv.PYSPARK_PYTHON": sys.executable})
+            spark = cluster_session(master, env, work, **{
+                "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4"})
             try:
-                end = time.monotonic() + 180
-                while spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() < 3:
-                    if time.monotonic() > end:
-                        raise RuntimeError(f"the cluster's two executors did not register in 180 s (logs in {work})")
-                    time.sleep(0.5)
                 from a0py.spark import reader_in_use
 
                 readers = {
