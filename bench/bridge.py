@@ -17,14 +17,20 @@ Workloads (medians of --repeats runs):
            the publisher and the importing bridge, most of a 1 MiB write's time);
            --warm: a warm-up pass once round both rings through the whole path first
            (published, bridged, read; not timed), so no process on the path faults.
-           Beside it, the CPU time (user + system, /proc) each bridge process spent
-           meanwhile, per packet: less sensitive to other jobs than the rate.
+           Beside it, the CPU time (user + system) each process on the path spent per
+           packet (the publisher and the reader measure their own; the bridges' from
+           /proc): less sensitive to other jobs than the rate. Their sum bounds the
+           rate when the processes share few cores (2 here); the largest bounds it
+           when each has a core of its own (printed as "one core each": an estimate
+           for a machine with a core per process, not a measurement).
   zenoh    a sender process puts N samples of the same size on a key with the block
            policy from its own Zenoh session (peer mode, TCP on 127.0.0.1); this
            process's session receives them (a callback taking each sample's bytes, as
            the bridge side's reader gets each packet's payload as bytes: before
            2026-11-26 22:10 the callback only counted, which at 1 MiB spared Zenoh's
            side the copy the bridge side pays, about a quarter of its rate). Same clock.
+           CPU per packet: the sender's (its puts and Zenoh's threads sending them)
+           and this process's (Zenoh's threads and the callback).
            Like with like otherwise: both count messages delivered to Python, one a
            packet read, the other a sample's callback; the bridge carries each 64 B
            payload with its a0py headers (160 B a packet, more once imported).
@@ -77,8 +83,10 @@ with Publisher(Topic("bench/data", size="256M")) as pub:
             pub.pub(payload)
         pub.pub(b"y" * size)  # the last of the warm-up
         sys.stdin.readline()  # the reader has it: the timed packets
+    cpu = time.process_time()
     for _ in range(n):
         pub.pub(payload)
+    print(time.process_time() - cpu, flush=True)  # this process's CPU for the timed packets
 """
 
 # The data topic's rings (256 MiB on both machines) are written over once before the
@@ -103,9 +111,11 @@ with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
     pub = s.declare_publisher("bench/zenoh", congestion_control=zenoh.CongestionControl.BLOCK)
     payload = b"x" * size
     time.sleep(1.0)  # for the subscriber's declaration to arrive
+    cpu = time.process_time()
     for _ in range(n):
         pub.put(payload)
     time.sleep(1.0)
+    print(time.process_time() - cpu, flush=True)  # puts and Zenoh's threads sending them
 """
 
 
@@ -169,15 +179,15 @@ def warm_count(size):
 
 
 def bridge_rate(n, size, cold=False, warm=False):
-    """(packets/s, missed, [CPU us per packet of the exporting and the importing bridge]).
-    `warm`: a warm-up pass once round the rings through the whole path first (see
-    --warm)."""
+    """(packets/s, missed, [CPU us per packet of the publisher, the exporting bridge, the
+    importing bridge and the reader]). `warm`: a warm-up pass once round the rings
+    through the whole path first (see --warm)."""
     with Bridges(prepare=None if cold else touch_ring) as br:
         a, b = br.a, br.b
         with SubscriberSync(Topic("bench/data", root=b, size="256M"), INIT_AWAIT_NEW) as sub:
             pub = subprocess.Popen([sys.executable, "-c", PUBLISH, str(n), str(size),
                                     str(warm_count(size) if warm else 0)],
-                                   env=env(a), stdin=subprocess.PIPE)
+                                   env=env(a), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             if warm:
                 while sub.read_blocking(timeout=60).payload[:1] != b"y":
                     pass
@@ -186,6 +196,7 @@ def bridge_rate(n, size, cold=False, warm=False):
             if warm:
                 pub.stdin.write(b"go\n")
                 pub.stdin.flush()
+            reader0 = time.process_time()
             sub.read_blocking(timeout=30)
             t0 = time.perf_counter()
             got = 1
@@ -193,9 +204,11 @@ def bridge_rate(n, size, cold=False, warm=False):
                 sub.read_blocking(timeout=30)
                 got += 1
             elapsed = time.perf_counter() - t0
+            reader = (time.process_time() - reader0) / n * 1e6
             cpu = [(cpu_seconds(p.pid) - c) / n * 1e6 for p, c in zip(br.procs, cpu0)]
-            pub.communicate(timeout=30)
-            return (n - 1) / elapsed, sub.missed - missed0, cpu
+            out, _ = pub.communicate(timeout=30)
+            publisher = float(out.split()[-1]) / n * 1e6
+            return (n - 1) / elapsed, sub.missed - missed0, [publisher, *cpu, reader]
 
 
 def zenoh_rate(n, size):
@@ -211,12 +224,15 @@ def zenoh_rate(n, size):
 
     with zenoh.open(zenoh_config(zenoh, listen=[ep])) as s:
         s.declare_subscriber("bench/zenoh", on_sample)
-        sender = subprocess.Popen([sys.executable, "-c", SEND, str(n), str(size), ep], env=env("shm:unused"))
+        sender = subprocess.Popen([sys.executable, "-c", SEND, str(n), str(size), ep], env=env("shm:unused"),
+                                  stdout=subprocess.PIPE)
+        receiver0 = time.process_time()  # this process: Zenoh's threads and the callback
         done.wait(60)
-        sender.wait(timeout=30)
+        receiver = (time.process_time() - receiver0) / n * 1e6
+        out, _ = sender.communicate(timeout=30)
     if len(times) < n:
         raise SystemExit(f"zenoh: {len(times)} of {n} samples arrived")
-    return (n - 1) / (times[-1] - times[0]), 0, None
+    return (n - 1) / (times[-1] - times[0]), 0, [float(out.split()[-1]) / n * 1e6, receiver]
 
 
 PACED = """
@@ -461,16 +477,17 @@ def main():
     if args.only in (None, "rate"):
         cases = [("64 B", 64, 5000 if args.quick else 50000), ("1 MiB", 1 << 20, 20 if args.quick else 200)]
         cases = [c for c in cases if args.size in (None, c[0].replace(" ", ""))]
-        print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}   bridge CPU us/packet "
-              "(exporting, importing)")
+        print(f"{'size':>6} {'path':>7} {'msgs/s':>10} {'MB/s':>9} {'missed':>7}   CPU us/packet of each "
+              "process on the path (bridge: publisher, exporting bridge, importing bridge, reader; "
+              "zenoh: sender, receiver), their sum, and the rate one core per process would allow")
         for label, size, n in cases:
             for path, fn in (("bridge", lambda n, size: bridge_rate(n, size, args.cold, args.warm)), ("zenoh", zenoh_rate)):
                 runs = [fn(n, size) for _ in range(repeats)]
                 rate = statistics.median(r for r, _, _ in runs)
                 missed = max(m for _, m, _ in runs)
-                cpu = ""
-                if runs[0][2] is not None:
-                    cpu = "   " + ", ".join(f"{statistics.median(r[2][i] for r in runs):.1f}" for i in (0, 1))
+                each = [statistics.median(r[2][i] for r in runs) for i in range(len(runs[0][2]))]
+                cpu = ("   " + ", ".join(f"{c:.3g}" for c in each) + f"  sum {sum(each):.3g}"
+                       f"  (one core each: {1e6 / max(each):.0f} msgs/s)")
                 print(f"{label:>6} {path:>7} {rate:>10.0f} {rate * size / 1e6:>9.1f} {missed:>7}{cpu}",
                       flush=True)
     if args.only in (None, "ingest"):
