@@ -536,19 +536,23 @@ def test_an_undecodable_frame_is_reported_to_the_log_and_counted(system, caplog)
     name = unique()
     got = []
     mailbox = ArenaMailbox(name)
-    ref = system.spawn(got.append, name=name, mailbox=mailbox)
-    with caplog.at_level("ERROR", logger="a0py.actor"):
-        _write_raw_frame(name, b"not a pickle")
-        ref.send("after")
-        assert wait_for(lambda: got == ["after"])
-        assert wait_for(lambda: len(system.failures) == 1)
-    failure = system.failures[0]
-    assert isinstance(failure.message, Undecodable) and failure.message.size == 12
-    assert failure.message.head == b"not a pickle" and failure.actor == name
-    assert isinstance(failure.error, pickle.UnpicklingError) and "Traceback" in failure.traceback
-    assert mailbox.undecodable == 1
-    assert any("undecodable frame of 12 bytes" in r.getMessage() for r in caplog.records)
-    assert ref.is_alive()
+    try:
+        ref = system.spawn(got.append, name=name, mailbox=mailbox)
+        with caplog.at_level("ERROR", logger="a0py.actor"):
+            _write_raw_frame(name, b"not a pickle")
+            ref.send("after")
+            assert wait_for(lambda: got == ["after"])
+            assert wait_for(lambda: len(system.failures) == 1)
+        failure = system.failures[0]
+        assert isinstance(failure.message, Undecodable) and failure.message.size == 12
+        assert failure.message.head == b"not a pickle" and failure.actor == name
+        assert isinstance(failure.error, pickle.UnpicklingError) and "Traceback" in failure.traceback
+        assert mailbox.undecodable == 1
+        assert any("undecodable frame of 12 bytes" in r.getMessage() for r in caplog.records)
+        assert ref.is_alive()
+    finally:
+        system.shutdown()
+        mailbox.release()  # a mailbox made by the test is the test's to remove
 
 
 def test_two_live_actors_cannot_share_a_name(system):
