@@ -873,6 +873,10 @@ uint32_t* a0_transport_notify_word(const a0_transport_t* t) { return notify_word
 
 uint32_t* a0_transport_notify_local_word(const a0_transport_t* t) { return local_word(t); }
 
+uint32_t a0_transport_notify_local_count(const a0_transport_t* t) {
+  return atomic_load(A0_ATOMIC_U32(local_word(t)));
+}
+
 uint32_t a0_transport_notify_count(const a0_transport_t* t) {
   return atomic_load(A0_ATOMIC_U32(notify_word(t)));
 }

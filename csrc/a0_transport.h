@@ -272,6 +272,7 @@ bool a0_pred_fits(a0_locked_t lk, void* ctx);
 uint32_t* a0_transport_notify_word(const a0_transport_t* t);
 /* The second word (publishes of non-relayed writers only), same protocol. */
 uint32_t* a0_transport_notify_local_word(const a0_transport_t* t);
+uint32_t a0_transport_notify_local_count(const a0_transport_t* t);
 uint32_t a0_transport_notify_count(const a0_transport_t* t);
 /* 1 while a waiter is (or may be) asleep on the notify word, i.e. while the
  * next publish will make a wake syscall; 0 when nobody sleeps. */

@@ -29,12 +29,14 @@ HEADER_LAYOUT = {
     "notify": 128,
     "recoveries": 132,
     "state_version": 136,
+    "notify_local": 144,
     "deadman": 192,
     "deadman_notify": 256,
     "deadman_pid": 260,
     "pages": 320,
 }
-STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32}
+STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32,
+                "relayed_frames": 40}
 FRAME_LAYOUT = {"seq": 0, "off_prev": 8, "off_next": 16, "data_size": 24}
 
 @pytest.fixture(scope="session")

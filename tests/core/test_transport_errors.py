@@ -82,6 +82,7 @@ def test_every_exception_is_an_a0error():
         (0, "<Q", 0x1122334455667788, "magic"),
         (0, "<Q", 0, "magic"),
         (8, "<I", 1, "version"),  # format 1 (before lock-free reads) is refused
+        (8, "<I", 2, "version"),  # format 2 (before notify_local): its writers would not move it
         (8, "<I", 0xFFFFFFFF, "version"),
         (12, "<I", 1024, "header_size"),
         (16, "<Q", SIZE * 2, "arena_size"),
