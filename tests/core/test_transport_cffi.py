@@ -147,9 +147,11 @@ def test_fresh_arena_bytes_match_the_format(core):
     a = Arena(core, 1024)
     raw = bytes(a.buf())
     assert raw[:8] == b"A0PYAREN"
-    assert struct.unpack_from("<IIQQ", raw, 8) == (2, 512, 1024, 0)
-    assert struct.unpack_from("<IIQ", raw, 128) == (0, 0, 0)  # notify, recoveries, state_version
-    assert struct.unpack_from("<5Q", raw, 320) == struct.unpack_from("<5Q", raw, 384) == (1, 0, 0, 0, 0)
+    assert struct.unpack_from("<IIQQ", raw, 8) == (3, 512, 1024, 0)
+    # notify, recoveries, state_version, notify_local
+    assert struct.unpack_from("<IIQI", raw, 128) == (0, 0, 0, 0)
+    # seq_low, seq_high, off_head, off_tail, high_water_mark, relayed_frames
+    assert struct.unpack_from("<6Q", raw, 320) == struct.unpack_from("<6Q", raw, 384) == (1, 0, 0, 0, 0, 0)
     assert raw[512:] == b"\0" * (1024 - 512)  # init touches only the header
 
 
