@@ -269,7 +269,7 @@ class ExportLoop:
                 if exporter is None or exporter.closed:
                     continue
                 try:
-                    read, more = exporter.pump()
+                    _, more = exporter.pump()
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
