@@ -40,6 +40,24 @@ def test_relayed_writes_move_notify_only_and_are_counted(tr):
     assert header["pages"][header["committed_page"]]["relayed_frames"] == 3
 
 
+def test_a_packet_writer_writes_as_a_relayed_writer_when_told(tr):
+    writer = _core.PacketWriter(tr.arena)
+    assert writer.relayed is False
+    with pytest.raises(ArgumentError, match="relayed must be True or False"):
+        writer.relayed = "yes"
+    local = tr.notify_local_count
+    writer.relayed = True
+    writer.pub(b"relayed", [("k", "v")])
+    with writer.alloc(3) as payload:
+        payload[:] = b"abc"
+    assert tr.notify_local_count == local
+    writer.relayed = False
+    writer.pub(b"local")
+    assert tr.notify_local_count != local
+    with tr.lock() as t:
+        assert (t.seq_high, t.relayed_frames) == (3, 2)
+
+
 def test_multiwait_local_argument():
     assert _core.MultiWait().local is False
     assert _core.MultiWait(local=True).local is True
