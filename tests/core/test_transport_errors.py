@@ -102,7 +102,7 @@ def test_bad_header_field_is_a_format_error_naming_file_and_field(arena_path, of
 
 def test_an_arena_of_an_older_format_is_refused_saying_so(arena_path):
     patch(arena_path, 8, "<I", 2)
-    with pytest.raises(ArenaFormatError, match="expected 3, found 2.*written by an older a0py"):
+    with pytest.raises(ArenaFormatError, match=r"expected 3, found 2.*written by an older a0py"):
         Arena.file(arena_path)
 
 
