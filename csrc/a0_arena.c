@@ -30,6 +30,9 @@ _Static_assert(offsetof(a0_arena_hdr_t, lock) == 64, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, notify) == 128, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, recoveries) == 132, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, state_version) == 136, "layout");
+_Static_assert(offsetof(a0_arena_hdr_t, notify_local) == 144, "layout");
+_Static_assert(offsetof(a0_arena_hdr_t, notify_local) / 64 == offsetof(a0_arena_hdr_t, notify) / 64,
+               "both notify words share a cache line (a publish bumps both)");
 _Static_assert(offsetof(a0_arena_hdr_t, state_version) % 8 == 0, "state_version is 8-aligned");
 _Static_assert(offsetof(a0_arena_hdr_t, pages) % 64 == 0, "state pages are cache-line aligned");
 _Static_assert(offsetof(a0_arena_hdr_t, deadman) == 192, "layout");
@@ -38,7 +41,8 @@ _Static_assert(offsetof(a0_arena_hdr_t, deadman_pid) == 260, "layout");
 _Static_assert(offsetof(a0_arena_hdr_t, pages) == 320, "layout");
 _Static_assert(offsetof(a0_state_t, seq_low) == 0 && offsetof(a0_state_t, seq_high) == 8 &&
                    offsetof(a0_state_t, off_head) == 16 && offsetof(a0_state_t, off_tail) == 24 &&
-                   offsetof(a0_state_t, high_water_mark) == 32,
+                   offsetof(a0_state_t, high_water_mark) == 32 &&
+                   offsetof(a0_state_t, relayed_frames) == 40,
                "state layout");
 _Static_assert(offsetof(a0_frame_hdr_t, seq) == 0 && offsetof(a0_frame_hdr_t, off_prev) == 8 &&
                    offsetof(a0_frame_hdr_t, off_next) == 16 &&
@@ -100,6 +104,7 @@ static a0_err_t a0_init_locks(a0_arena_hdr_t* hdr) {
     return A0_ERR_SYS;
   }
   atomic_fetch_and((_Atomic uint32_t*)&hdr->notify, ~(uint32_t)A0_NOTIFY_SLEEPERS);
+  atomic_fetch_and((_Atomic uint32_t*)&hdr->notify_local, ~(uint32_t)A0_NOTIFY_SLEEPERS);
   hdr->deadman_pid = 0;
   return A0_OK;
 }
@@ -176,6 +181,8 @@ a0_err_t a0_state_check(const a0_state_t* s, uint64_t size, a0_check_info_t* inf
   if (s->seq_low == 0) A0_FAIL(A0_ERR_CORRUPT, "seq_low", 1, 0);
   if (s->seq_high == UINT64_MAX || s->seq_low > s->seq_high + 1)
     A0_FAIL(A0_ERR_CORRUPT, "seq_low", s->seq_high + 1, s->seq_low);
+  if (s->relayed_frames > s->seq_high)
+    A0_FAIL(A0_ERR_CORRUPT, "relayed_frames", s->seq_high, s->relayed_frames);
   if (s->seq_low == s->seq_high + 1) return A0_OK; /* empty: offsets unused */
   const uint64_t offs[2] = {s->off_head, s->off_tail};
   const char* const names[2] = {"off_head", "off_tail"};
@@ -207,6 +214,7 @@ a0_err_t a0_state_read(const void* base, a0_state_t* out, uint64_t* version) {
         .off_head = LOAD64(&p->off_head),
         .off_tail = LOAD64(&p->off_tail),
         .high_water_mark = LOAD64(&p->high_water_mark),
+        .relayed_frames = LOAD64(&p->relayed_frames),
     };
     /* The page loads above happen before the second version load. */
     atomic_thread_fence(memory_order_acquire);
@@ -229,6 +237,7 @@ uint64_t a0_state_publish(void* base, const a0_state_t* s) {
   STORE64(&p->off_head, s->off_head);
   STORE64(&p->off_tail, s->off_tail);
   STORE64(&p->high_water_mark, s->high_water_mark);
+  STORE64(&p->relayed_frames, s->relayed_frames);
   atomic_store_explicit(ver, v + 1, memory_order_release);
   /* Stores after this (the next publish's page writes, the frame bytes an
    * alloc hands out) are ordered after the version a reader checks. */

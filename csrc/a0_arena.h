@@ -16,6 +16,8 @@
  *    loads of state_version and keep the copy only if both are equal (a
  *    seqlock whose odd/even states are the two pages).
  *  - A state is empty iff seq_low == seq_high + 1. Seqs start at 1.
+ *  - relayed_frames <= seq_high: seq_high counts every frame ever committed
+ *    (seqs are never reused), relayed_frames those of relayed writers.
  *  - Live frames occupy a circular band from off_head to the end of the tail
  *    frame; no two live frames overlap; frames never move once written.
  *  - Every offset read from the arena is bounds-checked before use. */
@@ -29,7 +31,7 @@
 #include "a0_err.h"
 
 #define A0_ARENA_MAGIC UINT64_C(0x4E45524159503041) /* the bytes "A0PYAREN" */
-#define A0_FORMAT_VERSION 2u
+#define A0_FORMAT_VERSION 3u
 #define A0_HEADER_SIZE 512u
 #define A0_FRAME_ALIGN 16u
 #define A0_FRAME_HDR_SIZE 32u
@@ -42,7 +44,8 @@ typedef struct a0_state_s {
   uint64_t off_head;        /* offset of the oldest frame (0 when empty) */
   uint64_t off_tail;        /* offset of the newest frame (0 when empty) */
   uint64_t high_water_mark; /* largest used_space ever committed */
-  uint64_t _reserved[3];
+  uint64_t relayed_frames;  /* frames ever committed by relayed writers (see notify_local) */
+  uint64_t _reserved[2];
 } a0_state_t;
 
 /* A frame header; the frame's data follows at offset +32. */
@@ -72,7 +75,10 @@ typedef struct a0_arena_hdr_s {
   uint32_t notify;        /* futex word: bit 0 sleepers flag, +2 per publish (a0_sync.h) */
   uint32_t recoveries;    /* times a locker found the previous owner dead */
   uint64_t state_version; /* publishes so far; pages[state_version & 1] is committed */
-  uint8_t _pad1[48];
+  /* 144: the second futex word: moves on every publish except those of a
+   * relayed writer (a0_transport_t.relayed), same protocol as notify */
+  uint32_t notify_local;
+  uint8_t _pad1[44];
   /* 192: the deadman (liveness) lock — held by one process for its life */
   a0_mutex_slot_t deadman;
   /* 256: deadman bookkeeping */
@@ -121,7 +127,7 @@ a0_err_t a0_state_read(const void* base, a0_state_t* out, uint64_t* version);
  * Returns the new version. */
 uint64_t a0_state_publish(void* base, const a0_state_t* s);
 
-/* Re-initializes both locks and clears the sleepers flag. Only for a caller
+/* Re-initializes both locks and clears both notify words' sleepers flags. Only for a caller
  * that knows no other process has the arena mapped (sole-user open): repairs
  * a lock left held by a process from before a reboot. */
 a0_err_t a0_arena_reset_locks(void* base);

@@ -153,10 +153,17 @@ void a0_multiwait_wake_private(uint32_t* word) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
-void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out) {
-  a0_arena_hdr_t* h = (a0_arena_hdr_t*)base;
-  out->word = &h->notify;
+static void arena_word_entry(uint32_t* word, a0_multiwait_entry_t* out) {
+  out->word = word;
   out->arm = 1;
-  out->expected = atomic_load(A0_ATOMIC_U32(&h->notify));
+  out->expected = atomic_load(A0_ATOMIC_U32(word));
   out->shared = 1;
+}
+
+void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out) {
+  arena_word_entry(&((a0_arena_hdr_t*)base)->notify, out);
+}
+
+void a0_multiwait_arena_local_entry(void* base, a0_multiwait_entry_t* out) {
+  arena_word_entry(&((a0_arena_hdr_t*)base)->notify_local, out);
 }

@@ -14,7 +14,8 @@
  * changes, and checks every word at each wake. A change to another word is
  * then seen within A0_MULTIWAIT_POLL_MAX_NS.
  *
- * Arena notify words: an arena writer makes its wake syscall only while
+ * Arena notify words (`notify`, or `notify_local`, see a0_sync.h): an
+ * arena writer makes its wake syscall only while
  * the word's SLEEPERS flag is set (the notify protocol of a0_sync.h). An
  * entry marked `arm` follows that protocol: before sleeping, futex_waitv
  * mode arms each such word (one CAS from `expected` to the armed value) and
@@ -71,6 +72,11 @@ void a0_multiwait_wake_private(uint32_t* word);
 /* An entry for the notify word of the arena mapped at `base` (see
  * a0_arena.h), expecting its current value, armed before sleeping. */
 void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out);
+/* The same for the arena's notify_local word: moved by every publish except
+ * those of relayed writers (a0_transport.h), so a process that forwards a
+ * ring's local frames and writes relayed ones into it is not woken by its
+ * own writes. Same protocol, same arming, same crash behaviour. */
+void a0_multiwait_arena_local_entry(void* base, a0_multiwait_entry_t* out);
 
 /* The current value of an entry's word (an acquire load). */
 uint32_t a0_multiwait_load(const a0_multiwait_entry_t* e);

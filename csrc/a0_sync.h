@@ -56,7 +56,20 @@ static inline void a0_futex_wake_all(uint32_t* word) {
  *   set, which costs the next publisher one wake it did not need, after
  *   which the flag is clear again (a count would leak for good). A publisher
  *   killed between its bump and its wake leaves the flag set, so the next
- *   publisher wakes the sleepers. Nothing depends on a process finishing. */
+ *   publisher wakes the sleepers. Nothing depends on a process finishing.
+ *
+ * An arena has two such words (a0_arena.h): `notify`, bumped after every
+ * publish, and `notify_local`, bumped after every publish except those of a
+ * writer marked relayed (a process that writes frames it received from
+ * elsewhere, e.g. a bridge's importer). Each word follows this protocol on
+ * its own — a publisher bumps a word, then wakes on it if the bump found
+ * the flag; a waiter arms and sleeps on one word — so every argument above
+ * holds for each word separately: no state is shared between them, and a
+ * process dying anywhere leaves each word as the argument says. A waiter on
+ * `notify_local` is woken by every publish except a relayed writer's: it
+ * must only be waiting for frames of non-relayed writers. A locker that
+ * finds the previous owner dead bumps and wakes both (the dead owner may
+ * have published, relayed or not, without notifying). */
 #define A0_NOTIFY_SLEEPERS 1u
 #define A0_NOTIFY_STEP 2u
 

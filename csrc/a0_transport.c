@@ -16,7 +16,10 @@
  *     arena yields A0_ERR_CORRUPT, never a stray access or an endless loop.
  *  5. The notify word moves on every publish (commit, eviction, clear), after
  *     the publish; waiters read it before they test their predicate, so no
- *     wake-up is lost (protocol in a0_sync.h). */
+ *     wake-up is lost (protocol in a0_sync.h). notify_local moves likewise
+ *     on every publish of a writer not marked relayed, and on every lock
+ *     recovery; a relayed writer's commits add to relayed_frames in the
+ *     state they publish. */
 #include "a0_transport.h"
 
 #include <sched.h>
@@ -59,17 +62,28 @@ static void frame_hdr_store(a0_transport_t* t, uint64_t off, const a0_frame_hdr_
 }
 
 static uint32_t* notify_word(const a0_transport_t* t) { return &HDR(t)->notify; }
+static uint32_t* local_word(const a0_transport_t* t) { return &HDR(t)->notify_local; }
 
-/* Publishes s and bumps the notify word; returns the word before the bump
- * (for a0_notify_wake, which the caller runs now or after unlocking). */
-static uint32_t publish_quiet(a0_transport_t* t, const a0_state_t* s) {
+/* Publishes s and bumps the notify words (notify_local unless this writer is
+ * relayed); before[] gets the words before the bumps, for wake_after (which
+ * the caller runs now or after unlocking). A word not bumped reads 0 there:
+ * no sleepers flag, so no wake. */
+static void publish_quiet(a0_transport_t* t, const a0_state_t* s, uint32_t before[2]) {
   a0_state_publish(t->base, s);
   t->published = *s;
-  return a0_notify_bump(notify_word(t));
+  before[0] = a0_notify_bump(notify_word(t));
+  before[1] = t->relayed ? 0 : a0_notify_bump(local_word(t));
+}
+
+static void wake_after(a0_transport_t* t, const uint32_t before[2]) {
+  a0_notify_wake(notify_word(t), before[0]);
+  a0_notify_wake(local_word(t), before[1]);
 }
 
 static void publish(a0_transport_t* t, const a0_state_t* s) {
-  a0_notify_wake(notify_word(t), publish_quiet(t, s));
+  uint32_t before[2];
+  publish_quiet(t, s, before);
+  wake_after(t, before);
 }
 
 a0_err_t a0_transport_snapshot(const a0_transport_t* t, a0_state_t* out) {
@@ -100,8 +114,9 @@ static a0_err_t after_lock(a0_transport_t* t, int recovered, a0_locked_t* out) {
   t->wake_due = 0;
   if (recovered) {
     h->recoveries++;
-    /* The dead owner may have published without notifying. */
+    /* The dead owner may have published without notifying, relayed or not. */
     a0_notify_wake(notify_word(t), a0_notify_bump(notify_word(t)));
+    a0_notify_wake(local_word(t), a0_notify_bump(local_word(t)));
   }
   out->t = t;
   return A0_OK;
@@ -154,7 +169,7 @@ a0_err_t a0_transport_unlock(a0_locked_t lk) {
    * one (measured: 6.8 futex calls per ping-pong round trip instead of 2). */
   if (t->wake_due) {
     t->wake_due = 0;
-    a0_notify_wake(notify_word(t), t->wake_word);
+    wake_after(t, t->wake_words);
   }
   if (rc) {
     errno = rc;
@@ -285,12 +300,13 @@ static a0_err_t used_space_of(const a0_transport_t* t, const a0_state_t* s, uint
 }
 
 /* Publishes the working state; the wake is left to the caller. */
-static a0_err_t commit_quiet(a0_transport_t* t, uint32_t* notify_before) {
+static a0_err_t commit_quiet(a0_transport_t* t, uint32_t before[2]) {
   uint64_t used;
   a0_err_t err = used_space_of(t, &t->work, &used);
   if (err) return err;
   if (used > t->work.high_water_mark) t->work.high_water_mark = used;
-  *notify_before = publish_quiet(t, &t->work);
+  if (t->relayed) t->work.relayed_frames += t->pending;
+  publish_quiet(t, &t->work, before);
   t->pending = 0;
   return A0_OK;
 }
@@ -299,9 +315,9 @@ a0_err_t a0_transport_commit(a0_locked_t lk) {
   a0_transport_t* t = lk.t;
   if (!t->locked) return A0_ERR_NOT_LOCKED;
   if (!t->pending) return A0_OK;
-  uint32_t before;
-  a0_err_t err = commit_quiet(t, &before);
-  if (!err) a0_notify_wake(notify_word(t), before);
+  uint32_t before[2];
+  a0_err_t err = commit_quiet(t, before);
+  if (!err) wake_after(t, before);
   return err;
 }
 
@@ -310,7 +326,7 @@ a0_err_t a0_transport_commit_unlock(a0_locked_t lk) {
   if (!t->locked) return A0_ERR_NOT_LOCKED;
   a0_err_t err = A0_OK;
   if (t->pending) {
-    err = commit_quiet(t, &t->wake_word);
+    err = commit_quiet(t, t->wake_words);
     t->wake_due = !err; /* a0_transport_unlock wakes, after releasing the lock */
   }
   a0_err_t unlock_err = a0_transport_unlock(lk);
@@ -549,6 +565,8 @@ a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
     a0_state_t s;
     a0_err_t err = a0_transport_snapshot(t, &s);
     if (err) return err;
+    t->snap_high = s.seq_high;
+    t->snap_relayed = s.relayed_frames;
     if (!readable_in(t, &s)) return A0_ERR_NO_FRAME;
     a0_frame_hdr_t f;
     uint64_t off = 0, link_seq, bad, bad_off;
@@ -632,6 +650,8 @@ a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_re
   a0_state_t s;
   a0_err_t err = a0_transport_snapshot(t, &s);
   if (err) return err;
+  t->snap_high = s.seq_high;
+  t->snap_relayed = s.relayed_frames;
   if (state_empty(&s) || prev->seq >= s.seq_high) return A0_ERR_NO_FRAME;
   a0_frame_hdr_t p, f;
   err = frame_at(t, prev->off, prev->seq, &p);
@@ -850,6 +870,12 @@ bool a0_pred_fits(a0_locked_t lk, void* ctx) {
 }
 
 uint32_t* a0_transport_notify_word(const a0_transport_t* t) { return notify_word(t); }
+
+uint32_t* a0_transport_notify_local_word(const a0_transport_t* t) { return local_word(t); }
+
+uint32_t a0_transport_notify_local_count(const a0_transport_t* t) {
+  return atomic_load(A0_ATOMIC_U32(local_word(t)));
+}
 
 uint32_t a0_transport_notify_count(const a0_transport_t* t) {
   return atomic_load(A0_ATOMIC_U32(notify_word(t)));

@@ -612,18 +612,21 @@ cdef class Arena:
     def header(self):
         """The arena header as a dict (a snapshot, read without the lock):
         the fields of docs/format.md, plus ``committed_page`` (state_version
-        & 1) and ``waiters`` (the notify word's sleepers flag)."""
+        & 1) and ``waiters`` (the notify word's sleepers flag;
+        ``local_waiters``, notify_local's)."""
         self._check_open()
         import struct
         raw = bytes((<char*>self.base)[:A0_HEADER_SIZE])
         magic, version, header_size, arena_size, flags = struct.unpack_from("<QIIQQ", raw, 0)
-        notify, recoveries, state_version = struct.unpack_from("<IIQ", raw, 128)
+        notify, recoveries, state_version, notify_local = struct.unpack_from("<IIQI", raw, 128)
         dm_notify, dm_pid = struct.unpack_from("<II", raw, 256)
-        pages = [dict(zip(("seq_low", "seq_high", "off_head", "off_tail", "high_water_mark"),
-                          struct.unpack_from("<5Q", raw, 320 + 64 * i))) for i in range(2)]
+        pages = [dict(zip(("seq_low", "seq_high", "off_head", "off_tail", "high_water_mark",
+                           "relayed_frames"),
+                          struct.unpack_from("<6Q", raw, 320 + 64 * i))) for i in range(2)]
         return {"magic": magic, "version": version, "header_size": header_size,
                 "arena_size": arena_size, "flags": flags, "notify": notify,
-                "waiters": notify & 1, "state_version": state_version,
+                "waiters": notify & 1, "notify_local": notify_local,
+                "local_waiters": notify_local & 1, "state_version": state_version,
                 "committed_page": state_version & 1,
                 "recoveries": recoveries, "deadman_notify": dm_notify,
                 "deadman_pid": dm_pid, "pages": pages}

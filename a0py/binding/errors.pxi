@@ -40,6 +40,9 @@ cdef int _raise(a0_err_t err, str what, const a0_check_info_t* info=NULL) except
             msg += f" (field magic: expected {info.expected:#018x}, found {info.found:#018x})"
         else:
             msg += f" (field {field}: expected {info.expected}, found {info.found})"
+        if err == A0_ERR_BAD_VERSION and info.found < info.expected:
+            msg += (": written by an older a0py, whose processes must not share arenas with this "
+                    "one (docs/format.md); remove it (a0py rm) or use that version")
     raise _ERR_CLASS.get(err, ArenaCorruptError)(msg)
 
 

@@ -39,6 +39,13 @@ cdef class MultiWait:
     """Sleeps until any of up to 127 arenas changes (a commit, an eviction,
     a clear), or :meth:`wake` is called from another thread.
 
+    ``local=True`` watches each arena's ``notify_local`` word instead of its
+    notify word: it moves on the same events except those of relayed
+    writers (:attr:`Transport.relayed`), so a process that forwards a ring's
+    frames and writes relayed ones into it itself (a bridge) is not woken by
+    its own writes. Only for a caller that waits for frames of non-relayed
+    writers: a relayed commit alone does not end its wait.
+
     ``set_arenas(list)`` says which to watch; ``changed()`` returns those
     whose notify word moved since the previous call (and newly added ones),
     remembering what it saw; ``wait(timeout)`` sleeps while nothing moved
@@ -50,13 +57,17 @@ cdef class MultiWait:
     cdef list _arenas
     cdef set _fresh
     cdef a0_multiwait_mode_t _mode
+    cdef bint _local
 
-    def __cinit__(self, mode=None):
+    def __cinit__(self, mode=None, local=False):
         if mode is None:
             mode = multiwait_mode()
         if mode not in _MULTIWAIT_MODES:
             raise ArgumentError(f"MultiWait mode must be 'waitv' or 'poll', not {mode!r}")
+        if not isinstance(local, bool):
+            raise ArgumentError(f"MultiWait local must be True or False, not {local!r}")
         self._mode = _MULTIWAIT_MODES[mode]
+        self._local = local
         self.ctl = 0
         self.entries[0].word = &self.ctl
         self.entries[0].arm = 0
@@ -70,6 +81,11 @@ cdef class MultiWait:
     def mode(self):
         """'waitv' or 'poll'."""
         return "poll" if self._mode == A0_MULTIWAIT_POLL else "waitv"
+
+    @property
+    def local(self):
+        """True if it watches the arenas' notify_local words (see the class doc)."""
+        return self._local
 
     @property
     def capacity(self):
@@ -101,7 +117,10 @@ cdef class MultiWait:
             arena = <Arena>a
             j = old.get(id(a))
             if j is None:
-                a0_multiwait_arena_entry(arena.base, &self.entries[i + 1])
+                if self._local:
+                    a0_multiwait_arena_local_entry(arena.base, &self.entries[i + 1])
+                else:
+                    a0_multiwait_arena_entry(arena.base, &self.entries[i + 1])
                 fresh.add(id(a))
             else:
                 self.entries[i + 1] = saved[<Py_ssize_t>j + 1]
@@ -178,4 +197,5 @@ cdef class MultiWait:
         a0_multiwait_wake_private(&self.ctl)
 
     def __repr__(self):
-        return f"<a0py.MultiWait {self.mode} watching {len(self._arenas)} arenas>"
+        words = " local words of" if self._local else ""
+        return f"<a0py.MultiWait {self.mode} watching{words} {len(self._arenas)} arenas>"

@@ -790,6 +790,19 @@ cdef class PacketWriter:
         return 0
 
     @property
+    def relayed(self):
+        """Whether this writer's packets are written as a relayed writer's
+        (see :attr:`Transport.relayed`): False by default; set it after the
+        writer is bound (a bridge writing what another machine sent)."""
+        return bool(self.proto_t.relayed)
+
+    @relayed.setter
+    def relayed(self, value):
+        if not isinstance(value, bool):
+            raise ArgumentError(f"relayed must be True or False, not {value!r}")
+        self.proto_t.relayed = 1 if value else 0
+
+    @property
     def writer_id(self):
         """This writer's id (the ``a0_writer_id`` header of its packets)."""
         self._check_bound()

@@ -384,6 +384,44 @@ cdef class Transport:
         return a0_transport_notify_count(&self.t)
 
     @property
+    def relayed(self):
+        """Whether this Transport is a relayed writer: one that writes frames
+        it received from elsewhere (a bridge's importer). Its commits move
+        the notify word as any writer's (every reader and subscriber sees
+        them as usual) but not the arena's second word, ``notify_local``,
+        which a forwarder of the same ring sleeps on
+        (``MultiWait(local=True)``), so that it is not woken by what it
+        imported itself; and they count in the state's ``relayed_frames``
+        (:attr:`read_snapshot`). False by default; set it before writing."""
+        return bool(self.t.relayed)
+
+    @relayed.setter
+    def relayed(self, value):
+        if not isinstance(value, bool):
+            raise ArgumentError(f"{self.arena._describe()}: relayed must be True or False, "
+                                f"not {value!r}")
+        self.t.relayed = 1 if value else 0
+
+    @property
+    def read_snapshot(self):
+        """``(seq_high, relayed_frames)`` of the committed state that this
+        Transport's last lock-free read call looked at (``(0, 0)`` before
+        the first): the newest frame then, and how many frames up to it
+        relayed writers had committed. When :attr:`cursor_seq` equals that
+        seq_high, every frame up to it was read or missed by this reader, so
+        a forwarder can tell how many of those it did not read were not
+        relayed ones: a loss to it."""
+        return (self.t.snap_high, self.t.snap_relayed)
+
+    @property
+    def notify_local_count(self):
+        """The arena's notify_local word (moves on every commit, eviction,
+        clear of writers that are not :attr:`relayed`; bit 0 is its sleepers
+        flag)."""
+        self.arena._check_open()
+        return a0_transport_notify_local_count(&self.t)
+
+    @property
     def waiter_count(self):
         """1 while a waiter of any process is (or may be) asleep on this
         arena, so that the next publish makes one wake syscall; 0 when
@@ -1088,6 +1126,13 @@ cdef class LockedTransport:
         if err:
             _raise(err, "used_space")
         return used
+
+    @property
+    def relayed_frames(self):
+        """Frames that relayed writers (:attr:`Transport.relayed`) have
+        committed to this arena, ever, as of the state this lock holds."""
+        self._check()
+        return self.lk.t.work.relayed_frames
 
     @property
     def high_water_mark(self):

@@ -33,7 +33,10 @@ Invariants (those of :mod:`a0py.bridge.exchange`):
 * A packet carrying ``a0py.bridge.origin`` is refused (``corrupt``): a
   bridge exports only packets published on its machine.
 * A sample's packets are written with one lock and one commit, in order; on
-  an error nothing of it is committed (``write_errors``). A configuration's
+  an error nothing of it is committed (``write_errors``). The topic's
+  Transport is a relayed writer (:attr:`a0py._core.Transport.relayed`): its
+  commits do not move the ring's ``notify_local`` word, so they do not wake
+  this bridge's export loop. A configuration's
   versions are written holding its writers' lock (the opener gives it).
 * Big copies release the GIL while the arena lock is held (the lock keeps
   the arena mapped); one :class:`TopicIngest` takes one call at a time.
@@ -202,7 +205,9 @@ cdef class TopicIngest:
     be) the local topic for packets of up to `frame_size` bytes and returns
     ``(transport, writers_lock)``, the lock a
     :class:`~a0py._core.Deadman` to hold while writing (configurations) or
-    None; A0Error from it is counted as ``write_errors``."""
+    None; A0Error from it is counted as ``write_errors``. The transport is
+    made a relayed writer (``transport.relayed = True``) before its first
+    write."""
 
     cdef uint8_t own[16]
     cdef _Origin origins[64]
@@ -462,6 +467,10 @@ cdef class TopicIngest:
                 return WRITE_FAILED
             if not isinstance(transport, Transport):
                 raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
+            # Every frame written here came from another machine: a relayed writer's
+            # commits wake every reader as usual, but not this bridge's export loop,
+            # which sleeps on the rings' notify_local words (Transport.relayed).
+            transport.relayed = True
             self.transport = transport
             self.writers_lock = writers_lock
         max_data = self.transport._max_frame_data()

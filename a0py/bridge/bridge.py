@@ -285,6 +285,16 @@ class ZenohBridge:
 
     # --- what it reports
 
+    @property
+    def export_wakeups(self):
+        """How many times this bridge's pub/sub export loops were woken before their
+        idle timeout: by local packets (a loop sleeps on the rings' ``notify_local``
+        words, which the importer's relayed writes leave alone), by topics added or
+        removed. For tests and diagnostics."""
+        with self._lock:
+            loops = list(self._export_loops)
+        return sum(loop.wakeups for loop in loops)
+
     def status(self):
         """``{"id", "host", "prefix", "reliable", "bad_samples", "peers": [...],
         "topics": {name: counts}, "logs": {name: counts}, "cfgs": {name: counts},

@@ -35,10 +35,17 @@ Invariants:
   the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
   merges into a version the bridge has just replaced.
 * The export loop reads each woken topic once per wake-up, again before sleeping only if
-  the read said more was waiting; a wake-up that found only bridged packets (this
-  machine's importer writing) is followed by a pause of ``_ECHO_PAUSE_S`` before the
-  next wait, so imported samples do not each wake the exporter: a local packet waits at
-  most that long (plus the linger, if any) before it is read.
+  the read said more was waiting. It sleeps on the rings' ``notify_local`` words
+  (``MultiWait(local=True)``), which every commit moves except those of relayed writers;
+  the importer writes as one (:attr:`a0py._core.Transport.relayed`), so what this
+  machine's bridge imports wakes every local reader but not its own exporter, and a
+  local packet is read as soon as it is committed (plus the linger, if any).
+* ``missed_local`` counts local packets the exporter never read, not the imported ones
+  it had no reason to read: the exporter reads a ring only when a local packet woke it,
+  so imported packets between are often overwritten first. Each time a read reaches the
+  newest frame of the state it looked at, the frames since the previous such point are
+  split by the state's ``relayed_frames`` count into relayed and local ones; the local
+  ones it did not read (at most as many as its reads skipped) are the loss.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.
@@ -79,9 +86,6 @@ _BATCH_FRAMES = 256
 _BATCH_BYTES = 60 * 1024
 # How often an idle export loop looks for exporters added meanwhile (it is also woken).
 _EXPORT_IDLE_S = 0.5
-# After a wake-up that found only bridged packets (written by this machine's importer),
-# the export loop pauses this long before it waits again (see ExportLoop._run).
-_ECHO_PAUSE_S = 0.0005
 #: The longest linger an export loop takes (seconds): past it, latency, not CPU, is what
 #: a user would notice.
 MAX_LINGER = 0.01
@@ -101,11 +105,21 @@ class PubsubExporter:
         self._seq = 0
         self.arena = topic_arena(Topic(name, root=bridge.root), PUBSUB, create=False)
         self._transport = _core.Transport(self.arena)
-        if init == INIT_AWAIT_NEW:
-            with self._transport.lock() as t:
+        with self._transport.lock() as t:
+            # Where the count of local packets starts (see _account): the frames before
+            # the first one this exporter reads are not its business.
+            self._acc_seq, self._acc_relayed = t.seq_high, t.relayed_frames
+            if init == INIT_AWAIT_NEW:
                 if not t.empty:
                     t.jump_tail()
-        self._missed = 0
+            elif not t.empty:
+                # From the oldest: of the frames in the ring, as many as can be are taken
+                # for relayed ones (a loss among them goes uncounted, none is made up).
+                n = t.seq_high - t.seq_low + 1
+                self._acc_seq = t.seq_low - 1
+                self._acc_relayed = max(0, self._acc_relayed - n)
+        self._acc_missed = 0
+        self._kept = 0  # local packets read since the accounting point
         self._buf = bytearray(_BATCH_BYTES)
         self._big = None
         self._attachment = BatchAttachmentWriter(bridge.id_bytes, bridge.host)
@@ -129,10 +143,8 @@ class PubsubExporter:
             read, kept, more = (0, 0, False) if frames is None else (1, frames, True)
             buf = self._big
             nbytes = len(buf) if kept else 0
-        missed = self._transport.missed
-        if missed != self._missed:
-            self.counts.missed_local += missed - self._missed
-            self._missed = missed
+        self._kept += kept
+        self._account()
         if kept:
             payload = buf if nbytes == len(buf) else bytes(memoryview(buf)[:nbytes])
             try:
@@ -145,6 +157,24 @@ class PubsubExporter:
             self.counts.exported += kept
             return read, more
         return -read, more
+
+    def _account(self):
+        """Counts as ``missed_local`` the local packets this exporter did not read, once
+        its reads reached the newest frame of the state they looked at: of the frames
+        since the previous such point, those not written by a relayed writer (the
+        state's ``relayed_frames`` tells), less the local ones read, at most the frames
+        the reads skipped (a packet published here with the origin header, read and
+        not sent, is not a loss)."""
+        tr = self._transport
+        high, relayed = tr.read_snapshot
+        if tr.cursor_seq != high or high <= self._acc_seq:
+            return
+        missed = tr.missed
+        local = (high - self._acc_seq) - (relayed - self._acc_relayed)
+        lost = min(local - self._kept, missed - self._acc_missed)
+        if lost > 0:
+            self.counts.missed_local += lost
+        self._acc_seq, self._acc_relayed, self._acc_missed, self._kept = high, relayed, missed, 0
 
     def _read_big(self):
         """Reads the next frame, one larger than a batch, into a buffer kept for the next
@@ -185,7 +215,10 @@ class PubsubExporter:
 class ExportLoop:
     """One thread that waits on the rings of up to ``MultiWait.capacity`` exported
     topics at once and sends what each holds (:meth:`PubsubExporter.pump`), one batch
-    per topic per wake-up, again at once for the topics that had more.
+    per topic per wake-up, again at once for the topics that had more. It sleeps on the
+    rings' ``notify_local`` words, so the importer's writes (relayed) do not wake it;
+    :attr:`wakeups` counts the waits that something ended before their timeout (a
+    local commit, an exporter added or removed, close).
 
     `linger` (seconds, 0: none): after a wake-up, how long the loop waits for the
     other topics' packets before it reads, so that a publisher writing several topics
@@ -193,8 +226,9 @@ class ExportLoop:
     packet then waits up to that long more (docs/bridge.md, "Latency and CPU")."""
 
     def __init__(self, linger=0.0):
-        self._wait = _core.MultiWait()
+        self._wait = _core.MultiWait(local=True)
         self.capacity = self._wait.capacity
+        self.wakeups = 0
         self.linger = linger
         self._lock = threading.Lock()
         self._exporters = {}  # id(arena) -> exporter
@@ -231,30 +265,23 @@ class ExportLoop:
             todo = [by_arena.get(id(arena)) for arena in self._wait.changed()]
             todo.extend(e for e in again if e not in todo)
             again = []
-            sent = echoes = False
             for exporter in todo:
                 if exporter is None or exporter.closed:
                     continue
                 try:
-                    read, more = exporter.pump()
+                    _, more = exporter.pump()
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
                     continue
                 if more:
                     again.append(exporter)
-                sent |= read > 0
-                echoes |= read < 0
             if again or self._stop:
                 continue
-            if echoes and not sent:
-                # Woken only by packets this machine's importer wrote (bridged ones, never
-                # sent): a pause, during which those writes wake nobody, instead of one
-                # wake-up per imported sample. A local packet written meanwhile waits at
-                # most this long.
-                time.sleep(_ECHO_PAUSE_S)
-            if self._wait.wait(_EXPORT_IDLE_S) and self.linger:
-                time.sleep(self.linger)
+            if self._wait.wait(_EXPORT_IDLE_S):
+                self.wakeups += 1
+                if self.linger:
+                    time.sleep(self.linger)
 
     def close(self, timeout=5.0):
         self._stop = True

@@ -126,6 +126,9 @@ class _Endpoint:
         self.deadman = _core.Deadman(self.arena)
         self.lock = threading.RLock()
         self.writer = _core.PacketWriter(self.arena, self.label)
+        # What the bridge writes here stands for a process on another machine (its
+        # requests, or its server's accepts and replies): relayed, as the importer's.
+        self.writer.relayed = True
         self.reader = _core.PacketReader(self.arena, init, READER_ITER_NEXT, self.label)
         self.closed = False
         self.thread = threading.Thread(target=self._run, name=f"a0py-bridge-{protocol}", daemon=True)

@@ -18,6 +18,7 @@ cdef extern from "a0_arena.h" nogil:
         uint64_t off_head
         uint64_t off_tail
         uint64_t high_water_mark
+        uint64_t relayed_frames
 
     ctypedef struct a0_check_info_t:
         const char* field

@@ -24,4 +24,5 @@ cdef extern from "a0_multiwait.h" nogil:
                           const timespec* deadline, int* changed)
     void a0_multiwait_wake_private(uint32_t* word)
     void a0_multiwait_arena_entry(void* base, a0_multiwait_entry_t* out)
+    void a0_multiwait_arena_local_entry(void* base, a0_multiwait_entry_t* out)
     uint32_t a0_multiwait_load(const a0_multiwait_entry_t* e)

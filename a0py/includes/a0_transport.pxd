@@ -23,6 +23,9 @@ cdef extern from "a0_transport.h" nogil:
         uint32_t locked
         uint32_t pending
         uint32_t recovered
+        uint32_t relayed
+        uint64_t snap_high
+        uint64_t snap_relayed
 
     ctypedef struct a0_locked_t:
         a0_transport_t* t
@@ -85,5 +88,7 @@ cdef extern from "a0_transport.h" nogil:
     c_bool a0_pred_seq_above(a0_locked_t lk, void* ctx)
     c_bool a0_pred_fits(a0_locked_t lk, void* ctx)
     uint32_t* a0_transport_notify_word(const a0_transport_t* t)
+    uint32_t* a0_transport_notify_local_word(const a0_transport_t* t)
+    uint32_t a0_transport_notify_local_count(const a0_transport_t* t)
     uint32_t a0_transport_notify_count(const a0_transport_t* t)
     uint32_t a0_transport_waiter_count(const a0_transport_t* t)

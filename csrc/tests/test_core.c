@@ -1136,6 +1136,118 @@ static void test_wait_readable_wakes_for_a_writer(void) {
   free(x.base);
 }
 
+/* ---- relayed writers: notify_local and relayed_frames ----------------------- */
+
+static uint32_t word_of(const uint32_t* w) { return atomic_load((_Atomic uint32_t*)w); }
+
+/* A relayed writer's publishes (commits of one and of two frames, the
+ * eviction an alloc publishes, clear) move notify and never notify_local;
+ * its commits count in relayed_frames. An ordinary writer's move both. A
+ * reader that read to the end stands on the snapshot it last took, whose
+ * relayed_frames tells how many of the frames up to there were relayed. A
+ * state whose relayed_frames exceeds seq_high is refused. */
+static void test_relayed_writer(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = new_arena(size);
+  a0_arena_hdr_t* h = HDRP(base);
+  a0_transport_t w, r, plain;
+  a0_transport_init(&w, base, size);
+  a0_transport_init(&r, base, size);
+  a0_transport_init(&plain, base, size);
+  CHECK(w.relayed == 0 && a0_transport_notify_local_word(&w) == &h->notify_local);
+  w.relayed = 1;
+
+  uint32_t n0 = word_of(&h->notify), l0 = word_of(&h->notify_local);
+  CHECK_ERR(write_commit(&w, 100), A0_OK);
+  CHECK(word_of(&h->notify) != n0 && word_of(&h->notify_local) == l0);
+  CHECK(committed(base)->relayed_frames == 1);
+  a0_locked_t lk;
+  CHECK_ERR(a0_transport_lock(&w, &lk), A0_OK);
+  CHECK_ERR(write_frame(lk, 100), A0_OK);
+  CHECK_ERR(write_frame(lk, 100), A0_OK);
+  CHECK_ERR(a0_transport_commit_unlock(lk), A0_OK);
+  CHECK(word_of(&h->notify_local) == l0 && committed(base)->relayed_frames == 3);
+
+  n0 = word_of(&h->notify);
+  CHECK_ERR(write_commit(&plain, 100), A0_OK); /* seq 4 */
+  CHECK(word_of(&h->notify) != n0 && word_of(&h->notify_local) != l0);
+  CHECK(committed(base)->relayed_frames == 3 && committed(base)->seq_high == 4);
+
+  /* an alloc that evicts publishes the eviction; dropped uncommitted, nothing
+   * else is published: the local word stays, the count too */
+  l0 = word_of(&h->notify_local);
+  n0 = word_of(&h->notify);
+  CHECK_ERR(a0_transport_lock(&w, &lk), A0_OK);
+  bool evicts = false;
+  CHECK_ERR(a0_transport_alloc_evicts(lk, 3000, &evicts), A0_OK);
+  CHECK(evicts);
+  CHECK_ERR(write_frame(lk, 3000), A0_OK);
+  CHECK_ERR(a0_transport_unlock(lk), A0_OK);
+  CHECK(committed(base)->seq_low > 1); /* the eviction was published */
+  CHECK(word_of(&h->notify) != n0 && word_of(&h->notify_local) == l0);
+  CHECK(committed(base)->relayed_frames == 3 && committed(base)->seq_high == 4);
+  CHECK_ERR(a0_transport_lock(&w, &lk), A0_OK);
+  CHECK_ERR(a0_transport_clear(lk), A0_OK);
+  CHECK_ERR(a0_transport_unlock(lk), A0_OK);
+  CHECK(word_of(&h->notify_local) == l0 && committed(base)->relayed_frames == 3);
+
+  /* the reader's snapshot: after reading everything, cursor == snap_high */
+  for (int i = 0; i < 3; i++) CHECK_ERR(write_commit(&w, 50), A0_OK);   /* 5, 6, 7 relayed */
+  CHECK_ERR(write_commit(&plain, 50), A0_OK);                          /* 8 */
+  a0_read_t first, cur, next;
+  CHECK_ERR(a0_transport_read_begin(&r, &first), A0_OK);
+  CHECK(first.seq == 5);
+  cur = first;
+  while (a0_transport_read_after(&r, &cur, &next) == A0_OK) cur = next;
+  CHECK_ERR(a0_transport_read_end(&r, &first, &cur), A0_OK);
+  CHECK(r.cur_seq == 8 && r.snap_high == 8 && r.snap_relayed == 6);
+  CHECK_ERR(a0_transport_read_begin(&r, &first), A0_ERR_NO_FRAME);
+  CHECK(r.cur_seq == r.snap_high);
+
+  a0_check_info_t info;
+  a0_state_t bad = *committed(base);
+  bad.relayed_frames = bad.seq_high + 1;
+  CHECK_ERR(a0_state_check(&bad, size, &info), A0_ERR_CORRUPT);
+  CHECK(info.field && strcmp(info.field, "relayed_frames") == 0);
+  free(base);
+}
+
+/* A writer killed holding the lock may have published without notifying:
+ * the next locker bumps and wakes both words, even a relayed one, so a
+ * sleeper on notify_local is not left asleep by a local writer's death. */
+static void test_recovery_bumps_both_words(void) {
+  const uint64_t size = 4096;
+  uint8_t* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) abort();
+  if (a0_arena_init(base, size) != A0_OK) abort();
+  a0_arena_hdr_t* h = HDRP(base);
+  pid_t pid = fork();
+  if (pid == 0) {
+    a0_transport_t c;
+    a0_locked_t lk;
+    a0_transport_init(&c, base, size);
+    if (a0_transport_lock(&c, &lk) || write_frame(lk, 8)) _exit(1);
+    raise(SIGKILL); /* dies holding the lock */
+    _exit(2);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  uint32_t seen = word_of(&h->notify_local), armed = seen;
+  CHECK(a0_notify_arm(&h->notify_local, seen, &armed)); /* as a sleeper would */
+  uint32_t n0 = word_of(&h->notify);
+  a0_transport_t w;
+  a0_transport_init(&w, base, size);
+  w.relayed = 1;
+  a0_locked_t lk;
+  CHECK_ERR(a0_transport_lock(&w, &lk), A0_OK);
+  CHECK(w.recovered == 1);
+  CHECK(word_of(&h->notify_local) != armed && word_of(&h->notify) != n0);
+  CHECK(!(word_of(&h->notify_local) & A0_NOTIFY_SLEEPERS)); /* woken and cleared */
+  a0_transport_unlock(lk);
+  munmap(base, size);
+}
+
 int main(void) {
   test_init_and_check();
   test_alloc_commit_iterate();
@@ -1152,6 +1264,8 @@ int main(void) {
   test_waiter_killed_asleep_costs_one_wake();
   test_lockfree_readers_never_return_a_torn_frame();
   test_wait_readable_wakes_for_a_writer();
+  test_relayed_writer();
+  test_recovery_bumps_both_words();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -1,7 +1,9 @@
 /* test_multiwait.c — a0_multiwait in both modes (futex_waitv where the
  * kernel has it, and the polling fallback): wakes from a commit on any of
  * many arenas, from the private control word, deadlines, a word changed
- * before the call, the waiter counts restored, bad arguments.
+ * before the call, the waiter counts restored, bad arguments; the
+ * notify_local word: a sleeper on it not woken by relayed commits, woken by
+ * an ordinary one, and one killed asleep costing one wake.
  *
  * Plain C, no framework: CHECK() counts, the last line is "N passed, M
  * failed", the exit status is non-zero on any failure. */
@@ -10,7 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,6 +213,137 @@ static void test_words_armed_while_asleep(void) {
   free(b);
 }
 
+
+/* ---- the notify_local word ------------------------------------------------ */
+
+/* n frames committed to `base` (of `size` bytes), by a relayed writer or not. */
+static void commit_frames(uint8_t* base, uint64_t size, int n, uint32_t relayed) {
+  a0_transport_t t;
+  a0_locked_t lk;
+  uint8_t* data;
+  a0_transport_init(&t, base, size);
+  t.relayed = relayed;
+  for (int i = 0; i < n; i++) {
+    a0_transport_lock(&t, &lk);
+    a0_transport_alloc(lk, 8, &data);
+    memset(data, 2, 8);
+    a0_transport_commit_unlock(lk);
+  }
+}
+
+typedef struct local_sleeper_s {
+  a0_multiwait_entry_t e[3];
+  uint32_t n;
+  a0_multiwait_mode_t mode;
+  long ms;
+  _Atomic int done;
+  a0_err_t err;
+  int changed;
+} local_sleeper_t;
+
+static void* local_sleeper_main(void* arg) {
+  local_sleeper_t* s = arg;
+  struct timespec deadline = in_ms(s->ms);
+  s->err = a0_multiwait(s->e, s->n, s->mode, &deadline, &s->changed);
+  atomic_store(&s->done, 1);
+  return NULL;
+}
+
+/* A sleeper on two arenas' local words: relayed commits (they wrap the
+ * ring, evicting frames) do not end its sleep, nor do they touch the local
+ * word or its flag; an ordinary commit on the second arena does, at once,
+ * and clears the flag as any publish does. Meanwhile a sleeper on the plain
+ * notify word of the same arena is woken by the first relayed commit. */
+static void test_local_word(a0_multiwait_mode_t mode) {
+  uint8_t* a = new_arena();
+  uint8_t* b = new_arena();
+  a0_arena_hdr_t* hb = (a0_arena_hdr_t*)b;
+  local_sleeper_t loc = {.n = 2, .mode = mode, .ms = 5000};
+  a0_multiwait_arena_local_entry(a, &loc.e[0]);
+  a0_multiwait_arena_local_entry(b, &loc.e[1]);
+  CHECK(loc.e[1].word == &hb->notify_local && loc.e[1].arm == 1 && loc.e[1].shared == 1);
+  local_sleeper_t all = {.n = 1, .mode = mode, .ms = 5000};
+  a0_multiwait_arena_entry(b, &all.e[0]);
+  pthread_t th_loc, th_all;
+  pthread_create(&th_loc, NULL, local_sleeper_main, &loc);
+  pthread_create(&th_all, NULL, local_sleeper_main, &all);
+  double t0 = now_s();
+  if (mode == A0_MULTIWAIT_WAITV) {
+    while (!((hb->notify_local & A0_NOTIFY_SLEEPERS) && (hb->notify & A0_NOTIFY_SLEEPERS)) &&
+           now_s() - t0 < 5.0)
+      usleep(1000);
+    CHECK(hb->notify_local & A0_NOTIFY_SLEEPERS); /* armed */
+  }
+  usleep(20000); /* let both reach their sleep */
+  uint32_t local_before = atomic_load((_Atomic uint32_t*)&hb->notify_local);
+  uint32_t notify_before = atomic_load((_Atomic uint32_t*)&hb->notify);
+  commit_frames(b, ARENA_SIZE, 600, 1); /* ~100 ring turns: evictions too */
+  pthread_join(th_all, NULL);
+  CHECK_ERR(all.err, A0_OK); /* the plain word saw the relayed commits */
+  CHECK(atomic_load((_Atomic uint32_t*)&hb->notify) != notify_before);
+  CHECK(atomic_load((_Atomic uint32_t*)&hb->notify_local) == local_before); /* untouched */
+  usleep(50000); /* a wake, had there been one, would have ended it by now */
+  CHECK(!atomic_load(&loc.done));
+  a0_state_t s;
+  a0_transport_t t;
+  a0_transport_init(&t, b, ARENA_SIZE);
+  a0_transport_snapshot(&t, &s);
+  CHECK(s.relayed_frames == 600 && s.seq_high == 600);
+  commit_frames(b, ARENA_SIZE, 1, 0); /* an ordinary commit */
+  pthread_join(th_loc, NULL);
+  CHECK_ERR(loc.err, A0_OK);
+  CHECK(loc.changed == 1 || loc.changed == -1);
+  CHECK(atomic_load((_Atomic uint32_t*)&hb->notify_local) != local_before);
+  CHECK(!(hb->notify_local & A0_NOTIFY_SLEEPERS)); /* woken, then cleared */
+  a0_transport_snapshot(&t, &s);
+  CHECK(s.relayed_frames == 600 && s.seq_high == 601);
+  /* a word that moved before the call ends it at once, as on notify */
+  local_sleeper_t early = {.n = 1, .mode = mode, .ms = 5000};
+  a0_multiwait_arena_local_entry(b, &early.e[0]);
+  commit_frames(b, ARENA_SIZE, 1, 0);
+  local_sleeper_main(&early);
+  CHECK_ERR(early.err, A0_OK);
+  CHECK(early.changed == 0);
+  /* and only relayed commits before the call do not: it times out */
+  local_sleeper_t quiet = {.n = 1, .mode = mode, .ms = 30};
+  a0_multiwait_arena_local_entry(b, &quiet.e[0]);
+  commit_frames(b, ARENA_SIZE, 3, 1);
+  local_sleeper_main(&quiet);
+  CHECK_ERR(quiet.err, A0_ERR_TIMEOUT);
+  free(a);
+  free(b);
+}
+
+/* A process killed asleep on the local word leaves its flag set: relayed
+ * commits leave it so (they do not touch the word), the next ordinary
+ * commit pays one wake and clears it, later ones pay none. */
+static void test_local_sleeper_killed(void) {
+  uint8_t* base = mmap(NULL, ARENA_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) abort();
+  if (a0_arena_init(base, ARENA_SIZE) != A0_OK) abort();
+  a0_arena_hdr_t* h = (a0_arena_hdr_t*)base;
+  pid_t pid = fork();
+  if (pid == 0) {
+    a0_multiwait_entry_t e;
+    a0_multiwait_arena_local_entry(base, &e);
+    a0_multiwait(&e, 1, A0_MULTIWAIT_WAITV, NULL, NULL);
+    _exit(0);
+  }
+  double t0 = now_s();
+  while (!(atomic_load((_Atomic uint32_t*)&h->notify_local) & A0_NOTIFY_SLEEPERS) && now_s() - t0 < 5.0)
+    usleep(1000);
+  CHECK(h->notify_local & A0_NOTIFY_SLEEPERS);
+  usleep(20000);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  commit_frames(base, ARENA_SIZE, 5, 1);
+  CHECK(h->notify_local & A0_NOTIFY_SLEEPERS); /* relayed commits: left as it was */
+  commit_frames(base, ARENA_SIZE, 1, 0);
+  CHECK(!(h->notify_local & A0_NOTIFY_SLEEPERS)); /* one wake, then clear */
+  CHECK(!(h->notify & A0_NOTIFY_SLEEPERS));
+  munmap(base, ARENA_SIZE);
+}
+
 static void test_bad_arguments(void) {
   a0_multiwait_entry_t e[A0_MULTIWAIT_MAX + 1];
   uint32_t word = 0;
@@ -227,8 +363,11 @@ int main(void) {
   if (has_waitv) {
     test_mode(A0_MULTIWAIT_WAITV);
     test_words_armed_while_asleep();
+    test_local_word(A0_MULTIWAIT_WAITV);
+    test_local_sleeper_killed();
   }
   test_mode(A0_MULTIWAIT_POLL);
+  test_local_word(A0_MULTIWAIT_POLL);
   test_bad_arguments();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;

@@ -678,7 +678,8 @@ def test_header_snapshot(shm):
         Transport(a).write(b"abc")
         h = a.header()
         assert h["magic"] == struct.unpack("<Q", b"A0PYAREN")[0]
-        assert (h["version"], h["header_size"], h["arena_size"]) == (2, 512, 1024)
+        assert (h["version"], h["header_size"], h["arena_size"]) == (3, 512, 1024)
+        assert h["notify_local"] == h["notify"] == 2 and h["local_waiters"] == 0
         assert h["committed_page"] == h["state_version"] & 1 and h["state_version"] == 1
         page = h["pages"][h["committed_page"]]
         assert (page["seq_low"], page["seq_high"], page["off_head"], page["off_tail"]) == (1, 1, 512, 512)

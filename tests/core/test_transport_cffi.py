@@ -29,12 +29,14 @@ HEADER_LAYOUT = {
     "notify": 128,
     "recoveries": 132,
     "state_version": 136,
+    "notify_local": 144,
     "deadman": 192,
     "deadman_notify": 256,
     "deadman_pid": 260,
     "pages": 320,
 }
-STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32}
+STATE_LAYOUT = {"seq_low": 0, "seq_high": 8, "off_head": 16, "off_tail": 24, "high_water_mark": 32,
+                "relayed_frames": 40}
 FRAME_LAYOUT = {"seq": 0, "off_prev": 8, "off_next": 16, "data_size": 24}
 
 @pytest.fixture(scope="session")
@@ -145,9 +147,11 @@ def test_fresh_arena_bytes_match_the_format(core):
     a = Arena(core, 1024)
     raw = bytes(a.buf())
     assert raw[:8] == b"A0PYAREN"
-    assert struct.unpack_from("<IIQQ", raw, 8) == (2, 512, 1024, 0)
-    assert struct.unpack_from("<IIQ", raw, 128) == (0, 0, 0)  # notify, recoveries, state_version
-    assert struct.unpack_from("<5Q", raw, 320) == struct.unpack_from("<5Q", raw, 384) == (1, 0, 0, 0, 0)
+    assert struct.unpack_from("<IIQQ", raw, 8) == (3, 512, 1024, 0)
+    # notify, recoveries, state_version, notify_local
+    assert struct.unpack_from("<IIQI", raw, 128) == (0, 0, 0, 0)
+    # seq_low, seq_high, off_head, off_tail, high_water_mark, relayed_frames
+    assert struct.unpack_from("<6Q", raw, 320) == struct.unpack_from("<6Q", raw, 384) == (1, 0, 0, 0, 0, 0)
     assert raw[512:] == b"\0" * (1024 - 512)  # init touches only the header
 
 

@@ -82,6 +82,7 @@ def test_every_exception_is_an_a0error():
         (0, "<Q", 0x1122334455667788, "magic"),
         (0, "<Q", 0, "magic"),
         (8, "<I", 1, "version"),  # format 1 (before lock-free reads) is refused
+        (8, "<I", 2, "version"),  # format 2 (before notify_local): its writers would not move it
         (8, "<I", 0xFFFFFFFF, "version"),
         (12, "<I", 1024, "header_size"),
         (16, "<Q", SIZE * 2, "arena_size"),
@@ -97,6 +98,12 @@ def test_bad_header_field_is_a_format_error_naming_file_and_field(arena_path, of
     # The same check runs through Arena.open.
     with pytest.raises(ArenaFormatError):
         Arena.open(path=arena_path)
+
+
+def test_an_arena_of_an_older_format_is_refused_saying_so(arena_path):
+    patch(arena_path, 8, "<I", 2)
+    with pytest.raises(ArenaFormatError, match=r"expected 3, found 2.*written by an older a0py"):
+        Arena.file(arena_path)
 
 
 def test_bad_magic_message_shows_the_magic_in_hex(arena_path):
