@@ -85,6 +85,11 @@ _ECHO_PAUSE_S = 0.0005
 #: The longest linger an export loop takes (seconds): past it, latency, not CPU, is what
 #: a user would notice.
 MAX_LINGER = 0.01
+# The importer's callback runs on the Zenoh thread that received the sample. Zenoh's
+# default (indirect) hands each sample to a Python thread of its own first: one more
+# thread wake-up per sample, measured at a median of about 40 us on this project's
+# machines (docs/bridge.md, "Latency and CPU"). bench/bridge.py sets it back to compare.
+_IMPORT_INDIRECT = False
 
 
 class PubsubExporter:
@@ -334,8 +339,9 @@ class Importer:
         self._lock = threading.Lock()
         self._topics = {}   # (protocol, topic) -> TopicIngest
         self._keys = {}     # key expression -> (TopicIngest, topic), or None: not ours
+        on_sample = bridge.zenoh.handlers.Callback(self._on_sample, indirect=_IMPORT_INDIRECT)
         self._subscribers = [bridge.session.declare_subscriber(
-            key_of(bridge.prefix, protocol, "**"), self._on_sample,
+            key_of(bridge.prefix, protocol, "**"), on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
 
     def _refuse(self, why):
