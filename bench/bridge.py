@@ -131,7 +131,7 @@ class Bridges:
     def __init__(self, prepare=None, trace=None, variant=None):
         self.prepare = prepare
         self.trace = trace  # a directory: each bridge's timestamps there (BRIDGE_PROC)
-        self.variant = variant or {}  # a0py.bridge.exchange's names set otherwise (BRIDGE_PROC)
+        self.variant = variant or {}  # the bridges otherwise than as built (BRIDGE_PROC)
 
     def __enter__(self):
         tag = uuid.uuid4().hex[:8]
@@ -146,8 +146,8 @@ class Bridges:
             if self.trace is None and not self.variant:
                 return [sys.executable, "-m", "a0py", *args]
             trace = None if self.trace is None else os.path.join(self.trace, f"{side}.json")
-            return [sys.executable, "-c", BRIDGE_PROC, json.dumps({"trace": trace, "exchange": self.variant}),
-                    *args]
+            return [sys.executable, "-c", BRIDGE_PROC, json.dumps({"trace": trace, "variant": self.variant, "side": side}),
+                    *args, *self.variant.get("args", ())]
 
         self.procs = [
             subprocess.Popen(cmd("a") + ["--listen", ep, "bench/**"], env=env(self.a), stdout=subprocess.PIPE),
@@ -277,9 +277,69 @@ from a0py.bridge import exchange
 from a0py.cli import main
 
 settings = json.loads(sys.argv[1])
-for name, value in settings["exchange"].items():
+variant = settings["variant"]
+if variant.get("exchange_source"):
+    # another revision's a0py/bridge/exchange.py in place of this one's (A/B of a change)
+    import importlib.util
+    from a0py.bridge import bridge as bridge_module
+
+    spec = importlib.util.spec_from_file_location("a0py.bridge._exchange_ab", variant["exchange_source"])
+    exchange = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exchange)
+    for name in ("Exporter", "ExportLoop", "Importer", "PubsubExporter"):
+        setattr(bridge_module, name, getattr(exchange, name))
+if variant.get("echo") is False and settings["side"] == "b":
+    # the importing bridge exports nothing: no export loop woken by its own imports
+    exchange.ExportLoop.add = lambda self, exporter: None
+for name, value in variant.get("exchange", {}).items():
     getattr(exchange, name)  # a name that does not exist is an error, not a silent no-op
     setattr(exchange, name, value)
+if variant.get("publisher"):
+    # options added to the pub/sub exporters' declare_publisher (priority by its name)
+    import zenoh
+    from a0py.bridge import bridge as bridge_module
+
+    options = {k: getattr(zenoh.Priority, v) if k == "priority" else v for k, v in variant["publisher"].items()}
+
+    class Session:
+        def __init__(self, session):
+            self._session = session
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+        def declare_publisher(self, key, **kwargs):
+            if "/pubsub/" in str(key):
+                kwargs.update(options)
+            return self._session.declare_publisher(key, **kwargs)
+
+    proxy = types.SimpleNamespace(**{k: getattr(zenoh, k) for k in dir(zenoh) if not k.startswith("__")})
+    proxy.open = lambda config: Session(zenoh.open(config))
+    bridge_module._import_zenoh = lambda: proxy
+if variant.get("callback_indirect") is not None:
+    # the importer's callback on Zenoh's receiving thread (False) or a Python thread (True)
+    import zenoh
+    from a0py.bridge import bridge as bridge_module
+
+    real = bridge_module._import_zenoh()
+
+    def open_session(config):
+        session = real.open(config)
+
+        class Session:
+            def __getattr__(self, name):
+                return getattr(session, name)
+
+            def declare_subscriber(self, key, handler, **kwargs):
+                if "/pubsub/" in str(key) and callable(handler):
+                    handler = zenoh.handlers.Callback(handler, indirect=variant["callback_indirect"])
+                return session.declare_subscriber(key, handler, **kwargs)
+
+        return Session()
+
+    proxy = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
+    proxy.open = open_session
+    bridge_module._import_zenoh = lambda: proxy
 if settings["trace"] is None:
     sys.exit(main(sys.argv[2:]))
 
@@ -525,11 +585,32 @@ STAGES = (
 
 
 def parse_variant(text):
-    """``NAME=JSON`` (--ab): a name of a0py.bridge.exchange and the value it is set to."""
+    """--ab ``KIND.NAME=JSON``: ``exchange.NAME`` (a name of a0py.bridge.exchange set to the
+    value), ``publisher.NAME`` (an option of the pub/sub exporters' Zenoh publishers, e.g.
+    ``publisher.express=true``, ``publisher.priority="REAL_TIME"``), ``callback.indirect``
+    (the importer's callback on a Python thread of Zenoh's, true, or on its receiving
+    thread, false), ``args=[...]`` (more command-line arguments for both bridges),
+    ``exchange-source="PATH"`` (another revision's a0py/bridge/exchange.py, e.g. from
+    ``git show main:a0py/bridge/exchange.py``), ``echo=false`` (the importing bridge
+    exports nothing, so its own imports wake no export loop)."""
     name, sep, value = text.partition("=")
-    if not sep:
-        raise SystemExit(f"--ab {text!r}: write NAME=VALUE, e.g. _IMPORT_INDIRECT=true")
-    return {name: json.loads(value)}
+    kind, _, attr = name.partition(".")
+    try:
+        value = json.loads(value)
+    except ValueError:
+        raise SystemExit(f"--ab {text!r}: the value is not JSON") from None
+    if sep and kind in ("exchange", "publisher") and attr:
+        return {kind: {attr: value}}
+    if sep and name == "callback.indirect":
+        return {"callback_indirect": bool(value)}
+    if sep and name == "args" and isinstance(value, list):
+        return {"args": [str(v) for v in value]}
+    if sep and name == "exchange-source" and isinstance(value, str) and os.path.isfile(value):
+        return {"exchange_source": os.path.abspath(value)}
+    if sep and name == "echo" and value is False:
+        return {"echo": False}
+    raise SystemExit(f"--ab {text!r}: write exchange.NAME=JSON, publisher.NAME=JSON, "
+                     "callback.indirect=true|false, args=[...], exchange-source=\"FILE\" or echo=false")
 
 
 def latency_stages(n, period, repeats, variants, zenohs):
@@ -723,11 +804,11 @@ def main():
     ap.add_argument("--stages", action="store_true",
                     help="latency: where the time goes (traced bridges beside untraced ones, Zenoh's "
                          "put and delivery, a local a0py hop; alternating --repeats rounds)")
-    ap.add_argument("--ab", action="append", default=[], metavar="NAME=JSON",
-                    help="latency --stages: also run bridges with a0py.bridge.exchange's NAME set to "
-                         "VALUE (repeatable), e.g. _IMPORT_INDIRECT=true: the code as it was")
-    ap.add_argument("--express", action="store_true",
-                    help="latency --stages: also Zenoh's own with the publisher's express=True")
+    ap.add_argument("--ab", action="append", default=[], metavar="KIND.NAME=JSON",
+                    help="latency --stages: also run bridges otherwise than as built (repeatable): "
+                         "exchange.NAME=JSON, publisher.NAME=JSON (e.g. publisher.express=true), "
+                         "callback.indirect=false, args=[...], exchange-source=\"FILE\", echo=false "
+                         "(see parse_variant)")
     args = ap.parse_args()
     Bridges.extra = args.bridge_arg
     repeats = 1 if args.quick else args.repeats
@@ -755,9 +836,12 @@ def main():
         print(f"latency, 64 B every 2 ms, one way ({n} packets, the first tenth left out)")
         if args.stages:
             variants = [("as built", {})] + [(text, parse_variant(text)) for text in args.ab]
-            zenohs = [("default", False, True), ("direct", False, False)]
-            if args.express:
+            # Zenoh's own with the same options as a variant (like with like)
+            zenohs = [("default", False, True)]
+            if any(v.get("publisher", {}).get("express") for _, v in variants):
                 zenohs.append(("express", True, True))
+            if any(v.get("callback_indirect") is False for _, v in variants):
+                zenohs.append(("direct", False, False))
             latency_stages(n, 0.002, repeats, variants, zenohs)
         else:
             for path, fn in (("bridge", bridge_latency), ("zenoh", zenoh_latency)):

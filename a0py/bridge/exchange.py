@@ -85,11 +85,6 @@ _ECHO_PAUSE_S = 0.0005
 #: The longest linger an export loop takes (seconds): past it, latency, not CPU, is what
 #: a user would notice.
 MAX_LINGER = 0.01
-# The importer's callback runs on the Zenoh thread that received the sample. Zenoh's
-# default (indirect) hands each sample to a Python thread of its own first: one more
-# thread wake-up per sample, measured at a median of about 40 us on this project's
-# machines (docs/bridge.md, "Latency and CPU"). bench/bridge.py sets it back to compare.
-_IMPORT_INDIRECT = False
 
 
 class PubsubExporter:
@@ -227,15 +222,20 @@ class ExportLoop:
     def _run(self):
         by_arena = {}
         again = []
+        # Between a wake-up and the read, as little Python as can be (each statement
+        # costs microseconds on a CPU whose caches other processes filled meanwhile):
+        # the lock only when the exporters changed (only this thread clears _changed),
+        # C iterators rather than a comprehension's frame.
         while not self._stop:
-            with self._lock:
-                if self._changed:
+            if self._changed:
+                with self._lock:
                     by_arena = dict(self._exporters)
                     self._wait.set_arenas([e.arena for e in by_arena.values()])
                     self._changed = False
-            todo = [by_arena.get(id(arena)) for arena in self._wait.changed()]
-            todo.extend(e for e in again if e not in todo)
-            again = []
+            todo = list(map(by_arena.get, map(id, self._wait.changed())))
+            if again:
+                todo.extend(e for e in again if e not in todo)
+                again = []
             sent = echoes = False
             for exporter in todo:
                 if exporter is None or exporter.closed:
@@ -339,9 +339,8 @@ class Importer:
         self._lock = threading.Lock()
         self._topics = {}   # (protocol, topic) -> TopicIngest
         self._keys = {}     # key expression -> (TopicIngest, topic), or None: not ours
-        on_sample = bridge.zenoh.handlers.Callback(self._on_sample, indirect=_IMPORT_INDIRECT)
         self._subscribers = [bridge.session.declare_subscriber(
-            key_of(bridge.prefix, protocol, "**"), on_sample,
+            key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
 
     def _refuse(self, why):
@@ -377,11 +376,14 @@ class Importer:
 
     def _on_sample(self, sample):
         # On a Zenoh thread; nothing in the sample is trusted (TopicIngest checks it).
-        try:
-            found = self._topic_of(str(sample.key_expr))
-        except WireError as e:
-            self._refuse(e)
-            return
+        key = str(sample.key_expr)
+        found = self._keys.get(key, False)  # _topic_of's lookup, without its call when known
+        if found is False:
+            try:
+                found = self._topic_of(key)
+            except WireError as e:
+                self._refuse(e)
+                return
         if found is None:
             return
         state, name = found
