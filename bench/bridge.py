@@ -683,8 +683,8 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bridge_cpu(topics, rate, seconds):
-    with Bridges() as br:
+def bridge_cpu(topics, rate, seconds, variant=None):
+    with Bridges(variant=variant) as br:
         load = subprocess.Popen([sys.executable, "-c", LOAD, str(topics), str(rate), str(seconds + 3)],
                                 env=env(br.a))
         time.sleep(2.0)  # every topic discovered and flowing
@@ -805,7 +805,7 @@ def main():
                     help="latency: where the time goes (traced bridges beside untraced ones, Zenoh's "
                          "put and delivery, a local a0py hop; alternating --repeats rounds)")
     ap.add_argument("--ab", action="append", default=[], metavar="KIND.NAME=JSON",
-                    help="latency --stages: also run bridges otherwise than as built (repeatable): "
+                    help="latency --stages and cpu: also run bridges otherwise than as built (repeatable): "
                          "exchange.NAME=JSON, publisher.NAME=JSON (e.g. publisher.express=true), "
                          "callback.indirect=false, args=[...], exchange-source=\"FILE\", echo=false "
                          "(see parse_variant)")
@@ -850,9 +850,22 @@ def main():
                 print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
+        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
+        if args.ab:
+            # the variants in turn, --repeats rounds: medians, and the load average
+            variants = [("as built", {})] + [(text, parse_variant(text)) for text in args.ab]
+            runs = {label: [] for label, _ in variants}
+            for _ in range(repeats):
+                for label, variant in variants:
+                    runs[label].append(bridge_cpu(20, 1000.0, seconds, variant))
+            for label, _ in variants:
+                exporting = statistics.median(r[0] for r in runs[label])
+                importing = statistics.median(r[1] for r in runs[label])
+                print(f" bridge[{label}]  exporting {exporting:5.1f}  importing {importing:5.1f}  "
+                      f"(medians of {repeats}; load average {os.getloadavg()[0]:.2f})", flush=True)
+            return
         exporting, importing = bridge_cpu(20, 1000.0, seconds)
         sending, receiving = zenoh_cpu(20, 1000.0, seconds)
-        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
         print(f" bridge  exporting {exporting:5.1f}  importing {importing:5.1f}  (bridge processes)")
         print(f"  zenoh  sending   {sending:5.1f}  receiving {receiving:5.1f}  (the sender also "
               "paces the load)", flush=True)
