@@ -3,6 +3,7 @@
     python bench/bridge.py            # about two minutes on 2 cores
     python bench/bridge.py --quick
     python bench/bridge.py --only rate|latency|cpu|ingest
+    python bench/bridge.py --only latency --stages [--ab exchange-source='"OLD.py"']
 
 Workloads (medians of --repeats runs):
 
@@ -33,6 +34,15 @@ Workloads (medians of --repeats runs):
            publisher's ``a0_time_mono`` (kept by the bridge) to the moment this process's
            blocking read returns it under root B; for Zenoh, from a monotonic time put
            in the payload to the receiving callback. Same host, same clock: p50, p99.
+           --stages: where the time goes, in --repeats rounds, each running in turn the
+           bridges untraced, the bridges traced (BRIDGE_PROC: timestamps round the
+           export loop's wait, its read and its put, the importer's callback and its
+           ingest), Zenoh's own (its put and its delivery timed apart) and one a0py
+           hop with no bridge (a publisher process to this process's blocking read: the
+           floor of each of the bridge's two extra hops); --ab adds variants of the
+           bridges run in the same rounds (another revision's exchange.py, Zenoh
+           publisher options, the callback's thread, no echo on the importing side), and
+           Zenoh's own with the same options.
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
            as a share of one core (the exporting and the importing side); beside it,
