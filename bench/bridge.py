@@ -3,6 +3,7 @@
     python bench/bridge.py            # about two minutes on 2 cores
     python bench/bridge.py --quick
     python bench/bridge.py --only rate|latency|cpu|ingest
+    python bench/bridge.py --only latency --stages [--ab exchange-source='"OLD.py"']
 
 Workloads (medians of --repeats runs):
 
@@ -39,6 +40,15 @@ Workloads (medians of --repeats runs):
            publisher's ``a0_time_mono`` (kept by the bridge) to the moment this process's
            blocking read returns it under root B; for Zenoh, from a monotonic time put
            in the payload to the receiving callback. Same host, same clock: p50, p99.
+           --stages: where the time goes, in --repeats rounds, each running in turn the
+           bridges untraced, the bridges traced (BRIDGE_PROC: timestamps round the
+           export loop's wait, its read and its put, the importer's callback and its
+           ingest), Zenoh's own (its put and its delivery timed apart) and one a0py
+           hop with no bridge (a publisher process to this process's blocking read: the
+           floor of each of the bridge's two extra hops); --ab adds variants of the
+           bridges run in the same rounds (another revision's exchange.py, Zenoh
+           publisher options, the callback's thread, no echo on the importing side), and
+           Zenoh's own with the same options.
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
            as a share of one core (the exporting and the importing side); beside it,
@@ -54,6 +64,7 @@ Zenoh's own + 30 us; under 10 % of a core at 1 kHz x 20 topics.
 """
 
 import argparse
+import json
 import os
 import socket
 import statistics
@@ -137,8 +148,10 @@ class Bridges:
 
     extra = ()
 
-    def __init__(self, prepare=None):
+    def __init__(self, prepare=None, trace=None, variant=None):
         self.prepare = prepare
+        self.trace = trace  # a directory: each bridge's timestamps there (BRIDGE_PROC)
+        self.variant = variant or {}  # the bridges otherwise than as built (BRIDGE_PROC)
 
     def __enter__(self):
         tag = uuid.uuid4().hex[:8]
@@ -147,10 +160,18 @@ class Bridges:
             self.prepare(self.a)
             self.prepare(self.b)
         ep = f"tcp/127.0.0.1:{free_port()}"
-        cmd = [sys.executable, "-m", "a0py", "bridge", "--reliable", "--status-interval", "3600", *self.extra]
+        args = ["bridge", "--reliable", "--status-interval", "3600", *self.extra]
+
+        def cmd(side):
+            if self.trace is None and not self.variant:
+                return [sys.executable, "-m", "a0py", *args]
+            trace = None if self.trace is None else os.path.join(self.trace, f"{side}.json")
+            return [sys.executable, "-c", BRIDGE_PROC, json.dumps({"trace": trace, "variant": self.variant, "side": side}),
+                    *args, *self.variant.get("args", ())]
+
         self.procs = [
-            subprocess.Popen(cmd + ["--listen", ep, "bench/**"], env=env(self.a), stdout=subprocess.PIPE),
-            subprocess.Popen(cmd + ["--connect", ep, "bench/**"], env=env(self.b), stdout=subprocess.PIPE)]
+            subprocess.Popen(cmd("a") + ["--listen", ep, "bench/**"], env=env(self.a), stdout=subprocess.PIPE),
+            subprocess.Popen(cmd("b") + ["--connect", ep, "bench/**"], env=env(self.b), stdout=subprocess.PIPE)]
         for p in self.procs:
             p.stdout.readline()
         # the route: a probe until it crosses
@@ -247,19 +268,189 @@ with Publisher(Topic("bench/lat", size="16M")) as pub:
         pub.pub(b"x" * 64)
 """
 
+# The sender prints, at the end, how long each put took (ns), for the stage breakdown.
 PACED_ZENOH = """
-import struct, sys, time, zenoh
+import json, struct, sys, time, zenoh
 from a0py.bridge.config import zenoh_config
-n, period, ep = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+n, period, ep, express = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+puts = []
 with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
-    pub = s.declare_publisher("bench/zlat", congestion_control=zenoh.CongestionControl.BLOCK)
+    pub = s.declare_publisher("bench/zlat", congestion_control=zenoh.CongestionControl.BLOCK,
+                              express=express)
     time.sleep(1.0)
     t = time.monotonic()
     for _ in range(n):
         t += period
         time.sleep(max(0.0, t - time.monotonic()))
-        pub.put(struct.pack("<Q", time.monotonic_ns()) + b"x" * 56)
+        t0 = time.monotonic_ns()
+        pub.put(struct.pack("<Q", t0) + b"x" * 56)
+        puts.append(time.monotonic_ns() - t0)
     time.sleep(0.5)
+print(json.dumps(puts), flush=True)
+"""
+
+# A bridge process for --stages: argv[1] is a JSON object, "exchange": names of
+# a0py.bridge.exchange set before the bridge starts (the A/B of a change: the code as it
+# was), "trace": where to write, as JSON, timestamps (CLOCK_MONOTONIC, ns) taken by
+# wrappers put round the export loop's wait, its batch read and its Zenoh put, and round
+# the importer's callback and its compiled ingest, when the bridge exits. The bridge's own
+# code carries no trace: the wrappers cost a Python call each (the untraced bridge runs
+# beside it for the total).
+BRIDGE_PROC = """
+import atexit, json, os, sys, threading, time, types
+from a0py import _core
+from a0py.bridge import exchange
+from a0py.cli import main
+
+settings = json.loads(sys.argv[1])
+variant = settings["variant"]
+if variant.get("exchange_source"):
+    # another revision's a0py/bridge/exchange.py in place of this one's (A/B of a change)
+    import importlib.util
+    from a0py.bridge import bridge as bridge_module
+
+    spec = importlib.util.spec_from_file_location("a0py.bridge._exchange_ab", variant["exchange_source"])
+    exchange = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exchange)
+    for name in ("Exporter", "ExportLoop", "Importer", "PubsubExporter"):
+        setattr(bridge_module, name, getattr(exchange, name))
+if variant.get("echo") is False and settings["side"] == "b":
+    # the importing bridge exports nothing: no export loop woken by its own imports
+    exchange.ExportLoop.add = lambda self, exporter: None
+for name, value in variant.get("exchange", {}).items():
+    getattr(exchange, name)  # a name that does not exist is an error, not a silent no-op
+    setattr(exchange, name, value)
+if variant.get("publisher"):
+    # options added to the pub/sub exporters' declare_publisher (priority by its name)
+    import zenoh
+    from a0py.bridge import bridge as bridge_module
+
+    options = {k: getattr(zenoh.Priority, v) if k == "priority" else v for k, v in variant["publisher"].items()}
+
+    class Session:
+        def __init__(self, session):
+            self._session = session
+
+        def __getattr__(self, name):
+            return getattr(self._session, name)
+
+        def declare_publisher(self, key, **kwargs):
+            if "/pubsub/" in str(key):
+                kwargs.update(options)
+            return self._session.declare_publisher(key, **kwargs)
+
+    proxy = types.SimpleNamespace(**{k: getattr(zenoh, k) for k in dir(zenoh) if not k.startswith("__")})
+    proxy.open = lambda config: Session(zenoh.open(config))
+    bridge_module._import_zenoh = lambda: proxy
+if variant.get("callback_indirect") is not None:
+    # the importer's callback on Zenoh's receiving thread (False) or a Python thread (True)
+    import zenoh
+    from a0py.bridge import bridge as bridge_module
+
+    real = bridge_module._import_zenoh()
+
+    def open_session(config):
+        session = real.open(config)
+
+        class Session:
+            def __getattr__(self, name):
+                return getattr(session, name)
+
+            def declare_subscriber(self, key, handler, **kwargs):
+                if "/pubsub/" in str(key) and callable(handler):
+                    handler = zenoh.handlers.Callback(handler, indirect=variant["callback_indirect"])
+                return session.declare_subscriber(key, handler, **kwargs)
+
+        return Session()
+
+    proxy = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
+    proxy.open = open_session
+    bridge_module._import_zenoh = lambda: proxy
+if settings["trace"] is None:
+    sys.exit(main(sys.argv[2:]))
+
+now = time.monotonic_ns
+events = {k: [] for k in ("awake", "read", "put0", "put1", "put_cpu", "cb0", "ingest")}
+awake, read, put0, put1, put_cpu, cb0, ingest = events.values()
+tids = events["export_tid"] = []
+callback_thread = events["callback_thread"] = []
+events["pid"] = [os.getpid()]
+
+
+class TracedWait:
+    def __init__(self, *args):
+        self._wait = _core.MultiWait(*args)
+        self.capacity = self._wait.capacity
+        self.set_arenas, self.changed, self.wake = self._wait.set_arenas, self._wait.changed, self._wait.wake
+
+    def wait(self, timeout=None):
+        woken = self._wait.wait(timeout)
+        awake.append(now())
+        if not tids:
+            tids.append(threading.get_native_id())  # for perf sched: the export thread
+        return woken
+
+
+def read_packets_into(*args, **kwargs):
+    out = _core.read_packets_into(*args, **kwargs)
+    if out[1]:
+        read.append(now())
+    return out
+
+
+class TracedPublisher:
+    def __init__(self, publisher):
+        self._publisher = publisher
+
+    def put(self, *args, **kwargs):
+        c = time.thread_time_ns()
+        put0.append(now())
+        self._publisher.put(*args, **kwargs)
+        put1.append(now())
+        put_cpu.append(time.thread_time_ns() - c)
+
+    def undeclare(self):
+        self._publisher.undeclare()
+
+
+class TracedIngest:
+    # The time the compiled ingest is called: the commit inside it wakes the reader, which
+    # may run before the callback returns (a timestamp after it would come too late).
+    def __init__(self, state):
+        self._state = state
+
+    def ingest(self, payload, attachment):
+        ingest.append(now())
+        return self._state.ingest(payload, attachment)
+
+    def __getattr__(self, name):
+        return getattr(self._state, name)
+
+
+core = types.SimpleNamespace(**{k: getattr(_core, k) for k in dir(_core) if not k.startswith("__")})
+core.MultiWait, core.read_packets_into = TracedWait, read_packets_into
+exchange._core = core
+exporter_init, on_sample = exchange.PubsubExporter.__init__, exchange.Importer._on_sample
+new_state = exchange.Importer._new_state
+
+
+def traced_init(self, *args, **kwargs):
+    exporter_init(self, *args, **kwargs)
+    self._publisher = TracedPublisher(self._publisher)
+
+
+def traced_on_sample(self, sample):
+    cb0.append(now())
+    if not callback_thread:  # the thread's name: Zenoh's receiving thread (rx-N) or Python's
+        with open(f"/proc/self/task/{threading.get_native_id()}/comm") as f:
+            callback_thread.append(f.read().strip())
+    on_sample(self, sample)
+
+
+exchange.PubsubExporter.__init__, exchange.Importer._on_sample = traced_init, traced_on_sample
+exchange.Importer._new_state = lambda self, *args: TracedIngest(new_state(self, *args))
+atexit.register(lambda: json.dump(events, open(settings["trace"], "w")))
+sys.exit(main(sys.argv[2:]))
 """
 
 LOAD = """
@@ -315,36 +506,201 @@ def percentiles(samples_ns):
     return s[len(s) // 2] / 1e3, s[min(len(s) - 1, int(len(s) * 0.99))] / 1e3
 
 
-def bridge_latency(n, period):
-    with Bridges() as br, SubscriberSync(Topic("bench/lat", root=br.b, size="16M"), INIT_OLDEST) as sub:
+def bridge_latency(n, period, trace=None, variant=None):
+    """[(publisher's a0_time_mono, read return)] ns per packet across two bridges, the
+    first tenth left out (they cross while routes warm up). `trace`, `variant`: see
+    BRIDGE_PROC (--stages)."""
+    with Bridges(trace=trace, variant=variant) as br, \
+            SubscriberSync(Topic("bench/lat", root=br.b, size="16M"), INIT_OLDEST) as sub:
         pub = subprocess.Popen([sys.executable, "-c", PACED, str(n), str(period)], env=env(br.a))
-        lat = []
+        out = []
         for _ in range(n):
             pkt = sub.read_blocking(timeout=30)
-            lat.append(time.monotonic_ns() - int(pkt.headers["a0_time_mono"]))
+            out.append((int(pkt.headers["a0_time_mono"]), time.monotonic_ns()))
         pub.wait(timeout=30)
-    return percentiles(lat[n // 10:])  # the first ones cross while routes warm up
+    return out[n // 10:]
 
 
-def zenoh_latency(n, period):
+def local_latency(n, period):
+    """The same packets through one a0py topic, no bridge: a publisher process, this
+    process's blocking read (the floor of each of the bridge's two extra hops)."""
+    root = f"shm:blat{uuid.uuid4().hex[:8]}"
+    try:
+        with SubscriberSync(Topic("bench/lat", root=root, size="16M"), INIT_OLDEST) as sub:
+            pub = subprocess.Popen([sys.executable, "-c", PACED, str(n), str(period)], env=env(root))
+            out = []
+            for _ in range(n):
+                pkt = sub.read_blocking(timeout=30)
+                out.append((int(pkt.headers["a0_time_mono"]), time.monotonic_ns()))
+            pub.wait(timeout=30)
+    finally:
+        for name in list_topics(root):
+            unlink_topic(Topic(name, root=root))
+    return out[n // 10:]
+
+
+def zenoh_latency(n, period, express=False, indirect=True):
+    """[(put start, put end, callback entry)] ns per sample between two Zenoh sessions,
+    the first tenth left out. `express`: the sender's publisher option; `indirect`: the
+    receiver's callback on a Python thread of its own (Zenoh's default) or on Zenoh's
+    receiving thread (False, as the bridge's importer)."""
     import struct
 
     ep = f"tcp/127.0.0.1:{free_port()}"
-    lat = []
+    got = []
     done = threading.Event()
 
     def on_sample(sample):
-        lat.append(time.monotonic_ns() - struct.unpack_from("<Q", sample.payload.to_bytes())[0])
-        if len(lat) == n:
+        t = time.monotonic_ns()
+        got.append((struct.unpack_from("<Q", sample.payload.to_bytes())[0], t))
+        if len(got) == n:
             done.set()
 
     with zenoh.open(zenoh_config(zenoh, listen=[ep])) as s:
-        s.declare_subscriber("bench/zlat", on_sample)
-        sender = subprocess.Popen([sys.executable, "-c", PACED_ZENOH, str(n), str(period), ep],
-                                  env=env("shm:unused"))
+        s.declare_subscriber("bench/zlat", zenoh.handlers.Callback(on_sample, indirect=indirect))
+        sender = subprocess.Popen([sys.executable, "-c", PACED_ZENOH, str(n), str(period), ep,
+                                   "1" if express else "0"], env=env("shm:unused"), stdout=subprocess.PIPE)
         done.wait(60 + n * period)
-        sender.wait(timeout=30)
-    return percentiles(lat[n // 10:])
+        puts = json.loads(sender.communicate(timeout=30)[0])
+    if len(got) != n:
+        raise SystemExit(f"zenoh latency: {len(got)} of {n} samples arrived")
+    return [(t0, t0 + d, t1) for (t0, t1), d in zip(got, puts)][n // 10:]
+
+
+def bridge_stages(pairs, trace):
+    """Each packet's path through the traced bridges, in ns: the first event of each
+    kind after the previous one (packets 2 ms apart, each a sample of its own).
+    Packets whose events do not line up are left out; returns (rows, left out, put
+    CPU times of the exporting bridge)."""
+    import bisect
+
+    with open(os.path.join(trace, "a.json")) as f:
+        a = json.load(f)
+    with open(os.path.join(trace, "b.json")) as f:
+        b = json.load(f)
+    chain = [a["awake"], a["read"], a["put0"], a["put1"], b["cb0"], b["ingest"]]
+    rows, skipped = [], 0
+    for t0, t_end in pairs:
+        times, t = [t0], t0
+        for i, ev in enumerate(chain):
+            # the callback follows the put's start, not its end (it may come first)
+            after = times[3] if i == 4 else t
+            j = bisect.bisect_left(ev, after)
+            if j == len(ev):
+                break
+            t = ev[j]
+            times.append(t)
+        if len(times) != 7 or t > t_end:
+            skipped += 1
+            continue
+        times.append(t_end)
+        rows.append(times)
+    return rows, skipped, a["put_cpu"]
+
+
+STAGES = (
+    ("publish -> export loop awake", 0, 1),
+    ("awake -> batch read", 1, 2),
+    ("read -> put called", 2, 3),
+    ("put (Zenoh, exporting side)", 3, 4),
+    ("put called -> importer callback", 3, 5),
+    ("callback -> ingest called", 5, 6),
+    ("ingest called -> reader has it", 6, 7),
+    ("total, traced", 0, 7),
+)
+
+
+def parse_variant(text):
+    """--ab ``KIND.NAME=JSON``: ``exchange.NAME`` (a name of a0py.bridge.exchange set to the
+    value), ``publisher.NAME`` (an option of the pub/sub exporters' Zenoh publishers, e.g.
+    ``publisher.express=true``, ``publisher.priority="REAL_TIME"``), ``callback.indirect``
+    (the importer's callback on a Python thread of Zenoh's, true, or on its receiving
+    thread, false), ``args=[...]`` (more command-line arguments for both bridges),
+    ``exchange-source="PATH"`` (another revision's a0py/bridge/exchange.py, e.g. from
+    ``git show main:a0py/bridge/exchange.py``), ``echo=false`` (the importing bridge
+    exports nothing, so its own imports wake no export loop)."""
+    name, sep, value = text.partition("=")
+    kind, _, attr = name.partition(".")
+    try:
+        value = json.loads(value)
+    except ValueError:
+        raise SystemExit(f"--ab {text!r}: the value is not JSON") from None
+    if sep and kind in ("exchange", "publisher") and attr:
+        return {kind: {attr: value}}
+    if sep and name == "callback.indirect":
+        return {"callback_indirect": bool(value)}
+    if sep and name == "args" and isinstance(value, list):
+        return {"args": [str(v) for v in value]}
+    if sep and name == "exchange-source" and isinstance(value, str) and os.path.isfile(value):
+        return {"exchange_source": os.path.abspath(value)}
+    if sep and name == "echo" and value is False:
+        return {"echo": False}
+    raise SystemExit(f"--ab {text!r}: write exchange.NAME=JSON, publisher.NAME=JSON, "
+                     "callback.indirect=true|false, args=[...], exchange-source=\"FILE\" or echo=false")
+
+
+def latency_stages(n, period, repeats, variants, zenohs):
+    """The breakdown (--stages), in rounds (`repeats`), each running in turn: for each
+    bridge variant (label, exchange settings) the untraced and the traced bridge; Zenoh's
+    own for each (label, express, indirect); a local a0py hop. Prints each stage's p50
+    and p99 over all rounds' packets, and each round's p50 of the totals."""
+    import tempfile
+
+    def pct(xs):
+        return percentiles(xs) if xs else (float("nan"), float("nan"))
+
+    plain = {label: [] for label, _ in variants}
+    rows = {label: [] for label, _ in variants}
+    skipped = {label: 0 for label, _ in variants}
+    put_cpu = {label: [] for label, _ in variants}
+    zen = {label: [] for label, _, _ in zenohs}
+    local, per_round, loads = [], [], []
+    for _ in range(repeats):
+        this = []
+        for label, variant in variants:
+            lat = [t1 - t0 for t0, t1 in bridge_latency(n, period, variant=variant)]
+            plain[label] += lat
+            with tempfile.TemporaryDirectory() as trace:
+                r, k, c = bridge_stages(bridge_latency(n, period, trace=trace, variant=variant), trace)
+            rows[label] += r
+            skipped[label] += k
+            put_cpu[label] += c[n // 10:]
+            this += [pct(lat)[0], pct([x[7] - x[0] for x in r])[0]]
+        for label, express, indirect in zenohs:
+            z = zenoh_latency(n, period, express, indirect)
+            zen[label] += z
+            this.append(pct([c - a for a, _, c in z])[0])
+        loc = [t1 - t0 for t0, t1 in local_latency(n, period)]
+        local += loc
+        this.append(pct(loc)[0])
+        per_round.append(this)
+        loads.append(os.getloadavg()[0])
+    print(f"latency stages, 64 B every {period * 1e3:g} ms, one way, {repeats} rounds of {n} packets "
+          f"(the first tenth of each left out); load average after each round: "
+          + ", ".join(f"{x:.2f}" for x in loads))
+    heads = [h for label, _ in variants for h in (f"bridge[{label}]", "traced")]
+    heads += [f"zenoh[{label}]" for label, _, _ in zenohs] + ["local hop"]
+    print("  p50 per round (us): " + ", ".join(heads))
+    for row in per_round:
+        print("   " + "  ".join(f"{x:8.1f}" for x in row))
+    width = 40
+    print(f"  {'p50 / p99 us, all rounds':<{width}}" + "".join(f"{label:>22}" for label, _ in variants))
+
+    def line(name, values):
+        print(f"  {name:<{width}}" + "".join(f"{a:>11.1f}{b:>11.1f}" for a, b in values))
+
+    line("bridge, untraced: total", [pct(plain[label]) for label, _ in variants])
+    for name, i, j in STAGES:
+        line("bridge: " + name, [pct([x[j] - x[i] for x in rows[label]]) for label, _ in variants])
+    line("bridge: put's CPU time (thread)", [pct(put_cpu[label]) for label, _ in variants])
+    print("  (traced packets left out, events not in line: "
+          + ", ".join(f"{label} {skipped[label]} of {skipped[label] + len(rows[label])}" for label, _ in variants)
+          + ")")
+    for label, _, _ in zenohs:
+        line(f"zenoh[{label}]: put", [pct([b - a for a, b, _ in zen[label]])])
+        line(f"zenoh[{label}]: put called -> callback", [pct([c - a for a, _, c in zen[label]])])
+    line("a0py local hop: publish -> read", [pct(local)])
+    sys.stdout.flush()
 
 
 def cpu_seconds(pid):
@@ -353,8 +709,8 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bridge_cpu(topics, rate, seconds):
-    with Bridges() as br:
+def bridge_cpu(topics, rate, seconds, variant=None):
+    with Bridges(variant=variant) as br:
         load = subprocess.Popen([sys.executable, "-c", LOAD, str(topics), str(rate), str(seconds + 3)],
                                 env=env(br.a))
         time.sleep(2.0)  # every topic discovered and flowing
@@ -471,6 +827,14 @@ def main():
                     help="rate: a warm-up pass once round both rings through the publisher, the bridges "
                          "and the reader before the timed packets, so no process on the path takes "
                          "first-write page faults in its own mapping (as in a ring in steady use)")
+    ap.add_argument("--stages", action="store_true",
+                    help="latency: where the time goes (traced bridges beside untraced ones, Zenoh's "
+                         "put and delivery, a local a0py hop; alternating --repeats rounds)")
+    ap.add_argument("--ab", action="append", default=[], metavar="KIND.NAME=JSON",
+                    help="latency --stages and cpu: also run bridges otherwise than as built (repeatable): "
+                         "exchange.NAME=JSON, publisher.NAME=JSON (e.g. publisher.express=true), "
+                         "callback.indirect=false, args=[...], exchange-source=\"FILE\", echo=false "
+                         "(see parse_variant)")
     args = ap.parse_args()
     Bridges.extra = args.bridge_arg
     repeats = 1 if args.quick else args.repeats
@@ -497,14 +861,38 @@ def main():
     if args.only in (None, "latency"):
         n = 500 if args.quick else 2500
         print(f"latency, 64 B every 2 ms, one way ({n} packets, the first tenth left out)")
-        for path, fn in (("bridge", bridge_latency), ("zenoh", zenoh_latency)):
-            p50, p99 = fn(n, 0.002)
-            print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
+        if args.stages:
+            variants = [("as built", {})] + [(text, parse_variant(text)) for text in args.ab]
+            # Zenoh's own with the same options as a variant (like with like)
+            zenohs = [("default", False, True)]
+            if any(v.get("publisher", {}).get("express") for _, v in variants):
+                zenohs.append(("express", True, True))
+            if any(v.get("callback_indirect") is False for _, v in variants):
+                zenohs.append(("direct", False, False))
+            latency_stages(n, 0.002, repeats, variants, zenohs)
+        else:
+            for path, fn in (("bridge", bridge_latency), ("zenoh", zenoh_latency)):
+                pairs = fn(n, 0.002)
+                p50, p99 = percentiles([p[-1] - p[0] for p in pairs])
+                print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
+        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
+        if args.ab:
+            # the variants in turn, --repeats rounds: medians, and the load average
+            variants = [("as built", {})] + [(text, parse_variant(text)) for text in args.ab]
+            runs = {label: [] for label, _ in variants}
+            for _ in range(repeats):
+                for label, variant in variants:
+                    runs[label].append(bridge_cpu(20, 1000.0, seconds, variant))
+            for label, _ in variants:
+                exporting = statistics.median(r[0] for r in runs[label])
+                importing = statistics.median(r[1] for r in runs[label])
+                print(f" bridge[{label}]  exporting {exporting:5.1f}  importing {importing:5.1f}  "
+                      f"(medians of {repeats}; load average {os.getloadavg()[0]:.2f})", flush=True)
+            return
         exporting, importing = bridge_cpu(20, 1000.0, seconds)
         sending, receiving = zenoh_cpu(20, 1000.0, seconds)
-        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
         print(f" bridge  exporting {exporting:5.1f}  importing {importing:5.1f}  (bridge processes)")
         print(f"  zenoh  sending   {sending:5.1f}  receiving {receiving:5.1f}  (the sender also "
               "paces the load)", flush=True)

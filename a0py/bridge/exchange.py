@@ -256,15 +256,20 @@ class ExportLoop:
     def _run(self):
         by_arena = {}
         again = []
+        # Between a wake-up and the read, as little Python as can be (each statement
+        # costs microseconds on a CPU whose caches other processes filled meanwhile):
+        # the lock only when the exporters changed (only this thread clears _changed),
+        # C iterators rather than a comprehension's frame.
         while not self._stop:
-            with self._lock:
-                if self._changed:
+            if self._changed:
+                with self._lock:
                     by_arena = dict(self._exporters)
                     self._wait.set_arenas([e.arena for e in by_arena.values()])
                     self._changed = False
-            todo = [by_arena.get(id(arena)) for arena in self._wait.changed()]
-            todo.extend(e for e in again if e not in todo)
-            again = []
+            todo = list(map(by_arena.get, map(id, self._wait.changed())))
+            if again:
+                todo.extend(e for e in again if e not in todo)
+                again = []
             for exporter in todo:
                 if exporter is None or exporter.closed:
                     continue
@@ -398,11 +403,14 @@ class Importer:
 
     def _on_sample(self, sample):
         # On a Zenoh thread; nothing in the sample is trusted (TopicIngest checks it).
-        try:
-            found = self._topic_of(str(sample.key_expr))
-        except WireError as e:
-            self._refuse(e)
-            return
+        key = str(sample.key_expr)
+        found = self._keys.get(key, False)  # _topic_of's lookup, without its call when known
+        if found is False:
+            try:
+                found = self._topic_of(key)
+            except WireError as e:
+                self._refuse(e)
+                return
         if found is None:
             return
         state, name = found

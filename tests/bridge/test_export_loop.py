@@ -1,0 +1,95 @@
+"""The export loop (a0py.bridge.exchange.ExportLoop) in one process: topics added while
+it runs are read from then on, a removed one no more, and a topic whose batch was full
+is read again before the loop sleeps. The exporters here read their rings as the
+bridge's do (``_core.read_packets_into``) and count what they read instead of putting it
+to Zenoh; across real bridge processes, tests/bridge/test_bridge.py."""
+
+import threading
+import time
+
+from a0py import Arena, Packet, _core
+from a0py.bridge.exchange import ExportLoop
+from a0py.bridge.wire import ORIGIN
+
+WAIT_S = 15.0   # what the loop was woken for is read within this
+QUIET_S = 1.0   # after which nothing more may be read
+PACKET = Packet([("k", "v")], b"x" * 64).to_bytes()
+
+
+class CountingExporter:
+    """An exporter of one heap arena whose pump reads at most `batch` packets and counts
+    them (the loop's side of PubsubExporter)."""
+
+    def __init__(self, name, batch=256):
+        self.name = name
+        self.arena = Arena.heap(1 << 20)
+        self.closed = False
+        self.batch = batch
+        self.read = 0
+        self.pumps = 0
+        self._transport = _core.Transport(self.arena)
+        self._buf = bytearray(60 * 1024)
+        self._lock = threading.Lock()
+
+    def write(self, n):
+        writer = _core.Transport(self.arena)
+        for _ in range(n):
+            writer.write(PACKET)
+
+    def pump(self):
+        read, kept, _nbytes, more = _core.read_packets_into(self._transport, self._buf, ORIGIN,
+                                                            max_frames=self.batch)
+        with self._lock:
+            self.read += kept
+            self.pumps += 1
+        return read, more
+
+
+def wait_read(exporter, n):
+    deadline = time.monotonic() + WAIT_S
+    while exporter.read < n:
+        assert time.monotonic() < deadline, f"{exporter.name}: read {exporter.read} of {n}"
+        time.sleep(0.01)
+
+
+def test_topics_added_while_the_loop_runs_are_read_and_a_removed_one_no_more():
+    loop = ExportLoop()
+    first, second, third = (CountingExporter(n) for n in ("first", "second", "third"))
+    try:
+        loop.add(first)
+        first.write(10)
+        wait_read(first, 10)
+        # added while the loop is busy with the first topic's packets
+        writer = threading.Thread(target=first.write, args=(2000,))
+        writer.start()
+        loop.add(second)
+        second.write(5)
+        loop.add(third)
+        third.write(7)
+        writer.join()
+        wait_read(first, 2010)
+        wait_read(second, 5)
+        wait_read(third, 7)
+        loop.remove(second)
+        time.sleep(QUIET_S)  # the loop has taken the removal in
+        second.write(3)
+        third.write(1)
+        wait_read(third, 8)
+        time.sleep(QUIET_S)
+        assert second.read == 5
+        assert first.read == 2010
+    finally:
+        loop.close()
+
+
+def test_a_full_batch_is_read_again_before_the_loop_sleeps():
+    # 40 packets, 16 a pump: one wake-up, then pumps until the ring is read out
+    loop = ExportLoop()
+    exporter = CountingExporter("batched", batch=16)
+    try:
+        exporter.write(40)
+        loop.add(exporter)
+        wait_read(exporter, 40)
+        assert exporter.pumps >= 3
+    finally:
+        loop.close()
