@@ -215,7 +215,9 @@ def _create_or_open(where, size, mode, owner):
     With a size: exclusive create (so one process initializes it) or, if it
     exists, open; if it vanished between the two, try again. Without: open.
     A created object gets exactly `mode` whatever the umask; if attaching it
-    then fails, it is removed so a half-made object never poisons the name.
+    then fails before another process made it (sized and initialized it: it
+    may open the empty object between our create and our lock), it is removed
+    so a half-made object never poisons the name.
     An object this call did not create is attached only if it passes
     _check_access (a regular file of `owner`, no bit outside `mode`), checked
     on the descriptor before anything is locked, sized, written or mapped.
@@ -260,10 +262,14 @@ def _create_or_open(where, size, mode, owner):
         except BaseException:
             os.close(fd)
             raise
+    found = []
     try:
-        arena._attach(fd, size, where.label)  # owns fd from here: closes it on failure
+        arena._attach(fd, size, where.label, found)  # owns fd from here: closes it on failure
     except BaseException:
-        if created:
+        # Only what this call made is removed. Between our exclusive create and our
+        # flock another process may have opened the empty object and initialized it
+        # (at its own size: we then get ArenaExistsError): that arena is its, in use.
+        if created and not found:
             where.unlink()
         raise
     return arena
@@ -443,8 +449,11 @@ cdef class Arena:
         except posix_ipc.ExistentialError:
             return False
 
-    def _attach(self, int fd, size, str label):
-        """The open protocol (the caller has fd open read-write).
+    def _attach(self, int fd, size, str label, found=None):
+        """The open protocol (the caller has fd open read-write). `found` (a
+        list, optional) gets True appended once the file was seen already sized,
+        that is made by another process: a creator that then fails must leave
+        that process's arena alone.
 
         Exclusive flock without blocking: if granted, no other process has
         the arena open, so we may initialize it (if empty) or repair its locks
@@ -480,6 +489,8 @@ cdef class Arena:
                             + ("" if size is not None else "; pass a size to create it"))
                     time.sleep(0.001)
                     continue
+                if found is not None:
+                    found.append(True)
                 self._map(fd, actual, label)
                 err = a0_arena_check(self.base, self.size, &info)
                 if actual < A0_HEADER_SIZE and (err == A0_ERR_BAD_MAGIC or actual < 8):

@@ -734,6 +734,38 @@ def test_processes_racing_to_create_with_different_sizes_get_one_arena_or_a_clea
             assert f"size of {winner} bytes, not the {asked} bytes" in detail
 
 
+def _init_at(name, size):
+    Arena.shm(name, size).close()
+
+
+def test_a_creator_that_loses_the_init_race_leaves_the_winners_arena_alone(shm, monkeypatch):
+    """Our exclusive create succeeds, but before we lock the empty object another
+    process opens it and initializes it at its own size: we get ArenaExistsError,
+    and its arena (in use) stays. The creator used to unlink it on any failure, so
+    the racing-sizes test above saw a process attached to an arena that another
+    then replaced."""
+    from a0py import _core
+
+    name = shm("lostrace")
+    real_create = _core._ShmName.create
+    ctx = multiprocessing.get_context("fork")
+
+    def create_then_lose(self, mode):
+        fd = real_create(self, mode)  # ours, empty, not yet locked
+        other = ctx.Process(target=_init_at, args=(name, 8192))
+        other.start()
+        other.join(30)
+        assert other.exitcode == 0
+        return fd
+
+    monkeypatch.setattr(_core._ShmName, "create", create_then_lose)
+    with pytest.raises(ArenaExistsError, match="size of 8192 bytes, not the 4096"):
+        Arena.shm(name, 4096)
+    monkeypatch.undo()
+    with Arena.shm(name) as a:
+        assert a.size == 8192
+
+
 def _race_child(name, size, barrier, pid_box):
     barrier.wait(30)
     a = Arena.shm(name, size)
