@@ -94,19 +94,22 @@ class ZenohBridge:
     as ``lost``). `linger` (seconds, default 0, at most 0.01): after the first local
     packet wakes the bridge, how long it waits for packets of other topics before it
     sends (fewer wake-ups and Zenoh writes when many topics are written at once, at
-    that much added latency).
+    that much added latency). `lease` (seconds, 0.1 to 3600): how long the link to
+    another bridge may stay silent before Zenoh declares it down and the peer is
+    reported ``gone`` (Zenoh's ``transport/link/tx/lease``; None: the config file's,
+    else 10 s, Zenoh's default); ``lease``: the lease the session opens with.
 
     ``start()``, ``stop()``, context manager; ``status()``: a dict of counts per topic;
     ``id``: this bridge's id (32 hex digits, new at each start). Losses are also logged
     to `log_topic` (``None``: not logged).
 
-    Raises BridgeConfigError (a bad glob, endpoint, prefix, size or config file) here,
+    Raises BridgeConfigError (a bad glob, endpoint, prefix, size, lease or config file) here,
     BridgeStartError from :meth:`start` (Zenoh could not open the session), BridgeError
     when eclipse-zenoh is not installed."""
 
     def __init__(self, globs, listen=(), connect=(), config=None, prefix="a0py", *, mode=None,
                  multicast=None, reliable=False, sizes=None, root=None, log_topic="a0py/bridge",
-                 report_interval=1.0, linger=0.0):
+                 report_interval=1.0, linger=0.0, lease=None):
         if isinstance(globs, str):
             globs = (globs,)
         try:
@@ -130,7 +133,8 @@ class ZenohBridge:
             raise BridgeConfigError(str(e)) from None
         self.zenoh = _import_zenoh()
         self._config = zenoh_config(self.zenoh, listen=listen, connect=connect, config=config,
-                                    mode=mode, multicast=multicast)
+                                    mode=mode, multicast=multicast, lease=lease)
+        self.lease = json.loads(self._config.get_json("transport/link/tx/lease")) / 1000
         self.reliable = bool(reliable)
         self.congestion_control = (self.zenoh.CongestionControl.BLOCK if self.reliable
                                    else self.zenoh.CongestionControl.DROP)

@@ -49,6 +49,9 @@ def _size_item(value):
 @click.option("--linger", type=FiniteFloat(0, 0.01), default=0.0, show_default=True, metavar="SECONDS",
               help="After a local packet wakes the bridge, wait this long for other topics' "
                    "packets before sending (fewer wake-ups, that much more latency).")
+@click.option("--lease", type=FiniteFloat(0.1, 3600), default=None, metavar="SECONDS",
+              help="How long a silent link lasts before Zenoh drops it and the peer is reported "
+                   "gone (default 10, Zenoh's; or the config file's). Give both bridges the same.")
 @click.option("--log-topic", default="a0py/bridge", show_default=True,
               help="Topic whose log gets a WARN line when a topic's losses change.")
 @click.option("--status-interval", type=FiniteFloat(0.05, 3600), default=5.0, show_default=True,
@@ -56,7 +59,7 @@ def _size_item(value):
 @click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
               help="Where the local topics live: shm:PREFIX (default shm:a0py) or a directory.")
 def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, sizes, linger,
-           log_topic, status_interval, root):
+           lease, log_topic, status_interval, root):
     """Bridge the topics matching GLOBs to other machines over Zenoh.
 
     Local packets of matching topics are published to Zenoh; remote ones are
@@ -74,14 +77,15 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
         br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
                          mode=mode, multicast=multicast, reliable=reliable,
                          sizes=[_size_item(s) for s in sizes], root=root, log_topic=log_topic,
-                         linger=linger)
+                         linger=linger, lease=lease)
         br.start()
     except A0Error as e:
         raise CliError(str(e)) from None
     try:
         click.echo(f"a0py bridge: {br.id} on prefix {br.prefix!r}, topics {' '.join(globs)}"
                    f"{'; listening on ' + ' '.join(listen) if listen else ''}"
-                   f"{'; connecting to ' + ' '.join(connect) if connect else ''}")
+                   f"{'; connecting to ' + ' '.join(connect) if connect else ''}"
+                   f"; link lease {br.lease:g} s")
         last = None
         while not stop.wait(status_interval):
             status = br.status()

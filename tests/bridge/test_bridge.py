@@ -555,6 +555,48 @@ def test_bad_configuration_is_a_clear_error(tmp_path):
                          capture_output=True, text=True, timeout=60, cwd=REPO,
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert out.returncode == 1 and "does not parse" in out.stderr and "Traceback" not in out.stderr
+    for lease in (0, 0.05, -1, 3601, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(BridgeConfigError, match=r"lease must be seconds from 0\.1 to 3600"):
+            ZenohBridge(["robot/**"], lease=lease)
+    for lease in ("0", "nan", "ten"):
+        out = subprocess.run([sys.executable, "-m", "a0py", "bridge", "--lease", lease, "robot/**"],
+                             capture_output=True, text=True, timeout=60, cwd=REPO,
+                             env=dict(os.environ, PYTHONPATH=REPO))
+        assert out.returncode == 2 and "--lease" in out.stderr and "Traceback" not in out.stderr
+
+
+# A config file with a Zenoh lease of 1 s.
+SHORT_LEASE = """{
+  mode: "peer",
+  scouting: { multicast: { enabled: false } },
+  transport: { link: { tx: { lease: 1000, keep_alive: 4 } }, shared_memory: { enabled: false } },
+}"""
+
+
+def _lease_ms(**kw):
+    return json.loads(zenoh_config(zenoh, **kw).get_json("transport/link/tx/lease"))
+
+
+def test_the_lease_is_zenohs_link_lease_and_a_config_files_is_kept_unless_given(tmp_path):
+    from a0py.bridge.config import DEFAULT_LEASE
+
+    assert _lease_ms() == DEFAULT_LEASE * 1000
+    assert _lease_ms(lease=2.5) == 2500
+    assert _lease_ms(lease=0.1) == 100
+    own = tmp_path / "zenoh.json5"
+    own.write_text(SHORT_LEASE)  # 1000 ms, keep_alive 4
+    assert _lease_ms(config=str(own)) == 1000
+    assert _lease_ms(config=str(own), lease=3) == 3000
+    conf = zenoh_config(zenoh, config=str(own), lease=3)
+    assert json.loads(conf.get_json("transport/link/tx/keep_alive")) == 4  # the file's: kept
+    # a file without a lease: Zenoh's default, not the bridge's, is what it asked for
+    bare = tmp_path / "bare.json5"
+    bare.write_text('{ mode: "peer" }')
+    assert _lease_ms(config=str(bare)) == 10000
+    # the bridge says which lease it opened with
+    assert ZenohBridge(["robot/**"], lease=1.5).lease == 1.5
+    assert ZenohBridge(["robot/**"], config=str(own)).lease == 1.0
+
 
 # --- RPC and PRPC across
 
@@ -876,27 +918,21 @@ def _veth_in(ns):
     return line.split(":")[1].strip().split("@")[0]
 
 
-# A Zenoh lease of 1 s (default 10 s): a silent link is declared down within about that.
-SHORT_LEASE = """{
-  mode: "peer",
-  scouting: { multicast: { enabled: false } },
-  transport: { link: { tx: { lease: 1000, keep_alive: 4 } }, shared_memory: { enabled: false } },
-}"""
+LEASE_S = 1.0     # the link-down test's lease (the default is 10 s)
+DETECT_S = 4.0    # a cut link is reported gone within LEASE_S and this much more
 
 
-def test_a_link_down_is_reported_on_both_sides_and_traffic_resumes_when_it_is_up(
-        two_namespaces, machines, tmp_path):
+def test_a_link_down_is_reported_within_the_lease_on_both_sides_and_traffic_resumes_when_it_is_up(
+        two_namespaces, machines):
     ns_a, addr_a, ns_b, _ = two_namespaces
     a, b = machines(2)  # roots of their own in the shared /dev/shm: the test reads both statuses
-    config = tmp_path / "zenoh.json5"
-    config.write_text(SHORT_LEASE)
     dev_b = _veth_in(ns_b)
     procs = []
 
     def bridge_in(ns, root, *args):
         proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, sys.executable, "-m", "a0py", "bridge", "--status-interval", "0.2",
-             "--config", str(config), *args, "robot/**"],
+             "--lease", str(LEASE_S), *args, "robot/**"],
             env=dict(os.environ, A0PY_ROOT=root, PYTHONPATH=REPO), cwd=REPO,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         procs.append(proc)
@@ -908,16 +944,27 @@ def test_a_link_down_is_reported_on_both_sides_and_traffic_resumes_when_it_is_up
         link(a, [b], "robot/probe")
         for here, there in ((a, b), (b, a)):
             wait_status(here, lambda s, t=there: (p := peer_of(s, t)) and p["state"] == "up", "peer up")
+        with Publisher(Topic("robot/local", root=a)) as pub:
+            pub.pub(b"before")
         _ip("-n", ns_b, "link", "set", dev_b, "down")
         down = time.time_ns()
+        # meanwhile each side keeps working locally, and its bridge keeps reading its rings
+        with Publisher(Topic("robot/local", root=a)) as pub:
+            for i in range(200):
+                pub.pub(b"during %d" % i)
+                time.sleep(0.005)
         for here, there in ((a, b), (b, a)):
             gone = wait_status(here, lambda s, t=there: peer_of(s, t)["state"] == "gone",
                                f"{here}: the peer on {there} reported gone")
-            assert peer_of(gone, there)["since"] >= down
-        # meanwhile each side keeps working locally
-        with Publisher(Topic("robot/local", root=a)) as pub:
-            pub.pub(b"still here")
-        assert [p.payload for p in drain(a, "robot/local")] == [b"still here"]
+            # when the bridge saw it (its own clock), not when this test looked: the lease,
+            # not Zenoh's default 10 s, decided it
+            late = (peer_of(gone, there)["since"] - down) / 1e9
+            assert 0 <= late <= LEASE_S + DETECT_S, f"{here} reported its peer gone {late:.1f} s after the cut"
+        assert [p.payload for p in drain(a, "robot/local")] == \
+            [b"before"] + [b"during %d" % i for i in range(200)]
+        status_a = wait_status(a, lambda s: s["topics"].get("robot/local", {}).get("exported", 0) >= 1,
+                               "robot/local exported")
+        assert status_a["topics"]["robot/local"]["missed_local"] == 0
         _ip("-n", ns_b, "link", "set", dev_b, "up")
         for here, there in ((a, b), (b, a)):
             wait_status(here, lambda s, t=there: peer_of(s, t)["state"] == "up",
