@@ -3,6 +3,7 @@ is dropped anyway, for a few link leases (``a0py bridge --lease``).
 
     sudo python bench/bridge_lease.py                       # about 10 minutes
     sudo python bench/bridge_lease.py --leases 1,10 --losses 0.2 --seconds 30
+    sudo python bench/bridge_lease.py --only fade --leases 3,10 --fades 2,5
 
 Two network namespaces joined by a point-to-point IP link that this process relays
 between two TUN devices, one in each namespace (the relay can drop packets: these
@@ -13,6 +14,11 @@ machines have neither netem nor iptables); in each namespace an ``a0py bridge`` 
             to each bridge's report of the other as gone (the ``since`` of the peer's
             entry in its status topic). The link is restored and the peers seen up
             again between repeats.
+  fade      the relay drops every packet for F seconds (a Wi-Fi fade, a roaming
+            hand-over), then passes them again: whether either bridge reported its peer
+            gone (the link dropped), and the time from the end of the fade to the next
+            packet across (a packet every 20 ms): at once when the link rode the fade out,
+            the connecting side's reconnection when it did not.
   spurious  the relay drops each IP packet, either way, with probability LOSS, for
             --seconds, on a link that carries only Zenoh's keep-alives (idle) or also a
             64 B packet every 1/--rate s across; how many times either bridge reported
@@ -40,7 +46,7 @@ import uuid
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from a0py import INIT_OLDEST, Publisher, Topic  # noqa: E402
+from a0py import INIT_MOST_RECENT, INIT_OLDEST, Publisher, SubscriberSync, Topic  # noqa: E402
 from a0py.bridge.counts import read_status  # noqa: E402
 from a0py.proto.log import LogListener  # noqa: E402
 from a0py.proto.topic import list_topics, unlink_topic  # noqa: E402
@@ -188,6 +194,52 @@ def detect(lease, repeats):
     return out
 
 
+def fade(lease, seconds):
+    """(whether the link dropped, seconds from the end of the fade to the next packet across)."""
+    link = LossyLink()
+    bridges = Bridges(link, lease)
+    try:
+        bridges.wait_up()
+        sent = []
+        stop = threading.Event()
+        topic = Topic("robot/beat", root=bridges.roots[0])
+
+        def beat():
+            with Publisher(topic) as pub:
+                while not stop.is_set():
+                    pub.pub(b"%d" % time.monotonic_ns())
+                    sent.append(1)
+                    time.sleep(0.02)
+
+        beater = threading.Thread(target=beat, daemon=True)
+        beater.start()
+        with SubscriberSync(Topic("robot/beat", root=bridges.roots[1]), init=INIT_MOST_RECENT) as sub:
+            deadline = time.monotonic() + 30
+            while sub.read() is None:  # the route is up
+                if time.monotonic() > deadline:
+                    raise RuntimeError("no packet across before the fade")
+                time.sleep(0.02)
+            link.loss = 1.0
+            time.sleep(seconds)
+            link.loss = 0.0
+            restored = time.monotonic_ns()
+            resumed = None
+            deadline = time.monotonic() + 60
+            while resumed is None and time.monotonic() < deadline:
+                pkt = sub.read()
+                if pkt is None:
+                    time.sleep(0.005)
+                elif int(bytes(pkt.payload)) >= restored:
+                    resumed = (time.monotonic_ns() - restored) / 1e9
+        stop.set()
+        beater.join()
+        dropped = bridges.gone_events(0) + bridges.gone_events(1) > 0
+        return dropped, resumed
+    finally:
+        bridges.close()
+        link.close()
+
+
 def spurious(lease, loss, seconds, rate):
     """(gone events on both sides, packets dropped by the relay, passed)."""
     link = LossyLink()
@@ -223,13 +275,14 @@ def main():
     ap.add_argument("--seconds", type=float, default=30.0, help="per (lease, loss) of the spurious runs")
     ap.add_argument("--rate", type=float, default=0.0, help="packets a second across during them (0: idle)")
     ap.add_argument("--repeats", type=int, default=3, help="cuts per lease in the detect runs")
-    ap.add_argument("--only", choices=["detect", "spurious"])
+    ap.add_argument("--fades", type=_floats, default=[0.5, 2, 4, 8], help="fade lengths, seconds")
+    ap.add_argument("--only", choices=["detect", "fade", "spurious"])
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench/bridge_lease.py needs root (network namespaces and TUN devices)")
     print(f"load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} CPUs", flush=True)
-    results = {"detect": {}, "spurious": {}}
+    results = {"detect": {}, "fade": {}, "spurious": {}}
     if args.only in (None, "detect"):
         print("detect: seconds from the cut to 'gone', both sides, each repeat", flush=True)
         for lease in args.leases:
@@ -237,6 +290,17 @@ def main():
             results["detect"][lease] = got
             shown = " ".join("-" if g is None else f"{g:.2f}" for g in got)
             print(f"  lease {lease:>5g} s: {shown}", flush=True)
+    if args.only in (None, "fade"):
+        print("fade: the link cut for F s, then back: dropped or not; seconds from its return to the "
+              "next packet across", flush=True)
+        for lease in args.leases:
+            row = []
+            for f in args.fades:
+                dropped, resumed = fade(lease, f)
+                results["fade"][f"{lease}/{f}"] = {"dropped": dropped, "resumed_s": resumed}
+                row.append(f"{f:g} s: {'DROPPED' if dropped else 'kept'}, "
+                           f"{'-' if resumed is None else f'{resumed:.2f}'}")
+            print(f"  lease {lease:>5g} s: " + "; ".join(row), flush=True)
     if args.only in (None, "spurious"):
         print(f"spurious: 'gone' reports (both sides) in {args.seconds:g} s of random loss, "
               f"{'idle' if not args.rate else f'{args.rate:g} packets/s'}", flush=True)
