@@ -10,6 +10,10 @@ Invariants:
   PRPC topics are watched and stood in for by :mod:`a0py.bridge.reqrep`.
 * The bridge's status is kept in its root (:data:`~a0py.bridge.counts.STATUS_TOPIC`) for
   ``a0py ls`` and ``a0py info``; that topic is never bridged.
+* One running bridge per root: a started bridge holds the deadman of its status topic
+  (on the deadman keeper thread, so it is held as long as the process lives and
+  released at once if it dies). A second bridge on the same root would export what the
+  first imports, and every remote packet would arrive twice: it refuses to start.
 * Losses are counted per topic (:class:`~a0py.bridge.counts.TopicCounts`) as they
   happen and reported every `report_interval` seconds, when they changed, as a
   ``WARN`` message on the log topic; :meth:`ZenohBridge.status` reads them at any time.
@@ -30,6 +34,7 @@ import time
 import uuid
 
 from ..errors import ArgumentError
+from ..proto.deadman import Deadman, keeper_call
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
 from ..proto.pubsub import Publisher
@@ -94,19 +99,22 @@ class ZenohBridge:
     as ``lost``). `linger` (seconds, default 0, at most 0.01): after the first local
     packet wakes the bridge, how long it waits for packets of other topics before it
     sends (fewer wake-ups and Zenoh writes when many topics are written at once, at
-    that much added latency).
+    that much added latency). `lease` (seconds, 0.1 to 3600): how long the link to
+    another bridge may stay silent before Zenoh declares it down and the peer is
+    reported ``gone`` (Zenoh's ``transport/link/tx/lease``; None: the config file's,
+    else 10 s, Zenoh's default); ``lease``: the lease the session opens with.
 
     ``start()``, ``stop()``, context manager; ``status()``: a dict of counts per topic;
     ``id``: this bridge's id (32 hex digits, new at each start). Losses are also logged
     to `log_topic` (``None``: not logged).
 
-    Raises BridgeConfigError (a bad glob, endpoint, prefix, size or config file) here,
-    BridgeStartError from :meth:`start` (Zenoh could not open the session), BridgeError
-    when eclipse-zenoh is not installed."""
+    Raises BridgeConfigError (a bad glob, endpoint, prefix, size, lease or config file) here,
+    BridgeStartError from :meth:`start` (Zenoh could not open the session, or another
+    bridge serves the same root), BridgeError when eclipse-zenoh is not installed."""
 
     def __init__(self, globs, listen=(), connect=(), config=None, prefix="a0py", *, mode=None,
                  multicast=None, reliable=False, sizes=None, root=None, log_topic="a0py/bridge",
-                 report_interval=1.0, linger=0.0):
+                 report_interval=1.0, linger=0.0, lease=None):
         if isinstance(globs, str):
             globs = (globs,)
         try:
@@ -130,7 +138,8 @@ class ZenohBridge:
             raise BridgeConfigError(str(e)) from None
         self.zenoh = _import_zenoh()
         self._config = zenoh_config(self.zenoh, listen=listen, connect=connect, config=config,
-                                    mode=mode, multicast=multicast)
+                                    mode=mode, multicast=multicast, lease=lease)
+        self.lease = json.loads(self._config.get_json("transport/link/tx/lease")) / 1000
         self.reliable = bool(reliable)
         self.congestion_control = (self.zenoh.CongestionControl.BLOCK if self.reliable
                                    else self.zenoh.CongestionControl.DROP)
@@ -155,6 +164,7 @@ class ZenohBridge:
         self._reporter = None
         self._reported = {}
         self._published = None
+        self._root_deadman = None
 
     # --- what the parts share
 
@@ -175,15 +185,17 @@ class ZenohBridge:
 
     def start(self):
         """Opens the Zenoh session and starts bridging; returns self. Raises
-        BridgeStartError if Zenoh cannot open the session, BridgeError if started
-        already."""
+        BridgeStartError if Zenoh cannot open the session or another bridge serves the
+        same root (one bridge per root), BridgeError if started already."""
         if self.session is not None:
             raise BridgeError("this bridge is started already")
         ident = uuid.uuid4()
         self.id, self.id_bytes = ident.hex, ident.bytes
+        self._hold_root()
         try:
             self.session = self.zenoh.open(self._config)
         except Exception as e:  # zenoh's ZError names the endpoint and the reason
+            self._release_root()
             raise BridgeStartError(f"Zenoh could not open a session: {e}") from None
         self._stopping.clear()
         try:
@@ -211,6 +223,56 @@ class ZenohBridge:
         self._reporter.start()
         _log.info("bridge %s started (prefix %r, globs %s)", self.id, self.prefix, self.globs)
         return self
+
+    def _hold_root(self):
+        """Takes the root's bridge deadman, or raises BridgeStartError naming the bridge
+        that holds it."""
+        deadman = Deadman(Topic(STATUS_TOPIC, root=self.root))
+        if not keeper_call(deadman.try_take):
+            pid = deadman.owner_pid
+            raise BridgeStartError(
+                f"another bridge (pid {pid}) already serves root {self.root.spec()}: run one bridge "
+                "per root (a second one would send back what the first brings in, and every remote "
+                "packet would arrive twice). To try two machines on one host, give each bridge a "
+                "root of its own: A0PY_ROOT=shm:robot a0py bridge --listen ... on one side, "
+                "A0PY_ROOT=shm:laptop a0py bridge --connect ... on the other")
+        self._root_deadman = deadman
+
+    def _release_root(self):
+        deadman, self._root_deadman = self._root_deadman, None
+        if deadman is not None:
+            keeper_call(deadman.release)
+
+    def reach(self):
+        """How other bridges can meet this one, from the Zenoh configuration it opened
+        with (its config file's included): ``{"listen": [endpoints], "connect":
+        [endpoints], "multicast": bool}``."""
+        def get(key, default):
+            try:
+                value = json.loads(self._config.get_json(key))
+            except Exception:  # a key the config does not hold
+                return default
+            return default if value is None else value
+
+        def endpoints(key):
+            value = get(key, [])
+            if isinstance(value, dict):  # Zenoh's per-mode form: {"peer": [...], "router": [...]}
+                value = [ep for eps in value.values() for ep in (eps or [])]
+            return [str(ep) for ep in value]
+
+        return {"listen": endpoints("listen/endpoints"), "connect": endpoints("connect/endpoints"),
+                "multicast": bool(get("scouting/multicast/enabled", False))}
+
+    def zenoh_sessions(self):
+        """How many Zenoh sessions (peers and routers, bridges or not) this bridge's
+        session is connected to now; 0 when stopped."""
+        session = self.session
+        if session is None:
+            return 0
+        try:
+            return len(list(session.info.peers_zid())) + len(list(session.info.routers_zid()))
+        except Exception:  # closed meanwhile
+            return 0
 
     def _on_topic(self, protocol, name):
         # On a discovery thread.
@@ -275,6 +337,7 @@ class ZenohBridge:
             reporter.join(timeout)
             self._report()
             self._publish_status(running=False)
+        self._release_root()
 
     def __enter__(self):
         return self.start()

@@ -4,9 +4,9 @@ lost, since when.
 Every running bridge declares a Zenoh liveliness token
 (:func:`~a0py.bridge.wire.peer_token_key`: its id, host, root and pid) and watches the
 others'. Zenoh withdraws a token when its bridge stops, when its process dies (the
-connection closes: at once) and when the link goes silent (after Zenoh's lease, 10 s by
-default, ``transport/link/tx/lease`` in a config file); it declares it again when the
-link comes back.
+connection closes: at once) and when the link goes silent (after the link lease the
+other bridge announced: its ``lease``, 10 s by default; see :mod:`~a0py.bridge.config`);
+it declares it again when the link comes back.
 
 Invariants:
 

@@ -90,16 +90,36 @@ class _CommandTable(click.Group):
         try:
             return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
         except ImportError as e:  # a group's dependency is missing: the others still work
+            unbuilt = _unbuilt_checkout()
+            if unbuilt:
+                return _unavailable(name, unbuilt, None, e,
+                                    todo="python setup.py build_ext --inplace (make build) in that "
+                                         "checkout, or run a0py from another directory so that the "
+                                         "installed a0py is the one imported")
             return _unavailable(name, f"cannot load ({e})", extra, e)
 
 
-def _unavailable(name, why, extra, reason):
+def _unbuilt_checkout():
+    """What is wrong when the a0py being imported has no compiled core (a source
+    checkout on sys.path, not built in place: usually the current directory, or
+    PYTHONPATH, shadowing the installed a0py), else None."""
+    if importlib.util.find_spec("a0py._core") is not None:
+        return None
+    where = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return (f"cannot load: the a0py imported here, from {where}, has no compiled modules (a source "
+            "checkout that was not built in place, found before the installed a0py because it is "
+            "the current directory or on PYTHONPATH)")
+
+
+def _unavailable(name, why, extra, reason, todo=None):
     """A stand-in for a command that cannot run here: listed in --help as
     unavailable with the pip line of its extra (else the short ``reason``),
-    and one error line saying so when run (``why`` completes "it ...")."""
+    and one error line saying so when run (``why`` completes "it ...", `todo`
+    what to run, by default the extra's pip line)."""
     from a0py.cli.errors import CliError
 
-    todo = pip_line(extra) if extra else "install what it needs (see docs/cli.md)"
+    if todo is None:
+        todo = pip_line(extra) if extra else "install what it needs (see docs/cli.md)"
 
     def fail(args):
         raise CliError(f"`a0py {name}` is unavailable: it {why}; run: {todo}")

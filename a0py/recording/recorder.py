@@ -37,6 +37,15 @@ Invariants:
   readable up to its last written chunk (about ``chunk_seconds`` of data
   lost). An error of a background thread stops the recording and is raised
   by ``stop()`` / ``run()``.
+* **A typed topic is recorded typed from its first frame.** Its pubsub arena
+  exists before its schema, and its schema is declared before its first frame
+  (:mod:`a0py.proto.pubsub`): the recorder looks for a topic's schema only
+  once the topic holds a frame, and makes its channel only then (or when its
+  schema is known), so no frame of it is recorded whole and no
+  ``a0py/packet`` channel is made for it beside its typed one. (Looking
+  earlier, then reading just after the schema and a burst of frames came,
+  recorded the burst whole on a channel of its own: the view showed the
+  topic twice, and a client of the typed channel got nothing.)
 * ``resume`` continues after the last seq recorded for each topic in the
   output directory: frames evicted in between become a gap.
 * **A recorder never creates a topic.** The program that publishes a topic
@@ -368,10 +377,15 @@ class Recorder:
                                      chunk_bytes=self.chunk_bytes, chunk_seconds=self.chunk_seconds,
                                      message_index=self.message_index, metadata=meta)
         for name, st in self._states.items():
+            held = self._holds_frames(st)
+            if st.schema is None and held:
+                self._learn_schema(st)
             if st.schema is not None:
                 self._writer.add_typed_topic(name, st.schema)
-            else:
+            elif held:
                 self._writer.add_topic(name)
+            # else its channel is made by its first read, once its schema (if it gets one)
+            # is known: a topic without frames yet may still turn out typed
         self._segment_opened = time.monotonic()
         self._segment_mark = self._recorded()
         self.segments.append(path)
@@ -428,6 +442,12 @@ class Recorder:
             self._open_segment()
 
     @staticmethod
+    def _holds_frames(st):
+        """Whether ``st``'s arena holds a frame (read or not)."""
+        with st.transport.lock() as t:
+            return not t.empty
+
+    @staticmethod
     def _unread(st):
         """Whether ``st``'s arena holds a frame after the last one read (a
         look under the lock: taken once a segment's span is over, not per
@@ -444,6 +464,11 @@ class Recorder:
         rotation, the other topics) wait at most that long."""
         got = 0
         if st.schema is None:
+            # Looked for only once a frame is there (see the invariants): a look made
+            # before the schema, then a read after it and a burst, recorded them whole.
+            if not self._unread(st):
+                st.more = False
+                return 0
             self._learn_schema(st)
         st.more = True  # until a read comes back empty
         while got < _DRAIN_LIMIT:

@@ -85,6 +85,18 @@ def test_a_command_whose_extra_is_missing_fails_with_one_line_naming_the_pip_lin
     assert os.listdir(tmp_path) == []  # nothing made
 
 
+def test_an_unbuilt_checkout_shadowing_the_installed_a0py_is_named_with_what_to_do(tmp_path):
+    # a checkout's sources without their compiled modules, found first (the current
+    # directory): what `python -m a0py` run from a fresh clone, or PYTHONPATH=clone, gives
+    shutil.copytree(os.path.join(REPO, "a0py"), tmp_path / "a0py",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.c"))
+    result = _run([sys.executable, "-m", "a0py", "echo", "robot/odom"], cwd=tmp_path, env=_env())
+    assert result.returncode == 1 and result.stdout == "", result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr, result.stderr
+    assert f"the a0py imported here, from {tmp_path / 'a0py'}, has no compiled modules" in result.stderr
+    assert "build_ext --inplace" in result.stderr and "from another directory" in result.stderr
+
+
 def test_the_command_table_imports_no_optional_module(tmp_path):
     code = textwrap.dedent("""
         import io, sys, contextlib

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 # The test extra brings these; a missing one fails the tests (make test installs it).
 import mcap_protobuf.decoder as mcap_protobuf  # noqa: E402
@@ -292,3 +293,40 @@ def test_split_chunks_reuse_their_buffers_and_keep_each_messages_times(tmp_path,
     for s, (log_time, publish_time, x) in payloads.items():
         assert (log_time, x) == sent[s]
         assert headers[s] == (log_time, publish_time) and publish_time != log_time  # the packet's a0_time_wall
+
+
+def test_a_topic_found_before_its_schema_is_recorded_on_its_typed_channel_only(root, tmp_path):
+    # A typed topic's pubsub arena exists before its schema (declared by the first typed
+    # publish, just before that frame): a recorder that finds the topic in between must
+    # not record its frames whole. It did when it looked for the schema before that
+    # publish and read just after it: the burst went to an a0py/packet channel of the
+    # same topic (and an empty one was made for it in any case), so the view showed two
+    # "cam" channels and a Foxglove client of the typed one got nothing.
+    import numpy as np
+
+    from a0py.recording.recorder import Recorder
+
+    with a0py.Publisher("ty/late") as pub:  # the arena, no schema yet
+        rec = Recorder(["ty/late"], out=str(tmp_path / "rec"), init="oldest").start()
+        try:
+            assert rec.wait_ready(30)
+            deadline = time.monotonic() + 5
+            while rec.stats()["ty/late"].frames == 0 and time.monotonic() < deadline:
+                time.sleep(0.2)  # passes of the recorder over the topic while it has no frame
+            assert pub.schema is None
+            for i in range(5):
+                pub.pub_image(np.full((4, 6, 3), i, np.uint8), frame_id=f"f{i}")
+            deadline = time.monotonic() + 30
+            while rec.stats()["ty/late"].frames < 5 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        finally:
+            stats = rec.stop()
+    assert stats["ty/late"].frames == 5
+    (path,) = rec.segments
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        channels = {c.id: (c.topic, c.message_encoding) for c in reader.get_summary().channels.values()}
+        got = [(channels[ch.id], msg.data) for _, ch, msg in reader.iter_messages()]
+    assert sorted(channels.values()) == [(HEADERS_TOPIC_PREFIX + "ty/late", "a0py/packet"),
+                                         ("ty/late", "protobuf")]
+    assert [c for c, _ in got].count(("ty/late", "protobuf")) == 5

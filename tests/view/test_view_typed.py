@@ -177,6 +177,10 @@ def test_a_recording_of_typed_topics_advertises_their_schemas(publisher, tmp_pat
             topics = {c["topic"]: c for c in first["channels"]}
             assert {"cam", "log_pb"} <= set(topics)
             assert not [t for t in topics if t.startswith("/a0py/headers/")]  # the rest of the packets: hidden
+            # one channel per topic: the recorder found the topics before their schemas, and
+            # neither a frame recorded whole nor an empty a0py/packet channel may result
+            assert sorted(c["topic"] for c in first["channels"] if c["topic"] in ("cam", "log_pb")) == \
+                ["cam", "log_pb"]
             cam = topics["cam"]
             assert (cam["encoding"], cam["schemaName"], cam["schemaEncoding"]) == \
                 ("protobuf", "foxglove.RawImage", "protobuf")
