@@ -55,19 +55,25 @@ from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
-from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, TopicIngest
+from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, BundleIngest, TopicIngest
 from .wire import (
     BRIDGED,
+    BUNDLE_CHUNK,
+    BUNDLE_SECTION,
     FRAME_PREFIX,
     ORIGIN,
     Attachment,
     BatchAttachmentWriter,
+    BundleAttachmentWriter,
     WireError,
+    bundle_key,
+    bundle_topic,
     key_of,
     topic_of_key,
 )
 
-__all__ = ["MAX_LINGER", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
+__all__ = ["MAX_LINGER", "BundleWriter", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes",
+           "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -106,6 +112,7 @@ class PubsubExporter:
                 if not t.empty:
                     t.jump_tail()
         self._missed = 0
+        self.section_name = name.encode("utf-8")  # in a bundle (bundle mode)
         self._buf = bytearray(_BATCH_BYTES)
         self._big = None
         self._attachment = BatchAttachmentWriter(bridge.id_bytes, bridge.host)
@@ -129,10 +136,7 @@ class PubsubExporter:
             read, kept, more = (0, 0, False) if frames is None else (1, frames, True)
             buf = self._big
             nbytes = len(buf) if kept else 0
-        missed = self._transport.missed
-        if missed != self._missed:
-            self.counts.missed_local += missed - self._missed
-            self._missed = missed
+        self._count_missed()
         if kept:
             payload = buf if nbytes == len(buf) else bytes(memoryview(buf)[:nbytes])
             try:
@@ -145,6 +149,25 @@ class PubsubExporter:
             self.counts.exported += kept
             return read, more
         return -read, more
+
+    def _count_missed(self):
+        missed = self._transport.missed
+        if missed != self._missed:
+            self.counts.missed_local += missed - self._missed
+            self._missed = missed
+
+    def read_section(self, out):
+        """Bundle mode: reads a batch into `out` (a writable memoryview) as :meth:`pump`
+        does, without sending it; returns ``(read, first, kept, nbytes, more)``, `first`
+        the number of the batch's first packet (the topic's numbers are taken: the
+        caller sends the batch). BufferTooSmallError (nothing read) when the next packet
+        does not fit `out`. On the export loop's thread only."""
+        read, kept, nbytes, more = _core.read_packets_into(self._transport, out, ORIGIN,
+                                                           max_frames=_BATCH_FRAMES)
+        self._count_missed()
+        first = self._seq + 1
+        self._seq += kept
+        return read, first, kept, nbytes, more
 
     def _read_big(self):
         """Reads the next frame, one larger than a batch, into a buffer kept for the next
@@ -182,6 +205,69 @@ class PubsubExporter:
             pass
 
 
+class BundleWriter:
+    """Bundle mode: what one wake-up of an export loop reads of every topic, in one
+    sample on the bridge's bundle key (:func:`~a0py.bridge.wire.bundle_key`), as
+    sections (:data:`~a0py.bridge.wire.BUNDLE_SECTION`) read in place into one buffer
+    of ``_BATCH_BYTES``; a bundle is sent when the next topic's batch does not fit and
+    at the end of the wake-up (:meth:`flush`). A packet larger than an empty bundle
+    holds goes as today, in a sample of its own on its topic's key. A topic's numbers
+    are one stream whichever way its packets go, and its samples leave in the order
+    read (the bundle before it is sent first). On the export loop's thread only."""
+
+    def __init__(self, bridge):
+        self._buf = bytearray(_BATCH_BYTES)
+        self._view = memoryview(self._buf)
+        self._off = 0
+        self._sections = []  # (exporter, packets) in the bundle being filled
+        self._attachment = BundleAttachmentWriter(bridge.id_bytes, bridge.host)
+        self._publisher = bridge.session.declare_publisher(
+            bundle_key(bridge.prefix, bridge.id), congestion_control=bridge.congestion_control)
+
+    def pump(self, exporter):
+        """Reads `exporter`'s topic into the bundle; returns ``(read, more)`` as
+        :meth:`PubsubExporter.pump`."""
+        name = exporter.section_name
+        while True:
+            start = self._off + BUNDLE_SECTION.size + len(name)
+            try:
+                read, first, kept, nbytes, more = exporter.read_section(self._view[start:])
+                break
+            except BufferTooSmallError:
+                if not self._sections:
+                    return exporter.pump()  # larger than a bundle: a sample of its own
+                self.flush()
+        if not kept:
+            return -read, more
+        BUNDLE_SECTION.pack_into(self._buf, self._off, first, nbytes, kept, len(name))
+        self._buf[self._off + BUNDLE_SECTION.size:start] = name
+        self._off = start + nbytes
+        self._sections.append((exporter, kept))
+        return read, more
+
+    def flush(self):
+        """Sends the bundle, if it holds anything."""
+        if not self._sections:
+            return
+        sections, self._sections = self._sections, []
+        payload = bytes(self._view[:self._off])
+        self._off = 0
+        try:
+            # Zenoh copies the payload and the attachment into the sample
+            self._publisher.put(payload, attachment=self._attachment.encode(len(sections)))
+        except Exception as e:  # zenoh's ZError: the session is closing
+            _log.debug("bridge: a bundle was not sent: %s", e)
+            return
+        for exporter, kept in sections:
+            exporter.counts.exported += kept
+
+    def close(self):
+        try:
+            self._publisher.undeclare()
+        except Exception:  # the session closed first
+            pass
+
+
 class ExportLoop:
     """One thread that waits on the rings of up to ``MultiWait.capacity`` exported
     topics at once and sends what each holds (:meth:`PubsubExporter.pump`), one batch
@@ -190,12 +276,16 @@ class ExportLoop:
     `linger` (seconds, 0: none): after a wake-up, how long the loop waits for the
     other topics' packets before it reads, so that a publisher writing several topics
     at once costs one wake-up and Zenoh one write instead of one per topic; every
-    packet then waits up to that long more (docs/bridge.md, "Latency and CPU")."""
+    packet then waits up to that long more (docs/bridge.md, "Latency and CPU").
 
-    def __init__(self, linger=0.0):
+    `bundle` (a :class:`BundleWriter`, bundle mode): the batches of one wake-up go in
+    one sample instead of one per topic."""
+
+    def __init__(self, linger=0.0, bundle=None):
         self._wait = _core.MultiWait()
         self.capacity = self._wait.capacity
         self.linger = linger
+        self._bundle = bundle
         self._lock = threading.Lock()
         self._exporters = {}  # id(arena) -> exporter
         self._changed = False
@@ -222,6 +312,7 @@ class ExportLoop:
     def _run(self):
         by_arena = {}
         again = []
+        bundle = self._bundle
         while not self._stop:
             with self._lock:
                 if self._changed:
@@ -236,7 +327,7 @@ class ExportLoop:
                 if exporter is None or exporter.closed:
                     continue
                 try:
-                    read, more = exporter.pump()
+                    read, more = exporter.pump() if bundle is None else bundle.pump(exporter)
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
@@ -245,6 +336,8 @@ class ExportLoop:
                     again.append(exporter)
                 sent |= read > 0
                 echoes |= read < 0
+            if bundle is not None:
+                bundle.flush()
             if again or self._stop:
                 continue
             if echoes and not sent:
@@ -260,6 +353,8 @@ class ExportLoop:
         self._stop = True
         self._wait.wake()
         self._thread.join(timeout)
+        if self._bundle is not None and not self._thread.is_alive():
+            self._bundle.close()
 
 
 class Exporter:
@@ -337,6 +432,11 @@ class Importer:
         self._subscribers = [bridge.session.declare_subscriber(
             key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
+        # bundles of every bundling bridge, whatever this bridge's own mode
+        self._bundles = BundleIngest(bridge.id_bytes, self._bundled_topic)
+        self._subscribers.append(bridge.session.declare_subscriber(
+            f"{bridge.prefix}/{BUNDLE_CHUNK}/*", self._on_bundle,
+            allowed_origin=bridge.zenoh.Locality.REMOTE))
 
     def _refuse(self, why):
         self._bridge.bad_samples += 1
@@ -390,6 +490,33 @@ class Importer:
             _log.warning("bridge: cannot write topic %r: %s", name, state.error)
         else:
             _log.debug("bridge: topic %r: refused packets: %s", name, state.error)
+
+    def _bundled_topic(self, raw):
+        """The TopicIngest of a bundle section's topic (`raw`: its name's bytes), None if
+        the bridge does not import it; WireError if it names none. Called by
+        :class:`~a0py.bridge._ingest.BundleIngest` under ``self._lock``."""
+        name = bundle_topic(raw)
+        if not self._bridge.matches(name):
+            return None
+        state = self._topics.get((PUBSUB, name))
+        if state is None:
+            state = self._topics[PUBSUB, name] = self._new_state(PUBSUB, name)
+        return state
+
+    def _on_bundle(self, sample):
+        # On a Zenoh thread; nothing in the sample is trusted (BundleIngest checks it).
+        att = sample.attachment
+        bundles = self._bundles
+        with self._lock:
+            done = bundles.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
+            failures, error = bundles.failures, bundles.error
+        if done == BAD_SAMPLE:
+            self._refuse(error)
+        for name, code, why in failures:
+            if code == WRITE_FAILED:
+                _log.warning("bridge: cannot write topic %r: %s", name, why)
+            else:
+                _log.debug("bridge: topic %r: refused packets: %s", name, why)
 
     def _open(self, protocol, name, frame_size):
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
