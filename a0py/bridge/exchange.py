@@ -45,6 +45,7 @@ Invariants:
 """
 
 import logging
+import struct
 import threading
 import time
 
@@ -113,6 +114,7 @@ class PubsubExporter:
                     t.jump_tail()
         self._missed = 0
         self.section_name = name.encode("utf-8")  # in a bundle (bundle mode)
+        self._section = struct.Struct(f"{BUNDLE_SECTION.format}{len(self.section_name)}s")
         self._buf = bytearray(_BATCH_BYTES)
         self._big = None
         self._attachment = BatchAttachmentWriter(bridge.id_bytes, bridge.host)
@@ -156,18 +158,26 @@ class PubsubExporter:
             self.counts.missed_local += missed - self._missed
             self._missed = missed
 
-    def read_section(self, out):
-        """Bundle mode: reads a batch into `out` (a writable memoryview) as :meth:`pump`
-        does, without sending it; returns ``(read, first, kept, nbytes, more)``, `first`
-        the number of the batch's first packet (the topic's numbers are taken: the
-        caller sends the batch). BufferTooSmallError (nothing read) when the next packet
-        does not fit `out`. On the export loop's thread only."""
-        read, kept, nbytes, more = _core.read_packets_into(self._transport, out, ORIGIN,
+    def read_section(self, bundle, view, off):
+        """Bundle mode: reads a batch as :meth:`pump` does into the bundle `bundle` (a
+        bytearray; `view` a memoryview of it) after a section header that it writes at
+        `off`, without sending it; returns ``(read, kept, end, more)`` as pump's, `end`
+        the offset past the section (`off` when nothing was kept). The topic's numbers
+        are taken: the caller sends the bundle. BufferTooSmallError (nothing read) when
+        the next packet does not fit. On the export loop's thread only."""
+        head = self._section
+        start = off + head.size
+        read, kept, nbytes, more = _core.read_packets_into(self._transport, view[start:], ORIGIN,
                                                            max_frames=_BATCH_FRAMES)
-        self._count_missed()
-        first = self._seq + 1
+        missed = self._transport.missed
+        if missed != self._missed:
+            self.counts.missed_local += missed - self._missed
+            self._missed = missed
+        if not kept:
+            return read, 0, off, more
+        head.pack_into(bundle, off, self._seq + 1, nbytes, kept, len(self.section_name), self.section_name)
         self._seq += kept
-        return read, first, kept, nbytes, more
+        return read, kept, start + nbytes, more
 
     def _read_big(self):
         """Reads the next frame, one larger than a batch, into a buffer kept for the next
@@ -227,11 +237,9 @@ class BundleWriter:
     def pump(self, exporter):
         """Reads `exporter`'s topic into the bundle; returns ``(read, more)`` as
         :meth:`PubsubExporter.pump`."""
-        name = exporter.section_name
         while True:
-            start = self._off + BUNDLE_SECTION.size + len(name)
             try:
-                read, first, kept, nbytes, more = exporter.read_section(self._view[start:])
+                read, kept, end, more = exporter.read_section(self._buf, self._view, self._off)
                 break
             except BufferTooSmallError:
                 if not self._sections:
@@ -239,9 +247,7 @@ class BundleWriter:
                 self.flush()
         if not kept:
             return -read, more
-        BUNDLE_SECTION.pack_into(self._buf, self._off, first, nbytes, kept, len(name))
-        self._buf[self._off + BUNDLE_SECTION.size:start] = name
-        self._off = start + nbytes
+        self._off = end
         self._sections.append((exporter, kept))
         return read, more
 
