@@ -179,10 +179,26 @@ class PubsubExporter:
         self._seq += kept
         return read, kept, start + nbytes, more
 
-    def _read_big(self):
+    def read_big_section(self):
+        """Bundle mode: the next packet, one larger than a bundle holds, as the only
+        section of a bundle of its own (header, name, frame) in a buffer kept for the
+        next one; returns ``(read, kept, payload, more)`` as :meth:`read_section`,
+        `payload` that buffer (None when nothing was kept)."""
+        head = self._section
+        frames = self._read_big(head.size)
+        self._count_missed()
+        if not frames:  # none, or one that came through a bridge
+            return (0, 0, None, False) if frames is None else (1, 0, None, True)
+        head.pack_into(self._big, 0, self._seq + 1, len(self._big) - head.size, 1, len(self.section_name),
+                       self.section_name)
+        self._seq += 1
+        return 1, 1, self._big, True
+
+    def _read_big(self, room=0):
         """Reads the next frame, one larger than a batch, into a buffer kept for the next
         one (a camera's frames are all one size: no new buffer, and the buffer itself is
-        the sample's payload); returns 1, or 0 when the frame came through a bridge
+        the sample's payload), after `room` bytes left for a bundle section's header;
+        returns 1, or 0 when the frame came through a bridge
         (looked up in place, in the ring: the bridge's own imports of large packets are
         passed over without a copy), None when there is none."""
         try:
@@ -193,13 +209,13 @@ class PubsubExporter:
                 except PacketCorruptError:
                     bridged = False  # sent as it is: the far side counts it as corrupt
                 if not bridged:
-                    size = FRAME_PREFIX.size + frame.size
+                    size = room + FRAME_PREFIX.size + frame.size
                     if self._big is None or len(self._big) != size:
                         self._big = bytearray(size)
-                    FRAME_PREFIX.pack_into(self._big, 0, frame.seq, frame.size)
+                    FRAME_PREFIX.pack_into(self._big, room, frame.seq, frame.size)
                     # through a memoryview: one copy (a bytearray's slice assignment
                     # from a memoryview copies it into a new bytearray first)
-                    memoryview(self._big)[FRAME_PREFIX.size:] = data
+                    memoryview(self._big)[room + FRAME_PREFIX.size:] = data
                 del data
         except FrameEvictedError:
             return 0  # overwritten while it was read: missed, counted by the next read
@@ -221,9 +237,11 @@ class BundleWriter:
     sections (:data:`~a0py.bridge.wire.BUNDLE_SECTION`) read in place into one buffer
     of ``_BATCH_BYTES``; a bundle is sent when the next topic's batch does not fit and
     at the end of the wake-up (:meth:`flush`). A packet larger than an empty bundle
-    holds goes as today, in a sample of its own on its topic's key. A topic's numbers
-    are one stream whichever way its packets go, and its samples leave in the order
-    read (the bundle before it is sent first). On the export loop's thread only."""
+    holds goes in a bundle of its own, its only section, on the same key: a topic's
+    packets then all travel on one key and arrive in order (on a key of their own, the
+    topic's per-topic key, they were seen overtaking bundles: the importer's
+    subscribers each deliver on a thread of their own). On the export loop's thread
+    only."""
 
     def __init__(self, bridge):
         self._buf = bytearray(_BATCH_BYTES)
@@ -243,7 +261,12 @@ class BundleWriter:
                 break
             except BufferTooSmallError:
                 if not self._sections:
-                    return exporter.pump()  # larger than a bundle: a sample of its own
+                    # larger than a bundle holds: a bundle of its own, on the same key as
+                    # the topic's other packets, so that they all arrive in order
+                    read, kept, payload, more = exporter.read_big_section()
+                    if kept:
+                        self._put(payload, [(exporter, kept)])
+                    return (read if kept else -read), more
                 self.flush()
         if not kept:
             return -read, more
@@ -258,6 +281,9 @@ class BundleWriter:
         sections, self._sections = self._sections, []
         payload = bytes(self._view[:self._off])
         self._off = 0
+        self._put(payload, sections)
+
+    def _put(self, payload, sections):
         try:
             # Zenoh copies the payload and the attachment into the sample
             self._publisher.put(payload, attachment=self._attachment.encode(len(sections)))
