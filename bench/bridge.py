@@ -36,7 +36,8 @@ Workloads (medians of --repeats runs):
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
            as a share of one core (the exporting and the importing side), for bridges
-           per topic (the default), with --bundle, and with --bundle --linger 0.0005;
+           per topic (the default), with --bundle, and with --bundle --linger 0.0005
+           (--bundle-lingers);
            beside them, the same load put on 20 keys by a Zenoh session and received by
            another (a Python callback per sample). The four alternate, --repeats rounds,
            medians; the load average before and after.
@@ -454,6 +455,8 @@ def main():
     ap.add_argument("--cpu-seconds", type=float, default=10.0)
     ap.add_argument("--bridge-arg", action="append", default=[],
                     help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
+    ap.add_argument("--bundle-lingers", default="0,0.0005", metavar="SECONDS,...",
+                    help="cpu: the lingers of the --bundle rows (default 0,0.0005)")
     ap.add_argument("--size", choices=("64B", "1MiB"), help="rate: only this size")
     ap.add_argument("--cold", action="store_true", help="rate: fresh rings (first-touch page faults timed)")
     ap.add_argument("--warm", action="store_true",
@@ -490,11 +493,11 @@ def main():
             print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
-        variants = [("bridge, per topic", lambda: bridge_cpu(20, 1000.0, seconds)),
-                    ("bridge --bundle", lambda: bridge_cpu(20, 1000.0, seconds, ["--bundle"])),
-                    ("--bundle --linger 0.0005",
-                     lambda: bridge_cpu(20, 1000.0, seconds, ["--bundle", "--linger", "0.0005"])),
-                    ("zenoh", lambda: zenoh_cpu(20, 1000.0, seconds))]
+        variants = [("bridge, per topic", lambda: bridge_cpu(20, 1000.0, seconds))]
+        for linger in args.bundle_lingers.split(","):
+            extra = ["--bundle"] + (["--linger", linger] if float(linger) else [])
+            variants.append((" ".join(extra), lambda extra=extra: bridge_cpu(20, 1000.0, seconds, extra)))
+        variants.append(("zenoh", lambda: zenoh_cpu(20, 1000.0, seconds)))
         load0 = os.getloadavg()
         runs = {label: [] for label, _ in variants}
         for _ in range(repeats):  # alternating: the machine's load hits every variant alike
