@@ -33,7 +33,14 @@ from a0py import (
 )
 from a0py.bridge import HOST, ORIGIN, SEQ, BridgeConfigError, BridgeStartError, ZenohBridge
 from a0py.bridge.config import zenoh_config
-from a0py.bridge.wire import FRAME_PREFIX, Attachment, BatchAttachment, BundleAttachment, bundle_payload, pubsub_key
+from a0py.bridge.wire import (
+    FRAME_PREFIX,
+    Attachment,
+    BatchAttachment,
+    BundleAttachment,
+    bundle_payload,
+    pubsub_key,
+)
 from a0py.proto import INIT_OLDEST
 from a0py.proto.log import LogListener, log_level
 from a0py.proto.prpc import is_done
