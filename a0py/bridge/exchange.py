@@ -1,5 +1,6 @@
 """Packets across the bridge: :class:`PubsubExporter` (a local topic's pub/sub packets
-to Zenoh, in batches, driven by an :class:`ExportLoop`), :class:`Exporter` (its log
+to Zenoh, in batches, driven by an :class:`ExportLoop`; in bundle mode several topics'
+batches in one sample, :class:`BundleWriter`), :class:`Exporter` (its log
 messages or configuration versions, one a sample) and :class:`Importer` (Zenoh to local
 topics). Log messages and configuration versions are packets in a ring as pub/sub
 packets are (a configuration version is a whole JSON document), and travel the same way
@@ -39,6 +40,13 @@ Invariants:
   machine's importer writing) is followed by a pause of ``_ECHO_PAUSE_S`` before the
   next wait, so imported samples do not each wake the exporter: a local packet waits at
   most that long (plus the linger, if any) before it is read.
+* Bundle mode (:class:`BundleWriter`): the batches an export loop reads in one wake-up,
+  every topic's, go in one sample on the bridge's bundle key, a packet larger than a
+  bundle in a bundle of its own; a topic's packets keep one numbering and one key, so
+  they arrive in order. Every importer takes bundles (:class:`~a0py.bridge._ingest.
+  BundleIngest`, one call per bundle), whatever its own mode, with the same per-topic
+  numbers, duplicates, gaps and counts as batch samples; sections of topics its globs do
+  not take are skipped uncounted.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.
