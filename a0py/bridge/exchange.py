@@ -146,7 +146,10 @@ class PubsubExporter:
             read, kept, more = (0, 0, False) if frames is None else (1, frames, True)
             buf = self._big
             nbytes = len(buf) if kept else 0
-        self._count_missed()
+        missed = self._transport.missed
+        if missed != self._missed:
+            self.counts.missed_local += missed - self._missed
+            self._missed = missed
         if kept:
             payload = buf if nbytes == len(buf) else bytes(memoryview(buf)[:nbytes])
             try:
