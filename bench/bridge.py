@@ -51,9 +51,12 @@ Workloads (medians of --repeats runs):
            Zenoh's own with the same options.
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
-           as a share of one core (the exporting and the importing side); beside it,
-           the same load put on 20 keys by a Zenoh session and received by another
-           (a Python callback per sample).
+           as a share of one core (the exporting and the importing side), for bridges
+           per topic (the default), with --bundle, and with --bundle --linger 0.0005
+           (--bundle-lingers);
+           beside them, the same load put on 20 keys by a Zenoh session and received by
+           another (a Python callback per sample). The four alternate, --repeats rounds,
+           medians; the load average before and after.
   ingest   in this process: the importer's work per sample once Zenoh gave its bytes,
            the previous Python steps (decode the attachment, split the batch, splice
            each packet, write the list) against the compiled TopicIngest.ingest.
@@ -148,10 +151,11 @@ class Bridges:
 
     extra = ()
 
-    def __init__(self, prepare=None, trace=None, variant=None):
+    def __init__(self, prepare=None, trace=None, variant=None, extra=()):
         self.prepare = prepare
         self.trace = trace  # a directory: each bridge's timestamps there (BRIDGE_PROC)
         self.variant = variant or {}  # the bridges otherwise than as built (BRIDGE_PROC)
+        self.args = (*self.extra, *extra)
 
     def __enter__(self):
         tag = uuid.uuid4().hex[:8]
@@ -160,7 +164,7 @@ class Bridges:
             self.prepare(self.a)
             self.prepare(self.b)
         ep = f"tcp/127.0.0.1:{free_port()}"
-        args = ["bridge", "--reliable", "--status-interval", "3600", *self.extra]
+        args = ["bridge", "--reliable", "--status-interval", "3600", *self.args]
 
         def cmd(side):
             if self.trace is None and not self.variant:
@@ -709,8 +713,11 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bridge_cpu(topics, rate, seconds, variant=None):
-    with Bridges(variant=variant) as br:
+def bridge_cpu(topics, rate, seconds, variant=None, extra=()):
+    """The exporting and the importing bridge's CPU (% of a core) under the load;
+    `variant` as --ab gives it, `extra`: more arguments for both bridges (``--bundle``,
+    ``--linger``)."""
+    with Bridges(variant=variant, extra=extra) as br:
         load = subprocess.Popen([sys.executable, "-c", LOAD, str(topics), str(rate), str(seconds + 3)],
                                 env=env(br.a))
         time.sleep(2.0)  # every topic discovered and flowing
@@ -821,6 +828,8 @@ def main():
     ap.add_argument("--cpu-seconds", type=float, default=10.0)
     ap.add_argument("--bridge-arg", action="append", default=[],
                     help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
+    ap.add_argument("--bundle-lingers", default="0,0.0005", metavar="SECONDS,...",
+                    help="cpu: the lingers of the --bundle rows (default 0,0.0005)")
     ap.add_argument("--size", choices=("64B", "1MiB"), help="rate: only this size")
     ap.add_argument("--cold", action="store_true", help="rate: fresh rings (first-touch page faults timed)")
     ap.add_argument("--warm", action="store_true",
@@ -877,8 +886,8 @@ def main():
                 print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
-        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
         if args.ab:
+            print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core:")
             # the variants in turn, --repeats rounds: medians, and the load average
             variants = [("as built", {})] + [(text, parse_variant(text)) for text in args.ab]
             runs = {label: [] for label, _ in variants}
@@ -891,11 +900,27 @@ def main():
                 print(f" bridge[{label}]  exporting {exporting:5.1f}  importing {importing:5.1f}  "
                       f"(medians of {repeats}; load average {os.getloadavg()[0]:.2f})", flush=True)
             return
-        exporting, importing = bridge_cpu(20, 1000.0, seconds)
-        sending, receiving = zenoh_cpu(20, 1000.0, seconds)
-        print(f" bridge  exporting {exporting:5.1f}  importing {importing:5.1f}  (bridge processes)")
-        print(f"  zenoh  sending   {sending:5.1f}  receiving {receiving:5.1f}  (the sender also "
-              "paces the load)", flush=True)
+        variants = [("bridge, per topic", lambda: bridge_cpu(20, 1000.0, seconds))]
+        for linger in args.bundle_lingers.split(","):
+            extra = ["--bundle"] + (["--linger", linger] if float(linger) else [])
+            variants.append((" ".join(extra), lambda extra=extra: bridge_cpu(20, 1000.0, seconds, extra)))
+        variants.append(("zenoh", lambda: zenoh_cpu(20, 1000.0, seconds)))
+        load0 = os.getloadavg()
+        runs = {label: [] for label, _ in variants}
+        for _ in range(repeats):  # alternating: the machine's load hits every variant alike
+            for label, fn in variants:
+                runs[label].append(fn())
+        load1 = os.getloadavg()
+        print(f"cpu, 1 KiB x 20 topics x 1 kHz over {seconds:.0f} s, % of one core, median of {repeats} "
+              f"(load average {load0[0]:.2f} before, {load1[0]:.2f} after):")
+        for label, _ in variants:
+            first = statistics.median(r[0] for r in runs[label])
+            second = statistics.median(r[1] for r in runs[label])
+            each = "  ".join(f"{r[0]:.1f}/{r[1]:.1f}" for r in runs[label])
+            sides = ("sending  ", "receiving") if label == "zenoh" else ("exporting", "importing")
+            print(f" {label:>24}  {sides[0]} {first:5.1f}  {sides[1]} {second:5.1f}   (runs: {each})",
+                  flush=True)
+        print(" (zenoh: the sender also paces the load)")
 
 
 if __name__ == "__main__":

@@ -10,10 +10,16 @@ Linked with the core's packet codec (``a0_packet_splice_size`` and
 writing frames through the binding's ``Transport`` (its lock, ``_alloc`` and
 commit), so no packet is copied between the sample and the ring.
 
+A bundle (several topics' batches in one sample, bundle mode) is one call
+too (:class:`BundleIngest`): its sections are walked and each handed to its
+topic's :class:`TopicIngest` as a batch sample would be; Python is called only
+the first time a topic name is seen (is it imported here?).
+
 What it reads is the wire format of :mod:`a0py.bridge.wire` (attachments
-``A0BB`` and ``A0BR``, the 16-byte prefix before each frame of a batch); the
-Python functions there stay the reference, and the tests compare the two on
-hostile bytes.
+``A0BB``, ``A0BR`` and ``A0BN``, the 16-byte prefix before each frame of a
+batch, the 22-byte header before each section of a bundle); the Python
+functions there stay the reference, and the tests compare the two on hostile
+bytes.
 
 Invariants (those of :mod:`a0py.bridge.exchange`):
 
@@ -24,7 +30,10 @@ Invariants (those of :mod:`a0py.bridge.exchange`):
   bounds) when it is sized, and written only into a frame of exactly the size
   it was given (``a0_packet_splice`` refuses any other). A sample that fails
   is counted (``bad samples`` by the caller, ``corrupt``, ``too_large``),
-  never written past a bound, never a crash.
+  never written past a bound, never a crash. A bundle's sections are all
+  walked, and their names all checked, before any is used: a bundle that
+  fails is a bad sample and writes nothing; a section's batch is then
+  checked as a batch sample's is, and counted on its topic.
 * Per (exporting bridge, topic), a packet is written only if its number is
   above the last one written: a packet seen again is counted as
   ``duplicates`` (a batch partly seen included), a gap as ``lost``. The last
@@ -43,9 +52,10 @@ Invariants (those of :mod:`a0py.bridge.exchange`):
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport UINT64_MAX, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport UINT64_MAX, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy
 
 from .._core cimport Transport
@@ -62,8 +72,10 @@ from ..includes.a0_packet cimport (
 from ..includes.a0_transport cimport a0_locked_t
 
 from ..errors import A0Error, ArgumentError, LockError
+from .errors import WireError
 
-__all__ = ["BAD_SAMPLE", "INGESTED", "MAX_ORIGINS", "OWN", "REFUSED", "TopicIngest", "WRITE_FAILED"]
+__all__ = ["BAD_SAMPLE", "INGESTED", "MAX_ORIGINS", "OWN", "REFUSED", "BundleIngest", "TopicIngest",
+           "WRITE_FAILED"]
 
 #: What :meth:`TopicIngest.ingest` returns: the sample was handled (its packets
 #: written, or counted as duplicates).
@@ -93,6 +105,9 @@ cdef enum:
     _PREFIX = 16       # before each frame of a batch: its seq and size, u64 LE
     _NOGIL_BYTES = 65536
     _N_EXTRA = 3
+    _BUNDLE_ATT = 24   # A0BN: magic, origin, section count; then the host
+    _SECTION = 22      # before each section of a bundle: first number, batch size, count, name size
+    _MAX_NAMES = 4096  # topic names a BundleIngest remembers (all forgotten at once past this)
 
 # How long a configuration's version waits for the writers' lock (a local
 # writer holds it only while it merges one document).
@@ -527,3 +542,199 @@ cdef class TopicIngest:
             self.error = why
             return REFUSED
         return INGESTED
+
+
+cdef struct _Section:
+    uint64_t first   # the number of its first packet
+    uint64_t count
+    uint64_t name_at
+    uint64_t name_len
+    uint64_t batch_at
+    uint64_t batch_len
+
+
+cdef class BundleIngest:
+    """The importer's side of bundles (several topics' batches in one sample,
+    :mod:`a0py.bridge.wire`): one call per bundle checks its attachment and
+    its sections, finds each section's :class:`TopicIngest` and hands it the
+    section's batch, as :meth:`TopicIngest.ingest` would a batch sample of
+    that topic (the same checks, numbers and counts).
+
+    `own` is this bridge's id (16 bytes); `resolve(name)` (`name`: a
+    section's topic name, bytes) returns the topic's :class:`TopicIngest`,
+    None when this bridge does not import the topic (the section is skipped,
+    nothing counted), or raises :class:`~a0py.bridge.errors.WireError` when
+    the name is not a topic's. Answers are remembered per name (at most
+    4096, then all forgotten)."""
+
+    cdef uint8_t own[16]
+    cdef object resolve
+    cdef dict states
+    cdef bint busy
+    cdef readonly str error
+    cdef readonly object failures
+
+    def __init__(self, own, resolve):
+        if not isinstance(own, bytes) or len(own) != _ID:
+            raise ArgumentError(f"own must be a bridge id of 16 bytes, not {own!r}")
+        if not callable(resolve):
+            raise ArgumentError("resolve must be a callable")
+        memcpy(self.own, PyBytes_AS_STRING(own), _ID)
+        self.resolve = resolve
+        self.states = {}
+        self.error = None
+        self.failures = ()
+
+    def ingest(self, payload, attachment):
+        """Writes the packets of one bundle (`payload`: bytes-like, as Zenoh
+        gave it; `attachment`: bytes or None) into the topics it names that
+        this bridge imports; returns :data:`INGESTED` (every section handed
+        to its topic; ``failures`` lists ``(topic name, WRITE_FAILED or
+        REFUSED, error)`` for those whose topic refused some packets or could
+        not be written, counted on the topic), :data:`OWN` (sent by this
+        bridge: ignored) or :data:`BAD_SAMPLE` (the attachment is not a
+        bundle's, or its sections do not parse or name something that is
+        not a topic: nothing written or counted on any topic, ``error`` says
+        why; the caller counts a bad sample). LockError if called again
+        while a call runs, or while a call on one of its topics runs."""
+        if self.busy:
+            raise LockError("BundleIngest.ingest called again while a call runs")
+        self.busy = True
+        self.failures = ()
+        try:
+            return self._ingest(payload, attachment)
+        finally:
+            self.busy = False
+
+    cdef int _bad(self, str why) except -1:
+        self.error = why
+        return BAD_SAMPLE
+
+    cdef int _ingest(self, object payload, object attachment) except -1:
+        cdef const uint8_t* att
+        cdef Py_ssize_t att_len
+        cdef uint32_t count32 = 0
+        cdef Py_buffer buf
+        if attachment is None:
+            return self._bad("bundle without attachment")
+        if not isinstance(attachment, bytes):
+            raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
+        att = <const uint8_t*>PyBytes_AS_STRING(attachment)
+        att_len = PyBytes_GET_SIZE(attachment)
+        if not _BUNDLE_ATT <= att_len <= _BUNDLE_ATT + _MAX_HOST:
+            return self._bad(f"bundle attachment of {att_len} bytes")
+        if memcmp(att, b"A0BN", 4) != 0:
+            return self._bad(f"bundle attachment magic {attachment[:4]!r}")
+        if not _utf8(att + _BUNDLE_ATT, att_len - _BUNDLE_ATT):
+            return self._bad("attachment host not UTF-8")
+        memcpy(&count32, att + 20, 4)
+        if count32 == 0:
+            return self._bad("bundle attachment of 0 sections")
+        if memcmp(att + 4, self.own, _ID) == 0:
+            return OWN
+        PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
+        try:
+            return self._sections(<const uint8_t*>buf.buf, <uint64_t>buf.len, count32, att + 4,
+                                  att + _BUNDLE_ATT, att_len - _BUNDLE_ATT)
+        finally:
+            PyBuffer_Release(&buf)
+
+    cdef int _walk(self, const uint8_t* p, uint64_t end, _Section* out, uint64_t* n) except -1:
+        """Walks the sections (wire.bundle_sections's rules), each bound
+        checked before the next is read; fills `out` (room for *n, or none
+        when NULL) and sets *n. BAD_SAMPLE (error set) or 0."""
+        cdef uint64_t off = 0, first, size, k = 0
+        cdef uint32_t count
+        cdef uint16_t name_len
+        while off < end:
+            if end - off < _SECTION:
+                return self._bad(f"bundle cut inside a section header at byte {off}")
+            memcpy(&first, p + off, 8)
+            memcpy(&size, p + off + 8, 8)
+            memcpy(&count, p + off + 16, 4)
+            memcpy(&name_len, p + off + 20, 2)
+            off += _SECTION
+            if name_len == 0 or name_len > end - off:
+                return self._bad(f"bundle section name of {name_len} bytes at byte {off}, past the end ({end})")
+            if out != NULL:
+                out[k].name_at = off
+                out[k].name_len = name_len
+            off += name_len
+            if size > end - off:
+                return self._bad(f"bundle section batch of {size} bytes at byte {off}, past the end ({end})")
+            if count == 0 or first == 0 or first > UINT64_MAX - (count - 1):
+                return self._bad(f"bundle section of {count} packets from number {first}")
+            if out != NULL:
+                out[k].first = first
+                out[k].count = count
+                out[k].batch_at = off
+                out[k].batch_len = size
+            off += size
+            k += 1
+        n[0] = k
+        return 0
+
+    cdef object _state_of(self, const uint8_t* name, uint64_t name_len):
+        """The TopicIngest (or None) of a section's name; raises WireError."""
+        key = PyBytes_FromStringAndSize(<const char*>name, <Py_ssize_t>name_len)
+        state = self.states.get(key, False)
+        if state is False:
+            state = self.resolve(key)
+            if state is not None and not isinstance(state, TopicIngest):
+                raise ArgumentError(f"resolve must return a TopicIngest or None, not {state!r}")
+            if len(self.states) >= _MAX_NAMES:
+                self.states.clear()
+            self.states[key] = state
+        return state
+
+    cdef int _sections(self, const uint8_t* p, uint64_t end, uint64_t expected, const uint8_t* origin,
+                       const uint8_t* host, Py_ssize_t host_len) except -1:
+        cdef uint64_t n = 0, k
+        cdef _Section* sections
+        cdef TopicIngest topic
+        cdef int done
+        if self._walk(p, end, NULL, &n) != 0:
+            return BAD_SAMPLE
+        if n != expected:
+            return self._bad(f"bundle of {n} sections, its attachment says {expected}")
+        # the bounds found by the walk are kept: the payload is not read again for them
+        # after the Python calls below
+        sections = <_Section*>PyMem_Malloc(n * sizeof(_Section))
+        if sections == NULL:
+            raise MemoryError()
+        try:
+            if self._walk(p, end, sections, &n) != 0 or n != expected:
+                return self._bad("the bundle changed while it was read")
+            states = []
+            for k in range(n):
+                try:
+                    states.append(self._state_of(p + sections[k].name_at, sections[k].name_len))
+                except WireError as e:
+                    return self._bad(f"bundle section {k}: {e}")
+            failures = None
+            for k in range(n):
+                state = states[k]
+                if state is None:
+                    continue
+                topic = <TopicIngest>state
+                if topic.busy:
+                    raise LockError("BundleIngest.ingest reached a topic while a call on it runs")
+                topic.busy = True
+                try:
+                    if topic.counts is None:
+                        topic.counts = topic.counts_of()
+                    done = topic._frames(p + sections[k].batch_at, sections[k].batch_len, True,
+                                         sections[k].first, sections[k].count, origin, host, host_len)
+                finally:
+                    topic.busy = False
+                if done != INGESTED:
+                    if failures is None:
+                        failures = []
+                    failures.append(((<bytes>PyBytes_FromStringAndSize(
+                        <const char*>p + sections[k].name_at, <Py_ssize_t>sections[k].name_len)).decode(
+                            "utf-8", "replace"), done, topic.error))
+            if failures is not None:
+                self.failures = failures
+            return INGESTED
+        finally:
+            PyMem_Free(sections)

@@ -55,6 +55,7 @@ from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
 from .exchange import (
     MAX_LINGER,
+    BundleWriter,
     Exporter,
     ExportLoop,
     Importer,
@@ -103,6 +104,12 @@ class ZenohBridge:
     another bridge may stay silent before Zenoh declares it down and the peer is
     reported ``gone`` (Zenoh's ``transport/link/tx/lease``; None: the config file's,
     else 10 s, Zenoh's default); ``lease``: the lease the session opens with.
+    `bundle=True`: the pub/sub packets of all the topics
+    read in one wake-up go in one sample on ``<prefix>/bundle/<id>`` instead of one
+    sample per topic (much less CPU with many small topics; Zenoh then routes every
+    bundle to every bridge, whatever its globs, and a Zenoh subscriber of one's own sees
+    no per-topic keys for them: docs/bridge.md, "Bundles"). Every bridge imports
+    bundles, whatever its own mode.
 
     ``start()``, ``stop()``, context manager; ``status()``: a dict of counts per topic;
     ``id``: this bridge's id (32 hex digits, new at each start). Losses are also logged
@@ -114,7 +121,7 @@ class ZenohBridge:
 
     def __init__(self, globs, listen=(), connect=(), config=None, prefix="a0py", *, mode=None,
                  multicast=None, reliable=False, sizes=None, root=None, log_topic="a0py/bridge",
-                 report_interval=1.0, linger=0.0, lease=None):
+                 report_interval=1.0, linger=0.0, lease=None, bundle=False):
         if isinstance(globs, str):
             globs = (globs,)
         try:
@@ -145,6 +152,7 @@ class ZenohBridge:
                                    else self.zenoh.CongestionControl.DROP)
         self.report_interval = float(report_interval)
         self.linger = float(linger)
+        self.bundle = bool(bundle)
         self.host = socket.gethostname()
         self.id = None
         self.id_bytes = None
@@ -296,7 +304,7 @@ class ZenohBridge:
             if protocol == PUBSUB and not self._stopping.is_set():
                 loop = next((lp for lp in self._export_loops if len(lp) < lp.capacity), None)
                 if loop is None:
-                    loop = ExportLoop(self.linger)
+                    loop = ExportLoop(self.linger, BundleWriter(self) if self.bundle else None)
                     self._export_loops.append(loop)
                 loop.add(exporter)
         if self._stopping.is_set():

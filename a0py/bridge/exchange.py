@@ -1,5 +1,6 @@
 """Packets across the bridge: :class:`PubsubExporter` (a local topic's pub/sub packets
-to Zenoh, in batches, driven by an :class:`ExportLoop`), :class:`Exporter` (its log
+to Zenoh, in batches, driven by an :class:`ExportLoop`; in bundle mode several topics'
+batches in one sample, :class:`BundleWriter`), :class:`Exporter` (its log
 messages or configuration versions, one a sample) and :class:`Importer` (Zenoh to local
 topics). Log messages and configuration versions are packets in a ring as pub/sub
 packets are (a configuration version is a whole JSON document), and travel the same way
@@ -46,12 +47,20 @@ Invariants:
   newest frame of the state it looked at, the frames since the previous such point are
   split by the state's ``relayed_frames`` count into relayed and local ones; the local
   ones it did not read (at most as many as its reads skipped) are the loss.
+* Bundle mode (:class:`BundleWriter`): the batches an export loop reads in one wake-up,
+  every topic's, go in one sample on the bridge's bundle key, a packet larger than a
+  bundle in a bundle of its own; a topic's packets keep one numbering and one key, so
+  they arrive in order. Every importer takes bundles (:class:`~a0py.bridge._ingest.
+  BundleIngest`, one call per bundle), whatever its own mode, with the same per-topic
+  numbers, duplicates, gaps and counts as batch samples; sections of topics its globs do
+  not take are skipped uncounted.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.
 """
 
 import logging
+import struct
 import threading
 import time
 
@@ -62,19 +71,25 @@ from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
 from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
 from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
-from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, TopicIngest
+from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, BundleIngest, TopicIngest
 from .wire import (
     BRIDGED,
+    BUNDLE_CHUNK,
+    BUNDLE_SECTION,
     FRAME_PREFIX,
     ORIGIN,
     Attachment,
     BatchAttachmentWriter,
+    BundleAttachmentWriter,
     WireError,
+    bundle_key,
+    bundle_topic,
     key_of,
     topic_of_key,
 )
 
-__all__ = ["MAX_LINGER", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes", "init_for"]
+__all__ = ["MAX_LINGER", "BundleWriter", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes",
+           "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -120,6 +135,8 @@ class PubsubExporter:
                 self._acc_relayed = max(0, self._acc_relayed - n)
         self._acc_missed = 0
         self._kept = 0  # local packets read since the accounting point
+        self.section_name = name.encode("utf-8")  # in a bundle (bundle mode)
+        self._section = struct.Struct(f"{BUNDLE_SECTION.format}{len(self.section_name)}s")
         self._buf = bytearray(_BATCH_BYTES)
         self._big = None
         self._attachment = BatchAttachmentWriter(bridge.id_bytes, bridge.host)
@@ -176,10 +193,48 @@ class PubsubExporter:
             self.counts.missed_local += lost
         self._acc_seq, self._acc_relayed, self._acc_missed, self._kept = high, relayed, missed, 0
 
-    def _read_big(self):
+
+    def read_section(self, bundle, view, off):
+        """Bundle mode: reads a batch as :meth:`pump` does into the bundle `bundle` (a
+        bytearray; `view` a memoryview of it) after a section header that it writes at
+        `off`, without sending it; returns ``(read, kept, end, more)`` as pump's, `end`
+        the offset past the section (`off` when nothing was kept). The topic's numbers
+        are taken: the caller sends the bundle. BufferTooSmallError (nothing read) when
+        the next packet does not fit. On the export loop's thread only."""
+        head = self._section
+        start = off + head.size
+        read, kept, nbytes, more = _core.read_packets_into(self._transport, view[start:], ORIGIN,
+                                                           max_frames=_BATCH_FRAMES)
+        self._kept += kept
+        self._account()
+        if not kept:
+            return read, 0, off, more
+        head.pack_into(bundle, off, self._seq + 1, nbytes, kept, len(self.section_name), self.section_name)
+        self._seq += kept
+        return read, kept, start + nbytes, more
+
+    def read_big_section(self):
+        """Bundle mode: the next packet, one larger than a bundle holds, as the only
+        section of a bundle of its own (header, name, frame) in a buffer kept for the
+        next one; returns ``(read, kept, payload, more)`` as :meth:`read_section`,
+        `payload` that buffer (None when nothing was kept)."""
+        head = self._section
+        frames = self._read_big(head.size)
+        if frames:
+            self._kept += frames
+        self._account()
+        if not frames:  # none, or one that came through a bridge
+            return (0, 0, None, False) if frames is None else (1, 0, None, True)
+        head.pack_into(self._big, 0, self._seq + 1, len(self._big) - head.size, 1, len(self.section_name),
+                       self.section_name)
+        self._seq += 1
+        return 1, 1, self._big, True
+
+    def _read_big(self, room=0):
         """Reads the next frame, one larger than a batch, into a buffer kept for the next
         one (a camera's frames are all one size: no new buffer, and the buffer itself is
-        the sample's payload); returns 1, or 0 when the frame came through a bridge
+        the sample's payload), after `room` bytes left for a bundle section's header;
+        returns 1, or 0 when the frame came through a bridge
         (looked up in place, in the ring: the bridge's own imports of large packets are
         passed over without a copy), None when there is none."""
         try:
@@ -190,13 +245,13 @@ class PubsubExporter:
                 except PacketCorruptError:
                     bridged = False  # sent as it is: the far side counts it as corrupt
                 if not bridged:
-                    size = FRAME_PREFIX.size + frame.size
+                    size = room + FRAME_PREFIX.size + frame.size
                     if self._big is None or len(self._big) != size:
                         self._big = bytearray(size)
-                    FRAME_PREFIX.pack_into(self._big, 0, frame.seq, frame.size)
+                    FRAME_PREFIX.pack_into(self._big, room, frame.seq, frame.size)
                     # through a memoryview: one copy (a bytearray's slice assignment
                     # from a memoryview copies it into a new bytearray first)
-                    memoryview(self._big)[FRAME_PREFIX.size:] = data
+                    memoryview(self._big)[room + FRAME_PREFIX.size:] = data
                 del data
         except FrameEvictedError:
             return 0  # overwritten while it was read: missed, counted by the next read
@@ -206,6 +261,75 @@ class PubsubExporter:
 
     def close(self):
         self.closed = True
+        try:
+            self._publisher.undeclare()
+        except Exception:  # the session closed first
+            pass
+
+
+class BundleWriter:
+    """Bundle mode: what one wake-up of an export loop reads of every topic, in one
+    sample on the bridge's bundle key (:func:`~a0py.bridge.wire.bundle_key`), as
+    sections (:data:`~a0py.bridge.wire.BUNDLE_SECTION`) read in place into one buffer
+    of ``_BATCH_BYTES``; a bundle is sent when the next topic's batch does not fit and
+    at the end of the wake-up (:meth:`flush`). A packet larger than an empty bundle
+    holds goes in a bundle of its own, its only section, on the same key: a topic's
+    packets then all travel on one key and arrive in order (on a key of their own, the
+    topic's per-topic key, they were seen overtaking bundles: the importer's
+    subscribers each deliver on a thread of their own). On the export loop's thread
+    only."""
+
+    def __init__(self, bridge):
+        self._buf = bytearray(_BATCH_BYTES)
+        self._view = memoryview(self._buf)
+        self._off = 0
+        self._sections = []  # (exporter, packets) in the bundle being filled
+        self._attachment = BundleAttachmentWriter(bridge.id_bytes, bridge.host)
+        self._publisher = bridge.session.declare_publisher(
+            bundle_key(bridge.prefix, bridge.id), congestion_control=bridge.congestion_control)
+
+    def pump(self, exporter):
+        """Reads `exporter`'s topic into the bundle; returns ``(read, more)`` as
+        :meth:`PubsubExporter.pump`."""
+        while True:
+            try:
+                read, kept, end, more = exporter.read_section(self._buf, self._view, self._off)
+                break
+            except BufferTooSmallError:
+                if not self._sections:
+                    # larger than a bundle holds: a bundle of its own, on the same key as
+                    # the topic's other packets, so that they all arrive in order
+                    read, kept, payload, more = exporter.read_big_section()
+                    if kept:
+                        self._put(payload, [(exporter, kept)])
+                    return (read if kept else -read), more
+                self.flush()
+        if not kept:
+            return -read, more
+        self._off = end
+        self._sections.append((exporter, kept))
+        return read, more
+
+    def flush(self):
+        """Sends the bundle, if it holds anything."""
+        if not self._sections:
+            return
+        sections, self._sections = self._sections, []
+        payload = bytes(self._view[:self._off])
+        self._off = 0
+        self._put(payload, sections)
+
+    def _put(self, payload, sections):
+        try:
+            # Zenoh copies the payload and the attachment into the sample
+            self._publisher.put(payload, attachment=self._attachment.encode(len(sections)))
+        except Exception as e:  # zenoh's ZError: the session is closing
+            _log.debug("bridge: a bundle was not sent: %s", e)
+            return
+        for exporter, kept in sections:
+            exporter.counts.exported += kept
+
+    def close(self):
         try:
             self._publisher.undeclare()
         except Exception:  # the session closed first
@@ -223,13 +347,17 @@ class ExportLoop:
     `linger` (seconds, 0: none): after a wake-up, how long the loop waits for the
     other topics' packets before it reads, so that a publisher writing several topics
     at once costs one wake-up and Zenoh one write instead of one per topic; every
-    packet then waits up to that long more (docs/bridge.md, "Latency and CPU")."""
+    packet then waits up to that long more (docs/bridge.md, "Latency and CPU").
 
-    def __init__(self, linger=0.0):
+    `bundle` (a :class:`BundleWriter`, bundle mode): the batches of one wake-up go in
+    one sample instead of one per topic."""
+
+    def __init__(self, linger=0.0, bundle=None):
         self._wait = _core.MultiWait(local=True)
         self.capacity = self._wait.capacity
         self.wakeups = 0
         self.linger = linger
+        self._bundle = bundle
         self._lock = threading.Lock()
         self._exporters = {}  # id(arena) -> exporter
         self._changed = False
@@ -260,6 +388,7 @@ class ExportLoop:
         # costs microseconds on a CPU whose caches other processes filled meanwhile):
         # the lock only when the exporters changed (only this thread clears _changed),
         # C iterators rather than a comprehension's frame.
+        bundle = self._bundle
         while not self._stop:
             if self._changed:
                 with self._lock:
@@ -274,13 +403,15 @@ class ExportLoop:
                 if exporter is None or exporter.closed:
                     continue
                 try:
-                    _, more = exporter.pump()
+                    _, more = exporter.pump() if bundle is None else bundle.pump(exporter)
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
                     continue
                 if more:
                     again.append(exporter)
+            if bundle is not None:
+                bundle.flush()
             if again or self._stop:
                 continue
             if self._wait.wait(_EXPORT_IDLE_S):
@@ -292,6 +423,8 @@ class ExportLoop:
         self._stop = True
         self._wait.wake()
         self._thread.join(timeout)
+        if self._bundle is not None and not self._thread.is_alive():
+            self._bundle.close()
 
 
 class Exporter:
@@ -369,6 +502,11 @@ class Importer:
         self._subscribers = [bridge.session.declare_subscriber(
             key_of(bridge.prefix, protocol, "**"), self._on_sample,
             allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
+        # bundles of every bundling bridge, whatever this bridge's own mode
+        self._bundles = BundleIngest(bridge.id_bytes, self._bundled_topic)
+        self._subscribers.append(bridge.session.declare_subscriber(
+            f"{bridge.prefix}/{BUNDLE_CHUNK}/*", self._on_bundle,
+            allowed_origin=bridge.zenoh.Locality.REMOTE))
 
     def _refuse(self, why):
         self._bridge.bad_samples += 1
@@ -425,6 +563,33 @@ class Importer:
             _log.warning("bridge: cannot write topic %r: %s", name, state.error)
         else:
             _log.debug("bridge: topic %r: refused packets: %s", name, state.error)
+
+    def _bundled_topic(self, raw):
+        """The TopicIngest of a bundle section's topic (`raw`: its name's bytes), None if
+        the bridge does not import it; WireError if it names none. Called by
+        :class:`~a0py.bridge._ingest.BundleIngest` under ``self._lock``."""
+        name = bundle_topic(raw)
+        if not self._bridge.matches(name):
+            return None
+        state = self._topics.get((PUBSUB, name))
+        if state is None:
+            state = self._topics[PUBSUB, name] = self._new_state(PUBSUB, name)
+        return state
+
+    def _on_bundle(self, sample):
+        # On a Zenoh thread; nothing in the sample is trusted (BundleIngest checks it).
+        att = sample.attachment
+        bundles = self._bundles
+        with self._lock:
+            done = bundles.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
+            failures, error = bundles.failures, bundles.error
+        if done == BAD_SAMPLE:
+            self._refuse(error)
+        for name, code, why in failures:
+            if code == WRITE_FAILED:
+                _log.warning("bridge: cannot write topic %r: %s", name, why)
+            else:
+                _log.debug("bridge: topic %r: refused packets: %s", name, why)
 
     def _open(self, protocol, name, frame_size):
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None

@@ -19,6 +19,14 @@ Invariants:
   batches, and the importer still takes them. Nothing received is trusted: a payload that is not a packet,
   an attachment that does not parse, a key that is not a topic are refused by the
   functions here with :class:`WireError`, which the receiver counts.
+* A bridge in bundle mode puts the batches of several topics read in one wake-up as one
+  sample on ``<prefix>/bundle/<its id>`` (:func:`bundle_key`): its payload is a list of
+  *sections*, each a :data:`BUNDLE_SECTION` header (first packet's number, batch size,
+  packet count, name size), the topic's name and a batch as above; its attachment
+  (:class:`BundleAttachment`, magic ``A0BN``) names the bridge, its host and the
+  section count. A section's packets are numbered in the same stream per (bridge,
+  topic) as the topic's batch samples, so the two kinds of sample of one topic
+  interleave without a gap or a duplicate.
 * A running bridge holds a liveliness token ``<prefix>/bridge-peer/<id>/<label>``
   (:func:`peer_token_key`), the label its host, root and pid as JSON in unpadded
   URL-safe base64; :func:`peer_of_token_key` refuses anything else.
@@ -40,9 +48,11 @@ from ..errors import ArgumentError, PacketCorruptError
 from ..proto.topic import CFG, LOG, PRPC, PUBSUB, RPC, check_topic_name
 from .errors import WireError
 
-__all__ = ["BRIDGED", "FRAME_PREFIX", "HOST", "ORIGIN", "REQREP", "SEQ", "Attachment",
-           "PEER_CHUNK", "PEER_BYE_CHUNK", "BatchAttachment", "BatchAttachmentWriter", "RpcAttachment", "WireError", "batch_frames", "bridge_headers",
-           "bridged_packet", "decode_attachment", "check_prefix", "key_of", "peer_bye_key", "peer_of_bye_key", "peer_of_token_key", "peer_token_key", "pubsub_key", "reqrep_key", "server_token_key",
+__all__ = ["BRIDGED", "BUNDLE_CHUNK", "BUNDLE_SECTION", "FRAME_PREFIX", "HOST", "ORIGIN", "REQREP", "SEQ",
+           "Attachment", "PEER_CHUNK", "PEER_BYE_CHUNK", "BatchAttachment", "BatchAttachmentWriter",
+           "BundleAttachment", "BundleAttachmentWriter", "BundleSection", "RpcAttachment", "WireError",
+           "batch_frames", "bridge_headers", "bridged_packet", "bundle_key", "bundle_payload", "bundle_sections", "bundle_topic",
+           "decode_attachment", "check_prefix", "key_of", "peer_bye_key", "peer_of_bye_key", "peer_of_token_key", "peer_token_key", "pubsub_key", "reqrep_key", "server_token_key",
            "topic_of_key", "topic_of_reqrep_key", "was_bridged"]
 
 #: The protocols a bridge carries, each under its own key ``<prefix>/<protocol>/<topic>``.
@@ -372,3 +382,145 @@ def batch_frames(payload, count):
     if len(frames) != count:
         raise WireError(f"batch of {len(frames)} frames, its attachment says {count}")
     return frames
+
+
+# --- bundles: several topics' batches in one sample (bundle mode)
+
+#: Key chunk of a bundling bridge's samples: ``<prefix>/bundle/<bridge hex>``.
+BUNDLE_CHUNK = "bundle"
+_BUNDLE_MAGIC = b"A0BN"
+#: A bundle's attachment: magic, origin bridge id, section count; then the host (UTF-8).
+_BUNDLE_ATTACHMENT = struct.Struct("<4s16sI")
+_BUNDLE_COUNT_AT = 20
+_BUNDLE_COUNT = struct.Struct("<I")
+#: Before each section of a bundle: the number of the section's first packet in the
+#: exporting bridge's stream for its topic, the size of its batch, its packet count, the
+#: size of its topic name; then the name (UTF-8) and the batch (as a batch sample's
+#: payload: each frame after its :data:`FRAME_PREFIX`).
+BUNDLE_SECTION = struct.Struct("<QQIH")
+
+
+def bundle_key(prefix, bridge_hex):
+    """The key expression of the bundles the bridge `bridge_hex` sends."""
+    return f"{prefix}/{BUNDLE_CHUNK}/{bridge_hex}"
+
+
+class BundleAttachment:
+    """Who exported a bundle: ``origin`` (bridge id, bytes of a UUID), ``count`` (its
+    sections), ``host``."""
+
+    __slots__ = ("count", "host", "origin")
+
+    def __init__(self, origin, count, host):
+        self.origin = origin
+        self.count = count
+        self.host = host
+
+    def encode(self):
+        return _BUNDLE_ATTACHMENT.pack(_BUNDLE_MAGIC, self.origin, self.count) + self.host.encode("utf-8")[:_MAX_HOST]
+
+    @classmethod
+    def decode(cls, data):
+        """The attachment `data` holds; WireError if it is not a bundle's."""
+        if data is None:
+            raise WireError("bundle without attachment")
+        if not _BUNDLE_ATTACHMENT.size <= len(data) <= _BUNDLE_ATTACHMENT.size + _MAX_HOST:
+            raise WireError(f"bundle attachment of {len(data)} bytes")
+        magic, origin, count = _BUNDLE_ATTACHMENT.unpack_from(data)
+        if magic != _BUNDLE_MAGIC:
+            raise WireError(f"bundle attachment magic {magic!r}")
+        try:
+            host = bytes(data[_BUNDLE_ATTACHMENT.size:]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise WireError("attachment host not UTF-8") from None
+        if count == 0:
+            raise WireError("bundle attachment of 0 sections")
+        return cls(origin, count, host)
+
+    @property
+    def origin_hex(self):
+        return uuid.UUID(bytes=self.origin).hex
+
+
+class BundleAttachmentWriter:
+    """The attachments of one export loop's bundles: origin and host encoded once, the
+    section count packed into the same kept buffer at each :meth:`encode` (copied by
+    Zenoh's put before the next call)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, origin, host):
+        self._buffer = bytearray(BundleAttachment(origin, 1, host).encode())
+
+    def encode(self, count):
+        _BUNDLE_COUNT.pack_into(self._buffer, _BUNDLE_COUNT_AT, count)
+        return self._buffer
+
+
+class BundleSection:
+    """One topic's part of a bundle: ``topic``, ``first`` (the number of its first
+    packet), ``count``, ``batch`` (its frames, each after its prefix, as a batch
+    sample's payload: :func:`batch_frames` splits it)."""
+
+    __slots__ = ("batch", "count", "first", "topic")
+
+    def __init__(self, topic, first, count, batch):
+        self.topic = topic
+        self.first = first
+        self.count = count
+        self.batch = batch
+
+
+def bundle_sections(payload, count):
+    """The `count` :class:`BundleSection` of a bundle's payload (their batches
+    memoryviews of it, not yet split); WireError if it is not exactly that many
+    sections, each naming a topic (its canonical name) and numbering its packets from 1
+    to at most 2**64 - 1. A section's batch is checked when it is split."""
+    view = memoryview(payload)
+    sections = []
+    off, end = 0, len(view)
+    head = BUNDLE_SECTION.size
+    while off < end:
+        if end - off < head:
+            raise WireError(f"bundle cut inside a section header at byte {off}")
+        first, size, n, name_len = BUNDLE_SECTION.unpack_from(view, off)
+        off += head
+        if name_len == 0 or name_len > end - off:
+            raise WireError(f"bundle section name of {name_len} bytes at byte {off}, past the end ({end})")
+        raw = bytes(view[off:off + name_len])
+        off += name_len
+        if size > end - off:
+            raise WireError(f"bundle section batch of {size} bytes at byte {off}, past the end ({end})")
+        if n == 0 or first == 0 or first + n - 1 > _MAX_NUMBER:
+            raise WireError(f"bundle section of {n} packets from number {first}")
+        sections.append(BundleSection(raw, first, n, view[off:off + size]))
+        off += size
+    if len(sections) != count:
+        raise WireError(f"bundle of {len(sections)} sections, its attachment says {count}")
+    for s in sections:
+        s.topic = bundle_topic(s.topic)
+    return sections
+
+
+def bundle_topic(raw):
+    """The topic a bundle section names (`raw`: its name's bytes); WireError unless it
+    is a topic name in canonical form."""
+    try:
+        name = raw.decode("utf-8")
+        if check_topic_name(name) == name:
+            return name
+    except (UnicodeDecodeError, ArgumentError):
+        pass
+    raise WireError(f"bundle section named {raw[:80]!r}: not a topic name")
+
+
+def bundle_payload(sections):
+    """A bundle's payload from ``[(topic, first number, [packet bytes, ...]), ...]``
+    (what the export loop writes in place; for tests and Zenoh applications of one's
+    own)."""
+    out = bytearray()
+    for topic, first, packets in sections:
+        name = topic.encode("utf-8")
+        batch = b"".join(FRAME_PREFIX.pack(i + 1, len(p)) + bytes(p) for i, p in enumerate(packets))
+        out += BUNDLE_SECTION.pack(first, len(batch), len(packets), len(name)) + name + batch
+    return bytes(out)

@@ -20,19 +20,25 @@ from a0py.bridge._ingest import (
     OWN,
     REFUSED,
     WRITE_FAILED,
+    BundleIngest,
     TopicIngest,
 )
 from a0py.bridge.counts import COUNT_FIELDS, TopicCounts
 from a0py.bridge.wire import (
+    BUNDLE_SECTION,
     FRAME_PREFIX,
     HOST,
     ORIGIN,
     SEQ,
     Attachment,
     BatchAttachment,
+    BundleAttachment,
     WireError,
     batch_frames,
     bridged_packet,
+    bundle_payload,
+    bundle_sections,
+    bundle_topic,
     decode_attachment,
 )
 from a0py.errors import ArenaNotFoundError, LockError
@@ -374,3 +380,175 @@ def test_bad_arguments_are_clear_errors():
     with pytest.raises(a0py.ArgumentError, match="opener must return"):
         ingest.ingest(Packet("x").to_bytes(), Attachment(ORIGINS[0], 1, "h").encode())
     assert issubclass(LockError, A0Error)
+
+
+# --- bundles: several topics' batches in one sample
+
+IMPORTED = ("a/x", "a/y")          # what the importer's globs take in these tests
+SKIPPED = "b/z"                    # a topic it does not import
+BAD_NAMES = ["", "bad name", "/a/x", "a//x", "é/x"]
+
+
+class BundleReference:
+    """The importer's rules for bundles, in Python, on wire.py's decoders: the bundle's
+    attachment and sections, then each section of an imported topic as a batch sample
+    of that topic (:class:`Reference`)."""
+
+    def __init__(self, max_frame):
+        self.topics = {name: Reference(max_frame) for name in IMPORTED}
+
+    def ingest(self, payload, raw_att):
+        """``(code, [(topic, code) of each section not INGESTED])``."""
+        try:
+            att = BundleAttachment.decode(raw_att)
+        except WireError:
+            return BAD_SAMPLE, []
+        if att.origin == OWN_ID:
+            return OWN, []
+        try:
+            sections = bundle_sections(payload, att.count)
+        except WireError:
+            return BAD_SAMPLE, []
+        failures = []
+        for s in sections:
+            ref = self.topics.get(s.topic)
+            if ref is None:
+                continue
+            # the host as the bundle carried it, whole (a batch attachment's host is the same bytes)
+            batch_att = BatchAttachment(att.origin, s.first, s.count, "").encode() + raw_att[24:]
+            code = ref.ingest(bytes(s.batch), batch_att)
+            if code != INGESTED:
+                failures.append((s.topic, code))
+        return INGESTED, failures
+
+
+def new_bundle_ingest(rings, counts):
+    ingests = {name: TopicIngest(OWN_ID, lambda c=counts[name]: c, rings[name].opener) for name in IMPORTED}
+
+    def resolve(raw):
+        name = bundle_topic(raw)  # WireError for a name that is not a topic's
+        return ingests.get(name)
+
+    return BundleIngest(OWN_ID, resolve), ingests
+
+
+@st.composite
+def bundles(draw):
+    origin = draw(st.sampled_from([ORIGINS[0]] * 4 + ORIGINS))
+    host = draw(st.sampled_from(["h" * 255, "é" * 128]) if draw(st.integers(0, 9)) == 0 else st.text(max_size=8))
+    raw_host = draw(st.binary(max_size=6)) if draw(st.integers(0, 7)) == 0 else host.encode()
+    payload = b""
+    n = draw(st.integers(1, 4))
+    for _ in range(n):
+        name = draw(st.sampled_from(list(IMPORTED) * 3 + [SKIPPED] * 2 + BAD_NAMES)).encode()
+        if draw(st.integers(0, 19)) == 0:
+            name = b"\xff\xfe"
+        packets = [_packet(draw) for _ in range(draw(st.integers(1, 4)))]
+        batch = framed(packets)
+        count = len(packets)
+        shape = draw(st.sampled_from(["as is"] * 8 + ["cut batch", "lying size", "lying count", "first 0",
+                                                      "past 2**64", "lying batch size"]))
+        first = draw(st.integers(1, 12))
+        batch_len = len(batch)
+        if shape == "cut batch":
+            batch = batch[:draw(st.integers(0, len(batch)))]
+            batch_len = len(batch)
+        elif shape == "lying size":
+            batch = FRAME_PREFIX.pack(1, draw(st.integers(0, 1 << 62))) + batch[FRAME_PREFIX.size:]
+        elif shape == "lying count":
+            count = draw(st.integers(0, 7))
+        elif shape == "first 0":
+            first = 0
+        elif shape == "past 2**64":
+            first = U64 - draw(st.integers(0, 2))
+        elif shape == "lying batch size":
+            batch_len = draw(st.sampled_from([0, batch_len - 1, batch_len + 1, 1 << 40]))
+        payload += BUNDLE_SECTION.pack(first, max(0, batch_len), count, len(name)) + name + batch
+    sections = n
+    mangle = draw(st.sampled_from(["none"] * 10 + ["cut", "extra", "count", "att none", "att cut", "att junk"]))
+    if mangle == "cut":
+        payload = payload[:draw(st.integers(0, len(payload)))]
+    elif mangle == "extra":
+        payload += draw(st.binary(min_size=1, max_size=30))
+    elif mangle == "count":
+        sections = draw(st.integers(0, 6))
+    att = BundleAttachment(origin, 1, "").encode()[:20] + sections.to_bytes(4, "little") + raw_host
+    if mangle == "att none":
+        att = None
+    elif mangle == "att cut":
+        att = att[:draw(st.integers(0, len(att)))]
+    elif mangle == "att junk":
+        att = draw(st.binary(max_size=40))
+    return payload, att
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(bundles(), min_size=1, max_size=10))
+def test_hostile_bundles_are_handled_exactly_as_the_python_reference(sequence):
+    rings = {name: Ring(16 << 10) for name in IMPORTED}
+    counts = {name: TopicCounts() for name in IMPORTED}
+    bundle, ingests = new_bundle_ingest(rings, counts)
+    ref = BundleReference(_core.Transport(rings["a/x"].arena).max_frame_size)
+    for payload, att in sequence:
+        code, failures = ref.ingest(payload, att)
+        assert bundle.ingest(payload, att) == code
+        assert [(name, c) for name, c, _why in bundle.failures] == failures
+        if code == BAD_SAMPLE:
+            assert bundle.error
+        for name in IMPORTED:
+            assert rings[name].read() == ref.topics[name].written
+            ref.topics[name].written.clear()
+            if ref.topics[name].counts is None:
+                assert ingests[name].counts is None
+            else:
+                assert counts[name].as_dict() == ref.topics[name].counts
+    for name in IMPORTED:
+        for origin in ORIGINS:
+            assert ingests[name].last_of(origin) == ref.topics[name].last.get(origin)
+
+
+def test_a_bundle_is_split_per_topic_in_order_and_numbered_as_batch_samples():
+    rings = {name: Ring() for name in IMPORTED}
+    counts = {name: TopicCounts() for name in IMPORTED}
+    bundle, ingests = new_bundle_ingest(rings, counts)
+    origin = ORIGINS[0]
+    px = [Packet([("i", str(i))], b"x" * i).to_bytes() for i in range(3)]
+    py = [Packet([("j", str(i))], b"y").to_bytes() for i in range(2)]
+    pz = [Packet("z").to_bytes()]
+    payload = bundle_payload([("a/x", 4, px), ("b/z", 1, pz), ("a/y", 1, py)])
+    assert bundle.ingest(payload, BundleAttachment(origin, 3, "robot").encode()) == INGESTED
+    assert bundle.failures == ()
+    assert rings["a/x"].read() == [bridged_packet(p, Attachment(origin, 0, "robot"), 4 + i) for i, p in enumerate(px)]
+    assert rings["a/y"].read() == [bridged_packet(p, Attachment(origin, 0, "robot"), 1 + i) for i, p in enumerate(py)]
+    # the same topic's batch sample continues the numbers: nothing lost, nothing twice
+    assert ingests["a/x"].ingest(framed(px[:1]), BatchAttachment(origin, 7, 1, "robot").encode()) == INGESTED
+    # a bundle partly seen: 6 again, 7 again, 8 new
+    again = bundle_payload([("a/x", 6, px)])
+    assert bundle.ingest(again, BundleAttachment(origin, 1, "robot").encode()) == INGESTED
+    assert [Packet.from_bytes(p).headers[SEQ] for p in rings["a/x"].read()] == ["7", "8"]
+    assert (counts["a/x"].imported, counts["a/x"].duplicates, counts["a/x"].lost) == (5, 2, 0)
+    assert (counts["a/y"].imported, counts["a/y"].lost) == (2, 0)
+
+
+def test_bundles_of_this_bridge_and_bad_bundles_write_nothing():
+    rings = {name: Ring() for name in IMPORTED}
+    counts = {name: TopicCounts() for name in IMPORTED}
+    bundle, ingests = new_bundle_ingest(rings, counts)
+    payload = bundle_payload([("a/x", 1, [Packet("x").to_bytes()])])
+    assert bundle.ingest(payload, BundleAttachment(OWN_ID, 1, "h").encode()) == OWN
+    assert bundle.ingest(payload, None) == BAD_SAMPLE and "without attachment" in bundle.error
+    assert bundle.ingest(payload, BatchAttachment(ORIGINS[0], 1, 1, "h").encode()) == BAD_SAMPLE
+    assert "magic" in bundle.error
+    assert bundle.ingest(payload, BundleAttachment(ORIGINS[0], 2, "h").encode()) == BAD_SAMPLE
+    assert "1 sections, its attachment says 2" in bundle.error
+    bad_name = bundle_payload([("a/x", 1, [Packet("x").to_bytes()]), ("a x", 2, [Packet("y").to_bytes()])])
+    assert bundle.ingest(bad_name, BundleAttachment(ORIGINS[0], 2, "h").encode()) == BAD_SAMPLE
+    assert "not a topic name" in bundle.error  # the first section's good name wrote nothing either
+    assert all(ingests[n].counts is None for n in IMPORTED) and all(rings[n].read() == [] for n in IMPORTED)
+    with pytest.raises(a0py.ArgumentError, match="attachment must be bytes"):
+        bundle.ingest(payload, bytearray(BundleAttachment(ORIGINS[0], 1, "h").encode()))
+    with pytest.raises(a0py.ArgumentError, match="resolve must be a callable"):
+        BundleIngest(OWN_ID, None)
+    odd = BundleIngest(OWN_ID, lambda raw: "not a TopicIngest")
+    with pytest.raises(a0py.ArgumentError, match="resolve must return a TopicIngest"):
+        odd.ingest(payload, BundleAttachment(ORIGINS[0], 1, "h").encode())
