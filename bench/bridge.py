@@ -903,7 +903,7 @@ def main():
         variants = [("bridge, per topic", lambda: bridge_cpu(20, 1000.0, seconds))]
         for linger in args.bundle_lingers.split(","):
             extra = ["--bundle"] + (["--linger", linger] if float(linger) else [])
-            variants.append((" ".join(extra), lambda extra=extra: bridge_cpu(20, 1000.0, seconds, extra)))
+            variants.append((" ".join(extra), lambda extra=extra: bridge_cpu(20, 1000.0, seconds, extra=extra)))
         variants.append(("zenoh", lambda: zenoh_cpu(20, 1000.0, seconds)))
         load0 = os.getloadavg()
         runs = {label: [] for label, _ in variants}
