@@ -399,20 +399,32 @@ class ExportLoop:
             if again:
                 todo.extend(e for e in again if e not in todo)
                 again = []
+            sent = False
             for exporter in todo:
                 if exporter is None or exporter.closed:
                     continue
                 try:
-                    _, more = exporter.pump() if bundle is None else bundle.pump(exporter)
+                    read, more = exporter.pump() if bundle is None else bundle.pump(exporter)
                 except Exception:
                     if not exporter.closed and not self._stop:
                         _log.exception("bridge: exporting %r", exporter.name)
                     continue
+                if read > 0:
+                    sent = True
                 if more:
                     again.append(exporter)
             if bundle is not None:
                 bundle.flush()
             if again or self._stop:
+                continue
+            if sent and self.linger:
+                # Packets are flowing: sleep the linger and read what came meanwhile (one
+                # timer wake-up per linger) rather than sleep on the futexes, be woken by
+                # the next packet and then sleep the linger (two wake-ups per burst);
+                # publishers meanwhile find no sleeper and make no wake call. A linger
+                # that finds nothing to send goes back to the futex wait. A packet waits
+                # at most the linger either way.
+                time.sleep(self.linger)
                 continue
             if self._wait.wait(_EXPORT_IDLE_S):
                 self.wakeups += 1

@@ -93,3 +93,26 @@ def test_a_full_batch_is_read_again_before_the_loop_sleeps():
         assert exporter.pumps >= 3
     finally:
         loop.close()
+
+
+def test_with_a_linger_a_steady_stream_is_read_by_the_timer_not_by_a_wake_up_per_burst():
+    # Packets every millisecond and a 2 ms linger: once packets flow, the loop sleeps
+    # the linger and reads what came, instead of sleeping on the futex, being woken by
+    # the next packet and then sleeping the linger (two wake-ups per burst, about 150
+    # futex wake-ups here). Only a linger that finds nothing sends it back to the futex.
+    loop = ExportLoop(linger=0.002)
+    topic = CountingExporter("steady")
+    n = 300
+    try:
+        loop.add(topic)
+        time.sleep(0.05)
+        woken = loop.wakeups
+        writer = _core.Transport(topic.arena)
+        for _ in range(n):
+            writer.write(PACKET)
+            time.sleep(0.001)
+        wait_read(topic, n)
+        assert loop.wakeups - woken < n // 10, (loop.wakeups - woken, topic.pumps)
+    finally:
+        loop.close()
+        topic.arena.close()
