@@ -2,7 +2,7 @@
 
     python bench/bridge.py            # about two minutes on 2 cores
     python bench/bridge.py --quick
-    python bench/bridge.py --only rate|latency|cpu|ingest
+    python bench/bridge.py --only rate|latency|rtt|cpu|ingest
     python bench/bridge.py --only latency --stages [--ab exchange-source='"OLD.py"']
 
 Workloads (medians of --repeats runs):
@@ -49,6 +49,13 @@ Workloads (medians of --repeats runs):
            bridges run in the same rounds (another revision's exchange.py, Zenoh
            publisher options, the callback's thread, no echo on the importing side), and
            Zenoh's own with the same options.
+  rtt      round trips, 8 B pings every 2 ms: across the bridges (pings published under
+           root A, echoed by a process under root B, the pongs read back under root A)
+           and between two Zenoh sessions (an echo process putting back each ping);
+           beside them, in the same alternating rounds, the one-way latency across the
+           bridges (as `latency`). The latency target reads "Zenoh's own round trip +
+           30 us": this puts the one-way figure next to that round trip, and round trip
+           next to round trip.
   cpu      a publisher process writes 1 KiB packets on 20 topics at 1 kHz each; the CPU
            time (user + system, /proc) each bridge process spends over --cpu-seconds,
            as a share of one core (the exporting and the importing side), for bridges
@@ -571,6 +578,98 @@ def zenoh_latency(n, period, express=False, indirect=True):
     return [(t0, t0 + d, t1) for (t0, t1), d in zip(got, puts)][n // 10:]
 
 
+# Round trips: this process sends a ping every `period` and times the pong that an
+# echo process on the other side sends back for it.
+PONG_A0 = """
+import sys
+from a0py import INIT_AWAIT_NEW, Publisher, SubscriberSync, Topic
+n = int(sys.argv[1])
+with SubscriberSync(Topic("bench/ping", size="16M"), INIT_AWAIT_NEW) as sub, \\
+        Publisher(Topic("bench/pong", size="16M")) as pub:
+    print("ready", flush=True)
+    for _ in range(n):
+        pub.pub(sub.read_blocking(timeout=60).payload)
+"""
+
+PONG_ZENOH = """
+import sys, threading, zenoh
+from a0py.bridge.config import zenoh_config
+n, ep = int(sys.argv[1]), sys.argv[2]
+done = threading.Event()
+count = [0]
+with zenoh.open(zenoh_config(zenoh, connect=[ep])) as s:
+    pub = s.declare_publisher("bench/zpong", congestion_control=zenoh.CongestionControl.BLOCK)
+
+    def on_ping(sample):
+        pub.put(sample.payload.to_bytes())
+        count[0] += 1
+        if count[0] == n:
+            done.set()
+
+    s.declare_subscriber("bench/zping", on_ping)
+    print("ready", flush=True)
+    done.wait(120)
+"""
+
+
+def bridge_rtt(n, period):
+    """Round trips (ns) across two bridges: pings published under root A, echoed by a
+    process under root B, the pongs read back under root A; the first tenth left out."""
+    with Bridges() as br, SubscriberSync(Topic("bench/pong", root=br.a, size="16M"), INIT_AWAIT_NEW) as pongs, \
+            Publisher(Topic("bench/ping", root=br.a, size="16M")) as ping:
+        echo = subprocess.Popen([sys.executable, "-c", PONG_A0, str(n)], env=env(br.b), stdout=subprocess.PIPE,
+                                text=True)
+        echo.stdout.readline()
+        time.sleep(1.0)  # both topics discovered by both bridges
+        out = []
+        t = time.monotonic()
+        for i in range(n):
+            t += period
+            time.sleep(max(0.0, t - time.monotonic()))
+            t0 = time.monotonic_ns()
+            ping.pub(i.to_bytes(8, "little"))
+            pong = pongs.read_blocking(timeout=30)
+            out.append(time.monotonic_ns() - t0)
+            assert int.from_bytes(pong.payload, "little") == i
+        echo.wait(timeout=30)
+    return out[n // 10:]
+
+
+def zenoh_rtt(n, period):
+    """Round trips (ns) between this process's Zenoh session and an echo process's, the
+    ping's put to the pong's callback; the first tenth left out."""
+    ep = f"tcp/127.0.0.1:{free_port()}"
+    pongs = []
+    got = threading.Event()
+
+    def on_pong(sample):
+        pongs.append((time.monotonic_ns(), sample.payload.to_bytes()))
+        got.set()
+
+    with zenoh.open(zenoh_config(zenoh, listen=[ep])) as s:
+        s.declare_subscriber("bench/zpong", on_pong)
+        pub = s.declare_publisher("bench/zping", congestion_control=zenoh.CongestionControl.BLOCK)
+        echo = subprocess.Popen([sys.executable, "-c", PONG_ZENOH, str(n), ep], env=env("shm:unused"),
+                                stdout=subprocess.PIPE, text=True)
+        echo.stdout.readline()
+        time.sleep(1.0)  # the declarations crossed
+        out = []
+        t = time.monotonic()
+        for i in range(n):
+            t += period
+            time.sleep(max(0.0, t - time.monotonic()))
+            got.clear()
+            t0 = time.monotonic_ns()
+            pub.put(i.to_bytes(8, "little"))
+            if not got.wait(30):
+                raise SystemExit(f"zenoh rtt: no pong for ping {i}")
+            t1, body = pongs[-1]
+            assert int.from_bytes(body, "little") == i
+            out.append(t1 - t0)
+        echo.wait(timeout=30)
+    return out[n // 10:]
+
+
 def bridge_stages(pairs, trace):
     """Each packet's path through the traced bridges, in ns: the first event of each
     kind after the previous one (packets 2 ms apart, each a sample of its own).
@@ -824,7 +923,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=("rate", "latency", "cpu", "ingest"))
+    ap.add_argument("--only", choices=("rate", "latency", "rtt", "cpu", "ingest"))
     ap.add_argument("--cpu-seconds", type=float, default=10.0)
     ap.add_argument("--bridge-arg", action="append", default=[],
                     help="an argument for both bridge processes (repeatable), e.g. --bridge-arg=--linger=0.0002")
@@ -884,6 +983,21 @@ def main():
                 pairs = fn(n, 0.002)
                 p50, p99 = percentiles([p[-1] - p[0] for p in pairs])
                 print(f"{path:>7}  p50 {p50:8.1f} us  p99 {p99:8.1f} us", flush=True)
+    if args.only in (None, "rtt"):
+        n = 300 if args.quick else 1500
+        print(f"round trips, 8 B every 2 ms ({n} pings, the first tenth left out), {repeats} alternating "
+              "rounds; beside them the one-way latency across the bridges in the same rounds:")
+        runs = {"bridge": [], "zenoh": [], "bridge one way": []}
+        for _ in range(repeats):
+            runs["bridge"].append(percentiles(bridge_rtt(n, 0.002)))
+            runs["zenoh"].append(percentiles(zenoh_rtt(n, 0.002)))
+            runs["bridge one way"].append(percentiles([p[-1] - p[0] for p in bridge_latency(n, 0.002)]))
+        for label, rs in runs.items():
+            p50 = statistics.median(r[0] for r in rs)
+            p99 = statistics.median(r[1] for r in rs)
+            each = ", ".join(f"{r[0]:.0f}" for r in rs)
+            print(f" {label:>15}  p50 {p50:8.1f} us  p99 {p99:8.1f} us   (p50 of each round: {each})", flush=True)
+        print(f" load average {os.getloadavg()[0]:.2f}", flush=True)
     if args.only in (None, "cpu"):
         seconds = 3.0 if args.quick else args.cpu_seconds
         if args.ab:
