@@ -87,16 +87,22 @@ def wait_for_local_sleeper(arena):
         time.sleep(0.001)
 
 
+def start_local_sleeper(arena, name, spawn):
+    """A child process asleep on `arena`'s notify_local word: (our pipe end, child)."""
+    parent_end, child_end = CTX.Pipe()
+    child = spawn(_local_sleeper, name, child_end)
+    assert recv(parent_end) == "waiting"
+    wait_for_local_sleeper(arena)
+    return parent_end, child
+
+
 def test_a_local_sleeper_in_another_process_sleeps_through_relayed_commits(shm_name, spawn):
     if _core.multiwait_mode() != "waitv":
         pytest.skip("needs futex_waitv: the polling fallback arms nothing")
     arena = a0py.Arena.shm(shm_name, 4096)
     try:
         writer = a0py.Transport(arena)
-        parent_end, child_end = CTX.Pipe()
-        child = spawn(_local_sleeper, shm_name, child_end)
-        assert recv(parent_end) == "waiting"
-        wait_for_local_sleeper(arena)
+        parent_end, child = start_local_sleeper(arena, shm_name, spawn)
         local = writer.notify_local_count
         writer.relayed = True
         for i in range(200):  # many turns of the ring: evictions too
@@ -121,10 +127,7 @@ def test_a_local_sleeper_killed_asleep_costs_one_ordinary_wake(shm_name, spawn):
     arena = a0py.Arena.shm(shm_name, 4096)
     try:
         writer = a0py.Transport(arena)
-        parent_end, child_end = CTX.Pipe()
-        child = spawn(_local_sleeper, shm_name, child_end)
-        assert recv(parent_end) == "waiting"
-        wait_for_local_sleeper(arena)
+        _parent_end, child = start_local_sleeper(arena, shm_name, spawn)
         os.kill(child.pid, signal.SIGKILL)
         child.join(JOIN_S)
         assert child.exitcode == -signal.SIGKILL
