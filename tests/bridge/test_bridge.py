@@ -477,14 +477,22 @@ def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(mac
                      "--connect", endpoint(ports[0])),
              bridges(roots[2], ["robot/**"], "--listen", endpoint(ports[2]),
                      "--connect", endpoint(ports[0]), "--connect", endpoint(ports[1]))]
+    triangle_traffic(roots, procs)
+
+
+def triangle_traffic(roots, procs, n=60):
+    """Three machines' bridges, linked: one topic written on every machine and one per
+    machine, `n` packets each. Every packet arrives once everywhere, in the order
+    published, and nothing more comes after a quiet period (a loop or a duplicate
+    would); the bridges stop with no duplicate or loss counted. Returns their final
+    statuses."""
     for i, r in enumerate(roots):
         link(r, [o for o in roots if o != r], f"robot/probe{i}")
-    n = 60
     for i, r in enumerate(roots):
         publish(r, "robot/shared", n, f"m{i}")     # one topic written on every machine
         publish(r, f"robot/only{i}", n, f"m{i}")   # and one per machine
     for r in roots:
-        shared = wait_for(r, "robot/shared", 3 * n)
+        wait_for(r, "robot/shared", 3 * n)
         for i in range(3):
             wait_for(r, f"robot/only{i}", n)
     time.sleep(QUIET_S)  # loops or duplicates would show up as more packets meanwhile
@@ -492,19 +500,18 @@ def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(mac
         shared = drain(r, "robot/shared")
         assert len(shared) == 3 * n and len({p.id for p in shared}) == 3 * n, r
         for i in range(3):
+            # each machine's packets on the shared topic arrived once, in order
+            mine = [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"]
+            assert mine == [str(k) for k in range(n)], (r, i)
             only = drain(r, f"robot/only{i}")
             assert len(only) == n and len({p.id for p in only}) == n, (r, i)
-            # each machine's packets in the order published
-            assert [p.headers["i"] for p in only] == [str(k) for k in range(n)]
-    # on each machine, each other machine's packets on the shared topic arrived once, in order
-    for r in roots:
-        shared = drain(r, "robot/shared")
-        for i in range(3):
-            mine = [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"]
-            assert mine == [str(k) for k in range(n)]
+            assert [p.headers["i"] for p in only] == [str(k) for k in range(n)], (r, i)
+    statuses = []
     for p in procs:
         status = p.stop()
         assert all(c["duplicates"] == 0 and c["lost"] == 0 for c in status["topics"].values())
+        statuses.append(status)
+    return statuses
 
 
 def _session(port):
@@ -1275,27 +1282,7 @@ def test_a_triangle_mixing_bundle_and_per_topic_bridges_never_loops_or_duplicate
                      "--reliable"),
              bridges(roots[2], ["robot/**"], "--listen", endpoint(ports[2]), "--bundle", "--linger", "0.0005",
                      "--connect", endpoint(ports[0]), "--connect", endpoint(ports[1]), "--reliable")]
-    for i, r in enumerate(roots):
-        link(r, [o for o in roots if o != r], f"robot/probe{i}")
-    n = 60
-    for i, r in enumerate(roots):
-        publish(r, "robot/shared", n, f"m{i}")
-        publish(r, f"robot/only{i}", n, f"m{i}")
-    for r in roots:
-        wait_for(r, "robot/shared", 3 * n)
-        for i in range(3):
-            wait_for(r, f"robot/only{i}", n)
-    time.sleep(QUIET_S)  # loops or duplicates would show up as more packets meanwhile
-    for r in roots:
-        shared = drain(r, "robot/shared")
-        assert len(shared) == 3 * n and len({p.id for p in shared}) == 3 * n, r
-        for i in range(3):
-            assert [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"] == [str(k) for k in range(n)]
-            only = drain(r, f"robot/only{i}")
-            assert [p.headers["i"] for p in only] == [str(k) for k in range(n)], (r, i)
-    for p in procs:
-        status = p.stop()
-        assert all(c["duplicates"] == 0 and c["lost"] == 0 for c in status["topics"].values())
+    for status in triangle_traffic(roots, procs):
         assert status["bad_samples"] == 0
 
 
