@@ -9,6 +9,10 @@ HEADER_SIZE: int
 FRAME_HEADER_SIZE: int
 MIN_ARENA_SIZE: int
 MAGIC: int
+# The byte layout of packets and frames, from the C headers (binding/layout.pxi):
+# field offsets and sizes by name; other languages take their numbers from these.
+PACKET_LAYOUT: dict[str, int]
+FRAME_LAYOUT: dict[str, int]
 
 class Arena:
     @staticmethod

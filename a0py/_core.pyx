@@ -67,6 +67,7 @@ from .errors import (
     SeqNotFoundError,
 )
 
+include "binding/layout.pxi"
 include "binding/errors.pxi"
 include "binding/arena.pxi"
 include "binding/transport.pxi"

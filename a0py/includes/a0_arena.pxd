@@ -20,6 +20,12 @@ cdef extern from "a0_arena.h" nogil:
         uint64_t high_water_mark
         uint64_t relayed_frames
 
+    ctypedef struct a0_frame_hdr_t:
+        uint64_t seq
+        uint64_t off_prev
+        uint64_t off_next
+        uint64_t data_size
+
     ctypedef struct a0_check_info_t:
         const char* field
         uint64_t expected

@@ -24,6 +24,22 @@ cdef extern from "a0_packet.h" nogil:
         const char* val
         uint32_t val_len
 
+    ctypedef struct a0_packet_hdr_t:
+        uint32_t magic
+        uint16_t version
+        uint16_t flags
+        uint8_t id[16]
+        uint32_t header_count
+        uint32_t _reserved
+        uint64_t payload_off
+        uint64_t payload_size
+
+    ctypedef struct a0_packet_entry_t:
+        uint32_t key_off
+        uint32_t key_len
+        uint32_t val_off
+        uint32_t val_len
+
     ctypedef struct a0_packet_std_t:
         uint64_t time_mono
         uint64_t time_wall
