@@ -52,6 +52,7 @@ COMMANDS = {
     # the view says itself when asked to open one.
     "view": ("view", "view", None),
     "bridge": ("bridge", "bridge", "bridge"),
+    "doctor": ("doctor", "doctor", None),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:
