@@ -172,7 +172,7 @@ def check_root():
         return Finding("root", FAIL, f"A0PY_ROOT={spec!r}: {e}", "fix or unset A0PY_ROOT")
     if root.kind == "shm":
         return Finding("root", OK, f"shared memory, objects {_SHM_DIR}/{root.location}.* "
-                       f"(A0PY_ROOT={'unset' if not spec else spec})")
+                       f"(A0PY_ROOT={spec or 'unset'})")
     path = root.location
     if not os.path.exists(path):
         parent = os.path.dirname(path.rstrip("/")) or "/"

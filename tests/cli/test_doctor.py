@@ -10,7 +10,6 @@ import struct
 import subprocess
 
 import pytest
-
 from helpers.cli import SCRIPT, _env, a0
 
 
