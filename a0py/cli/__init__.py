@@ -53,6 +53,7 @@ COMMANDS = {
     "view": ("view", "view", None),
     "bridge": ("bridge", "bridge", "bridge"),
     "doctor": ("doctor", "doctor", None),
+    "completion": ("completion", "completion", None),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:

@@ -154,6 +154,23 @@ class TopicName(click.ParamType):
         except ArgumentError as e:
             self.fail(str(e), param, ctx)
 
+    def shell_complete(self, ctx, param, incomplete):
+        """The topics under the command's root (``--root`` if already given, else
+        ``A0PY_ROOT``) that start with ``incomplete``; a leading ``/`` (ROS style,
+        ``/ch<TAB>``) is kept in what is offered."""
+        from click.shell_completion import CompletionItem
+
+        from a0py.proto.topic import Root, list_topics
+
+        root = ctx.params.get("root") if ctx is not None else None
+        try:
+            topics = list_topics(root if isinstance(root, Root) else None)
+        except (A0Error, OSError):  # a bad root completes nothing rather than a traceback
+            return []
+        slash = "/" if incomplete.startswith("/") else ""
+        stem = incomplete[len(slash):]
+        return [CompletionItem(slash + t) for t in topics if t.startswith(stem)]
+
 
 TOPIC = TopicName()
 
