@@ -26,7 +26,6 @@ import hmac
 import http
 import ipaddress
 import logging
-import mimetypes
 import os
 import secrets
 import threading
@@ -43,8 +42,27 @@ _log = logging.getLogger("a0py.view")
 #: Origins allowed besides the page itself.
 DEFAULT_ORIGINS = ("https://app.foxglove.dev",)
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
-_STATIC_FILES = {"/": "index.html", "/index.html": "index.html", "/view.js": "view.js",
-                 "/view.css": "view.css", "/favicon.svg": "favicon.svg"}
+# The page's files by their suffix, with their Content-Type. JavaScript must
+# be text/javascript: browsers refuse a module of any other type (nosniff).
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+
+
+def _static_files():
+    """URL path -> file name of the page's files: every file of STATIC_DIR of a
+    type in _CONTENT_TYPES (the page's ES modules among them, served as they
+    are), and ``/`` for the page. Listed once, at import: a path not listed is a
+    404, whatever the disk holds."""
+    try:
+        names = sorted(os.listdir(STATIC_DIR))
+    except OSError:
+        names = []  # a broken install: "/" then says which file is missing
+    files = {f"/{n}": n for n in names if os.path.splitext(n)[1] in _CONTENT_TYPES}
+    files["/"] = "index.html"
+    return files
+
+
+_STATIC_FILES = _static_files()
 # The transport's write buffer: above it a client's sender waits (and its
 # outbox, not the buffer, absorbs or drops what comes meanwhile).
 WRITE_LIMIT = 256 << 10
@@ -242,9 +260,7 @@ class ViewServer:
         except OSError as e:
             return self._response(connection, 500, f"a0py view: the page's file {name} is missing from the "
                                   f"package ({e.strerror}): reinstall a0py\n")
-        ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        if ctype.startswith("text/") or ctype == "application/javascript":
-            ctype += "; charset=utf-8"
+        ctype = _CONTENT_TYPES[os.path.splitext(name)[1]]
         csp = ("default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
                "style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; "
                "form-action 'none'")
@@ -314,15 +330,11 @@ async def _send_loop(client):
         while not client.closed:
             await client.wake.wait()
             client.wake.clear()
-            while (control or data or client.latest) and not client.closed:
+            while (control or data) and not client.closed:
                 client.before_batch()
                 async with conn.send_context():
                     size = 0
                     n = 0
-                    if client.latest:
-                        latest, client.latest = client.latest, {}
-                        for frame in latest.values():
-                            protocol.send_binary(frame)
                     while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
                         if control:
                             frame = client.pop_control()
@@ -357,13 +369,9 @@ async def _send_loop_plain(client):
         while not client.closed:
             await client.wake.wait()
             client.wake.clear()
-            while (client.control or client.data or client.latest) and not client.closed:
+            while (client.control or client.data) and not client.closed:
                 client.before_batch()
-                if client.latest:
-                    latest, client.latest = client.latest, {}
-                    for frame in latest.values():
-                        await conn.send(frame)
-                elif client.control:
+                if client.control:
                     await conn.send(client.pop_control())
                 else:
                     frame = client.data.popleft()

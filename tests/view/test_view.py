@@ -6,6 +6,7 @@ The browser side is in test_view_browser.py."""
 
 import asyncio
 import json
+import os
 import re
 import struct
 import time
@@ -19,9 +20,11 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from a0py._core import PACKET_LAYOUT
 from a0py.proto import topic as tp
 from a0py.view import _protocol as P
 from a0py.view._schema import BYTES_ENCODING, JSON_ENCODING, infer_schema, kind_of
+from a0py.view._server import STATIC_DIR
 
 MSG_S = 10.0
 
@@ -104,6 +107,16 @@ class Client:
         if not cond():
             await self.expect(lambda m: cond(), timeout, what)
 
+    async def stats_until(self, sub_id, cond, what, timeout=MSG_S):
+        """Subscribes ``sub_id`` to the stats channel and reads it until
+        ``cond(topics)`` holds (``topics``: the stats of each topic)."""
+        stats = await self.channel("/a0py/view/stats")
+        await self.subscribe([(sub_id, stats["id"])])
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not cond(json.loads((await self.data(sub_id))[2])["topics"]):
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+
     async def channel(self, topic):
         for ch in self.channels.values():
             if ch["topic"] == topic:
@@ -145,13 +158,50 @@ def test_get_root_returns_the_page_and_its_files(view):
         assert r.status == 200
         assert r.headers["Content-Type"].startswith("text/html")
         assert "default-src 'self'" in r.headers["Content-Security-Policy"]
-    assert "<title>a0py view</title>" in body and 'src="view.js"' in body
-    for name, ctype in (("view.js", "javascript"), ("view.css", "text/css")):
-        with urllib.request.urlopen(v.url + name, timeout=MSG_S) as r:
-            assert ctype in r.headers["Content-Type"] and len(r.read()) > 1000
+    assert "<title>a0py view</title>" in body and '<script type="module" src="view.js">' in body
+    with urllib.request.urlopen(v.url + "view.css", timeout=MSG_S) as r:
+        assert "text/css" in r.headers["Content-Type"] and len(r.read()) > 1000
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(v.url + "etc/passwd", timeout=MSG_S)
     assert e.value.code == 404
+
+
+def test_every_module_the_page_imports_is_served_as_javascript(view):
+    """The page is ES modules served as they are: each one view.js imports,
+    and each one they import, is served with a JavaScript type (browsers refuse
+    a module of another type), and every module of the package is reached."""
+    v = view()
+    served, todo = {}, ["view.js"]
+    while todo:
+        name = todo.pop()
+        if name in served:
+            continue
+        with urllib.request.urlopen(v.url + name, timeout=MSG_S) as r:
+            assert r.headers["Content-Type"] == "text/javascript; charset=utf-8", name
+            served[name] = r.read().decode()
+        todo += re.findall(r'\bfrom "\./([\w-]+\.js)"', served[name])
+    assert set(served) == {n for n in os.listdir(STATIC_DIR) if n.endswith(".js")}
+    assert all(len(src.splitlines()) <= 800 for src in served.values())
+
+
+def _code(js):
+    """JavaScript source without its comments and string literals."""
+    js = re.sub(r'"(?:[^"\\\n]|\\.)*"|`(?:[^`\\]|\\.)*`', '""', js)
+    return re.sub(r"//[^\n]*", "", js)
+
+
+def test_the_page_takes_every_number_of_the_packet_layout_from_the_server():
+    """packet.js decodes packets with the layout the server sends (its only
+    number is 0); no module holds the packet's magic."""
+    with open(os.path.join(STATIC_DIR, "packet.js")) as f:
+        code = _code(f.read())
+    assert set(re.findall(r"\b\d+(?:\.\d+)?\b", code)) == {"0"}
+    magic = PACKET_LAYOUT["magic"]
+    for name in os.listdir(STATIC_DIR):
+        if name.endswith(".js"):
+            with open(os.path.join(STATIC_DIR, name)) as f:
+                src = f.read().lower()
+            assert str(magic) not in src and f"{magic:x}" not in src, name
 
 
 # ------------------------------------------------------------ protocol
@@ -166,6 +216,8 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
         c = await Client.open(v.ws_url)
         assert c.ws.subprotocol == "foxglove.sdk.v1"
         assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == []
+        # the page's packet codec takes every size and offset from here (the C header's)
+        assert json.loads(c.server_info["metadata"]["a0py.packetLayout"]) == PACKET_LAYOUT
         odom_ch = await c.channel("robot/odom")
         raw_ch = await c.channel("robot/raw")
         assert odom_ch["encoding"] == "json" and odom_ch["schemaEncoding"] == "jsonschema"
@@ -753,7 +805,9 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
         plog, pcfg = await page.channel("robot:log"), await page.channel("robot:cfg")
         assert (plog["encoding"], plog["a0pyProtocol"], plog["payloadEncoding"]) == ("a0py/packet", "log", "text")
         assert (pcfg["a0pyProtocol"], pcfg["payloadEncoding"]) == ("cfg", "json")
-        await asyncio.sleep(0.5)
+        # once the view has read them (its stats count them), ...
+        await page.stats_until(9, lambda t: t.get("robot:log", {}).get("count", 0) >= 3
+                               and t.get("robot:cfg", {}).get("count", 0) >= 1, "the view reading the log's lines")
         # a subscriber gets the log's last lines at once, each one (never conflated), and the configuration
         await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
         entries = [json.loads((await fox.data(1))[2]) for _ in range(3)]
