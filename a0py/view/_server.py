@@ -302,15 +302,10 @@ async def _farewell(connection, status, reason):
 
     from ._hub import CLOSE_POLICY
 
-    protocol = getattr(connection, "protocol", None)
     try:
-        if protocol is None or not hasattr(connection, "send_context"):
-            await asyncio.wait_for(connection.send(status), connection.close_timeout or 10)
-            await connection.close(CLOSE_POLICY, reason)
-            return
         async with connection.send_context():
-            protocol.send_text(status.encode("utf-8"))
-            protocol.send_close(CLOSE_POLICY, reason)
+            connection.protocol.send_text(status.encode("utf-8"))
+            connection.protocol.send_close(CLOSE_POLICY, reason)
     except (ConnectionClosed, TimeoutError):
         pass
 
@@ -318,14 +313,16 @@ async def _farewell(connection, status, reason):
 async def _send_loop(client):
     """Writes ``client``'s outbox to its connection: control frames first,
     many frames per socket write, waiting (drain) while the transport's buffer
-    is above its limit. Ends when the connection closes."""
+    is above its limit. Ends when the connection closes.
+
+    Frames go through the connection's sans-I/O ``protocol`` inside its
+    ``send_context()`` (websockets' asyncio connection has both since 13.0,
+    the version pyproject.toml requires), so a batch costs one system call."""
     from websockets.exceptions import ConnectionClosed
 
     conn = client.connection
-    protocol = getattr(conn, "protocol", None)
+    protocol = conn.protocol
     control, data = client.control, client.data
-    if protocol is None or not hasattr(conn, "send_context"):
-        return await _send_loop_plain(client)  # a websockets without the sans-I/O layer
     try:
         while not client.closed:
             await client.wake.wait()
@@ -333,21 +330,7 @@ async def _send_loop(client):
             while (control or data) and not client.closed:
                 client.before_batch()
                 async with conn.send_context():
-                    size = 0
-                    n = 0
-                    while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
-                        if control:
-                            frame = client.pop_control()
-                        else:
-                            frame = data.popleft()
-                            client.data_bytes -= len(frame)
-                            client.sent += 1
-                        if isinstance(frame, str):
-                            protocol.send_text(frame.encode("utf-8"))
-                        else:
-                            protocol.send_binary(frame)
-                        size += len(frame)
-                        n += 1
+                    _send_batch(client, protocol)
                     chunks = protocol.data_to_send()
                     if len(chunks) > 1 and all(chunks):
                         conn.transport.write(b"".join(chunks))
@@ -360,27 +343,25 @@ async def _send_loop(client):
         pass
 
 
-async def _send_loop_plain(client):
-    """The same as :func:`_send_loop`, one ``send`` a frame."""
-    from websockets.exceptions import ConnectionClosed
-
-    conn = client.connection
-    try:
-        while not client.closed:
-            await client.wake.wait()
-            client.wake.clear()
-            while (client.control or client.data) and not client.closed:
-                client.before_batch()
-                if client.control:
-                    await conn.send(client.pop_control())
-                else:
-                    frame = client.data.popleft()
-                    client.data_bytes -= len(frame)
-                    client.sent += 1
-                    await conn.send(frame)
-            client.after_drain()
-    except ConnectionClosed:
-        pass
+def _send_batch(client, protocol):
+    """Hands ``protocol`` the next frames of ``client``'s outbox (control
+    first), up to :data:`_BATCH_BYTES` or :data:`_BATCH_FRAMES`."""
+    control, data = client.control, client.data
+    size = 0
+    n = 0
+    while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
+        if control:
+            frame = client.pop_control()
+        else:
+            frame = data.popleft()
+            client.data_bytes -= len(frame)
+            client.sent += 1
+        if isinstance(frame, str):
+            protocol.send_text(frame.encode("utf-8"))
+        else:
+            protocol.send_binary(frame)
+        size += len(frame)
+        n += 1
 
 
 class BackgroundServer:

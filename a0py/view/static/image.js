@@ -2,7 +2,6 @@
 // foxglove.CompressedImage) drawn on one canvas kept across renders.
 
 import { imageOf } from "./content.js";
-import { state } from "./state.js";
 import { el } from "./ui.js";
 
 const MAX_IMAGE_PIXELS = 64 << 20;
@@ -14,17 +13,18 @@ const RAW_ENCODINGS = {
   mono16: [2, 1, 1, 1, -1], "16UC1": [2, 1, 1, 1, -1],  // the high byte of each little-endian sample
 };
 
-// Marks the canvas drawn (data-drawn: a count tests wait on).
-function drawn(canvas) {
-  state.imageGen = (state.imageGen || 0) + 1;
-  canvas.dataset.drawn = String(state.imageGen);
-}
+let panelCanvas = null; // the one canvas, kept across renders
+let shownMsg = null;    // the message drawn on it
+let generation = 0;     // counts the frames drawn (or being drawn)
+
+// The canvas (null before the first image).
+export function imageCanvas() { return panelCanvas; }
 
 // A compressed image, decoded by the browser; drawn unless a newer one was asked for since.
 function drawCompressed(canvas, img) {
-  const gen = (state.imageGen = (state.imageGen || 0) + 1);
+  const gen = ++generation;
   createImageBitmap(new Blob([img.data], { type: `image/${img.format || "jpeg"}` })).then((bitmap) => {
-    if (gen !== state.imageGen) return;  // a newer frame is being drawn
+    if (gen !== generation) return;  // a newer frame is being drawn
     canvas.width = bitmap.width; canvas.height = bitmap.height;
     canvas.getContext("2d").drawImage(bitmap, 0, 0);
     canvas.dataset.drawn = String(gen);
@@ -53,7 +53,7 @@ function drawRaw(canvas, img) {
     }
   }
   ctx.putImageData(out, 0, 0);
-  drawn(canvas);
+  canvas.dataset.drawn = String(++generation);  // a count tests wait on
   return "";
 }
 
@@ -66,10 +66,10 @@ function drawImage(canvas, msg) {
 
 // The panel for topic `name` showing `newest` (a message): the canvas, and the error under it if any.
 export function imagePanel(name, newest) {
-  if (!state.imageCanvas) state.imageCanvas = el("canvas", { id: "image", "aria-label": "The newest image of the topic" });
-  const c = state.imageCanvas;
-  if (c.dataset.msgOf !== name || state.imageMsg !== newest) {
-    state.imageMsg = newest;
+  if (!panelCanvas) panelCanvas = el("canvas", { id: "image", "aria-label": "The newest image of the topic" });
+  const c = panelCanvas;
+  if (c.dataset.msgOf !== name || shownMsg !== newest) {
+    shownMsg = newest;
     c.dataset.msgOf = name;
     c.dataset.error = drawImage(c, newest);
   }

@@ -14,14 +14,16 @@ function plotRightEdge() {
   return nowMs() + (state.clockOffsetMs || 0);
 }
 
+let themeColors = null, themeColorsAt = 0;
+
 // The page's colours for text and grid lines (read again every 2 s: a theme may change).
 function colors() {
-  if (!state.colors || state.colorsAt < nowMs() - 2000) {
+  if (!themeColors || themeColorsAt < nowMs() - 2000) {
     const css = getComputedStyle(document.documentElement);
-    state.colors = [css.getPropertyValue("--muted").trim() || "#666", css.getPropertyValue("--line").trim() || "#ddd"];
-    state.colorsAt = nowMs();
+    themeColors = [css.getPropertyValue("--muted").trim() || "#666", css.getPropertyValue("--line").trim() || "#ddd"];
+    themeColorsAt = nowMs();
   }
-  return state.colors;
+  return themeColors;
 }
 
 // The view of the plot: canvas size, plot area, time window [t0, t1] and value range [lo, hi].

@@ -31,6 +31,10 @@ export const state = {
   messages: new Map(),      // topic -> array of messages (newest last)
   series: [],               // {topic, path, color, t: Float64Array, v: Float64Array, n, head}
   paused: false,
+  hoverMessages: false,     // the pointer is over the messages: they hold still
+  sliding: false,           // the time slider is being dragged
+  fieldsFor: null,          // the topic whose numeric fields the field picker offers
+  fieldsCount: 0,           // how many it offers
   frozenAt: null,           // ms, the plot's right edge while paused
   clockOffsetMs: null,      // server wall clock - local wall clock
   dropped: 0,

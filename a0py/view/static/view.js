@@ -21,6 +21,7 @@
 // or onBinary.
 
 import { addChannel, channelOfSubscription, removeChannel, resetChannels, updateSubscriptions } from "./channels.js";
+import { imageCanvas } from "./image.js";
 import { renderMessages } from "./messages.js";
 import { packetCodec } from "./packet.js";
 import { applySpeed, playOrPause, seekToFraction, setPlaybackTime, showSource, togglePause, updateClock,
@@ -215,7 +216,7 @@ function init() {
 window.a0pyView = {
   state,
   select,
-  imageCanvas: () => state.imageCanvas || null,
+  imageCanvas,
   addSeries,
   seekToFraction,
   latencies: () => Array.from(state.latency.subarray(0, Math.min(state.latencyN, LATENCY_SAMPLES))),
