@@ -67,7 +67,8 @@ dist: $(FULL)
 # The documentation site (mkdocs.yml): docs/ as pages, the README as the home page,
 # an API reference of every public name from its docstring and the .pyi stubs,
 # search that works offline. Strict: a broken link or anchor, a page missing from
-# the nav or a public name without a docstring fails. Open build/site/index.html.
+# the nav or a public name without a docstring fails. Browse it with
+# `python -m http.server -d build/site` (search runs in the page, from the site's own index).
 docs: build
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
