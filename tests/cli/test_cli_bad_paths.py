@@ -3,7 +3,6 @@ the problem, never a traceback: a root that is a file, a device or in /proc,
 a recording directory that is /dev/null, an empty broker name."""
 
 import pytest
-
 from helpers.cli import a0, assert_fails_cleanly
 
 

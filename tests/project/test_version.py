@@ -5,9 +5,10 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-import a0py
 from helpers.cli import a0
 from helpers.procs import REPO
+
+import a0py
 
 
 def test_the_command_prints_the_package_version():
