@@ -142,13 +142,22 @@ def _monitor(topics, root, window, duration, line):
                 w.subscriber.close()
 
 
+def _monitor_options(window):
+    """``--root``, ``-w/--window`` (default ``window`` packets) and ``--duration``,
+    the options hz and bw share, in that order."""
+    def add(command):
+        command = click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
+                               help="Stop after SECONDS (default: run until Ctrl-C).")(command)
+        command = click.option("-w", "--window", type=BoundedInt(2, MAX_WINDOW), default=window,
+                               show_default=True, metavar="N", help="Compute over the last N packets.")(command)
+        return root_option(command)
+
+    return add
+
+
 @click.command()
 @click.argument("topics", nargs=-1, required=True, type=TOPIC)
-@root_option
-@click.option("-w", "--window", type=BoundedInt(2, MAX_WINDOW), default=10000, show_default=True, metavar="N",
-              help="Compute over the last N packets.")
-@click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
-              help="Stop after SECONDS (default: run until Ctrl-C).")
+@_monitor_options(window=10000)
 def hz(topics, root, window, duration):
     """Print the publishing rate of one or more topics, once a second:
     average rate, shortest and longest interval, their standard deviation.
@@ -162,11 +171,7 @@ def hz(topics, root, window, duration):
 
 @click.command()
 @click.argument("topic", type=TOPIC)
-@root_option
-@click.option("-w", "--window", type=BoundedInt(2, MAX_WINDOW), default=100, show_default=True, metavar="N",
-              help="Compute over the last N packets.")
-@click.option("--duration", type=SECONDS, default=None, metavar="SECONDS",
-              help="Stop after SECONDS (default: run until Ctrl-C).")
+@_monitor_options(window=100)
 def bw(topic, root, window, duration):
     """Print the bandwidth a topic's packets use, once a second: payload
     bytes per second and the payloads' mean, smallest and largest size.
