@@ -25,10 +25,10 @@ from a0py import __version__
 # it needs beyond the core dependencies or None)
 COMMANDS = {
     "ls": ("topics", "ls", None),
-    "echo": ("topics", "echo", None),
-    "pub": ("topics", "pub", None),
-    "hz": ("topics", "hz", None),
-    "bw": ("topics", "bw", None),
+    "echo": ("echo", "echo", None),
+    "pub": ("pub", "pub", None),
+    "hz": ("rates", "hz", None),
+    "bw": ("rates", "bw", None),
     # info and rm take a TOPIC, or --shm/--file for one raw arena (arenas.info/rm)
     "info": ("topics", "info", None),
     "rpc": ("rpc", "rpc", None),

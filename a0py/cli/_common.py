@@ -174,6 +174,11 @@ class TopicName(click.ParamType):
 
 TOPIC = TopicName()
 
+PUBSUB = "pubsub"
+# --init of the commands that read a topic from a point in it (echo, log):
+# the choice -> the init the subscriber takes.
+INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
+
 root_option = click.option(
     "--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
     help="Where the topics live: shm:PREFIX (shared memory, default shm:a0py) or a directory.")
@@ -230,7 +235,7 @@ def _topic_hint(error, target, protocol):
 
 
 @contextlib.contextmanager
-def errors_about_topic(target, protocol="pubsub", *, timeout_hint=None):
+def errors_about_topic(target, protocol=PUBSUB, *, timeout_hint=None):
     """Turn the a0py errors raised inside the block into :class:`CliError`
     naming the topic ``target`` (:class:`TopicTarget`), with a hint of what to
     do. ``timeout_hint`` is the hint for an :class:`a0py.A0TimeoutError`."""
