@@ -35,7 +35,6 @@ CURRENT_OFFENDERS = {
     "a0py/binding/packet.pxi",
     "a0py/binding/transport.pxi",
     "a0py/recording/reader.py",
-    "a0py/view/static/view.js",
     "jvm/src/a0py/spark/jvm/A0PartitionReader.java",
     "jvm/src/a0py/spark/jvm/McapLayout.java",
     # functions over MAX_FUNCTION_LINES (path::name)
