@@ -52,6 +52,7 @@ COMMANDS = {
     # the view says itself when asked to open one.
     "view": ("view", "view", None),
     "bridge": ("bridge", "bridge", "bridge"),
+    "ros2": ("ros2", "ros2", "ros2"),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:
@@ -60,6 +61,7 @@ COMMANDS = {
 EXTRA_MODULES = {
     "record": ("numpy", "mcap", "zstandard", "lz4", "pyarrow"),
     "bridge": ("zenoh",),
+    "ros2": ("rclpy", "rosbags"),
 }
 
 

@@ -271,10 +271,13 @@ class Ros2Codec:
                 return serialize_message(value)
             message = value
         try:
-            return bytes(self._store.serialize_cdr(message, self.type_name))
+            data = bytes(self._store.serialize_cdr(message, self.type_name))
         except Exception as e:
             raise ArgumentError(f"{where}: cannot encode as {self.type_name} "
                                 f"({type(e).__name__}: {e})") from None
+        # Padded to a multiple of 4, as Fast DDS delivers a message (ROS 2's readers,
+        # rosbags' included, take up to 3 bytes past the end).
+        return data + b"\x00" * (-len(data) % 4)
 
     def _from_dict(self, type_name, values, where):
         fields = self._store.fielddefs[type_name][1]

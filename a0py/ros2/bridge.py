@@ -170,11 +170,11 @@ class _Export:
         self._lock = threading.Lock()
         schema = bridge.topic_schema(name)
         if schema is not None:
-            self._prepare(schema)
+            self.prepare(schema)
         self.subscriber = None if self.refused else Subscriber(
             Topic(name, root=bridge.root), self.on_packet, init=init)
 
-    def _prepare(self, schema):
+    def prepare(self, schema):
         with self._lock:
             if self.publisher is not None or self.refused:
                 return
@@ -192,7 +192,7 @@ class _Export:
         if ORIGIN in pkt.headers:
             return  # it came through a bridge: it has crossed one already
         if self.publisher is None:
-            self._prepare(pkt.schema)
+            self.prepare(pkt.schema)
             if self.publisher is None:
                 return
         try:
@@ -468,7 +468,10 @@ class Ros2Bridge:
                    for _, match, hidden in self._imports)
 
     def _scan(self):
-        if self._stopping.is_set() or not self._imports:
+        if self._stopping.is_set():
+            return
+        self._prepare_exports()
+        if not self._imports:
             return
         try:
             topics = self.node.get_topic_names_and_types()
@@ -501,6 +504,18 @@ class Ros2Bridge:
         _log.info("ros2 bridge: importing %s (%s) into %r", ros, type_name, name)
 
     # --- exports: a0py topics, announced by discovery
+
+    def _prepare_exports(self):
+        """Makes the ROS 2 publishers of exports whose schema was declared after
+        discovery announced them (a publisher creates the topic's ring first), so ROS 2
+        subscribers can match before the first packet."""
+        with self._lock:
+            waiting = [e for e in self._exports_by_name.values()
+                       if e is not None and e.publisher is None and not e.refused]
+        for export in waiting:
+            schema = self.topic_schema(export.name)
+            if schema is not None:
+                export.prepare(schema)
 
     def _on_local_topic(self, name):
         # On a discovery thread.
