@@ -43,9 +43,9 @@ def say(word):
     print(word, flush=True)
 
 
-def wait_matched(node, pub, timeout=20.0):
+def wait_matched(node, pub, timeout=20.0, count=1):
     deadline = time.monotonic() + timeout
-    while pub.get_subscription_count() == 0:
+    while pub.get_subscription_count() < count:
         if time.monotonic() > deadline:
             sys.exit("no subscriber matched")
         rclpy.spin_once(node, timeout_sec=0.01)
@@ -69,7 +69,7 @@ def talk(node, args):
     say("ready")
     if not args.transient:
         for pub, _ in pubs:
-            wait_matched(node, pub)
+            wait_matched(node, pub, count=args.subscribers)
     for i in range(args.count):
         for pub, payloads in pubs:
             pub.publish(payloads[i])
@@ -156,6 +156,7 @@ def main():
     p.add_argument("count", type=int)
     p.add_argument("--hz", type=float, default=0)
     p.add_argument("--transient", action="store_true")
+    p.add_argument("--subscribers", type=int, default=1, help="how many to wait for")
     p.add_argument("--best-effort", action="store_true")
     p.add_argument("--linger", type=float, default=30)
     p = sub.add_parser("camera")
