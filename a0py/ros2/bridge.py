@@ -542,6 +542,18 @@ class Ros2Bridge:
 
     # --- what it reports
 
+    def subscribers(self, name):
+        """How many ROS 2 subscriptions the export of a0py topic `name` has matched (0
+        while it has no ROS 2 publisher yet): what to wait for before publishing when
+        the first messages must not be missed."""
+        with self._lock:
+            export = self._exports_by_name.get(name)
+        publisher = None if export is None else export.publisher
+        try:
+            return 0 if publisher is None else publisher.get_subscription_count()
+        except Exception:  # destroyed meanwhile
+            return 0
+
     def status(self):
         """``{"id", "node", "namespace", "domain_id", "host", "from_bridges", "imports":
         {name: {"ros", "type", counts...}}, "exports": {name: {...}}, "refused": {name:

@@ -117,9 +117,7 @@ def read_all(topic, count, timeout=30):
 
 def matched(bridge, name):
     """Whether the bridge's export of a0py topic `name` has a matched ROS 2 subscriber."""
-    export = bridge._exports_by_name.get(name)
-    return export is not None and export.publisher is not None and \
-        export.publisher.get_subscription_count() >= 1
+    return bridge.subscribers(name) >= 1
 
 
 def test_talker_strings_arrive_unchanged_in_order_with_ros2_headers(bridge_root, nodes):

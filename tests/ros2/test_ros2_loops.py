@@ -55,8 +55,7 @@ def test_two_roots_on_one_domain_get_each_message_once(two_roots, tmp_path, monk
         mine = [c.encode({"data": f"from a0py {i}"}) for i in range(30)]
         with a0py.Publisher(a0py.Topic("loop/y", root=root_a),
                             schema=Schema.ros2("std_msgs/msg/String")) as pub:
-            wait_until(lambda: (e := bridge_a._exports_by_name.get("loop/y")) is not None
-                       and e.publisher is not None and e.publisher.get_subscription_count() >= 2,
+            wait_until(lambda: bridge_a.subscribers("loop/y") >= 2,
                        "the listener and the other bridge to match")
             for data in mine:
                 pub.pub(data)
