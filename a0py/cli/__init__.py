@@ -54,6 +54,7 @@ COMMANDS = {
     "bridge": ("bridge", "bridge", "bridge"),
     "doctor": ("doctor", "doctor", None),
     "completion": ("completion", "completion", None),
+    "ros2": ("ros2", "ros2", "ros2"),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:
@@ -62,6 +63,7 @@ COMMANDS = {
 EXTRA_MODULES = {
     "record": ("numpy", "mcap", "zstandard", "lz4", "pyarrow"),
     "bridge": ("zenoh",),
+    "ros2": ("rclpy", "rosbags"),
 }
 
 

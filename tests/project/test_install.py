@@ -123,14 +123,23 @@ def test_the_extras_bring_what_the_command_table_looks_for():
     def names(extra):
         return {re.split(r"[\[<>=!~ ]", req, maxsplit=1)[0].lower() for req in extras[extra]}
 
+    def brought(extra):
+        """The distributions of `extra` and of the a0py extras it names (a0py[ros] ...)."""
+        found = names(extra)
+        for req in extras[extra]:
+            nested = re.fullmatch(r"a0py\[([a-z0-9,]+)\]", req)
+            for other in nested.group(1).split(",") if nested else ():
+                found |= brought(other)
+        return found
+
     # each module is its distribution's name, but for these
-    distribution_of = {"zenoh": "eclipse-zenoh"}
+    distribution_of = {"zenoh": "eclipse-zenoh", "rclpy": "ros-kilted-rclpy"}
     for extra, modules in EXTRA_MODULES.items():
-        assert {distribution_of.get(m, m) for m in modules} <= names(extra), extra
+        assert {distribution_of.get(m, m) for m in modules} <= brought(extra), extra
     assert {extra for _, _, extra in COMMANDS.values() if extra} <= set(EXTRA_MODULES)
     assert not names("record") & {"pyspark", "pandas"}  # recording needs no Spark (and no Java)
     assert "a0py" in names("spark") and "a0py[record]" in extras["spark"]
-    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove,ros]"}
+    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove,ros,ros2]"}
     assert "eclipse-zenoh==1.10.2" in extras["bridge"]
 
 
