@@ -42,7 +42,7 @@ import uuid
 
 from .. import _core
 from ..bridge.counts import TopicCounts
-from ..bridge.exchange import init_for
+from ..bridge.exporting import init_for
 from ..bridge.wire import HOST, ORIGIN
 from ..errors import A0Error, ArgumentError, FrameTooLargeError
 from ..proto.deadman import Deadman, keeper_call
