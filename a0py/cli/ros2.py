@@ -44,17 +44,22 @@ def _qos_item(value):
               help="QoS of exported topics matching GLOB (repeatable, first match wins): "
                    "reliable|best_effort, volatile|transient_local, depth=N, comma-separated. "
                    "Default reliable,volatile,depth=100.")
+@click.option("--service-timeout", type=FiniteFloat(0.05, 86400), default=30.0, show_default=True,
+              help="Seconds a bridged service call may wait for its response.")
 @click.option("--status-interval", type=FiniteFloat(0.05, 3600), default=5.0, show_default=True,
               help="Seconds between status lines (printed only when they changed).")
 @click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
               help="Where the a0py topics live: shm:PREFIX (default shm:a0py) or a directory.")
-def ros2(imports, exports, domain, namespace, node_name, export_qos, status_interval, root):
+def ros2(imports, exports, domain, namespace, node_name, export_qos, service_timeout, status_interval,
+         root):
     """Join a running ROS 2 system: import ROS 2 topics, export a0py topics.
 
     Imported messages keep their CDR bytes, under a ros2msg schema (the type's
     full definition), so `a0py echo`, `a0py record` and the view read them.
     Exported topics carry ros2msg messages (Schema.ros2) or images
-    (pub_image: published as sensor_msgs/Image and CompressedImage). ROS 2
+    (pub_image: published as sensor_msgs/Image and CompressedImage). Services
+    cross both ways: imported ROS 2 services are a0py RPC topics, a0py RPC
+    servers whose topic has a ROS 2 service schema are ROS 2 services. ROS 2
     discovery stays on this host unless ROS_AUTOMATIC_DISCOVERY_RANGE says
     otherwise (docs/ros2.md).
     """
@@ -73,7 +78,7 @@ def ros2(imports, exports, domain, namespace, node_name, export_qos, status_inte
     try:
         try:
             br = Ros2Bridge(imports, exports, domain_id=domain, namespace=namespace,
-                            node_name=node_name, root=root,
+                            node_name=node_name, root=root, service_timeout=service_timeout,
                             export_qos=[_qos_item(q) for q in export_qos])
             br.start()
         except A0Error as e:

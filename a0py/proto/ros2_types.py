@@ -36,9 +36,11 @@ from ..errors import ArgumentError
 from .errors import DecodeError, ExtraNotInstalledError, SchemaError
 
 __all__ = [
-    "COMPRESSED_IMAGE", "IMAGE", "SEPARATOR", "Ros2Codec", "compressed_image_cdr", "image_array",
-    "image_cdr", "parse_image", "codec_for", "definition_types", "find_definition", "full_definition",
-    "interface_text", "is_ros2_message", "message_to_dict", "pip_package", "split_type_name",
+    "COMPRESSED_IMAGE", "IMAGE", "SEPARATOR", "Ros2Codec", "ServiceCodec", "codec_for",
+    "compressed_image_cdr", "definition_types", "find_definition", "find_service_definition",
+    "full_definition", "image_array", "image_cdr", "interface_text", "is_ros2_message",
+    "is_service_type", "message_to_dict", "parse_image", "pip_package", "schema_parts",
+    "service_codec", "service_codec_for", "service_definition", "service_parts", "split_type_name",
     "type_name_of",
 ]
 
@@ -135,16 +137,18 @@ def _field_types(fields, nodetype):
     return out
 
 
-def full_definition(type_name, text, load=None):
-    """The rosbag2 layout of `type_name` whose own ``.msg`` text is `text`: the text,
-    then every type it needs (depth first, each once) loaded by `load(type_name)`
-    (default: from the installed packages, :func:`interface_text`)."""
+def _installed(dep):
+    """The ``.msg`` text of installed message type `dep`."""
+    pkg, kind, name = split_type_name(dep)
+    return interface_text(pkg, kind, name)
+
+
+def _dependency_sections(type_name, text, load, seen):
+    """The sections (``=...`` line, ``MSG: pkg/Name``, text) of every type `text` (the
+    definition of `type_name`) needs that is not in `seen`, depth first, each once;
+    adds them to `seen`."""
     _, nodetype = _rosbags()
-    if load is None:
-        def load(dep):
-            pkg, kind, name = split_type_name(dep)
-            return interface_text(pkg, kind, name)
-    sections, seen = [text.rstrip("\n")], {type_name}
+    sections = []
 
     def visit(name, body):
         for dep in _field_types(_parse(body, name)[name][1], nodetype):
@@ -156,6 +160,15 @@ def full_definition(type_name, text, load=None):
                 visit(dep, dep_text)
 
     visit(type_name, text)
+    return sections
+
+
+def full_definition(type_name, text, load=None):
+    """The rosbag2 layout of `type_name` whose own ``.msg`` text is `text`: the text,
+    then every type it needs (depth first, each once) loaded by `load(type_name)`
+    (default: from the installed packages, :func:`interface_text`)."""
+    sections = [text.rstrip("\n")]
+    sections += _dependency_sections(type_name, text, load or _installed, {type_name})
     return "\n".join(sections) + "\n"
 
 
@@ -182,6 +195,102 @@ def find_definition(type_name):
     pkg, kind, name = split_type_name(type_name)
     canonical = f"{pkg}/{kind}/{name}"
     return canonical, full_definition(canonical, interface_text(pkg, kind, name))
+
+
+def schema_parts(type_name, definition=None):
+    """``(pkg/kind/Name, full definition)`` of a message (``pkg/msg/Name``, ``pkg/Name``)
+    or service (``pkg/srv/Name``) type, :meth:`a0py.Schema.ros2`'s: read from the
+    installed package when `definition` is None, else `definition` (str or UTF-8 bytes)
+    checked. Raises ArgumentError (bad name, definition not text), SchemaError (package
+    missing, naming the pip package; unknown type; a definition that does not parse or
+    lacks a type it needs), ExtraNotInstalledError (no rosbags)."""
+    pkg, kind, short = split_type_name(type_name, ("msg", "srv"))
+    name = f"{pkg}/{kind}/{short}"
+    if definition is None:
+        if kind == "srv":
+            return find_service_definition(name)
+        return find_definition(name)
+    if isinstance(definition, (bytes, bytearray)):
+        definition = bytes(definition).decode("utf-8")
+    if not isinstance(definition, str):
+        raise ArgumentError(f"a ROS 2 definition is a str, not {type(definition).__name__}")
+    if kind == "srv":
+        for part_name, part in service_parts(name, definition).values():
+            definition_types(part_name, part)
+    else:
+        definition_types(name, definition)  # parses, has every type it needs
+    return name, definition
+
+
+# -- services: a .srv type is a request and a response message
+
+_SERVICE_SPLIT = re.compile(r"^---[ \t]*$", re.MULTILINE)
+
+
+def is_service_type(type_name):
+    """Whether `type_name` names a service type (``pkg/srv/Name``)."""
+    return isinstance(type_name, str) and type_name.count("/") == 2 and type_name.split("/")[1] == "srv"
+
+
+def _half_name(pkg, name, half):
+    # rosbags parses a half under a message's name, pkg/msg/Name_Request: a field type
+    # written without its package then resolves in pkg/msg, as in ROS 2 (under
+    # pkg/srv/Name_Request rosbags would look in pkg/srv/msg).
+    return f"{pkg}/msg/{name}_{half}"
+
+
+def _service_halves(type_name, text):
+    """(request fields, response fields) of a ``.srv`` text; SchemaError without
+    exactly one ``---`` line."""
+    parts = _SERVICE_SPLIT.split(text)
+    if len(parts) != 2:
+        raise SchemaError(f"ROS 2 service {type_name}: the definition is request fields, a line "
+                          f"'---', then response fields ({len(parts) - 1} '---' lines found)")
+    return parts[0], parts[1].lstrip("\n")
+
+
+def service_definition(type_name, text, load=None):
+    """The full definition of service `type_name` (``pkg/srv/Name``) whose ``.srv`` text
+    is `text`: the text, then every type its request or response needs, each once,
+    after a line of 80 ``=`` and ``MSG: pkg/Name`` (a message's layout, rosbag2's),
+    loaded by `load(type_name)` (default: from the installed packages). Raises
+    SchemaError (no ``---`` line; a type that does not parse or is missing)."""
+    pkg, _, name = split_type_name(type_name, ("srv",))
+    seen = set()
+    sections = [text.rstrip("\n")]
+    for half, body in zip(("Request", "Response"), _service_halves(type_name, text)):
+        own = _half_name(pkg, name, half)
+        seen.add(own)
+        sections += _dependency_sections(own, body, load or _installed, seen)
+    return "\n".join(sections) + "\n"
+
+
+def find_service_definition(type_name):
+    """``(pkg/srv/Name, full definition)`` of an installed service type; raises as
+    :func:`find_definition`."""
+    pkg, _, name = split_type_name(type_name, ("srv",))
+    canonical = f"{pkg}/srv/{name}"
+    return canonical, service_definition(canonical, interface_text(pkg, "srv", name))
+
+
+def service_parts(type_name, definition):
+    """``{"request": (name, full definition), "response": (...)}``: each half of service
+    `type_name` as a message type (named ``pkg/msg/Name_Request`` for rosbags, see
+    :class:`ServiceCodec`), from the service's full definition. Raises SchemaError (no
+    ``---`` line, a type it needs missing)."""
+    pkg, _, name = split_type_name(type_name, ("srv",))
+    sections = _sections(type_name, definition)
+    halves = _service_halves(type_name, sections.pop(type_name))
+
+    def load(dep):
+        if dep not in sections:
+            raise SchemaError(f"ROS 2 service {type_name}: the definition lacks {dep}; give each "
+                              "type it needs after a line of '=' and 'MSG: pkg/Name'")
+        return sections[dep]
+
+    return {half.lower(): (_half_name(pkg, name, half), full_definition(_half_name(pkg, name, half),
+                                                                        body, load))
+            for half, body in zip(("Request", "Response"), halves)}
 
 
 def _sections(type_name, definition):
@@ -223,13 +332,16 @@ def type_name_of(value):
 
 class Ros2Codec:
     """CDR encoding and decoding of one message type, from its full definition
-    (rosbag2's layout). Raises SchemaError when the definition does not parse or lacks
-    a type it needs, ExtraNotInstalledError without rosbags."""
+    (rosbag2's layout). `store_name`: the name the definition gives the type, when it
+    is not `type_name` (a service's half, :class:`ServiceCodec`). Raises SchemaError
+    when the definition does not parse or lacks a type it needs,
+    ExtraNotInstalledError without rosbags."""
 
-    def __init__(self, type_name, definition):
+    def __init__(self, type_name, definition, store_name=None):
         typesys, self._nodetype = _rosbags()
         self.type_name = type_name
-        types = definition_types(type_name, definition)
+        self._key = store_name or type_name  # the type's name in the rosbags store
+        types = definition_types(self._key, definition)
         if _WSTRING.search(definition):
             raise SchemaError(f"ROS 2 type {type_name} has wstring fields, which a0py does not "
                               "encode or decode (rosbags lacks them); the bridge carries such "
@@ -237,7 +349,7 @@ class Ros2Codec:
         store = typesys.get_typestore(typesys.Stores.EMPTY)
         try:
             store.register(types)
-            self._msgdef = store.get_msgdef(type_name)  # generates the (de)serializers
+            self._msgdef = store.get_msgdef(self._key)  # generates the (de)serializers
         except Exception as e:
             raise SchemaError(f"ROS 2 type {type_name}: the definition is not complete ({e})") from None
         self._store = store
@@ -260,10 +372,10 @@ class Ros2Codec:
         type. Raises SchemaError (a message of another type), ArgumentError (a dict with
         a field this type lacks, or a value of the wrong kind)."""
         if isinstance(value, dict):
-            message = self._from_dict(self.type_name, value, where)
+            message = self._from_dict(self._key, value, where)
         else:
             name = type_name_of(value)
-            if name != self.type_name:
+            if name not in (self.type_name, self._key):
                 raise SchemaError(f"{where} carries {self.type_name}; this value is a {name}")
             if not isinstance(getattr(type(value), "__msgtype__", None), str):
                 from rclpy.serialization import serialize_message  # an rclpy message: rclpy is here
@@ -271,7 +383,7 @@ class Ros2Codec:
                 return serialize_message(value)
             message = value
         try:
-            data = bytes(self._store.serialize_cdr(message, self.type_name))
+            data = bytes(self._store.serialize_cdr(message, self._key))
         except Exception as e:
             raise ArgumentError(f"{where}: cannot encode as {self.type_name} "
                                 f"({type(e).__name__}: {e})") from None
@@ -281,13 +393,14 @@ class Ros2Codec:
 
     def _from_dict(self, type_name, values, where):
         fields = self._store.fielddefs[type_name][1]
+        shown = self.type_name if type_name == self._key else type_name
         unknown = set(values) - {f for f, _ in fields}
         if unknown:
-            raise ArgumentError(f"{where}: {type_name} has no field {', '.join(sorted(unknown))} "
+            raise ArgumentError(f"{where}: {shown} has no field {', '.join(sorted(unknown))} "
                                 f"(its fields: {', '.join(f for f, _ in fields)})")
         args = {}
         for fname, (kind, spec) in fields:
-            args[fname] = self._value(kind, spec, values.get(fname), f"{where}: {type_name}.{fname}")
+            args[fname] = self._value(kind, spec, values.get(fname), f"{where}: {shown}.{fname}")
         return self._store.types[type_name](**args)
 
     def _value(self, kind, spec, value, where):
@@ -369,24 +482,69 @@ def _base_value(type_name, value, where):
     return value
 
 
-def codec_for(type_name, definition):
-    """The :class:`Ros2Codec` of (`type_name`, `definition` text), one per process."""
-    key = (type_name, definition)
+def _cached(key, make):
     codec = _codecs.get(key)
     if codec is None:
-        codec = Ros2Codec(type_name, definition)
+        codec = make()
         with _lock:
             codec = _codecs.setdefault(key, codec)
     return codec
+
+
+def codec_for(type_name, definition):
+    """The :class:`Ros2Codec` of (`type_name`, `definition` text), one per process.
+    SchemaError for a service type (its halves are :func:`service_codec_for`'s)."""
+    if is_service_type(type_name):
+        raise SchemaError(f"{type_name} is a ROS 2 service: its requests and responses travel over "
+                          "RPC, encoded by a0py.ros2.service_codec(type or schema)")
+    return _cached((type_name, definition), lambda: Ros2Codec(type_name, definition))
+
+
+class ServiceCodec:
+    """CDR of one service type's requests and responses: ``request`` and ``response``
+    are :class:`Ros2Codec` of ``pkg/srv/Name_Request`` and ``pkg/srv/Name_Response``
+    (their ``encode`` takes dicts, rosbags and rclpy messages; ``decode`` gives rosbags
+    messages). From the service's full definition (:func:`service_definition`); raises
+    as :class:`Ros2Codec`."""
+
+    def __init__(self, type_name, definition):
+        self.type_name = type_name
+        parts = service_parts(type_name, definition)
+        self.request = Ros2Codec(f"{type_name}_Request", parts["request"][1], parts["request"][0])
+        self.response = Ros2Codec(f"{type_name}_Response", parts["response"][1], parts["response"][0])
+
+    def __repr__(self):
+        return f"<a0py ServiceCodec {self.type_name}>"
+
+
+def service_codec_for(type_name, definition):
+    """The :class:`ServiceCodec` of (`type_name`, `definition` text), one per process."""
+    return _cached(("srv", type_name, definition), lambda: ServiceCodec(type_name, definition))
+
+
+def service_codec(service):
+    """The :class:`ServiceCodec` of `service`: an installed service type's name
+    (``std_srvs/srv/SetBool``), or the ``ros2msg`` Schema of one (an RPC topic's, as
+    ``a0py.proto.topic_schema`` reads it). Raises SchemaError (a schema that is not a
+    ROS 2 service's; the package is not installed, naming the pip package),
+    ArgumentError (a bad name)."""
+    if isinstance(service, str):
+        return service_codec_for(*find_service_definition(service))
+    name, encoding = getattr(service, "name", None), getattr(service, "encoding", None)
+    if encoding != "ros2msg" or not is_service_type(name):
+        what = service.describe() if hasattr(service, "describe") else type(service).__name__
+        raise SchemaError(f"{what} is not a ROS 2 service type (pkg/srv/Name, ros2msg)")
+    return service_codec_for(name, bytes(service.data).decode("utf-8"))
 
 
 def message_to_dict(message):
     """Plain Python values of a rosbags message: dicts of fields (in order), lists for
     arrays (numpy arrays too), the rest as they are."""
     if dataclasses.is_dataclass(message) and not isinstance(message, type):
-        # not the constants (class variables), nor the member rosbags gives an empty type
+        # not the constants (class variables), nor rosbags' own members (the type's name,
+        # the member it gives an empty type)
         return {f.name: message_to_dict(getattr(message, f.name)) for f in dataclasses.fields(message)
-                if f.name != _EMPTY_MEMBER}
+                if f.name != _EMPTY_MEMBER and not f.name.startswith("__")}
     if isinstance(message, (list, tuple)):
         return [message_to_dict(v) for v in message]
     if hasattr(message, "tolist"):

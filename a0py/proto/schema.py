@@ -120,8 +120,10 @@ class Schema:
         """A ``ros2msg`` Schema of ROS 2 message type `type_name` (``sensor_msgs/msg/Imu``
         or ``sensor_msgs/Imu``): its full definition (the type, then each type it needs
         after a line of ``=`` and ``MSG: pkg/Name``, rosbag2's layout in MCAP) read from
-        the installed ROS 2 package, or `definition` (that text, given whole). Needs
-        rosbags, not rclpy (:mod:`a0py.proto.ros2_types`).
+        the installed ROS 2 package, or `definition` (that text, given whole). A service
+        type (``std_srvs/srv/SetBool``: the schema of an RPC topic) has its ``.srv`` text
+        (request, ``---``, response) then each type either half needs, in the same
+        layout. Needs rosbags, not rclpy (:mod:`a0py.proto.ros2_types`).
 
         Raises ArgumentError (a bad type name), SchemaError (the package is not
         installed: the message names the pip package; the package has no such type;
@@ -129,16 +131,7 @@ class Schema:
         (rosbags is not installed)."""
         from . import ros2_types
 
-        if definition is None:
-            name, definition = ros2_types.find_definition(type_name)
-        else:
-            pkg, kind, short = ros2_types.split_type_name(type_name)
-            name = f"{pkg}/{kind}/{short}"
-            if isinstance(definition, (bytes, bytearray)):
-                definition = bytes(definition).decode("utf-8")
-            if not isinstance(definition, str):
-                raise ArgumentError(f"a ROS 2 definition is a str, not {type(definition).__name__}")
-            ros2_types.definition_types(name, definition)  # parses, has every type it needs
+        name, definition = ros2_types.schema_parts(type_name, definition)
         return cls(name, "ros2msg", definition)
 
     def describe(self):

@@ -28,8 +28,9 @@ Invariants:
 * **One ROS 2 bridge per root** (it holds the deadman of its status topic): a second
   would import every message twice.
 * Every ROS 2 call happens on the node's executor thread (the graph scan is a timer of
-  the node) except publishing, which rclpy allows from any thread (the a0py
-  dispatcher's, for exports). Stopping is bounded.
+  the node) except publishing, service requests and responses, which rclpy allows from
+  any thread (the a0py dispatcher's, the service workers': :mod:`.services`). Stopping
+  is bounded.
 """
 
 import json
@@ -61,6 +62,7 @@ from .names import (
     is_hidden,
     ros_name,
 )
+from .services import Services
 from .status import STATUS_TOPIC
 
 __all__ = ["MARKER_TOPIC", "PUBLICATION_SEQ", "PUBLISHER", "SOURCE_TIME", "Ros2Bridge"]
@@ -237,7 +239,7 @@ class Ros2Bridge:
 
     def __init__(self, imports=(), exports=(), domain_id=None, namespace="",
                  node_name="a0py_bridge", *, root=None, export_qos=None, scan_interval=0.2,
-                 report_interval=1.0):
+                 report_interval=1.0, service_timeout=30.0):
         self._imports = compile_globs(imports, "imports")
         self._exports = compile_globs(exports, "exports")
         if domain_id is not None and (isinstance(domain_id, bool) or not isinstance(domain_id, int)
@@ -248,11 +250,13 @@ class Ros2Bridge:
         self.namespace = check_namespace(namespace)
         self.node_name = check_node_name(node_name)
         self._qos = qos.QosRules(export_qos)
-        for what, value in (("scan_interval", scan_interval), ("report_interval", report_interval)):
+        for what, value in (("scan_interval", scan_interval), ("report_interval", report_interval),
+                            ("service_timeout", service_timeout)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise Ros2ConfigError(f"{what} must be seconds > 0, not {value!r}")
         self.scan_interval = float(scan_interval)
         self.report_interval = float(report_interval)
+        self.service_timeout = float(service_timeout)
         try:
             self.root = current_root() if root is None else Root.parse(root)
         except ArgumentError as e:
@@ -276,6 +280,7 @@ class Ros2Bridge:
         self._bridge_participants = set()
         self._foreign = {}  # gid -> whether its messages are imported
         self._marker = None
+        self._services = None
         self._deadman = None
         self._reporter = None
         self._published = None
@@ -315,6 +320,32 @@ class Ros2Bridge:
         cls = mapping.message_class(type_name)
         profile = qos.profile(self._rclpy.qos, self._qos.for_topic(name))
         return self.node.create_publisher(cls, ros, profile)
+
+    def import_name(self, ros):
+        """The a0py name of ROS 2 topic or service `ros` if the bridge imports it, else None."""
+        name = a0py_name(ros, self.namespace)
+        return name if name is not None and self._imported(name) else None
+
+    def exported(self, name):
+        """Whether a0py topic `name` matches the bridge's exports."""
+        return any(match(name) for _, match, _ in self._exports)
+
+    def ros_name(self, name):
+        """``(ROS 2 name, None)`` of a0py topic `name`, or ``(None, why)``."""
+        return ros_name(name, self.namespace)
+
+    def refused_keys(self):
+        """The (direction, name) pairs refused so far."""
+        with self._lock:
+            return set(self._refused)
+
+    def is_stand_in(self, pid):
+        """Whether the a0py RPC server of process `pid` is the root's Zenoh bridge standing
+        in for a server on another machine."""
+        from ..bridge.counts import read_status as zenoh_status
+
+        status = zenoh_status(self.root)
+        return status is not None and status.get("running", True) and status.get("pid") == pid
 
     def is_foreign(self, gid):
         """Whether messages of the ROS 2 publisher `gid` are imported (it is not an a0py
@@ -359,6 +390,7 @@ class Ros2Bridge:
             raise Ros2StartError(f"rclpy could not start the bridge's node: {e}") from None
         try:
             self._start_marker()
+            self._services = Services(self)
             self._executor = rclpy.executors.SingleThreadedExecutor(context=self._context)
             self._executor.add_node(self.node)
             self.node.create_timer(self.scan_interval, self._scan)
@@ -434,6 +466,9 @@ class Ros2Bridge:
             self._imports_by_ros = {}
         for imp in imports:
             imp.close()
+        services, self._services = self._services, None
+        if services is not None:
+            services.close()
         self._shutdown_rclpy()
         reporter, self._reporter = self._reporter, None
         if reporter is not None:
@@ -471,11 +506,16 @@ class Ros2Bridge:
         if self._stopping.is_set():
             return
         self._prepare_exports()
-        if not self._imports:
-            return
         try:
+            if self._exports:
+                self._services.scan_exports()
+            if not self._imports:
+                return
             topics = self.node.get_topic_names_and_types()
-        except Exception:  # the context is going down
+            self._services.scan_imports(self.node.get_service_names_and_types())
+        except Exception as e:  # the context is going down
+            if not self._stopping.is_set():
+                _log.exception("ros2 bridge: scanning the graph: %s", e)
             return
         for ros, types in topics:
             if ros in self._imports_by_ros or ros == MARKER_TOPIC:
@@ -556,17 +596,21 @@ class Ros2Bridge:
 
     def status(self):
         """``{"id", "node", "namespace", "domain_id", "host", "from_bridges", "imports":
-        {name: {"ros", "type", counts...}}, "exports": {name: {...}}, "refused": {name:
-        why}}``: counts as :class:`~a0py.bridge.TopicCounts` (imported, lost, too_large,
-        write_errors for imports; exported, missed_local, corrupt for exports)."""
+        {name: {"ros", "type", counts...}}, "exports": {name: {...}}, "services": {name:
+        {"direction", "ros", "type", "calls", "failed", "corrupt"}}, "refused": {"direction
+        name": why}}``: topic counts as :class:`~a0py.bridge.TopicCounts` (imported, lost,
+        too_large, write_errors for imports; exported, missed_local, corrupt for exports),
+        service counts as :class:`~a0py.ros2.services.ServiceCounts`."""
         with self._lock:
             counts = dict(self._counts)
             imports = {i.name: i for i in self._imports_by_ros.values()}
             exports = {n: e for n, e in self._exports_by_name.items() if e is not None}
             refused = {f"{d} {n}": why for (d, n), why in sorted(self._refused.items())}
+        services = self._services
         out = {"id": self.id, "node": f"{self.namespace}/{self.node_name}",
                "namespace": self.namespace, "domain_id": self.domain_id, "host": self.host,
-               "from_bridges": self.from_bridges, "imports": {}, "exports": {}, "refused": refused}
+               "from_bridges": self.from_bridges, "imports": {}, "exports": {}, "refused": refused,
+               "services": {} if services is None else services.status()}
         for name, imp in sorted(imports.items()):
             out["imports"][name] = dict(counts[("import", name)].as_dict(), ros=imp.ros,
                                         type=imp.type_name)

@@ -6,6 +6,10 @@ ROS 2 nodes they spawn) inherits, before ``rclpy.init()``:
 ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and a private ``ROS_DOMAIN_ID`` (1..101,
 from this process's pid), so no discovery traffic leaves the machine and two test
 sessions on one machine do not see each other.
+
+Fixtures: ``nodes`` (start ros2_node.py processes, killed after the test) and
+``bridge_root`` (a root of the module's own, in ``A0PY_ROOT``, with one bridge
+importing ``ros/**`` and exporting ``a0/**`` for every test of the module).
 """
 
 import os
@@ -23,3 +27,39 @@ os.environ["ROS_DOMAIN_ID"] = str(DOMAIN_ID)
 def time_limit_s():
     """Each test here fails past this (a hung DDS discovery, a lost message)."""
     return 60
+
+
+@pytest.fixture
+def nodes():
+    from ros2_procs import Node
+
+    started = []
+
+    def start(*args, **kwargs):
+        node = Node(*args, **kwargs)
+        started.append(node)
+        return node
+    yield start
+    for node in started:
+        node.close()
+
+
+@pytest.fixture(scope="module")
+def bridge_root():
+    from ros2_procs import fresh_root, remove_root
+
+    from a0py.ros2 import Ros2Bridge
+
+    spec = fresh_root("ros2")
+    old = os.environ.get("A0PY_ROOT")
+    os.environ["A0PY_ROOT"] = spec
+    br = Ros2Bridge(imports=["/ros/**"], exports=["a0/**"], scan_interval=0.05, report_interval=0.1,
+                    service_timeout=10)
+    br.start()
+    yield br
+    br.stop()
+    remove_root(spec)
+    if old is None:
+        del os.environ["A0PY_ROOT"]
+    else:
+        os.environ["A0PY_ROOT"] = old

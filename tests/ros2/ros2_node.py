@@ -1,18 +1,29 @@
 """A ROS 2 node on real rclpy for the tests, run as its own process:
 
-    python ros2_node.py talk TYPE TOPIC COUNT [--hz N] [--transient] [--best-effort]
+    python ros2_node.py talk TYPE TOPIC COUNT [--hz N] [--transient] [--best-effort] [--go]
     python ros2_node.py camera TOPIC COUNT [--hz 30] [--width 640] [--height 480]
     python ros2_node.py listen TYPE TOPIC COUNT OUT
+    python ros2_node.py serve TYPE SERVICE [--hang]
+    python ros2_node.py call TYPE SERVICE COUNT OUT [--timeout S]
 
-TYPE may be comma-separated types, TOPIC then a prefix: each type on PREFIX/<Name>.
+TYPE may be comma-separated types, TOPIC (SERVICE) then a prefix: each type on
+PREFIX/<Name>.
 
 ``talk`` publishes COUNT messages of TYPE, message i the CDR of ``sample(TYPE, seed=i)``
 (published as those bytes), once a subscriber has matched (or at once with
-``--transient``), then stays (reliable QoS resends what was not received) until killed. ``camera`` publishes rclpy
-Image messages (rgb8, pixel values from the frame number). ``listen`` writes each
-message's bytes to OUT (:func:`read_listened` reads it) once COUNT came on every topic
-(then it waits ``--settle`` seconds more: a duplicate would show).
-Each prints ``ready`` once its endpoint exists, and ``done`` at the end. Discovery stays
+``--transient``; with ``--go``, once it has also read a line on stdin), then stays
+(reliable QoS resends what was not received) until killed. ``camera`` publishes rclpy
+Image messages (rgb8, pixel values from the frame number). ``listen`` prints
+``matched`` once each of its subscriptions knows a publisher, and writes each message's
+bytes to OUT (:func:`read_listened` reads it) once COUNT came on every topic (then it
+waits ``--settle`` seconds more: a duplicate would show). ``serve`` answers each
+request with the response whose fields are copied from the request's fields of the
+same name (``std_srvs/SetBool``: ``success`` is ``data``, ``message`` says it); with
+``--hang`` it prints ``called`` and never answers. ``call`` sends COUNT requests to
+each service, request i from ``service_sample(TYPE, "request", seed=i)``, one at a
+time, printing ``called`` after each send, and writes each response's CDR (empty: none
+within ``--response-timeout``) to OUT as ``listen`` does.
+Each prints ``ready`` once its endpoints exist, and ``done`` at the end. Discovery stays
 on the host: ROS_AUTOMATIC_DISCOVERY_RANGE and ROS_DOMAIN_ID come from the test.
 """
 
@@ -70,6 +81,8 @@ def talk(node, args):
     if not args.transient:
         for pub, _ in pubs:
             wait_matched(node, pub, count=args.subscribers)
+    if args.go:
+        sys.stdin.readline()
     for i in range(args.count):
         for pub, payloads in pubs:
             pub.publish(payloads[i])
@@ -109,24 +122,80 @@ def camera(node, args):
 def listen(node, args):
     from ros2_samples import rclpy_class
 
-    got = {}
+    got, subscriptions = {}, []
     for type_name, topic in _pairs(args.type, args.topic):
         got[topic] = []
-        node.create_subscription(rclpy_class(type_name), topic, got[topic].append, qos(args), raw=True)
+        subscriptions.append(node.create_subscription(rclpy_class(type_name), topic, got[topic].append,
+                                                      qos(args), raw=True))
     say("ready")
     deadline = time.monotonic() + args.timeout
+    matched = False
     while any(len(g) < args.count for g in got.values()) and time.monotonic() < deadline:
         rclpy.spin_once(node, timeout_sec=0.05)
-    end = time.monotonic() + args.settle  # a duplicate would come now
+        if not matched and all(s.get_publisher_count() >= 1 for s in subscriptions):
+            say("matched")  # from now on, what its publishers send reaches it
+            matched = True
+    _write(args.out, got, node, args.settle)
+
+
+def _write(out, got, node, settle):
+    """Waits `settle` seconds (spinning), then writes `got` ({name: [bytes]}) to `out`."""
+    end = time.monotonic() + settle  # a duplicate would come now
     while time.monotonic() < end:
         rclpy.spin_once(node, timeout_sec=0.05)
-    with open(args.out, "wb") as f:
+    with open(out, "wb") as f:
         for topic, messages in got.items():
             name = topic.encode()
             f.write(struct.pack("<II", len(name), len(messages)) + name)
             for data in messages:
                 f.write(struct.pack("<I", len(data)) + data)
     say("done")
+
+
+def serve(node, args):
+    from ros2_samples import rclpy_class
+
+    def respond(request, response):
+        if args.hang:
+            say("called")
+            time.sleep(3600)  # until the test kills it, mid-call
+        for field in response.get_fields_and_field_types():
+            if field in request.get_fields_and_field_types():
+                setattr(response, field, getattr(request, field))
+        if hasattr(request, "data") and hasattr(response, "success"):
+            response.success, response.message = request.data, f"data was {request.data}"
+        return response
+
+    for type_name, service in _pairs(args.type, args.service):
+        node.create_service(rclpy_class(type_name), service, respond)
+    say("ready")
+    rclpy.spin(node)
+
+
+def call(node, args):
+    from rclpy.serialization import deserialize_message, serialize_message
+    from ros2_samples import rclpy_class, service_sample
+
+    from a0py.proto import ros2_types
+
+    clients = []
+    for type_name, service in _pairs(args.type, args.service):
+        cls = rclpy_class(type_name)
+        client = node.create_client(cls, service)
+        if not client.wait_for_service(timeout_sec=args.timeout):
+            sys.exit(f"no service {service} within {args.timeout} s")
+        requests = [deserialize_message(ros2_types.service_codec(type_name).request.encode(
+            service_sample(type_name, "request", seed=i)), cls.Request) for i in range(args.count)]
+        clients.append((service, client, requests))
+    say("ready")
+    got = {service: [] for service, _, _ in clients}
+    for i in range(args.count):
+        for service, client, requests in clients:
+            future = client.call_async(requests[i])
+            say("called")
+            rclpy.spin_until_future_complete(node, future, timeout_sec=args.response_timeout)
+            got[service].append(serialize_message(future.result()) if future.done() else b"")
+    _write(args.out, got, node, 0)
 
 
 def read_listened(path):
@@ -159,6 +228,7 @@ def main():
     p.add_argument("--subscribers", type=int, default=1, help="how many to wait for")
     p.add_argument("--best-effort", action="store_true")
     p.add_argument("--linger", type=float, default=30)
+    p.add_argument("--go", action="store_true", help="publish once a line came on stdin")
     p = sub.add_parser("camera")
     p.add_argument("topic")
     p.add_argument("count", type=int)
@@ -172,11 +242,22 @@ def main():
     p.add_argument("out")
     p.add_argument("--timeout", type=float, default=30)
     p.add_argument("--settle", type=float, default=0.3)
+    p = sub.add_parser("serve")
+    p.add_argument("type")
+    p.add_argument("service")
+    p.add_argument("--hang", action="store_true")
+    p = sub.add_parser("call")
+    p.add_argument("type")
+    p.add_argument("service")
+    p.add_argument("count", type=int)
+    p.add_argument("out")
+    p.add_argument("--timeout", type=float, default=20, help="for the service to appear")
+    p.add_argument("--response-timeout", type=float, default=20)
     args = parser.parse_args()
     rclpy.init()
     node = rclpy.create_node(f"a0py_test_{args.mode}_{os.getpid()}")
     try:
-        {"talk": talk, "camera": camera, "listen": listen}[args.mode](node, args)
+        {"talk": talk, "camera": camera, "listen": listen, "serve": serve, "call": call}[args.mode](node, args)
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

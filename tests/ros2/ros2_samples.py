@@ -33,6 +33,13 @@ def sample(type_name, seed=1):
     return _fields(c, c.type_name, seed)
 
 
+def service_sample(type_name, half, seed=1):
+    """A dict of every field of the `half` (``request``/``response``) of service
+    `type_name`, none at its zero value."""
+    c = getattr(ros2_types.service_codec(type_name), half)
+    return _fields(c, c._key, seed)
+
+
 def _fields(c, type_name, seed):
     from rosbags.typesys.base import Nodetype
 

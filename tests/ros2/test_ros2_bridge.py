@@ -5,114 +5,19 @@ mcap-ros2-support; bad input counted or refused, never a crash."""
 
 import json
 import os
-import select
-import subprocess
-import sys
-import time
-import uuid
 
 import numpy as np
 import pytest
-from helpers.procs import child_env, wait_until
+from helpers.procs import wait_until
 from ros2_node import read_listened
+from ros2_procs import read_all
 from ros2_samples import TEST_MSGS, codec, sample
 
 import a0py
 from a0py import Schema
 from a0py.ros2 import PUBLICATION_SEQ, SOURCE_TIME, Ros2Bridge, Ros2ConfigError, read_status
 
-NODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ros2_node.py")
 pytestmark = pytest.mark.slow
-
-
-class Node:
-    """A ros2_node.py process; `wait(word)` reads its stdout up to that word."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([sys.executable, NODE, *map(str, args)], stdout=subprocess.PIPE,
-                                     env=child_env())
-        self._buf = b""
-
-    def wait(self, word, timeout=30):
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while True:
-            line, sep, rest = self._buf.partition(b"\n")
-            if sep:
-                self._buf = rest
-                if line.strip() == word.encode():
-                    return
-                continue
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                pytest.fail(f"ros2_node.py said no {word!r} within {timeout} s")
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                pytest.fail(f"ros2_node.py exited ({self.proc.wait()}) before saying {word!r}")
-            self._buf += chunk
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(10)
-        self.proc.stdout.close()
-
-
-@pytest.fixture
-def nodes():
-    started = []
-
-    def start(*args):
-        node = Node(*args)
-        started.append(node)
-        return node
-    yield start
-    for node in started:
-        node.close()
-
-
-@pytest.fixture(scope="module")
-def bridge_root():
-    """A root of this module's own, with one bridge importing ``ros/**`` and exporting
-    ``a0/**`` for every test of the module."""
-    from a0py.proto import topic as tp
-
-    spec = f"shm:a0pyt-ros2-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    old = os.environ.get("A0PY_ROOT")
-    os.environ["A0PY_ROOT"] = spec
-    br = Ros2Bridge(imports=["/ros/**"], exports=["a0/**"], scan_interval=0.05, report_interval=0.1)
-    br.start()
-    yield br
-    br.stop()
-    for name in tp.list_topics(spec):
-        tp.unlink_topic(tp.Topic(name, root=spec))
-    tp.close_arenas()
-    if old is None:
-        del os.environ["A0PY_ROOT"]
-    else:
-        os.environ["A0PY_ROOT"] = old
-
-
-def read_all(topic, count, timeout=30):
-    """The first `count` packets of a0py topic `topic` (waited for)."""
-    got = []
-    sub = None
-
-    def more():
-        nonlocal sub
-        if sub is None:
-            if not a0py.Topic(topic).exists("pubsub"):
-                return False
-            sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
-        while (pkt := sub.read()) is not None:
-            got.append(pkt)
-        return len(got) >= count
-    try:
-        wait_until(more, f"{count} packets on {topic!r}", timeout)
-    finally:
-        if sub is not None:
-            sub.close()
-    return got
 
 
 def matched(bridge, name):

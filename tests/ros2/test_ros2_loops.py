@@ -8,8 +8,8 @@ import uuid
 import pytest
 from helpers.procs import wait_until
 from ros2_node import read_listened
+from ros2_procs import Node, read_all
 from ros2_samples import codec, sample
-from test_ros2_bridge import Node, read_all
 
 import a0py
 from a0py import Schema
