@@ -240,7 +240,8 @@ def main():
     p.add_argument("topic")
     p.add_argument("count", type=int)
     p.add_argument("out")
-    p.add_argument("--timeout", type=float, default=30)
+    p.add_argument("--timeout", type=float, default=120,
+                   help="then it writes what came (the test's own time limit is shorter)")
     p.add_argument("--settle", type=float, default=0.3)
     p = sub.add_parser("serve")
     p.add_argument("type")

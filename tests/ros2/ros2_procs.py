@@ -31,7 +31,7 @@ class Node:
                                      stdin=subprocess.PIPE, env=env)
         self._buf = b""
 
-    def wait(self, word, timeout=30):
+    def wait(self, word, timeout=60):
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
         while True:

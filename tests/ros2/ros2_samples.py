@@ -2,6 +2,7 @@
 each field a value other than its zero value (so a field dropped or misplaced by an
 encoder shows), built from the type's definition as a0py reads it."""
 
+import functools
 import importlib
 
 from a0py import Schema
@@ -21,8 +22,9 @@ _BASE = {"bool": lambda i: i % 2 == 1, "byte": lambda i: (7 * i + 3) % 256,
          "string": lambda i: f"s{i}-é"}
 
 
+@functools.lru_cache(maxsize=None)
 def codec(type_name):
-    """The a0py codec of an installed type."""
+    """The a0py codec of an installed type (its definition read and parsed once)."""
     schema = Schema.ros2(type_name)
     return ros2_types.codec_for(schema.name, schema.data.decode())
 

@@ -87,18 +87,21 @@ def test_transient_local_message_reaches_a_reader_that_starts_later(bridge_root,
 
 def test_imu_and_every_field_type_exported_unchanged_in_order(bridge_root, nodes, tmp_path):
     types = ["sensor_msgs/msg/Imu"] + [f"test_msgs/msg/{t}" for t in TEST_MSGS]
+    # Encoded before the listener starts: under load, encoding while it waited took longer
+    # than its wait (the flake this test once was).
+    sent = {f"/a0/out/{t.split('/')[-1]}": [codec(t).encode(sample(t, seed=i)) for i in range(50)]
+            for t in types}
     listener = nodes("listen", ",".join(types), "/a0/out", 50, tmp_path / "got.bin")
     listener.wait("ready")
-    sent = {}
     pubs = [a0py.Publisher(f"a0/out/{t.split('/')[-1]}", schema=Schema.ros2(t)) for t in types]
     try:
+        # both ends matched: the bridge's publishers know the listener, the listener them
         wait_until(lambda: all(matched(bridge_root, f"a0/out/{t.split('/')[-1]}") for t in types),
                    "the listener to match every export")
+        listener.wait("matched")
         for i in range(50):
-            for t, pub in zip(types, pubs):
-                data = codec(t).encode(sample(t, seed=i))
-                sent.setdefault(f"/a0/out/{t.split('/')[-1]}", []).append(data)
-                pub.pub(data)
+            for pub, payloads in zip(pubs, sent.values()):
+                pub.pub(payloads[i])
         listener.wait("done")
     finally:
         for pub in pubs:
