@@ -339,14 +339,6 @@ class Ros2Bridge:
         with self._lock:
             return set(self._refused)
 
-    def is_stand_in(self, pid):
-        """Whether the a0py RPC server of process `pid` is the root's Zenoh bridge standing
-        in for a server on another machine."""
-        from ..bridge.counts import read_status as zenoh_status
-
-        status = zenoh_status(self.root)
-        return status is not None and status.get("running", True) and status.get("pid") == pid
-
     def is_foreign(self, gid):
         """Whether messages of the ROS 2 publisher `gid` are imported (it is not an a0py
         bridge's)."""

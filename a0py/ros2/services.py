@@ -31,10 +31,21 @@ Invariants:
 
 import concurrent.futures
 import logging
+import os
 import threading
 import time
 
-from ..errors import A0Error
+from .. import _core
+from ..errors import A0Error, PacketCorruptError
+from ..proto.reqrep_wire import (
+    READ_BATCH,
+    READER_INIT_OLDEST,
+    READER_ITER_NEXT,
+    SERVER,
+    T_START,
+    TYPE,
+    describe_topic,
+)
 from ..proto.rpc import RpcClient, RpcServer, server_pid
 from ..proto.schema import Schema, declare_schema, topic_schema
 from ..proto.topic import RPC, Topic, list_topics
@@ -71,6 +82,31 @@ class ServiceCounts:
 
     def as_dict(self):
         return {"calls": self.calls, "corrupt": self.corrupt, "failed": self.failed}
+
+
+def stood_in(topic, pid):
+    """Whether the live server (process `pid`) of RPC topic `topic` is a Zenoh bridge
+    standing in for a server on another machine. The newest start packet in the ring
+    says (a stand-in's names its bridge: ``bridge <id> pid <pid>``, a server's its pid);
+    if the ring no longer holds one, whether `pid` is the root's running Zenoh bridge in
+    another process."""
+    from ..bridge.counts import read_status as zenoh_status
+
+    label = describe_topic(RPC, topic)
+    reader = _core.PacketReader(topic.arena(RPC), READER_INIT_OLDEST, READER_ITER_NEXT, label)
+    server = None
+    try:
+        while batch := reader.read_batch(READ_BATCH):
+            for pkt in batch:
+                if type(pkt) is not PacketCorruptError and pkt.headers.get(TYPE) == T_START:
+                    server = pkt.headers.get(SERVER, "")
+    finally:
+        reader.close()
+    if server is not None:
+        return server.startswith("bridge ")
+    status = zenoh_status(topic.root)
+    return (pid != os.getpid() and status is not None and status.get("running", True)
+            and status.get("pid") == pid)
 
 
 def _serialization():
@@ -268,6 +304,7 @@ class Services:
         self.imports = {}  # ROS 2 name -> _Import
         self.exports = {}  # a0py name -> _Export
         self._known = {}  # (direction, a0py name) -> [ros, type, ServiceCounts], kept when withdrawn
+        self._stand_ins = {}  # a0py name -> pid of the Zenoh bridge standing in for its server
         self._workers = None
         self._lock = threading.Lock()
 
@@ -340,8 +377,14 @@ class Services:
                     del self.exports[name]
                 export.close()
                 _log.info("ros2 bridge: ROS 2 service %s withdrawn (no a0py server)", export.ros)
-            elif export is None and alive is not None and not bridge.is_stand_in(alive):
-                self._start_export(name, topic)
+            elif export is None and alive is not None and self._stand_ins.get(name) != alive:
+                if stood_in(topic, alive):
+                    self._stand_ins[name] = alive  # looked at again when another serves it
+                    bridge.refuse("service export", name, "its server is on another machine (the "
+                                  "Zenoh bridge stands in for it): that machine's ROS 2 bridge "
+                                  "offers it", once=True, level=logging.INFO)
+                else:
+                    self._start_export(name, topic)
 
     def _start_export(self, name, topic):
         bridge = self.bridge

@@ -1,17 +1,17 @@
 """A ROS 2 node on real rclpy for the tests, run as its own process:
 
-    python ros2_node.py talk TYPE TOPIC COUNT [--hz N] [--transient] [--best-effort] [--go]
+    python ros2_node.py talk TYPE TOPIC COUNT [--hz N] [--transient] [--best-effort]
     python ros2_node.py camera TOPIC COUNT [--hz 30] [--width 640] [--height 480]
     python ros2_node.py listen TYPE TOPIC COUNT OUT
     python ros2_node.py serve TYPE SERVICE [--hang]
     python ros2_node.py call TYPE SERVICE COUNT OUT [--timeout S]
 
 TYPE may be comma-separated types, TOPIC (SERVICE) then a prefix: each type on
-PREFIX/<Name>.
+PREFIX/<Name>; or TOPIC comma-separated topics, each of TYPE.
 
 ``talk`` publishes COUNT messages of TYPE, message i the CDR of ``sample(TYPE, seed=i)``
 (published as those bytes), once a subscriber has matched (or at once with
-``--transient``; with ``--go``, once it has also read a line on stdin), then stays
+``--transient``), then stays
 (reliable QoS resends what was not received) until killed. ``camera`` publishes rclpy
 Image messages (rgb8, pixel values from the frame number). ``listen`` prints
 ``matched`` once each of its subscriptions knows a publisher, and writes each message's
@@ -81,8 +81,6 @@ def talk(node, args):
     if not args.transient:
         for pub, _ in pubs:
             wait_matched(node, pub, count=args.subscribers)
-    if args.go:
-        sys.stdin.readline()
     for i in range(args.count):
         for pub, payloads in pubs:
             pub.publish(payloads[i])
@@ -93,9 +91,11 @@ def talk(node, args):
 
 
 def _pairs(types, topics):
-    """(type, topic) pairs: TYPE TOPIC, or comma-separated TYPES and a topic prefix
-    (each type on PREFIX/<Name>)."""
-    types = types.split(",")
+    """(type, topic) pairs: TYPE TOPIC, comma-separated TYPES and a topic prefix (each
+    type on PREFIX/<Name>), or TYPE and comma-separated TOPICS."""
+    types, names = types.split(","), topics.split(",")
+    if len(names) > 1:
+        return [(types[0], name) for name in names]
     if len(types) == 1:
         return [(types[0], topics)]
     return [(t, f"{topics}/{t.split('/')[-1]}") for t in types]
@@ -228,7 +228,6 @@ def main():
     p.add_argument("--subscribers", type=int, default=1, help="how many to wait for")
     p.add_argument("--best-effort", action="store_true")
     p.add_argument("--linger", type=float, default=30)
-    p.add_argument("--go", action="store_true", help="publish once a line came on stdin")
     p = sub.add_parser("camera")
     p.add_argument("topic")
     p.add_argument("count", type=int)

@@ -22,13 +22,12 @@ SHORT_LEASE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "short_le
 
 
 class Node:
-    """A ros2_node.py process; `wait(word)` reads its stdout up to that word;
-    `say(line)` writes a line to its stdin."""
+    """A ros2_node.py process; `wait(word)` reads its stdout up to that word."""
 
     def __init__(self, *args, short_lease=False):
         env = child_env(**({"FASTDDS_DEFAULT_PROFILES_FILE": SHORT_LEASE} if short_lease else {}))
         self.proc = subprocess.Popen([sys.executable, NODE, *map(str, args)], stdout=subprocess.PIPE,
-                                     stdin=subprocess.PIPE, env=env)
+                                     env=env)
         self._buf = b""
 
     def wait(self, word, timeout=60):
@@ -49,34 +48,30 @@ class Node:
                 pytest.fail(f"ros2_node.py exited ({self.proc.wait()}) before saying {word!r}")
             self._buf += chunk
 
-    def say(self, line):
-        self.proc.stdin.write(line.encode() + b"\n")
-        self.proc.stdin.flush()
-
     def close(self):
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
         self.proc.stdout.close()
-        self.proc.stdin.close()
 
 
 def read_all(topic, count, timeout=30):
-    """The first `count` packets of a0py topic `topic` (waited for)."""
+    """The first `count` packets of a0py topic `topic` (a name or Topic; waited for)."""
+    topic = a0py.Topic.of(topic)
     got = []
     sub = None
 
     def more():
         nonlocal sub
         if sub is None:
-            if not a0py.Topic(topic).exists("pubsub"):
+            if not topic.exists("pubsub"):
                 return False
             sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
         while (pkt := sub.read()) is not None:
             got.append(pkt)
         return len(got) >= count
     try:
-        wait_until(more, f"{count} packets on {topic!r}", timeout)
+        wait_until(more, f"{count} packets on {topic.name!r}", timeout)
     finally:
         if sub is not None:
             sub.close()

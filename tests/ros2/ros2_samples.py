@@ -22,7 +22,7 @@ _BASE = {"bool": lambda i: i % 2 == 1, "byte": lambda i: (7 * i + 3) % 256,
          "string": lambda i: f"s{i}-é"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def codec(type_name):
     """The a0py codec of an installed type (its definition read and parsed once)."""
     schema = Schema.ros2(type_name)
