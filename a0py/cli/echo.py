@@ -27,6 +27,7 @@ from a0py.cli._common import (
     wait_for_topic,
 )
 from a0py.cli._output import counted, escape_text, print_packet, show_packet, warn
+from a0py.cli.ros2 import ros2_document, show_ros2_packet
 from a0py.errors import A0TimeoutError, PacketCorruptError
 
 
@@ -100,7 +101,8 @@ def _show_field(pkt, label, steps, fmt):
         click.echo(f"a0py: {label}: {pkt.missed} packets missed before seq {pkt.seq} "
                    "(evicted before they were read)", err=True)
     try:
-        value = _field_of(pkt.json(), steps)
+        document = ros2_document(pkt, label)
+        value = _field_of(pkt.json() if document is None else document, steps)
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
         warn(f"{label}: packet seq {pkt.seq} is not JSON ({e}); not shown (leave out --field to see it)")
         return
@@ -130,14 +132,15 @@ def _show_field(pkt, label, steps, fmt):
 @click.option("--timeout", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop after SECONDS without a packet (an error if -n/--once wanted more).")
 @click.option("--field", type=FieldPath(), default=None, metavar="PATH",
-              help="Print only this field of each JSON payload: names and list indexes, "
-                   "such as pose.position.x or points[0].x.")
+              help="Print only this field of each JSON payload (or ROS 2 message): names and "
+                   "list indexes, such as pose.position.x or points[0].x.")
 @packet_format_options
 def echo(topic, root, init, newest, count, once, timeout, field, fmt):
     """Print a topic's packets as they arrive, one line each: the payload
     as text (bytes that are not UTF-8 and control characters escaped), or,
     on a typed topic, the decoded message (JSON and protobuf messages as
-    JSON, long bytes fields as their size; arrays and images summed up).
+    JSON, long bytes fields as their size; arrays and images summed up;
+    ROS 2 messages as `ros2 topic echo` prints them, `---` after each).
 
     With --field PATH, payloads are read as JSON and only that field is
     printed (a string as its text, anything else as JSON; with --json,
@@ -180,7 +183,8 @@ def echo(topic, root, init, newest, count, once, timeout, field, fmt):
                     continue
                 got += 1
                 if field is None:
-                    show_packet(pkt, target.label, fmt)
+                    if not show_ros2_packet(pkt, target.label, fmt):
+                        show_packet(pkt, target.label, fmt)
                 else:
                     _show_field(pkt, target.label, field, fmt)
     except KeyboardInterrupt:

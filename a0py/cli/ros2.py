@@ -4,6 +4,10 @@ Runs one rclpy node until SIGINT or SIGTERM, then prints its final status and ex
 While it runs it prints one JSON line of status (:meth:`a0py.ros2.Ros2Bridge.status`)
 every ``--status-interval`` seconds when it changed; what it imports, and every topic it
 refuses (with the reason, in one line), on stderr as it happens.
+
+Also what the other commands show of ROS 2 (none needs rclpy): ``echo`` of a
+``ros2msg`` topic (:func:`show_ros2_packet`, :func:`ros2_document`), the ROS2 column of
+``ls`` and the rows of ``info`` (:func:`ls_column`, :func:`info_rows`).
 """
 
 import json
@@ -19,7 +23,7 @@ from a0py.errors import A0Error
 
 from .errors import CliError
 
-__all__ = ["ros2"]
+__all__ = ["info_rows", "ls_column", "ros2", "ros2_document", "show_ros2_packet"]
 
 
 def _qos_item(value):
@@ -98,3 +102,74 @@ def ros2(imports, exports, domain, namespace, node_name, export_qos, service_tim
     finally:
         logger.removeHandler(said)
     return 0
+
+
+# -- what echo, ls and info show of ROS 2
+
+
+def _is_ros2(pkt):
+    schema = getattr(pkt, "schema", None)
+    return schema is not None and schema.encoding == "ros2msg"
+
+
+def ros2_document(pkt, label):
+    """The message of a packet of a ``ros2msg`` topic as plain values (dicts, lists,
+    scalars), or None: not such a packet, or one that does not decode (said on stderr,
+    naming `label`)."""
+    if not _is_ros2(pkt):
+        return None
+    from a0py.errors import A0Error
+    from a0py.proto.ros2_types import message_to_dict
+
+    try:
+        return message_to_dict(pkt.decode())
+    except A0Error as e:  # DecodeError (it names the topic), SchemaError, ExtraNotInstalledError
+        where = "" if label in str(e) else f"{label}: "
+        click.echo(f"a0py: {where}{e}; shown as bytes", err=True)
+        return None
+
+
+def show_ros2_packet(pkt, label, fmt):
+    """Prints a packet of a ``ros2msg`` topic as ``ros2 topic echo`` does (YAML-like,
+    ``---`` after each message; with ``--json``, one line of JSON; with ``-v``, in the
+    packet's block) and returns True; returns False, printing nothing, for any other
+    packet, for ``--hex``/``--raw``, and for one that does not decode."""
+    if fmt.hex or fmt.raw or not _is_ros2(pkt):
+        return False
+    document = ros2_document(pkt, label)
+    if document is None:
+        return False
+    from a0py.cli._output import print_packet
+    from a0py.ros2.status import format_message
+
+    if pkt.missed:
+        click.echo(f"a0py: {label}: {pkt.missed} packets missed before seq {pkt.seq} "
+                   "(evicted before they were read)", err=True)
+    if fmt.json:
+        body = json.dumps(document, ensure_ascii=False, default=str)
+    else:
+        body = format_message(document)
+        if fmt.verbose:  # the block ends with its own ---
+            body = "\n" + "\n".join("  " + line for line in body.splitlines()[:-1])
+    if fmt.verbose:
+        print_packet(pkt, body)
+    else:
+        click.echo(body)
+    return True
+
+
+def ls_column(root):
+    """``(title, cell(name))`` of ``ls``'s ROS2 column when a ROS 2 bridge serves `root`,
+    else None: a topic's cell says what the bridge does with it and what it could not
+    deliver (:func:`a0py.ros2.status.ls_cell`)."""
+    from a0py.ros2.status import ls_cell, running_status
+
+    status = running_status(root)
+    return None if status is None else ("ROS2", lambda name: ls_cell(status, name))
+
+
+def info_rows(root, name):
+    """``info``'s rows of what the ROS 2 bridge of `root` does with topic `name`."""
+    from a0py.ros2 import status
+
+    return status.info_rows(status.running_status(root), name)

@@ -14,6 +14,7 @@ Invariants:
 import click
 
 from a0py.cli import _bridge_status, _procs
+from a0py.cli import ros2 as ros2_cli
 from a0py.cli._common import (
     PUBSUB,
     TOPIC,
@@ -120,7 +121,9 @@ def ls(root, quiet, every):
     When a bridge (`a0py bridge`) runs or ran on this root, UNDELIVERED is
     what it could not deliver of each topic it carried, all protocols
     together (`a0py info TOPIC` for the details; - for a topic it did not
-    carry).
+    carry). While a ROS 2 bridge (`a0py ros2`) serves this root, ROS2 marks
+    the topics it imports and exports (and services), with what it could
+    not deliver.
 
     With --all, then the mailboxes of arena actors (a0py.actor), which
     belong to no root: QUEUED frames not yet taken, the ACTOR's pid if it
@@ -153,6 +156,7 @@ def _topic_table(root, topics):
     for path, pids in _procs.attached(wanted).items():
         processes.setdefault(wanted[path][0], set()).update(pids)
     bridge = _bridge_status.read_status(root)
+    ros2 = ros2_cli.ls_column(root)
     rows = []
     for name, protocols in topics.items():
         topic = Topic(name, root=root)
@@ -172,10 +176,14 @@ def _topic_table(root, topics):
                str(len(processes.get(name, ())))]
         if bridge is not None:
             row.append(_bridge_status.undelivered(bridge, name))
+        if ros2 is not None:
+            row.append(ros2[1](name))
         rows.append(row)
     columns = ["TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES"]
     if bridge is not None:
         columns.append("UNDELIVERED")
+    if ros2 is not None:
+        columns.append(ros2[0])
     print_table(columns, rows, right=("SIZE", "PACKETS", "PROCESSES", "UNDELIVERED"))
     for line in _bridge_status.gone_peer_lines(bridge):
         warn(line)
@@ -273,6 +281,7 @@ def info(topic, root, shm, path):
         if state.corrupt:
             rows.append(("corrupt", f"{state.corrupt} frames are not a0py packets"))
     rows.extend(_bridge_status.info_rows(_bridge_status.read_status(topic.root), topic.name))
+    rows.extend(ros2_cli.info_rows(topic.root, topic.name))
     pids = sorted({pid for found in attached.values() for pid in found})
     if not pids:
         rows.append(("processes", "none has it open"))
