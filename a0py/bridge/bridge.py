@@ -27,17 +27,13 @@ Invariants:
 import importlib
 import json
 import logging
-import os
 import socket
 import threading
-import time
 import uuid
 
 from ..errors import ArgumentError
-from ..proto.deadman import Deadman, keeper_call
 from ..proto.discovery import Discovery, compile_glob
 from ..proto.log import Logger
-from ..proto.pubsub import Publisher
 from ..proto.topic import (
     CFG,
     LOG,
@@ -64,6 +60,7 @@ from .exporting import (
 from .importing import Importer, compile_sizes
 from .peers import PeerWatch
 from .reqrep import RpcForwarder
+from .status_topic import StatusTopic
 from .wire import BRIDGED, REQREP, check_prefix
 
 __all__ = ["ZenohBridge"]
@@ -170,8 +167,7 @@ class ZenohBridge:
         self._peers = None
         self._reporter = None
         self._reported = {}
-        self._published = None
-        self._root_deadman = None
+        self._status_topic = StatusTopic(STATUS_TOPIC, self.root)
 
     # --- what the parts share
 
@@ -223,7 +219,6 @@ class ZenohBridge:
         except BaseException:
             self.stop()
             raise
-        self._published = None
         self._publish_status()
         self._reporter = threading.Thread(target=self._report_loop, name="a0py-bridge-report",
                                           daemon=True)
@@ -234,21 +229,17 @@ class ZenohBridge:
     def _hold_root(self):
         """Takes the root's bridge deadman, or raises BridgeStartError naming the bridge
         that holds it."""
-        deadman = Deadman(Topic(STATUS_TOPIC, root=self.root))
-        if not keeper_call(deadman.try_take):
-            pid = deadman.owner_pid
+        if not self._status_topic.hold():
+            pid = self._status_topic.owner_pid
             raise BridgeStartError(
                 f"another bridge (pid {pid}) already serves root {self.root.spec()}: run one bridge "
                 "per root (a second one would send back what the first brings in, and every remote "
                 "packet would arrive twice). To try two machines on one host, give each bridge a "
                 "root of its own: A0PY_ROOT=shm:robot a0py bridge --listen ... on one side, "
                 "A0PY_ROOT=shm:laptop a0py bridge --connect ... on the other")
-        self._root_deadman = deadman
 
     def _release_root(self):
-        deadman, self._root_deadman = self._root_deadman, None
-        if deadman is not None:
-            keeper_call(deadman.release)
+        self._status_topic.release()
 
     def reach(self):
         """How other bridges can meet this one, from the Zenoh configuration it opened
@@ -434,18 +425,10 @@ class ZenohBridge:
     def _publish_status(self, running=True):
         """Writes the status into the status topic (for ``a0py ls`` and ``info``) if it
         changed since it was last written."""
-        status = self.status()
-        status["running"] = running
-        if status == self._published:
-            return
-        doc = dict(status, pid=os.getpid(), time_wall=time.time_ns())
         try:
-            with Publisher(Topic(STATUS_TOPIC, root=self.root)) as pub:
-                pub.pub(json.dumps(doc, sort_keys=True))
+            self._status_topic.publish(self.status(), running)
         except Exception as e:  # a full disk, a topic of another kind: the bridge goes on
             _log.warning("bridge: cannot write its status to %r: %s", STATUS_TOPIC, e)
-            return
-        self._published = status
 
     def _report(self):
         if self.log_topic is None:

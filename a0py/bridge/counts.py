@@ -10,8 +10,6 @@ when its counts changed, at once when a peer bridge comes or goes (its ``peers``
 document reads as None).
 """
 
-import json
-
 __all__ = ["COUNT_FIELDS", "LOSS_FIELDS", "PROTOCOL_SECTIONS", "STATUS_TOPIC", "TopicCounts",
            "gone_peers", "read_status", "topic_counts"]
 
@@ -62,20 +60,10 @@ def read_status(root):
     """The status the bridge of `root` (a :class:`a0py.proto.topic.Root` or spec) last
     wrote, as a dict (see the module doc), or None when there is none or it is not a
     bridge's status. Opens nothing that does not exist; creates nothing."""
-    from ..errors import A0Error
-    from ..proto.pubsub import INIT_MOST_RECENT, SubscriberSync
-    from ..proto.topic import PUBSUB, Topic
+    from .status_topic import read_document
 
-    topic = Topic(STATUS_TOPIC, root=root)
-    if not topic.exists(PUBSUB):
-        return None
-    try:
-        with SubscriberSync(topic, init=INIT_MOST_RECENT) as sub:
-            pkt = sub.read()
-            doc = None if pkt is None else json.loads(bytes(pkt.payload))
-    except (A0Error, ValueError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("id"), str):
+    doc = read_document(STATUS_TOPIC, root)
+    if doc is None or not isinstance(doc.get("id"), str):
         return None
     for section in PROTOCOL_SECTIONS.values():
         topics = doc.get(section, {})

@@ -2,8 +2,12 @@
 when the output goes to a pipe or a file (no colour codes, no wrapping, no
 trailing blanks), so scripts and ``grep`` read the same fields a person sees."""
 
+import contextlib
 import json
+import logging
+import signal
 import sys
+import threading
 import time
 
 import click
@@ -223,3 +227,40 @@ def show_packet(pkt, label, fmt):
         print_packet(pkt, body)
     else:
         click.echo(body)
+
+
+# -- long-running commands (a0py bridge, a0py ros2)
+
+
+@contextlib.contextmanager
+def logged_to_stderr(name):
+    """While the block runs, what logger `name` logs at INFO and above is shown on
+    stderr as ``a0py MESSAGE``."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("a0py %(message)s"))
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def stop_on_signals():
+    """An Event set by SIGINT or SIGTERM (the handlers are this process's from now on)."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def print_status_until(stop, status, interval):
+    """Prints ``status()`` as one line of JSON every `interval` seconds when it changed,
+    until `stop` (an Event) is set."""
+    last = None
+    while not stop.wait(interval):
+        now = status()
+        if now != last:
+            click.echo(json.dumps(now, sort_keys=True))
+            last = now

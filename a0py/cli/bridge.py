@@ -16,14 +16,12 @@ that is not a bridge of the same prefix).
 """
 
 import json
-import logging
-import signal
-import sys
 import threading
 
 import click
 
-from a0py.cli.types import FiniteFloat, RootSpec
+from a0py.cli._output import logged_to_stderr, print_status_until, stop_on_signals
+from a0py.cli.types import FiniteFloat, GlobValue, RootSpec
 from a0py.errors import A0Error
 
 from .errors import CliError
@@ -68,13 +66,6 @@ def _no_peer_hint(br):
     return (f"a0py bridge: no other bridge met in {NO_PEER_S:g} s ({doing or 'no endpoints'}): {why}")
 
 
-def _size_item(value):
-    glob, sep, size = value.partition("=")
-    if not sep or not glob or not size:
-        raise CliError(f"--size {value!r}: write GLOB=SIZE, e.g. 'camera/*=64M'")
-    return glob, size
-
-
 @click.command("bridge", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("globs", nargs=-1, required=True, metavar="GLOB...")
 @click.option("--listen", "listen", multiple=True, metavar="EP",
@@ -92,7 +83,7 @@ def _size_item(value):
               help="Zenoh multicast scouting (default off, or the config file's).")
 @click.option("--reliable", is_flag=True,
               help="Block when the network is congested (backpressure) instead of dropping.")
-@click.option("--size", "sizes", multiple=True, metavar="GLOB=SIZE",
+@click.option("--size", "sizes", multiple=True, metavar="GLOB=SIZE", type=GlobValue("camera/*=64M"),
               help="Arena size for imported topics matching GLOB that the bridge creates "
                    "(repeatable, first match wins), e.g. 'camera/*=64M'.")
 @click.option("--linger", type=FiniteFloat(0, 0.01), default=0.0, show_default=True, metavar="SECONDS",
@@ -124,50 +115,38 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
     """
     from a0py.bridge import ZenohBridge
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     try:
         br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
                          mode=mode, multicast=multicast, reliable=reliable,
-                         sizes=[_size_item(s) for s in sizes], root=root, log_topic=log_topic,
+                         sizes=list(sizes), root=root, log_topic=log_topic,
                          linger=linger, lease=lease, bundle=bundle)
         br.start()
     except A0Error as e:
         raise CliError(str(e)) from None
     hint = None
-    said = logging.StreamHandler(sys.stderr)
-    said.setFormatter(logging.Formatter("a0py %(message)s"))
-    logger = logging.getLogger("a0py.bridge")
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
-    try:
-        click.echo(f"a0py bridge: {br.id} on prefix {br.prefix!r}, topics {' '.join(globs)}"
-                   f"{'; listening on ' + ' '.join(listen) if listen else ''}"
-                   f"{'; connecting to ' + ' '.join(connect) if connect else ''}"
-                   f"; link lease {br.lease:g} s")
-        warning = _unreachable_warning(br.reach())
-        if warning:
-            click.echo(warning, err=True)
-        else:
-            def say_no_peer():
-                text = _no_peer_hint(br)
-                if text and not stop.is_set():
-                    click.echo(text, err=True)
+    with logged_to_stderr("a0py.bridge"):
+        try:
+            click.echo(f"a0py bridge: {br.id} on prefix {br.prefix!r}, topics {' '.join(globs)}"
+                       f"{'; listening on ' + ' '.join(listen) if listen else ''}"
+                       f"{'; connecting to ' + ' '.join(connect) if connect else ''}"
+                       f"; link lease {br.lease:g} s")
+            warning = _unreachable_warning(br.reach())
+            if warning:
+                click.echo(warning, err=True)
+            else:
+                def say_no_peer():
+                    text = _no_peer_hint(br)
+                    if text and not stop.is_set():
+                        click.echo(text, err=True)
 
-            hint = threading.Timer(NO_PEER_S, say_no_peer)
-            hint.daemon = True
-            hint.start()
-        last = None
-        while not stop.wait(status_interval):
-            status = br.status()
-            if status != last:  # any protocol's counts, or bad samples
-                click.echo(json.dumps(status, sort_keys=True))
-                last = status
-    finally:
-        if hint is not None:
-            hint.cancel()
-        br.stop()
-        logger.removeHandler(said)
+                hint = threading.Timer(NO_PEER_S, say_no_peer)
+                hint.daemon = True
+                hint.start()
+            print_status_until(stop, br.status, status_interval)  # any counts, or bad samples
+        finally:
+            if hint is not None:
+                hint.cancel()
+            br.stop()
     click.echo(json.dumps(br.status(), sort_keys=True))
     return 0

@@ -11,26 +11,16 @@ Also what the other commands show of ROS 2 (none needs rclpy): ``echo`` of a
 """
 
 import json
-import logging
-import signal
-import sys
-import threading
 
 import click
 
-from a0py.cli.types import FiniteFloat, RootSpec
+from a0py.cli._output import logged_to_stderr, print_status_until, stop_on_signals
+from a0py.cli.types import FiniteFloat, GlobValue, RootSpec
 from a0py.errors import A0Error
 
 from .errors import CliError
 
 __all__ = ["info_rows", "ls_column", "ros2", "ros2_document", "show_ros2_packet"]
-
-
-def _qos_item(value):
-    glob, sep, spec = value.partition("=")
-    if not sep or not glob or not spec:
-        raise CliError(f"--export-qos {value!r}: write GLOB=QOS, e.g. 'map=reliable,transient_local'")
-    return glob, spec
 
 
 @click.command("ros2", context_settings={"help_option_names": ["-h", "--help"]})
@@ -45,6 +35,7 @@ def _qos_item(value):
 @click.option("--node-name", default="a0py_bridge", show_default=True, metavar="NAME",
               help="The bridge's ROS 2 node name.")
 @click.option("--export-qos", "export_qos", multiple=True, metavar="GLOB=QOS",
+              type=GlobValue("map=reliable,transient_local"),
               help="QoS of exported topics matching GLOB (repeatable, first match wins): "
                    "reliable|best_effort, volatile|transient_local, depth=N, comma-separated. "
                    "Default reliable,volatile,depth=100.")
@@ -71,36 +62,22 @@ def ros2(imports, exports, domain, namespace, node_name, export_qos, service_tim
         raise CliError("give at least one --import GLOB or --export GLOB ('**' for every topic)")
     from a0py.ros2 import Ros2Bridge
 
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    said = logging.StreamHandler(sys.stderr)
-    said.setFormatter(logging.Formatter("a0py %(message)s"))
-    logger = logging.getLogger("a0py.ros2")
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
-    try:
+    stop = stop_on_signals()
+    with logged_to_stderr("a0py.ros2"):
         try:
             br = Ros2Bridge(imports, exports, domain_id=domain, namespace=namespace,
                             node_name=node_name, root=root, service_timeout=service_timeout,
-                            export_qos=[_qos_item(q) for q in export_qos])
+                            export_qos=list(export_qos))
             br.start()
         except A0Error as e:
             raise CliError(str(e)) from None
         try:
             click.echo(f"a0py ros2: node {br.status()['node']}, imports {' '.join(imports) or '-'}, "
                        f"exports {' '.join(exports) or '-'}")
-            last = None
-            while not stop.wait(status_interval):
-                status = br.status()
-                if status != last:
-                    click.echo(json.dumps(status, sort_keys=True))
-                    last = status
+            print_status_until(stop, br.status, status_interval)
         finally:
             br.stop()
         click.echo(json.dumps(br.status(), sort_keys=True))
-    finally:
-        logger.removeHandler(said)
     return 0
 
 

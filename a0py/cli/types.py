@@ -17,6 +17,8 @@ option and what is wrong), never a traceback or a command that runs forever:
 * :class:`RootSpec` — where topics live, in ``A0PY_ROOT`` syntax, checked as
   :meth:`a0py.proto.topic.Root.parse` checks it (``shm:`` with no prefix and
   ``shm:a/b`` are refused).
+* :class:`GlobValue` — ``GLOB=VALUE``, a setting for the topics a glob matches
+  (``--size camera/*=64M``).
 
 Ready-made: :data:`SECONDS` (a timeout or duration, 0 to
 :data:`MAX_SECONDS`), :data:`RATE` (events a second, from one in
@@ -32,7 +34,7 @@ from a0py.errors import ArgumentError
 
 __all__ = [
     "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "Count",
-    "FiniteFloat", "RootSpec",
+    "FiniteFloat", "GlobValue", "RootSpec",
 ]
 
 #: The longest timeout or duration (about 31 years): the core treats longer
@@ -131,6 +133,25 @@ class RootSpec(click.ParamType):
 # Pseudo file systems: a root there is a mistake (/proc/self, /sys, /dev/null), never topics
 # (a directory in /dev/shm is a tmpfs like any other, and allowed).
 _PSEUDO_FS = ("/proc", "/sys", "/dev")
+
+
+class GlobValue(click.ParamType):
+    """``GLOB=VALUE``: a topic glob and a setting for the topics it matches, converted
+    to the pair ``(glob, value)`` (each part is checked by the command that uses it).
+    `example` is shown when a value is not of that form."""
+
+    name = "GLOB=VALUE"
+
+    def __init__(self, example):
+        self.example = example
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        glob, sep, setting = value.partition("=")
+        if not sep or not glob or not setting:
+            self.fail(f"{value!r}: write GLOB=VALUE, e.g. {self.example!r}", param, ctx)
+        return glob, setting
 
 
 def unusable_directory(path):

@@ -31,6 +31,7 @@ from .errors import DecodeError, ExtraNotInstalledError
 __all__ = [
     "IMAGE_ENCODINGS", "RAW_IMAGE_NAME", "array_prefix", "body_of", "check_array", "check_image",
     "compressed_image_prefix", "image_encoding_for", "image_pixels", "image_prefix", "numpy",
+    "pixel_view",
     "array_viewer", "compiled_module", "packet_arrays", "parse_array_prefix", "view_array",
 ]
 
@@ -295,20 +296,28 @@ def image_pixels(buf, where):
                 data = value
     except (ValueError, UnicodeDecodeError) as e:
         raise DecodeError(f"{where}: not a foxglove.RawImage message ({e})") from None
+    begin, end = data if data is not None else (0, 0)
+    return pixel_view(buf, begin, end - begin, height, width, step, encoding, f"{where}: RawImage")
+
+
+def pixel_view(buf, offset, size, height, width, step, encoding, where, bigendian=False):
+    """A read-only pixel array (HxW, or HxWxC) over the `size` bytes of image data at
+    `offset` in `buf`, rows `step` bytes apart, with no copy: how a RawImage and a ROS 2
+    Image read. DecodeError (naming `where`) for an encoding a0py does not read as an
+    array (:data:`IMAGE_ENCODINGS`) or a size that does not add up."""
     if encoding not in IMAGE_ENCODINGS:
-        raise DecodeError(f"{where}: RawImage encoding {encoding!r} is not one a0py reads as an "
-                          f"array ({', '.join(IMAGE_ENCODINGS)}); pkt.decode() gives the message")
+        raise DecodeError(f"{where} encoding {encoding!r} is not one a0py reads as an array "
+                          f"({', '.join(IMAGE_ENCODINGS)}); pkt.decode() gives the message")
     np = numpy("reading an image")
     sample, channels = IMAGE_ENCODINGS[encoding]
-    dt = np.dtype(sample)
+    dt = np.dtype(sample).newbyteorder(">" if bigendian else "<")
     row = width * channels * dt.itemsize
-    begin, end = data if data is not None else (0, 0)
-    if step < row or (height and step * (height - 1) + row > end - begin):
+    if step < row or (height and step * (height - 1) + row > size):
         raise DecodeError(f"{where}: a {width}x{height} {encoding} image with step {step} does not "
-                          f"fit its {end - begin} bytes of data")
+                          f"fit its {size} bytes of data")
     shape = (height, width) if channels == 1 else (height, width, channels)
     strides = (step, dt.itemsize) if channels == 1 else (step, channels * dt.itemsize, dt.itemsize)
-    return np.ndarray(shape, dt, buffer=buf, offset=begin, strides=strides)
+    return np.ndarray(shape, dt, buffer=buf, offset=offset, strides=strides)
 
 
 def _timestamp_field(number, timestamp_ns):

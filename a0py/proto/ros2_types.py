@@ -602,22 +602,11 @@ def image_array(payload, where):
     `payload`, with no copy. Raises DecodeError (not an Image, an encoding a0py does
     not read as an array: the encodings of :data:`a0py.proto.arrays.IMAGE_ENCODINGS`,
     or a size that does not add up)."""
-    from .arrays import IMAGE_ENCODINGS, numpy
+    from .arrays import pixel_view
 
     height, width, encoding, bigendian, step, offset, size = parse_image(payload, where)
-    if encoding not in IMAGE_ENCODINGS:
-        raise DecodeError(f"{where}: Image encoding {encoding!r} is not one a0py reads as an array "
-                          f"({', '.join(IMAGE_ENCODINGS)}); pkt.decode() gives the message")
-    np = numpy("reading an image")
-    sample, channels = IMAGE_ENCODINGS[encoding]
-    dt = np.dtype(sample).newbyteorder(">" if bigendian else "<")
-    row = width * channels * dt.itemsize
-    if step < row or (height and step * (height - 1) + row > size):
-        raise DecodeError(f"{where}: a {width}x{height} {encoding} image with step {step} does "
-                          f"not fit its {size} bytes of data")
-    shape = (height, width) if channels == 1 else (height, width, channels)
-    strides = (step, dt.itemsize) if channels == 1 else (step, channels * dt.itemsize, dt.itemsize)
-    return np.ndarray(shape, dt, buffer=payload, offset=offset, strides=strides)
+    return pixel_view(payload, offset, size, height, width, step, encoding, f"{where}: Image",
+                      bigendian)
 
 
 def _cdr_string(text, pos):

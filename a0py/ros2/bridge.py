@@ -38,15 +38,14 @@ import logging
 import os
 import socket
 import threading
-import time
 import uuid
 
 from .. import _core
 from ..bridge.counts import TopicCounts
 from ..bridge.exporting import init_for
+from ..bridge.status_topic import StatusTopic
 from ..bridge.wire import HOST, ORIGIN
 from ..errors import A0Error, ArgumentError, FrameTooLargeError
-from ..proto.deadman import Deadman, keeper_call
 from ..proto.discovery import Discovery
 from ..proto.pubsub import Publisher, Subscriber
 from ..proto.schema import Schema
@@ -281,9 +280,8 @@ class Ros2Bridge:
         self._foreign = {}  # gid -> whether its messages are imported
         self._marker = None
         self._services = None
-        self._deadman = None
+        self._status_topic = StatusTopic(STATUS_TOPIC, self.root)
         self._reporter = None
-        self._published = None
 
     # --- what the parts share
 
@@ -395,7 +393,6 @@ class Ros2Bridge:
         except BaseException:
             self.stop()
             raise
-        self._published = None
         self._publish_status()
         self._reporter = threading.Thread(target=self._report_loop, name="a0py-ros2-report",
                                           daemon=True)
@@ -406,18 +403,14 @@ class Ros2Bridge:
         return self
 
     def _hold_root(self):
-        deadman = Deadman(Topic(STATUS_TOPIC, root=self.root))
-        if not keeper_call(deadman.try_take):
+        if not self._status_topic.hold():
             raise Ros2StartError(
-                f"another ROS 2 bridge (pid {deadman.owner_pid}) already serves root "
+                f"another ROS 2 bridge (pid {self._status_topic.owner_pid}) already serves root "
                 f"{self.root.spec()}: run one per root (a second one would import every message "
                 "twice)")
-        self._deadman = deadman
 
     def _release_root(self):
-        deadman, self._deadman = self._deadman, None
-        if deadman is not None:
-            keeper_call(deadman.release)
+        self._status_topic.release()
 
     def _start_marker(self):
         from std_msgs.msg import String
@@ -620,18 +613,10 @@ class Ros2Bridge:
                 _log.exception("ros2 bridge: writing its status failed")
 
     def _publish_status(self, running=True):
-        status = self.status()
-        status["running"] = running
-        if status == self._published:
-            return
-        doc = dict(status, pid=os.getpid(), time_wall=time.time_ns())
         try:
-            with Publisher(Topic(STATUS_TOPIC, root=self.root)) as pub:
-                pub.pub(json.dumps(doc, sort_keys=True))
-        except Exception as e:
+            self._status_topic.publish(self.status(), running)
+        except Exception as e:  # a full disk, a topic of another kind: the bridge goes on
             _log.warning("ros2 bridge: cannot write its status to %r: %s", STATUS_TOPIC, e)
-            return
-        self._published = status
 
     def __repr__(self):
         state = "started" if self.node is not None else "stopped"

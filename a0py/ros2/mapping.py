@@ -41,46 +41,49 @@ def _stamp(buf, span):
     return seconds * 1_000_000_000 + nanos
 
 
+# The fields of Foxglove's images the bridge reads: number -> (wire type, name).
+_RAW_FIELDS = {1: (wire.LENGTH, "stamp"), 7: (wire.LENGTH, "frame_id"), 2: (wire.FIXED32, "width"),
+               3: (wire.FIXED32, "height"), 4: (wire.LENGTH, "encoding"), 5: (wire.FIXED32, "step"),
+               6: (wire.LENGTH, "data")}
+_COMPRESSED_FIELDS = {1: (wire.LENGTH, "stamp"), 4: (wire.LENGTH, "frame_id"),
+                      3: (wire.LENGTH, "format"), 2: (wire.LENGTH, "data")}
+_TEXT_FIELDS = ("frame_id", "encoding", "format")
+
+
+def _image_fields(buf, spec):
+    """``{name: value}`` of the fields `spec` names in the protobuf message `buf`
+    (absent ones at their zero value): the stamp in ns, texts decoded, ``data`` a
+    view of its bytes."""
+    out = {"stamp": 0, "frame_id": "", "encoding": "", "format": "", "width": 0, "height": 0,
+           "step": 0, "data": buf[0:0]}
+    for number, wire_type, value, _ in wire.fields(buf):
+        kind, name = spec.get(number, (None, None))
+        if wire_type != kind:
+            continue
+        if name == "stamp":
+            value = _stamp(buf, value)
+        elif name in _TEXT_FIELDS:
+            value = bytes(buf[value[0]:value[1]]).decode("utf-8")
+        elif name == "data":
+            value = buf[value[0]:value[1]]
+        out[name] = value
+    return out
+
+
 def raw_image_to_cdr(payload):
     """The CDR ``sensor_msgs/msg/Image`` of a ``foxglove.RawImage`` payload; ValueError
     if it is not one."""
-    buf = memoryview(payload).cast("B")
-    stamp, frame, width, height, encoding, step, data = 0, "", 0, 0, "", 0, (0, 0)
-    for number, wire_type, value, _ in wire.fields(buf):
-        if number == 1 and wire_type == wire.LENGTH:
-            stamp = _stamp(buf, value)
-        elif number == 7 and wire_type == wire.LENGTH:
-            frame = bytes(buf[value[0]:value[1]]).decode("utf-8")
-        elif number == 2 and wire_type == wire.FIXED32:
-            width = value
-        elif number == 3 and wire_type == wire.FIXED32:
-            height = value
-        elif number == 4 and wire_type == wire.LENGTH:
-            encoding = bytes(buf[value[0]:value[1]]).decode("utf-8")
-        elif number == 5 and wire_type == wire.FIXED32:
-            step = value
-        elif number == 6 and wire_type == wire.LENGTH:
-            data = value
-    prefix, pixels = ros2_types.image_cdr(stamp, frame, height, width, encoding, step,
-                                          buf[data[0]:data[1]])
+    f = _image_fields(memoryview(payload).cast("B"), _RAW_FIELDS)
+    prefix, pixels = ros2_types.image_cdr(f["stamp"], f["frame_id"], f["height"], f["width"],
+                                          f["encoding"], f["step"], f["data"])
     return prefix + pixels
 
 
 def compressed_image_to_cdr(payload):
     """The CDR ``sensor_msgs/msg/CompressedImage`` of a ``foxglove.CompressedImage``
     payload; ValueError if it is not one."""
-    buf = memoryview(payload).cast("B")
-    stamp, frame, fmt, data = 0, "", "", (0, 0)
-    for number, wire_type, value, _ in wire.fields(buf):
-        if number == 1 and wire_type == wire.LENGTH:
-            stamp = _stamp(buf, value)
-        elif number == 4 and wire_type == wire.LENGTH:
-            frame = bytes(buf[value[0]:value[1]]).decode("utf-8")
-        elif number == 3 and wire_type == wire.LENGTH:
-            fmt = bytes(buf[value[0]:value[1]]).decode("utf-8")
-        elif number == 2 and wire_type == wire.LENGTH:
-            data = value
-    prefix, body = ros2_types.compressed_image_cdr(stamp, frame, fmt, buf[data[0]:data[1]])
+    f = _image_fields(memoryview(payload).cast("B"), _COMPRESSED_FIELDS)
+    prefix, body = ros2_types.compressed_image_cdr(f["stamp"], f["frame_id"], f["format"], f["data"])
     return prefix + body
 
 

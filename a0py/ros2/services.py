@@ -109,6 +109,13 @@ def stood_in(topic, pid):
             and status.get("pid") == pid)
 
 
+def _destroy(destroy, entity, ros):
+    try:
+        destroy(entity)
+    except Exception as e:  # the node is gone already
+        _log.debug("ros2 bridge: destroying the client or service of %s: %s", ros, e)
+
+
 def _serialization():
     from rclpy.serialization import deserialize_message, serialize_message
 
@@ -194,10 +201,7 @@ class _Import:
     def close(self):
         self.server_gone = True
         self.server.close()
-        try:
-            self.services.bridge.node.destroy_client(self.client)
-        except Exception as e:  # the node is gone already
-            _log.debug("ros2 bridge: destroying the client of %s: %s", self.ros, e)
+        _destroy(self.services.bridge.node.destroy_client, self.client, self.ros)
 
 
 class _PendingResponse:
@@ -288,10 +292,7 @@ class _Export:
 
     def close(self):
         self.client.close()
-        try:
-            self.services.bridge.node.destroy_service(self.service)
-        except Exception as e:  # the node is gone already
-            _log.debug("ros2 bridge: destroying the service %s: %s", self.ros, e)
+        _destroy(self.services.bridge.node.destroy_service, self.service, self.ros)
 
 
 class Services:

@@ -19,21 +19,10 @@ STATUS_TOPIC = "a0py/ros2/status"
 def read_status(root):
     """The status the ROS 2 bridge of `root` last wrote (a dict, see the module doc), or
     None when there is none or it is not one. Creates nothing."""
-    from ..errors import A0Error
-    from ..proto.pubsub import INIT_MOST_RECENT, SubscriberSync
-    from ..proto.topic import PUBSUB, Topic
+    from ..bridge.status_topic import read_document
 
-    topic = Topic(STATUS_TOPIC, root=root)
-    if not topic.exists(PUBSUB):
-        return None
-    try:
-        with SubscriberSync(topic, init=INIT_MOST_RECENT) as sub:
-            pkt = sub.read()
-            doc = None if pkt is None else json.loads(bytes(pkt.payload))
-    except (A0Error, ValueError):
-        return None
-    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), dict) for k in
-                                            ("imports", "exports", "refused")):
+    doc = read_document(STATUS_TOPIC, root)
+    if doc is None or not all(isinstance(doc.get(k), dict) for k in ("imports", "exports", "refused")):
         return None
     if not isinstance(doc.setdefault("services", {}), dict):
         return None

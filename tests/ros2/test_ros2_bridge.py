@@ -200,10 +200,11 @@ def test_bad_configuration_is_refused_naming_it(kwargs, match):
         Ros2Bridge(**kwargs)
 
 
-def test_status_marks_imported_and_exported_topics(bridge_root):
-    wait_until(lambda: (read_status(bridge_root.root) or {}).get("imports", {}).get("ros/chatter"),
-               "the status topic")
+def test_status_is_kept_in_the_root_as_plain_json(bridge_root):
+    with a0py.Publisher("a0/status/imu", schema=Schema.ros2("sensor_msgs/msg/Imu")):
+        wait_until(lambda: (read_status(bridge_root.root) or {}).get("exports", {}).get("a0/status/imu"),
+                   "the status topic")
     doc = read_status(bridge_root.root)
-    assert doc["imports"]["ros/chatter"]["ros"] == "/ros/chatter"
-    assert doc["running"] is True and doc["pid"] == os.getpid()
+    assert doc["exports"]["a0/status/imu"]["ros"] == "/a0/status/imu"
+    assert doc["running"] is True and doc["pid"] == os.getpid() and doc["id"] == bridge_root.id
     assert json.dumps(doc)  # plain JSON
