@@ -49,7 +49,7 @@ from ..errors import A0Error, ArgumentError, FrameTooLargeError
 from ..proto.discovery import Discovery
 from ..proto.pubsub import Publisher, Subscriber
 from ..proto.schema import Schema
-from ..proto.topic import PUBSUB, Root, Topic, current_root, list_topics
+from ..proto.topic import PUBSUB, Root, Topic, current_root, list_topics, topic_arena
 from ..proto.typed import PACKET_OVERHEAD, suggested_arena_size
 from . import mapping, qos
 from .errors import Ros2ConfigError, Ros2Error, Ros2StartError
@@ -555,6 +555,10 @@ class Ros2Bridge:
             self.refuse("export", name, why)
             return
         try:
+            # Attached as its creator sizes it: discovery announces a topic as soon as its
+            # file exists, and an opener that asked for a size could initialize it first
+            # (at the default size: a publisher's 64M camera ring got 4M).
+            topic_arena(Topic(name, root=self.root), PUBSUB, create=False)
             export = _Export(self, name, ros, self.counts_of("export", name),
                              init_for(name in self._existing))
         except Exception as e:

@@ -48,7 +48,7 @@ from ..proto.reqrep_wire import (
 )
 from ..proto.rpc import RpcClient, RpcServer, server_pid
 from ..proto.schema import Schema, declare_schema, topic_schema
-from ..proto.topic import RPC, Topic, list_topics
+from ..proto.topic import RPC, Topic, list_topics, topic_arena
 from . import mapping
 from .errors import Ros2Error
 
@@ -371,6 +371,10 @@ class Services:
             if RPC not in protocols or name in imported or not bridge.exported(name):
                 continue
             topic = Topic(name, root=bridge.root)
+            try:
+                topic_arena(topic, RPC, create=False)  # as its creator sized it, never sized here
+            except A0Error:
+                continue  # removed meanwhile, or not yet initialized: the next scan sees
             alive = server_pid(topic)
             export = self.exports.get(name)
             if export is not None and alive is None:

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers.procs import wait_until
+from helpers.procs import run_python, wait_until
 from ros2_node import read_listened
 from ros2_procs import read_all
 from ros2_samples import TEST_MSGS, codec, sample
@@ -208,3 +208,19 @@ def test_status_is_kept_in_the_root_as_plain_json(bridge_root):
     assert doc["exports"]["a0/status/imu"]["ros"] == "/a0/status/imu"
     assert doc["running"] is True and doc["pid"] == os.getpid() and doc["id"] == bridge_root.id
     assert json.dumps(doc)  # plain JSON
+
+
+def test_exported_topics_keep_the_size_their_publisher_creates_them_with(bridge_root):
+    # The bridge opens a topic as soon as discovery sees its file: it must not be the one
+    # that sizes it (a 6 MB camera frame did not fit the 4M ring it once made).
+    made = run_python("""
+        import a0py, time
+        from a0py.proto.topic import topic_arena
+        pubs = [a0py.Publisher(a0py.Topic(f"a0/sized/s{i}", size="32M"),
+                               schema=a0py.Schema.ros2("std_msgs/msg/String")) for i in range(8)]
+        time.sleep(0.5)  # the bridge opens them meanwhile
+        print([topic_arena(f"a0/sized/s{i}", "pubsub").size for i in range(8)])
+    """)
+    assert made.stdout.strip() == str([32 << 20] * 8), made.stderr
+    wait_until(lambda: all(f"a0/sized/s{i}" in bridge_root.status()["exports"] for i in range(8)),
+               "the exports")
