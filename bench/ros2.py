@@ -113,8 +113,8 @@ def role_a0py_pong(bridge):
     if bridge:
         from a0py.ros2 import Ros2Bridge
         br = Ros2Bridge(imports=["/bench/ping"], exports=["bench/pong"], scan_interval=0.05).start()
-    with a0py.Publisher("bench/pong", schema=Schema.ros2(TYPE)) as pub, \
-            a0py.SubscriberSync(a0py.Topic("bench/ping", size="8M")) as sub:
+    with a0py.Publisher(a0py.Topic("bench/pong", size="16M"), schema=Schema.ros2(TYPE)) as pub, \
+            a0py.SubscriberSync(a0py.Topic("bench/ping", size="16M")) as sub:
         print("ready", flush=True)
         for pkt in sub:
             pub.pub(pkt.payload)
@@ -164,8 +164,8 @@ def role_a0py_ping(size, count):
     import a0py
 
     data = payload(size)
-    with a0py.Publisher(a0py.Topic("bench/ping", size="8M")) as pub, \
-            a0py.SubscriberSync(a0py.Topic("bench/pong", size="8M")) as sub:
+    with a0py.Publisher(a0py.Topic("bench/ping", size="16M")) as pub, \
+            a0py.SubscriberSync(a0py.Topic("bench/pong", size="16M")) as sub:
         deadline = time.monotonic() + 30
         pub.pub(data)
         while _read(sub, 0.2) is None and time.monotonic() < deadline:
@@ -188,10 +188,16 @@ def role_rclpy_send(topic, type_name, size, count, hz):
         rclpy.spin_once(node, timeout_sec=0.01)
     data = image_payload() if type_name == IMAGE else payload(size)
     start = time.monotonic()
+    refused = 0
     for i in range(count):
         if hz:
             time.sleep(max(0.0, start + i / hz - time.monotonic()))
-        pub.publish(data)
+        try:
+            pub.publish(data)
+        except Exception:  # RCLError "cannot publish data": Fast DDS's history is full
+            refused += 1
+    if refused:
+        print(f"rclpy refused {refused} of {count} publishes", file=sys.stderr, flush=True)
     time.sleep(3)  # reliable QoS resends what was not taken yet
 
 
