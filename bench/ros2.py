@@ -368,17 +368,18 @@ def bench_size(size, repeats, quick):
         "rate import": lambda: flow("import", size, m),
         "rate export": lambda: flow("export", size, m),
     }
-    runs = {name: [] for name in cases}
-    for _ in range(repeats):
-        for name, case in cases.items():
-            runs[name].append(case())
-    return runs
+    return _round_robin(cases, repeats)
 
 
 def bench_images(repeats, seconds):
     count = HZ * seconds
     cases = {"images import": lambda: flow("import", -1, count, HZ),
              "images export": lambda: flow("export", -1, count, HZ)}
+    return _round_robin(cases, repeats)
+
+
+def _round_robin(cases, repeats):
+    """``{name: [run...]}``: every case once, then again, `repeats` times."""
     runs = {name: [] for name in cases}
     for _ in range(repeats):
         for name, case in cases.items():
