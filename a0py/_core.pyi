@@ -14,6 +14,9 @@ MAGIC: int
 PACKET_LAYOUT: dict[str, int]
 FRAME_LAYOUT: dict[str, int]
 
+def frame_span(data_size: int) -> int: ...
+def arena_size_for(data_size: int, frames: int = 1) -> int: ...
+
 class Arena:
     @staticmethod
     def shm(name: str, size: int | None = None, mode: int = 0o600, *, owner: int | None = None) -> Arena: ...
