@@ -5,10 +5,12 @@ options. Units K, M, G, T in either case, always binary, ``B``/``iB`` optional."
 import click
 import pytest
 
+from a0py import Packet, _core
 from a0py.cli.types import ByteSize
 from a0py.errors import ArgumentError
 from a0py.proto import sizes
 from a0py.proto import topic as tp
+from a0py.proto.typed import suggested_arena_size
 
 SPELLINGS = [
     ("4096", 4096),
@@ -80,6 +82,12 @@ def test_power_of_two_size_rounds_up_from_a_floor():
 
 
 def test_packet_overhead_is_the_packet_layouts_fixed_part():
-    from a0py import Packet
-
     assert len(Packet([], b"").to_bytes()) == sizes.PACKET_OVERHEAD == 96
+
+
+@pytest.mark.parametrize("payload", [0, 1, 100_000, 1_048_000, 4_194_033, 4_194_048, 2_100_000, 30_000_000])
+def test_the_suggested_arena_is_the_smallest_power_of_two_holding_four_packets(payload):
+    size = suggested_arena_size(payload)
+    assert size & (size - 1) == 0 and size >= 4 << 20
+    four = _core.arena_size_for(sizes.PACKET_OVERHEAD + payload, 4)
+    assert four <= size and (size == 4 << 20 or four > size // 2)
