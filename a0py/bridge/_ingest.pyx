@@ -3,7 +3,7 @@
 attachment and payload as they came off the network and writes the packets
 they hold into the local topic's ring, each with the bridge headers added,
 spliced straight into its frame. Python keeps only the lookup of the topic's
-:class:`TopicIngest` by key (:class:`a0py.bridge.exchange.Importer`).
+:class:`TopicIngest` by key (:class:`a0py.bridge.importing.Importer`).
 
 Linked with the core's packet codec (``a0_packet_splice_size`` and
 ``a0_packet_splice``: a packet sized, then written where it will live), and
@@ -21,7 +21,7 @@ batch, the 22-byte header before each section of a bundle); the Python
 functions there stay the reference, and the tests compare the two on hostile
 bytes.
 
-Invariants (those of :mod:`a0py.bridge.exchange`):
+Invariants (those of :mod:`a0py.bridge.importing`):
 
 * Nothing received is trusted. The attachment's size is checked before any
   field is read, its host must be UTF-8; a batch's payload is walked prefix by

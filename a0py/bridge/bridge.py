@@ -6,7 +6,7 @@ Invariants:
 * One exporter per local topic and bridged protocol (pub/sub, log, cfg), however many globs
   match it, made when discovery (:mod:`a0py.proto.discovery`) first announces the
   topic's arena of that protocol; pub/sub exporters are driven in batches by export
-  loops (one thread per 127 topics, :class:`~a0py.bridge.exchange.ExportLoop`). RPC and
+  loops (one thread per 127 topics, :class:`~a0py.bridge.exporting.ExportLoop`). RPC and
   PRPC topics are watched and stood in for by :mod:`a0py.bridge.reqrep`.
 * The bridge's status is kept in its root (:data:`~a0py.bridge.counts.STATUS_TOPIC`) for
   ``a0py ls`` and ``a0py info``; that topic is never bridged.
@@ -53,18 +53,17 @@ from ..proto.topic import (
 from .config import zenoh_config
 from .counts import STATUS_TOPIC, TopicCounts
 from .errors import BridgeConfigError, BridgeError, BridgeStartError
-from .exchange import (
+from .exporting import (
     MAX_LINGER,
     BundleWriter,
-    Exporter,
     ExportLoop,
-    Importer,
+    LogCfgExporter,
     PubsubExporter,
-    compile_sizes,
     init_for,
 )
+from .importing import Importer, compile_sizes
 from .peers import PeerWatch
-from .reqrep import ReqRep
+from .reqrep import RpcForwarder
 from .wire import BRIDGED, REQREP, check_prefix
 
 __all__ = ["ZenohBridge"]
@@ -209,7 +208,7 @@ class ZenohBridge:
         try:
             self._peers = PeerWatch(self, on_change=self._poke.set)
             self._importer = Importer(self, self._sizes)
-            self._reqrep = ReqRep(self)
+            self._reqrep = RpcForwarder(self)
             self._existing = {(p, t) for t, protos in list_topics(self.root).items()
                               if self.matches(t) for p in protos if p in BRIDGED}
             for glob in self.globs:
@@ -294,7 +293,7 @@ class ZenohBridge:
             if protocol == PUBSUB:
                 exporter = PubsubExporter(self, name, init)
             else:
-                exporter = Exporter(self, protocol, name, init)
+                exporter = LogCfgExporter(self, protocol, name, init)
         except Exception:
             with self._lock:
                 del self._exporters[key]

@@ -4,7 +4,7 @@ The request/reply protocol (:mod:`a0py.proto.reqrep_wire`) is packets in one rin
 topic — request, accept, reply, cancel, start — plus the arena's deadman, held by the
 live server. The bridge mirrors exactly that, on both machines:
 
-* **Server side** (:class:`_Served`, the machine whose server is alive). The bridge
+* **Server side** (:class:`_LocalServerTopic`, the machine whose server is alive). The bridge
   watches each local ``rpc``/``prpc`` arena matching its globs. While a server of
   another process holds the deadman it declares a Zenoh *liveliness token*
   ``<prefix>/rpc-server/<bridge>-<generation>/<protocol>/<topic>``; it writes the
@@ -13,7 +13,7 @@ live server. The bridge mirrors exactly that, on both machines:
   what the server writes about them: accepts, replies, and a start (a new server: the
   accepted calls are dead). When the server dies it sends *gone* to every bridge with
   a call pending, then withdraws the token.
-* **Client side** (:class:`_Proxy`, a machine where a remote server is announced).
+* **Client side** (:class:`_RemoteServerStandIn`, a machine where a remote server is announced).
   The bridge stands in for the server: it takes the topic's deadman (so local clients
   see a live server, and a local server, if one is alive, keeps the topic), writes a
   start, reads requests and cancels from the ring and sends them to the server's
@@ -96,7 +96,7 @@ from .wire import (
     topic_of_reqrep_key,
 )
 
-__all__ = ["BUDGET", "ReqRep"]
+__all__ = ["BUDGET", "RpcForwarder"]
 
 _log = logging.getLogger("a0py.bridge")
 
@@ -112,17 +112,17 @@ def _ends(protocol, h):
     return protocol != PRPC or h.get(DONE) == "1" or h.get(STATUS, S_OK) != S_OK
 
 
-class _Endpoint:
+class _BridgedRpcTopic:
     """What the two sides share: the topic's arena, a reader thread, a writer."""
 
-    def __init__(self, rr, protocol, name, init, create):
-        self.rr = rr
+    def __init__(self, forwarder, protocol, name, init, create):
+        self.forwarder = forwarder
         self.protocol = protocol
         self.name = name
         self.key = (protocol, name)
         self.label = f"bridged {protocol} topic {name!r}"
-        self.counts = rr.bridge.counts_of(protocol, name)
-        self.arena = topic_arena(Topic(name, root=rr.bridge.root), protocol, create=create)
+        self.counts = forwarder.bridge.counts_of(protocol, name)
+        self.arena = topic_arena(Topic(name, root=forwarder.bridge.root), protocol, create=create)
         self.deadman = _core.Deadman(self.arena)
         self.lock = threading.RLock()
         self.writer = _core.PacketWriter(self.arena, self.label)
@@ -156,7 +156,7 @@ class _Endpoint:
                 time.sleep(POLL_S)
 
     def send(self, chunk, to_hex, kind, data=b"", generation=0):
-        self.rr.send(reqrep_key(self.rr.prefix, chunk, to_hex, self.protocol, self.name),
+        self.forwarder.send(reqrep_key(self.forwarder.prefix, chunk, to_hex, self.protocol, self.name),
                      kind, data, generation)
 
     def close(self):
@@ -169,12 +169,12 @@ class _Endpoint:
         self.writer.close()
 
 
-class _Served(_Endpoint):
+class _LocalServerTopic(_BridgedRpcTopic):
     """A local topic whose server may be alive: announced while it is, requests from
     other bridges written into it, what the server answers sent back."""
 
-    def __init__(self, rr, protocol, name):
-        super().__init__(rr, protocol, name, READER_INIT_AWAIT_NEW, create=False)
+    def __init__(self, forwarder, protocol, name):
+        super().__init__(forwarder, protocol, name, READER_INIT_AWAIT_NEW, create=False)
         self.token = None
         self.generation = 0
         self.calls = {}  # request id -> [client bridge hex, seq here, accepted]
@@ -243,14 +243,14 @@ class _Served(_Endpoint):
     def _announce(self):
         """Declares the token of a server found alive: a new generation, so that what
         this bridge sends for it is told from what it sent for the one before."""
-        rr = self.rr
-        if self.token is None and not rr.proxied(self.key):
+        forwarder = self.forwarder
+        if self.token is None and not forwarder.proxied(self.key):
             self.generation += 1
-            self.token = rr.declare_token(server_token_key(rr.prefix, rr.id_hex, self.generation,
-                                                           self.protocol, self.name))
+            self.token = forwarder.declare_token(server_token_key(
+                forwarder.prefix, forwarder.id_hex, self.generation, self.protocol, self.name))
 
     def tick(self):
-        alive = live_server_pid(self.deadman) is not None and not self.rr.proxied(self.key)
+        alive = live_server_pid(self.deadman) is not None and not self.forwarder.proxied(self.key)
         if alive and self.token is None:
             self._announce()
         elif not alive and self.token is not None:
@@ -266,7 +266,7 @@ class _Served(_Endpoint):
             self.send(BACK_CHUNK, client, K_GONE, b"", self.generation)
         token, self.token = self.token, None
         if token is not None:
-            self.rr.undeclare(token)
+            self.forwarder.undeclare(token)
 
     def finish(self):
         with self.lock:
@@ -274,12 +274,12 @@ class _Served(_Endpoint):
                 self._gone()
 
 
-class _Proxy(_Endpoint):
+class _RemoteServerStandIn(_BridgedRpcTopic):
     """A local stand-in for a remote server of `name`: holds the topic's deadman while a
     remote server is alive, forwards requests and cancels, writes back what comes."""
 
-    def __init__(self, rr, protocol, name):
-        super().__init__(rr, protocol, name, READER_INIT_OLDEST, create=True)
+    def __init__(self, forwarder, protocol, name):
+        super().__init__(forwarder, protocol, name, READER_INIT_OLDEST, create=True)
         self.servers = {}     # (bridge hex, generation) -> True: remote servers announced
         self.server = None    # the one we stand in for, while we hold the deadman
         self.taking = False   # the deadman is ours or about to be: this machine's bridge
@@ -338,7 +338,7 @@ class _Proxy(_Endpoint):
             self.taking = False
             return  # a local server (or another stand-in) serves the topic
         self.server = server
-        self.writer.pub(b"", [(TYPE, T_START), (SERVER, f"bridge {self.rr.id_hex} pid {os.getpid()}")])
+        self.writer.pub(b"", [(TYPE, T_START), (SERVER, f"bridge {self.forwarder.id_hex} pid {os.getpid()}")])
         now = time.monotonic_ns()
         pending, self.pending = self.pending, {}
         for rid, pkt in pending.items():
@@ -432,7 +432,7 @@ class _Proxy(_Endpoint):
             self.taking = False
 
 
-class ReqRep:
+class RpcForwarder:
     """The bridge's RPC and PRPC forwarding (see the module doc): the local topics whose
     servers it announces, its stand-ins for remote servers, and their Zenoh traffic."""
 
@@ -441,8 +441,8 @@ class ReqRep:
         self.prefix = bridge.prefix
         self.id_hex = bridge.id
         self._lock = threading.Lock()
-        self._served = {}   # (protocol, name) -> _Served
-        self._proxies = {}  # (protocol, name) -> _Proxy
+        self._served = {}   # (protocol, name) -> _LocalServerTopic
+        self._proxies = {}  # (protocol, name) -> _RemoteServerStandIn
         self._closed = False
         session = bridge.session
         zenoh = bridge.zenoh
@@ -486,7 +486,7 @@ class ReqRep:
                 return
             self._served[key] = None
         try:
-            served = _Served(self, protocol, name)
+            served = _LocalServerTopic(self, protocol, name)
         except Exception:
             with self._lock:
                 del self._served[key]
@@ -563,7 +563,7 @@ class ReqRep:
             if not alive:
                 return
             try:
-                proxy = _Proxy(self, protocol, name)
+                proxy = _RemoteServerStandIn(self, protocol, name)
             except A0Error as e:
                 self.bridge.counts_of(protocol, name).write_errors += 1
                 _log.warning("bridge: cannot stand in for the remote server of %s %r: %s",

@@ -4,7 +4,7 @@ See docs/broker.md.
 """
 
 from ._build_choice import COMPILED, engine_build
-from .client import BrokerClient, Subscription
+from .client import BrokerClient
 from .errors import (
     BatchRejectedError,
     BrokerClosedError,
@@ -17,6 +17,7 @@ from .errors import (
     UnknownSubscriptionError,
 )
 from .server import Broker
+from .subscription import Subscription
 from .wire import broker_pid
 
 Engine = engine_build.Engine

@@ -16,9 +16,11 @@ Invariants:
 * **The reader thread holds the client's deadman** for its whole life, and the client's
   first request is sent only after it took it: the broker sees the client alive for as
   long as it can be sent anything, and dead the moment its process dies.
-* **A result is presented in a deterministic order**: rows sorted by the canonical
-  encoding of their tuple of values (variables in name order), so two equal result sets
-  always look the same, and a reordering is never a change.
+* **Replies are handled by kind** (:data:`_REPLY_HANDLERS`), on the reader thread:
+  notifications update their subscription (:mod:`a0py.broker.subscription`, which keeps
+  a result in a deterministic order); answers and errors end the call waiting for them
+  (:mod:`a0py.broker.client_requests`); revocations drop the claims they name; a resync
+  request sends the client's whole state.
 """
 
 import logging
@@ -26,15 +28,22 @@ import os
 import secrets
 import threading
 import time
-from bisect import bisect_left
 
 from a0py import _core
-from a0py.dataspace import InvalidValueError, Record, decode, encode
 from a0py.errors import A0Error, A0TimeoutError, ArenaFormatError
 from a0py.proto.deadman import Deadman
 from a0py.proto.lifetime import Closeable
 
 from . import wire
+from .client_requests import (
+    DEFAULT_TIMEOUT,
+    BatchBlock,
+    PendingCall,
+    facts_reply,
+    op_items,
+    record_encoding,
+    subscribe_payload,
+)
 from .errors import (
     BatchRejectedError,
     BrokerClosedError,
@@ -45,32 +54,23 @@ from .errors import (
     ResultTooLargeError,
     UnknownSubscriptionError,
 )
+from .subscription import Subscription
 from .terms import (
     encode_value,
     has_pattern,
     match,
     pattern_text,
-    pattern_vars,
     to_pattern,
     to_value,
 )
 from .wire import (
-    FLAG_FULL,
-    FLAG_MORE,
-    IT_ADD,
     IT_CLAIM,
-    IT_DEL,
     IT_RETRACT,
-    IT_RETRACT_PATTERN,
-    IT_SUBSCRIBE,
-    IT_UNSUBSCRIBE,
     REP_NOTIFY,
     REQ_BATCH,
-    item,
     parse_reply,
     request_frames,
     request_frames_of,
-    varint,
 )
 
 log = logging.getLogger("a0py.broker")
@@ -78,174 +78,6 @@ log = logging.getLogger("a0py.broker")
 __all__ = ["BrokerClient", "Subscription"]
 
 _SLICE = 0.25            # how often idle threads re-check the closed flag
-DEFAULT_TIMEOUT = 5.0
-
-
-class Subscription:
-    """A live subscription: ``patterns`` joined on their shared variables.
-
-    ``variables`` (sorted names), ``result`` (the last result delivered: a list of dicts
-    variable → value, in the deterministic order; do not mutate them), ``id``, ``error``
-    (a :class:`BrokerError` when the broker could not deliver a result: one larger than
-    half the client's arena).
-    The callback gets the full current result each time it changes; the first call
-    carries the result at subscription time (possibly empty).
-    """
-
-    def __init__(self, client, sub_id, patterns, callback):
-        self.client = client
-        self.id = sub_id
-        self.patterns = patterns
-        self.callback = callback
-        self.variables = tuple(sorted({n for p in patterns for n in pattern_vars(p) if n}))
-        self.result = []
-        self.notifications = 0
-        self._rows = {}          # encoded row -> dict
-        self._keys = []          # sorted encoded rows
-        self._ordered = []       # the row dicts in the order of _keys
-        self._staged = None      # rows of a notification cut into frames
-        self._awaiting_full = True
-        self._reset = False
-        self._delivered = threading.Event()
-        self.active = True
-        self.error = None        # a BrokerError when the broker cannot deliver the result
-
-    def unsubscribe(self):
-        """End the subscription (no callback after this returns, except one already
-        running). Raises :class:`UnknownSubscriptionError` if it already ended."""
-        self.client.unsubscribe(self)
-
-    def wait(self, timeout=DEFAULT_TIMEOUT):
-        """Block until the first result has been delivered; returns :attr:`result`.
-        Raises :class:`BrokerTimeoutError`."""
-        if not self._delivered.wait(timeout):
-            raise BrokerTimeoutError(
-                f"subscription {self.id} of broker {self.client.broker!r} got no result within "
-                f"{timeout}s (is a broker running?)")
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-    def __repr__(self):
-        return (f"Subscription({self.id}, {', '.join(pattern_text(p) for p in self.patterns)}, "
-                f"{len(self._keys)} rows)")
-
-    # -- called on the reader thread
-
-    def _apply(self, flags, items):
-        if self._reset:
-            # Set by a resync (maybe on another thread); acted on here, on the reader's.
-            self._reset = False
-            self._staged = None
-            self._awaiting_full = True
-        if flags & FLAG_FULL:
-            self._staged = ({}, True)     # only the first frame of a full result has the flag
-            self._awaiting_full = False
-        elif self._awaiting_full:
-            return None                 # a delta against a base we no longer trust
-        elif self._staged is None:
-            if not flags & FLAG_MORE:   # the usual case: a whole delta in one frame
-                self._apply_delta(items)
-                return self._publish()
-            self._staged = ([], False)
-        staged, full = self._staged
-        for op, payload in items:
-            if full:
-                if op == IT_ADD:
-                    staged[payload] = None
-            else:
-                staged.append((op, payload))
-        if flags & FLAG_MORE:
-            return None
-        self._staged = None
-        if full:
-            first = not self._delivered.is_set()
-            if not first and staged.keys() == self._rows.keys():
-                return None             # a resync that changed nothing
-            rows = {k: self._rows.get(k) or self._row(k) for k in staged}
-            self._rows = rows
-            self._keys = sorted(rows)
-            self._ordered = [rows[k] for k in self._keys]
-        else:
-            self._apply_delta(staged)
-        return self._publish()
-
-    def _apply_delta(self, items):
-        # The sorted keys and the rows in their order change in step: a change costs a
-        # search and a move of pointers, not a rebuild of the whole result.
-        rows, keys, ordered, variables = self._rows, self._keys, self._ordered, self.variables
-        for op, payload in items:
-            if op == IT_ADD:
-                if payload not in rows:
-                    row = rows[payload] = dict(zip(variables, decode(payload)))
-                    i = bisect_left(keys, payload)
-                    keys.insert(i, payload)
-                    ordered.insert(i, row)
-            elif op == IT_DEL and rows.pop(payload, None) is not None:
-                i = bisect_left(keys, payload)
-                del keys[i]
-                del ordered[i]
-
-    def _publish(self):
-        self.result = self._ordered.copy()   # the callback may keep it: never mutated later
-        self.notifications += 1
-        return self.result
-
-    def _row(self, payload):
-        return dict(zip(self.variables, decode(payload)))
-
-
-class _Pending:
-    __slots__ = ("done", "error", "flags", "items", "kind", "reply")
-
-    def __init__(self, kind, items=(), flags=0):
-        self.kind = kind
-        self.flags = flags
-        self.items = list(items)
-        self.done = threading.Event()
-        self.error = None
-        self.reply = []
-
-
-class _Batch:
-    __slots__ = ("depth", "ops")
-
-    def __init__(self):
-        self.ops = []
-        self.depth = 0
-
-
-class _BatchBlock:
-    """The context manager :meth:`BrokerClient.batch` returns (a class, not a generator:
-    it is entered on every batch)."""
-
-    __slots__ = ("batch", "client")
-
-    def __init__(self, client):
-        self.client = client
-        self.batch = None
-
-    def __enter__(self):
-        local = self.client._local
-        b = getattr(local, "batch", None)
-        if b is None:
-            b = local.batch = _Batch()
-            with self.client._lock:
-                self.client._batching += 1
-        b.depth += 1
-        self.batch = b
-        return self.client
-
-    def __exit__(self, exc_type, exc, tb):
-        b = self.batch
-        b.depth -= 1
-        if b.depth == 0:
-            self.client._local.batch = None
-            with self.client._lock:
-                self.client._batching -= 1
-            if exc_type is None and b.ops:
-                self.client._send_ops(b.ops)
-        return False
 
 
 class BrokerClient(Closeable):
@@ -293,7 +125,7 @@ class BrokerClient(Closeable):
         self._lock = threading.RLock()
         self._claims = {}         # encoding -> [value, id of the request that claimed it]
         self._subs = {}           # sub id -> Subscription
-        self._pending = {}        # req id -> _Pending (ping, facts, revoke)
+        self._pending = {}        # req id -> PendingCall (ping, facts, revoke)
         self._errors = []         # rejections of requests nobody waits for
         self._next_req = 1
         self._next_sub = 1
@@ -370,7 +202,7 @@ class BrokerClient(Closeable):
         keys = []
         kept = []
         for i, v in enumerate(values):
-            key = _record_encoding(v)     # the usual case: a Record, checked at no cost
+            key = record_encoding(v)     # the usual case: a Record, checked at no cost
             if key is None:
                 key, v = to_value(v, f"claim argument {i}", "BrokerClient.claim")
             keys.append(key)
@@ -390,7 +222,7 @@ class BrokerClient(Closeable):
         ops = []
         plain = True                      # only values, given as Records: one fast request
         for i, p in enumerate(values_or_patterns):
-            key = _record_encoding(p)     # the usual case: a Record value
+            key = record_encoding(p)     # the usual case: a Record value
             if key is not None:
                 ops.append(("retract", key, p))
                 continue
@@ -440,7 +272,7 @@ class BrokerClient(Closeable):
         unsubscribes made in the block (on this thread) into one atomic request, sent
         when the block ends; nothing is sent if it ends with an exception. Blocks nest
         (the outermost sends)."""
-        return _BatchBlock(self)
+        return BatchBlock(self)
 
     def ping(self, timeout=DEFAULT_TIMEOUT):
         """Round trip to the broker; returns the seconds it took. When it returns, every
@@ -470,7 +302,7 @@ class BrokerClient(Closeable):
             items.append(wire.item(wire.IT_PATTERN, pattern_text(to_pattern(pattern, "pattern", "BrokerClient.facts")).encode()))
         reply = self._call(wire.REQ_FACTS, items, timeout,
                            flags=wire.FLAG_OWNERS if owners else 0)
-        return _facts_reply(reply, owners)
+        return facts_reply(reply, owners)
 
     def revoke(self, *patterns, owner=None, timeout=DEFAULT_TIMEOUT):
         """Administrator's retract: retract, on behalf of their owners, every claim that
@@ -484,7 +316,7 @@ class BrokerClient(Closeable):
         items = [wire.item(wire.IT_PATTERN, pattern_text(to_pattern(p, "pattern", "BrokerClient.revoke")).encode()) for p in patterns]
         if owner is not None:
             items.append(wire.item(wire.IT_OWNER, wire.check_name(owner, "owner").encode()))
-        return _facts_reply(self._call(wire.REQ_REVOKE, items, timeout), True)
+        return facts_reply(self._call(wire.REQ_REVOKE, items, timeout), True)
 
     def claims(self):
         """The values this client claims (as it knows them), sorted by encoding."""
@@ -577,21 +409,7 @@ class BrokerClient(Closeable):
             if self._closed:
                 raise BrokerClosedError(f"the client {self.name!r} was closed")
             req_id = self._next_req
-            items = []
-            append = items.append
-            for op in ops:
-                kind = op[0]
-                if kind == "claim":
-                    append(item(IT_CLAIM, op[1]))
-                elif kind == "retract":
-                    append(item(IT_RETRACT, op[1]))
-                elif kind == "retract_pattern":
-                    append(item(IT_RETRACT_PATTERN, op[1].encode("utf-8")))
-                elif kind == "subscribe":
-                    append(item(IT_SUBSCRIBE, _subscribe_payload(op[1])))
-                else:
-                    append(item(IT_UNSUBSCRIBE, varint(op[1])))
-            frames = request_frames(REQ_BATCH, req_id, self.name, items)
+            frames = request_frames(REQ_BATCH, req_id, self.name, op_items(ops))
             claims = self._claims
             for op in ops:
                 kind = op[0]
@@ -647,7 +465,7 @@ class BrokerClient(Closeable):
                               "callback (the reply would be delivered by this same thread)")
         if self._closed:
             raise BrokerClosedError(f"the client {self.name!r} was closed")
-        pending = _Pending(kind, items, flags)
+        pending = PendingCall(kind, items, flags)
         deadline = time.monotonic() + timeout
         with self._lock:
             req_id = self._next_req
@@ -691,7 +509,7 @@ class BrokerClient(Closeable):
                 return
             self.resyncs += 1
             items = [wire.item(wire.IT_CLAIM, k) for k in self._claims]
-            items += [wire.item(wire.IT_SUBSCRIBE, _subscribe_payload(s)) for s in self._subs.values()]
+            items += [wire.item(wire.IT_SUBSCRIBE, subscribe_payload(s)) for s in self._subs.values()]
             for sub in self._subs.values():
                 sub._reset = True      # drop deltas until the full result comes
             req_id = self._next_req
@@ -779,104 +597,113 @@ class BrokerClient(Closeable):
             except A0Error:
                 pass
 
+
+    # ---------------------------------------------------------------- replies
+
     def _on_frame(self, data):
         kind, flags, ident, items = parse_reply(data)
-        if kind == REP_NOTIFY:
-            sub = self._subs.get(ident)
-            if sub is None:
-                return
-            result = sub._apply(flags, items)
-            if result is not None and sub.active:
-                try:
-                    sub.callback(result)
-                except Exception:
-                    log.exception("client %s: subscription %d callback raised", self.name, ident)
-                if not sub._delivered.is_set():   # set() takes a lock: only the first time
-                    sub._delivered.set()
-        elif kind == wire.REP_ACK:
-            pass
-        elif kind in (wire.REP_PONG, wire.REP_FACTS):
-            with self._lock:
-                pending = self._pending.get(ident)
-                if pending is None:
-                    return
-                pending.reply.extend(items)
-                if flags & wire.FLAG_MORE:
-                    return
-                del self._pending[ident]
-            pending.done.set()
-        elif kind == wire.REP_ERROR:
-            index = None
-            size = None
-            text = "rejected"
-            for op, payload in items:
-                if op == wire.IT_INDEX:
-                    index = wire.parse_varint(payload)
-                elif op == wire.IT_SIZE:
-                    size = wire.parse_varint(payload)
-                elif op == wire.IT_TEXT:
-                    text = payload.decode("utf-8", "replace")
-            if size is not None:
-                error = ResultTooLargeError(
-                    f"broker {self.broker!r} cannot answer request {ident}: {text}", size,
-                    self._result_limit)
-            else:
-                error = BatchRejectedError(
-                    f"broker {self.broker!r} rejected request {ident}: {text}", index)
-            with self._lock:
-                pending = self._pending.pop(ident, None)
-                if pending is None:
-                    self._errors.append(error)
-            if pending is not None:
-                pending.error = error
-                pending.done.set()
-            else:
-                log.warning("client %s: %s", self.name, error)
-        elif kind == wire.REP_REVOKED:
-            gone = []
-            with self._lock:
-                for op, payload in items:
-                    entry = self._claims.get(payload)
-                    if op == wire.IT_FACT and entry is not None and entry[1] <= ident:
-                        del self._claims[payload]
-                        gone.append(entry[0])
-            if gone and self.on_revoked is not None:
-                try:
-                    self.on_revoked(gone)
-                except Exception:
-                    log.exception("client %s: on_revoked raised", self.name)
-        elif kind == wire.REP_RESYNC:
-            self._resync(background=True)
-        elif kind == wire.REP_SUB_ERROR:
-            sub = self._subs.get(ident)
-            text = b"".join(p for op, p in items if op == wire.IT_TEXT).decode("utf-8", "replace")
-            if sub is not None:
-                sub.error = BrokerError(f"subscription {ident}: {text}")
+        handler = _REPLY_HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, flags, ident, items)
+
+    def _on_notify(self, flags, ident, items):
+        """A frame of subscription ``ident``'s result: its callback runs if the result
+        changed."""
+        sub = self._subs.get(ident)
+        if sub is None:
+            return
+        result = sub._apply(flags, items)
+        if result is not None and sub.active:
+            try:
+                sub.callback(result)
+            except Exception:
+                log.exception("client %s: subscription %d callback raised", self.name, ident)
+            if not sub._delivered.is_set():   # set() takes a lock: only the first time
                 sub._delivered.set()
-            log.warning("client %s: subscription %d: %s", self.name, ident, text)
+
+    def _on_answer(self, flags, ident, items):
+        """A frame of the answer to call ``ident`` (a pong, facts): the call ends with
+        the last one."""
+        with self._lock:
+            pending = self._pending.get(ident)
+            if pending is None:
+                return
+            pending.reply.extend(items)
+            if flags & wire.FLAG_MORE:
+                return
+            del self._pending[ident]
+        pending.done.set()
+
+    def _on_error(self, flags, ident, items):
+        """Request ``ident`` was rejected, or its answer is too large: the call waiting
+        for it raises, or the next ping does."""
+        index = None
+        size = None
+        text = "rejected"
+        for op, payload in items:
+            if op == wire.IT_INDEX:
+                index = wire.parse_varint(payload)
+            elif op == wire.IT_SIZE:
+                size = wire.parse_varint(payload)
+            elif op == wire.IT_TEXT:
+                text = payload.decode("utf-8", "replace")
+        if size is not None:
+            error = ResultTooLargeError(
+                f"broker {self.broker!r} cannot answer request {ident}: {text}", size,
+                self._result_limit)
+        else:
+            error = BatchRejectedError(
+                f"broker {self.broker!r} rejected request {ident}: {text}", index)
+        with self._lock:
+            pending = self._pending.pop(ident, None)
+            if pending is None:
+                self._errors.append(error)
+        if pending is not None:
+            pending.error = error
+            pending.done.set()
+        else:
+            log.warning("client %s: %s", self.name, error)
+
+    def _on_revocation(self, flags, ident, items):
+        """An administrator revoked these claims: those claimed before request ``ident``
+        are dropped from this client's state and handed to ``on_revoked``."""
+        gone = []
+        with self._lock:
+            for op, payload in items:
+                entry = self._claims.get(payload)
+                if op == wire.IT_FACT and entry is not None and entry[1] <= ident:
+                    del self._claims[payload]
+                    gone.append(entry[0])
+        if gone and self.on_revoked is not None:
+            try:
+                self.on_revoked(gone)
+            except Exception:
+                log.exception("client %s: on_revoked raised", self.name)
+
+    def _on_resync_request(self, flags, ident, items):
+        """The broker lost track of this client: it gets the whole state."""
+        self._resync(background=True)
+
+    def _on_subscription_error(self, flags, ident, items):
+        """The broker cannot deliver subscription ``ident``'s result: its ``wait``
+        raises the error."""
+        sub = self._subs.get(ident)
+        text = b"".join(p for op, p in items if op == wire.IT_TEXT).decode("utf-8", "replace")
+        if sub is not None:
+            sub.error = BrokerError(f"subscription {ident}: {text}")
+            sub._delivered.set()
+        log.warning("client %s: subscription %d: %s", self.name, ident, text)
 
 
-def _record_encoding(v):
-    """The encoding of ``v`` if it is a Record that is a value, else None (then
-    :func:`to_value` checks it and says what is wrong)."""
-    if type(v) is Record and not v.is_pattern:
-        try:
-            return encode(v)
-        except InvalidValueError:
-            return None
-    return None
-
-
-def _subscribe_payload(sub):
-    return wire.subscribe_payload(sub.id, [pattern_text(p) for p in sub.patterns])
-
-
-def _facts_reply(items, owners):
-    out = []
-    for op, payload in items:
-        if op == wire.IT_FACT:
-            out.append((wire.decode_value(payload), []))
-        elif op == wire.IT_OWNER and out:
-            out[-1][1].append(payload.decode("utf-8"))
-    return out if owners else [f for f, _o in out]
-
+# reply kind -> its handler, called on the reader thread as handler(client, flags, id,
+# items). A kind not here is dropped: REP_ACK (it only says a request was taken), and
+# any kind a newer broker may send.
+_REPLY_HANDLERS = {
+    REP_NOTIFY: BrokerClient._on_notify,
+    wire.REP_PONG: BrokerClient._on_answer,
+    wire.REP_FACTS: BrokerClient._on_answer,
+    wire.REP_ERROR: BrokerClient._on_error,
+    wire.REP_REVOKED: BrokerClient._on_revocation,
+    wire.REP_RESYNC: BrokerClient._on_resync_request,
+    wire.REP_SUB_ERROR: BrokerClient._on_subscription_error,
+}

@@ -25,10 +25,10 @@ from a0py import __version__
 # it needs beyond the core dependencies or None)
 COMMANDS = {
     "ls": ("topics", "ls", None),
-    "echo": ("topics", "echo", None),
-    "pub": ("topics", "pub", None),
-    "hz": ("topics", "hz", None),
-    "bw": ("topics", "bw", None),
+    "echo": ("echo", "echo", None),
+    "pub": ("pub", "pub", None),
+    "hz": ("rates", "hz", None),
+    "bw": ("rates", "bw", None),
     # info and rm take a TOPIC, or --shm/--file for one raw arena (arenas.info/rm)
     "info": ("topics", "info", None),
     "rpc": ("rpc", "rpc", None),
@@ -52,6 +52,9 @@ COMMANDS = {
     # the view says itself when asked to open one.
     "view": ("view", "view", None),
     "bridge": ("bridge", "bridge", "bridge"),
+    "doctor": ("doctor", "doctor", None),
+    "completion": ("completion", "completion", None),
+    "ros2": ("ros2", "ros2", "ros2"),
 }
 
 # extra -> the top-level modules its commands import (lazily, deep inside:
@@ -60,6 +63,7 @@ COMMANDS = {
 EXTRA_MODULES = {
     "record": ("numpy", "mcap", "zstandard", "lz4", "pyarrow"),
     "bridge": ("zenoh",),
+    "ros2": ("rclpy", "rosbags"),
 }
 
 

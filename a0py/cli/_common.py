@@ -154,8 +154,30 @@ class TopicName(click.ParamType):
         except ArgumentError as e:
             self.fail(str(e), param, ctx)
 
+    def shell_complete(self, ctx, param, incomplete):
+        """The topics under the command's root (``--root`` if already given, else
+        ``A0PY_ROOT``) that start with ``incomplete``; a leading ``/`` (ROS style,
+        ``/ch<TAB>``) is kept in what is offered."""
+        from click.shell_completion import CompletionItem
+
+        from a0py.proto.topic import Root, list_topics
+
+        root = ctx.params.get("root") if ctx is not None else None
+        try:
+            topics = list_topics(root if isinstance(root, Root) else None)
+        except (A0Error, OSError):  # a bad root completes nothing rather than a traceback
+            return []
+        slash = "/" if incomplete.startswith("/") else ""
+        stem = incomplete[len(slash):]
+        return [CompletionItem(slash + t) for t in topics if t.startswith(stem)]
+
 
 TOPIC = TopicName()
+
+PUBSUB = "pubsub"
+# --init of the commands that read a topic from a point in it (echo, log):
+# the choice -> the init the subscriber takes.
+INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
 
 root_option = click.option(
     "--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
@@ -213,7 +235,7 @@ def _topic_hint(error, target, protocol):
 
 
 @contextlib.contextmanager
-def errors_about_topic(target, protocol="pubsub", *, timeout_hint=None):
+def errors_about_topic(target, protocol=PUBSUB, *, timeout_hint=None):
     """Turn the a0py errors raised inside the block into :class:`CliError`
     naming the topic ``target`` (:class:`TopicTarget`), with a hint of what to
     do. ``timeout_hint`` is the hint for an :class:`a0py.A0TimeoutError`."""

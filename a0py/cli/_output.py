@@ -171,6 +171,22 @@ def human_bytes(n):
     return f"{value:.0f} {unit}" if value == int(value) or value >= 100 else f"{value:.1f} {unit}"
 
 
+def counted(n, noun):
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``1 packet``, ``3 packets``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def ago(wall_ns):
+    """How long ago a wall-clock time (ns since the epoch) was: ``2.5 s ago``
+    (a time in the future counts as now)."""
+    return human_seconds(max(0.0, time.time() - wall_ns / 1e9)) + " ago"
+
+
+def warn(message):
+    """Say ``message`` on stderr as ``a0py: MESSAGE`` (a note, not an error)."""
+    click.echo(f"a0py: {message}", err=True)
+
+
 def human_seconds(seconds):
     """A duration for people: ``850 ms``, ``2.5 s``, ``3 min``, ``2.0 h``, ``4 d``."""
     if seconds < 1:

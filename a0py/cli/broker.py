@@ -24,6 +24,7 @@ import threading
 
 import click
 
+from a0py.cli._common import TOPIC
 from a0py.cli.errors import CliError
 from a0py.cli.types import SECONDS, Count, RootSpec
 from a0py.dataspace import ParseError, Record, format_term, parse
@@ -36,7 +37,7 @@ def _default_broker():
 
 
 broker_option = click.option(
-    "--broker", "-b", "broker_name", default=_default_broker, show_default="$A0PY_BROKER or 'default'",
+    "--broker", "-b", "broker_name", type=TOPIC, default=_default_broker, show_default="$A0PY_BROKER or 'default'",
     help="The broker's name.")
 timeout_option = click.option("--timeout", type=SECONDS, default=5.0, show_default=True,
                               help="Seconds to wait for the broker.")
@@ -123,7 +124,7 @@ def _errors():
 
 
 @click.command("broker")
-@click.argument("name", required=False)
+@click.argument("name", required=False, type=TOPIC)
 @root_option
 @click.option("--quiet", "-q", is_flag=True, help="Do not log clients coming and going.")
 def broker(name, root, quiet):

@@ -11,6 +11,7 @@ import sys
 import click
 
 from a0py.cli._common import (
+    INITS,
     SECONDS,
     TOPIC,
     CliError,
@@ -23,7 +24,6 @@ from a0py.cli._common import (
 from a0py.cli._output import escape_text
 
 LOG = "log"
-_INITS = {"oldest": "oldest", "recent": "most_recent", "new": "await_new"}
 _COLOURS = {"CRIT": ("red", True), "ERR": ("red", False), "WARN": ("yellow", False), "DBG": ("bright_black", False)}
 
 
@@ -47,7 +47,7 @@ class _Level(click.ParamType):
 @root_option
 @click.option("-l", "--level", type=_Level(), default="dbg", show_default=True,
               help="Show messages at this level or above: crit, err, warn, info, dbg.")
-@click.option("--init", type=click.Choice(list(_INITS)), default="new", show_default=True,
+@click.option("--init", type=click.Choice(list(INITS)), default="new", show_default=True,
               help="Start with the oldest message still kept, the most recent one, or the first new one.")
 @click.option("-n", "count", type=Count(), default=None, metavar="N",
               help="Stop after N messages.")
@@ -69,7 +69,7 @@ def log(topic, root, level, init, count, timeout):
     listener = None
     got = 0
     # A log that appears after the command started is all new: from its first message.
-    start = _INITS[init] if target.topic().exists(LOG) else INIT_FIRST
+    start = INITS[init] if target.topic().exists(LOG) else INIT_FIRST
     try:
         if not wait_for_topic(target, LOG, timeout, "a program to log to it"):
             if count is not None:

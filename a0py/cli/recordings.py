@@ -34,7 +34,7 @@ from a0py.cli._common import (
     size_warnings_on_stderr,
 )
 from a0py.cli.errors import CliError
-from a0py.cli.types import MAX_RATE
+from a0py.cli.types import MAX_RATE, unusable_directory
 from a0py.errors import A0Error
 
 # A segment smaller than this holds little more than the file's own records.
@@ -124,9 +124,16 @@ def _topic_list(ctx, param, values):
     return [TOPIC.convert(t, param, ctx) for t in _split(values)] or None
 
 
+def _out_dir(ctx, param, value):
+    problem = unusable_directory(value) if value is not None else None
+    if problem:
+        raise click.BadParameter(f"{value!r} {problem}: give a directory (it is made if missing)")
+    return value
+
+
 @click.command("record")
 @click.argument("topics", nargs=-1, type=TOPIC)
-@click.option("-o", "--out", required=True, type=click.Path(file_okay=False),
+@click.option("-o", "--out", required=True, type=click.Path(file_okay=False), callback=_out_dir,
               help="Directory of the segments (PREFIX_NNNNN.mcap).")
 @click.option("-a", "--all", "all_", is_flag=True, help="Record every topic, including new ones.")
 @click.option("-e", "--regex", callback=_regex,

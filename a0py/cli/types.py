@@ -116,9 +116,35 @@ class RootSpec(click.ParamType):
         if isinstance(value, Root):
             return value
         try:
-            return Root.parse(value)
+            root = Root.parse(value)
         except ArgumentError as e:
             self.fail(str(e), param, ctx)
+        if root.kind == "dir":
+            problem = unusable_directory(root.location)
+            if problem:
+                self.fail(f"{value!r} {problem}: give a directory (it is made if missing) or "
+                          "shm:PREFIX", param, ctx)
+        return root
+
+
+# Pseudo file systems: a root there is a mistake (/proc/self, /sys, /dev/null), never topics
+# (a directory in /dev/shm is a tmpfs like any other, and allowed).
+_PSEUDO_FS = ("/proc", "/sys", "/dev")
+
+
+def unusable_directory(path):
+    """Why ``path`` cannot be a directory a0py writes in (a root of topics, a
+    recording's directory), or None: it exists and is not a directory, or it
+    lies in /proc, /sys or /dev (but for /dev/shm)."""
+    import os
+
+    real = os.path.realpath(path)
+    for top in _PSEUDO_FS:
+        if (real == top or real.startswith(top + "/")) and not real.startswith("/dev/shm/"):
+            return f"lies in {top}, which holds no topics or files of a0py's"
+    if os.path.exists(real) and not os.path.isdir(real):
+        return "is not a directory"
+    return None
 
 
 #: A timeout or duration in seconds.

@@ -111,6 +111,32 @@ class Schema:
             raise ArgumentError(f"a JSON Schema is a dict, not {type(schema).__name__}")
         return cls(name, "jsonschema", json.dumps(schema, separators=(",", ":"), sort_keys=True))
 
+    @classmethod
+    def ros2(cls, type_name, definition=None):
+        """A ``ros2msg`` Schema of ROS 2 message type `type_name` (``sensor_msgs/msg/Imu``
+        or ``sensor_msgs/Imu``): its full definition (the type, then each type it needs
+        after a line of ``=`` and ``MSG: pkg/Name``, rosbag2's layout in MCAP) read from
+        the installed ROS 2 package, or `definition` (that text, given whole). Needs
+        rosbags, not rclpy (:mod:`a0py.proto.ros2_types`).
+
+        Raises ArgumentError (a bad type name), SchemaError (the package is not
+        installed: the message names the pip package; the package has no such type;
+        `definition` does not parse or lacks a type it needs), ExtraNotInstalledError
+        (rosbags is not installed)."""
+        from . import ros2_types
+
+        if definition is None:
+            name, definition = ros2_types.find_definition(type_name)
+        else:
+            pkg, kind, short = ros2_types.split_type_name(type_name)
+            name = f"{pkg}/{kind}/{short}"
+            if isinstance(definition, (bytes, bytearray)):
+                definition = bytes(definition).decode("utf-8")
+            if not isinstance(definition, str):
+                raise ArgumentError(f"a ROS 2 definition is a str, not {type(definition).__name__}")
+            ros2_types.definition_types(name, definition)  # parses, has every type it needs
+        return cls(name, "ros2msg", definition)
+
     def describe(self):
         """``foxglove.RawImage (protobuf)``: the name and encodings, for messages."""
         if not self.encoding:

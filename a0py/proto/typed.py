@@ -44,7 +44,7 @@ import threading
 
 from .._core import PacketTyping, arena_size_for
 from ..errors import ArgumentError, FrameTooLargeError
-from . import arrays
+from . import arrays, ros2_types
 from . import protobuf_types as pbtypes
 from . import protobuf_wire as wire
 from .errors import DecodeError, ExtraNotInstalledError, SchemaError
@@ -149,6 +149,7 @@ class PublisherTyping:
         self._prefixes = {}   # (dtype, shape, strides) -> (NDArray prefix, C order), checked
         self._array_type = None  # numpy.ndarray, once this publisher has published an array
         self._json_ready = False
+        self._ros2 = None  # the Ros2Codec of the topic's ros2msg schema, once used
         # The writer's layout cache (PacketWriter._remember_layout), once the publisher
         # binds one: an array layout encoded here is then written by the writer itself.
         self.remember = None
@@ -219,6 +220,8 @@ class PublisherTyping:
             return self._encode_protobuf
         if _is_foxglove_message(value):
             return self._encode_foxglove
+        if ros2_types.is_ros2_message(value) or (isinstance(value, dict) and self._is_ros2_topic()):
+            return self._encode_ros2
         if isinstance(value, (dict, list)):
             raise ArgumentError(f"topic {self.name!r}: pub() takes no {type(value).__name__}; "
                                 "publish JSON with pub_json(obj)")
@@ -270,6 +273,28 @@ class PublisherTyping:
             self.adopt(Schema(found.name, found.encoding, bytes(found.data)))
             self._accepted[cls] = True
         data = message.encode()
+        self.check_size(len(data))
+        return data
+
+    def _is_ros2_topic(self):
+        schema = self.topic_schema()
+        return schema is not None and schema.encoding == "ros2msg"
+
+    def _encode_ros2(self, value):
+        """CDR of a dict (on a ``ros2msg`` topic), a rosbags or an rclpy message (whose
+        type declares the topic's schema, :meth:`Schema.ros2`, if it has none)."""
+        codec = self._ros2
+        if codec is None:
+            schema = self.topic_schema()
+            if schema is None and not isinstance(value, dict):
+                schema = self.adopt(Schema.ros2(ros2_types.type_name_of(value)))
+            if schema is None or schema.encoding != "ros2msg":
+                what = "a dict" if isinstance(value, dict) else ros2_types.type_name_of(value)
+                raise SchemaError(f"topic {self.name!r} carries "
+                                  f"{schema.describe() if schema else 'no schema'}; this value is "
+                                  f"{what}, a ROS 2 message")
+            codec = self._ros2 = ros2_types.codec_for(schema.name, schema.data.decode("utf-8"))
+        data = codec.encode(value, f"topic {self.name!r}")
         self.check_size(len(data))
         return data
 
@@ -390,6 +415,26 @@ class _ProtobufCodec(_OpaqueCodec):
                               f"({e})") from None
 
 
+class _Ros2Codec(_OpaqueCodec):
+    """``ros2msg`` topics: CDR decoded to rosbags messages (:mod:`.ros2_types`);
+    ``array()`` of a ``sensor_msgs/msg/Image`` is a zero-copy view of its pixels."""
+
+    def __init__(self, typing, schema):
+        super().__init__(typing)
+        self._schema = schema
+        self._codec = None
+
+    def decode(self, pkt):
+        if self._codec is None:
+            self._codec = ros2_types.codec_for(self._schema.name, self._schema.data.decode("utf-8"))
+        return self._codec.decode(pkt.payload, self.typing.where(pkt))
+
+    def array(self, pkt):
+        if self._schema.name != ros2_types.IMAGE:
+            return super().array(pkt)
+        return ros2_types.image_array(pkt.payload, self.typing.where(pkt))
+
+
 class _ArrayCodec(_OpaqueCodec):
     """``a0py.NDArray``: a viewer of the last packet's header is kept
     (:func:`a0py.proto.arrays.array_viewer`), so a packet of the same dtype and
@@ -466,6 +511,8 @@ class TopicTyping(PacketTyping):
                 codec = _RawImageCodec(self, schema)
             else:
                 codec = _ProtobufCodec(self, schema)
+        elif schema.encoding == "ros2msg" and schema.message_encoding == "cdr":
+            codec = _Ros2Codec(self, schema)
         else:
             codec = _OpaqueCodec(self)
         codec.schema = schema

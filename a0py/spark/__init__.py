@@ -12,7 +12,7 @@
 The source is built of small modules: :mod:`.options` (read options),
 :mod:`.predicate` (pushdown), :mod:`.planning` (partitions),
 :mod:`.batches` (Arrow batches), :mod:`.arenas` (arenas and live topics),
-:mod:`.part_reader` (one partition), :mod:`.datasource`, :mod:`.stream`
+:mod:`.part_reader` (one partition), :mod:`.datasource`, :mod:`.topic_stream`
 and :mod:`.file_stream` (PySpark's batch source, and its streams of live
 topics and of recordings). Recordings themselves (recorder,
 player, MCAP reading and writing) are :mod:`a0py.recording`'s, which needs

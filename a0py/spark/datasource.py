@@ -48,7 +48,7 @@ the same as without pushdown. (Spark keeps the read plan of the last
 pushed-down query with the DataFrame and reuses it for a later query on the
 same DataFrame that has no filter at all; load again for such a query. The
 ``topics`` option skips chunks without that caveat.) The streaming options
-are described in :mod:`a0py.spark.stream` (live topics: no path, or
+are described in :mod:`a0py.spark.topic_stream` (live topics: no path, or
 ``shm://`` names) and :mod:`a0py.spark.file_stream` (recordings: a path).
 """
 
@@ -330,7 +330,7 @@ class A0DataSource(DataSource):
 
     def streamReader(self, schema):
         """The stream of live topics (option ``topics``, no path or
-        ``shm://`` names: :mod:`.stream`) or of a path's recordings
+        ``shm://`` names: :mod:`.topic_stream`) or of a path's recordings
         (:mod:`.file_stream`); an option of the other one is an error."""
         _check_options(self.options)
         _check_stream_options(self.options)
@@ -338,9 +338,9 @@ class A0DataSource(DataSource):
             from .file_stream import A0FileStreamReader
 
             return A0FileStreamReader(_paths(self.options), dict(self.options), schema)
-        from .stream import A0StreamReader
+        from .topic_stream import A0TopicStreamReader
 
-        return A0StreamReader(dict(self.options), schema)
+        return A0TopicStreamReader(dict(self.options), schema)
 
 
 class A0PythonDataSource(A0DataSource):

@@ -53,10 +53,6 @@ class Predicate:
             p = _replace(p, wall_hi=hi if p.wall_hi is None else min(p.wall_hi, hi))
         return p
 
-    @property
-    def trivial(self):
-        return self == Predicate()
-
     def topic_ok(self, topic):
         return not self.empty and (self.topics is None or topic in self.topics)
 

@@ -34,6 +34,7 @@ import json
 import logging
 import time
 
+from .._core import PACKET_LAYOUT
 from ..proto.packets import PACKET_ENCODING, page_vocabulary
 from ..recording.format import join_packet
 from . import _protocol as P
@@ -44,8 +45,8 @@ __all__ = ["Channel", "Client", "Hub", "STATS_TOPIC"]
 
 _log = logging.getLogger("a0py.view")
 
-# Where an a0py packet holds its payload's offset (u64; docs/pubsub.md).
-PAYLOAD_OFF_AT = 32
+# Where an a0py packet holds its payload's offset (a u64).
+_PAYLOAD_OFF_AT = PACKET_LAYOUT["payload_off_off"]
 #: The channel on which the server publishes, twice a second, the rate,
 #: bandwidth and missed count of every topic (JSON).
 STATS_TOPIC = "/a0py/view/stats"
@@ -142,7 +143,6 @@ class Client:
         self.control = collections.deque()
         self.control_bytes = 0
         self.max_control_bytes = hub.control_bytes
-        self.latest = {}  # key -> frame: only the newest of each is worth sending (time)
         self.data = collections.deque()
         self.data_bytes = 0
         self.max_messages = hub.queue_messages
@@ -190,19 +190,12 @@ class Client:
         self.control_bytes = 0
         self.data.clear()
         self.data_bytes = 0
-        self.latest.clear()
         self.pending.clear()
         self.wake.set()  # the sender sees `closed` and stops
         if self.farewell is not None:
             self.hub.loop.create_task(self.farewell(status, reason))
         else:
             self.hub.loop.create_task(self.connection.close(CLOSE_POLICY, reason))
-
-    def put_latest(self, key, frame):
-        """A frame that replaces any unsent one of the same ``key``."""
-        if not self.closed:
-            self.latest[key] = frame
-            self.wake.set()
 
     def put_data(self, frame):
         if self.closed:  # being disconnected: nothing more is sent
@@ -300,10 +293,12 @@ class Hub:
         self.capabilities = list(capabilities)
         self.data_range = data_range
         self.metadata = dict(metadata or {})
-        # The page decodes packets itself: it learns their names here, not by heart.
+        # The page decodes packets itself: it learns their names and their layout
+        # (sizes and offsets, from the C header: a0py._core.PACKET_LAYOUT) here, not by heart.
         vocabulary = page_vocabulary()
         self.metadata["a0py.packetEncoding"] = vocabulary["packetEncoding"]
         self.metadata["a0py.standardHeaders"] = ",".join(vocabulary["standardHeaders"])
+        self.metadata["a0py.packetLayout"] = json.dumps(PACKET_LAYOUT, separators=(",", ":"), sort_keys=True)
         self.controller = controller
         self.session_id = f"{time.time_ns()}"
         self.channels = {}  # id -> Channel
@@ -531,6 +526,6 @@ def _page_data(ch, msg):
         if render is None:
             return packet
         # The packet up to its payload (the payload is its last part), then the rendered payload.
-        off = int.from_bytes(packet[PAYLOAD_OFF_AT:PAYLOAD_OFF_AT + 8], "little")
+        off = int.from_bytes(packet[_PAYLOAD_OFF_AT:_PAYLOAD_OFF_AT + 8], "little")
         return join_packet(memoryview(packet)[:off], render(msg.payload))
     return msg.payload if render is None else render(msg.payload)

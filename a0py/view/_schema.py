@@ -40,10 +40,6 @@ class PayloadKind:
         self.render = None
         self.image = None
 
-    @property
-    def is_json(self):
-        return self.encoding == JSON_ENCODING
-
     def __repr__(self):
         return f"PayloadKind({self.encoding!r}, {self.schema_name!r})"
 

@@ -26,7 +26,6 @@ import hmac
 import http
 import ipaddress
 import logging
-import mimetypes
 import os
 import secrets
 import threading
@@ -43,8 +42,27 @@ _log = logging.getLogger("a0py.view")
 #: Origins allowed besides the page itself.
 DEFAULT_ORIGINS = ("https://app.foxglove.dev",)
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
-_STATIC_FILES = {"/": "index.html", "/index.html": "index.html", "/view.js": "view.js",
-                 "/view.css": "view.css", "/favicon.svg": "favicon.svg"}
+# The page's files by their suffix, with their Content-Type. JavaScript must
+# be text/javascript: browsers refuse a module of any other type (nosniff).
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+
+
+def _static_files():
+    """URL path -> file name of the page's files: every file of STATIC_DIR of a
+    type in _CONTENT_TYPES (the page's ES modules among them, served as they
+    are), and ``/`` for the page. Listed once, at import: a path not listed is a
+    404, whatever the disk holds."""
+    try:
+        names = sorted(os.listdir(STATIC_DIR))
+    except OSError:
+        names = []  # a broken install: "/" then says which file is missing
+    files = {f"/{n}": n for n in names if os.path.splitext(n)[1] in _CONTENT_TYPES}
+    files["/"] = "index.html"
+    return files
+
+
+_STATIC_FILES = _static_files()
 # The transport's write buffer: above it a client's sender waits (and its
 # outbox, not the buffer, absorbs or drops what comes meanwhile).
 WRITE_LIMIT = 256 << 10
@@ -242,9 +260,7 @@ class ViewServer:
         except OSError as e:
             return self._response(connection, 500, f"a0py view: the page's file {name} is missing from the "
                                   f"package ({e.strerror}): reinstall a0py\n")
-        ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        if ctype.startswith("text/") or ctype == "application/javascript":
-            ctype += "; charset=utf-8"
+        ctype = _CONTENT_TYPES[os.path.splitext(name)[1]]
         csp = ("default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
                "style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; "
                "form-action 'none'")
@@ -286,15 +302,10 @@ async def _farewell(connection, status, reason):
 
     from ._hub import CLOSE_POLICY
 
-    protocol = getattr(connection, "protocol", None)
     try:
-        if protocol is None or not hasattr(connection, "send_context"):
-            await asyncio.wait_for(connection.send(status), connection.close_timeout or 10)
-            await connection.close(CLOSE_POLICY, reason)
-            return
         async with connection.send_context():
-            protocol.send_text(status.encode("utf-8"))
-            protocol.send_close(CLOSE_POLICY, reason)
+            connection.protocol.send_text(status.encode("utf-8"))
+            connection.protocol.send_close(CLOSE_POLICY, reason)
     except (ConnectionClosed, TimeoutError):
         pass
 
@@ -302,40 +313,24 @@ async def _farewell(connection, status, reason):
 async def _send_loop(client):
     """Writes ``client``'s outbox to its connection: control frames first,
     many frames per socket write, waiting (drain) while the transport's buffer
-    is above its limit. Ends when the connection closes."""
+    is above its limit. Ends when the connection closes.
+
+    Frames go through the connection's sans-I/O ``protocol`` inside its
+    ``send_context()`` (websockets' asyncio connection has both since 13.0,
+    the version pyproject.toml requires), so a batch costs one system call."""
     from websockets.exceptions import ConnectionClosed
 
     conn = client.connection
-    protocol = getattr(conn, "protocol", None)
+    protocol = conn.protocol
     control, data = client.control, client.data
-    if protocol is None or not hasattr(conn, "send_context"):
-        return await _send_loop_plain(client)  # a websockets without the sans-I/O layer
     try:
         while not client.closed:
             await client.wake.wait()
             client.wake.clear()
-            while (control or data or client.latest) and not client.closed:
+            while (control or data) and not client.closed:
                 client.before_batch()
                 async with conn.send_context():
-                    size = 0
-                    n = 0
-                    if client.latest:
-                        latest, client.latest = client.latest, {}
-                        for frame in latest.values():
-                            protocol.send_binary(frame)
-                    while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
-                        if control:
-                            frame = client.pop_control()
-                        else:
-                            frame = data.popleft()
-                            client.data_bytes -= len(frame)
-                            client.sent += 1
-                        if isinstance(frame, str):
-                            protocol.send_text(frame.encode("utf-8"))
-                        else:
-                            protocol.send_binary(frame)
-                        size += len(frame)
-                        n += 1
+                    _send_batch(client, protocol)
                     chunks = protocol.data_to_send()
                     if len(chunks) > 1 and all(chunks):
                         conn.transport.write(b"".join(chunks))
@@ -348,31 +343,25 @@ async def _send_loop(client):
         pass
 
 
-async def _send_loop_plain(client):
-    """The same as :func:`_send_loop`, one ``send`` a frame."""
-    from websockets.exceptions import ConnectionClosed
-
-    conn = client.connection
-    try:
-        while not client.closed:
-            await client.wake.wait()
-            client.wake.clear()
-            while (client.control or client.data or client.latest) and not client.closed:
-                client.before_batch()
-                if client.latest:
-                    latest, client.latest = client.latest, {}
-                    for frame in latest.values():
-                        await conn.send(frame)
-                elif client.control:
-                    await conn.send(client.pop_control())
-                else:
-                    frame = client.data.popleft()
-                    client.data_bytes -= len(frame)
-                    client.sent += 1
-                    await conn.send(frame)
-            client.after_drain()
-    except ConnectionClosed:
-        pass
+def _send_batch(client, protocol):
+    """Hands ``protocol`` the next frames of ``client``'s outbox (control
+    first), up to :data:`_BATCH_BYTES` or :data:`_BATCH_FRAMES`."""
+    control, data = client.control, client.data
+    size = 0
+    n = 0
+    while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
+        if control:
+            frame = client.pop_control()
+        else:
+            frame = data.popleft()
+            client.data_bytes -= len(frame)
+            client.sent += 1
+        if isinstance(frame, str):
+            protocol.send_text(frame.encode("utf-8"))
+        else:
+            protocol.send_binary(frame)
+        size += len(frame)
+        n += 1
 
 
 class BackgroundServer:

@@ -1,4 +1,4 @@
-"""The export loop (a0py.bridge.exchange.ExportLoop) in one process: topics added while
+"""The export loop (a0py.bridge.exporting.ExportLoop) in one process: topics added while
 it runs are read from then on, a removed one no more, and a topic whose batch was full
 is read again before the loop sleeps. The exporters here read their rings as the
 bridge's do (``_core.read_packets_into``) and count what they read instead of putting it
@@ -8,7 +8,7 @@ import threading
 import time
 
 from a0py import Arena, Packet, _core
-from a0py.bridge.exchange import ExportLoop
+from a0py.bridge.exporting import ExportLoop
 from a0py.bridge.wire import ORIGIN
 
 WAIT_S = 15.0   # what the loop was woken for is read within this

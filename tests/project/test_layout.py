@@ -50,6 +50,7 @@ LAYERS = [
     ("spark", ["a0py.spark"]),
     ("view", ["a0py.view"]),
     ("bridge", ["a0py.bridge"]),
+    ("ros2", ["a0py.ros2"]),
     ("cli", ["a0py.cli", "a0py.__main__"]),
 ]
 

@@ -8,7 +8,7 @@ The page's conventions (the page is the test's input; keep them when editing it)
   name, ``A0PY_BROKER``) for the whole page: a later section may use what an
   earlier one made (the recording ``rec``). A section's test first runs the
   sections before it that have not run yet, so each test also runs alone.
-* ```` ```sh ```` blocks are not run (installing; ``tests/test_install.py``
+* ```` ```sh ```` blocks are not run (installing; ``tests/project/test_install.py``
   covers that).
 * ```` ```console ```` blocks: each ``$ COMMAND`` line runs (split as a shell
   would split words; ``a0py`` and ``python`` are this environment's), to

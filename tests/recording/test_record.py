@@ -175,7 +175,7 @@ def test_uncompressed_segments_and_the_json_copy_for_foxglove(root, tmp_path):
     rec.wait_ready(30)
     pub = a0py.Publisher("j")
     # Schemaless JSON, which the copy is for (pub_json would make "j" a typed topic:
-    # a json channel of its own, tests/test_record_typed.py).
+    # a json channel of its own, tests/recording/test_record_typed.py).
     pub.pub(b'{"x": 1.5, "y": [1, 2]}')
     pub.pub(b"not json")
     pub.pub(b'{"x": 2}')

@@ -2,15 +2,14 @@
 plain `websockets` client against a view running in its own process, with
 topics published by yet another process.
 
-The browser side is in test_view_browser.py."""
+The page's files over HTTP are in test_view_page.py, the page in a browser in
+test_view_browser.py."""
 
 import asyncio
 import json
 import re
 import struct
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from helpers.view import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from a0py._core import PACKET_LAYOUT
 from a0py.proto import topic as tp
 from a0py.view import _protocol as P
 from a0py.view._schema import BYTES_ENCODING, JSON_ENCODING, infer_schema, kind_of
@@ -104,6 +104,16 @@ class Client:
         if not cond():
             await self.expect(lambda m: cond(), timeout, what)
 
+    async def stats_until(self, sub_id, cond, what, timeout=MSG_S):
+        """Subscribes ``sub_id`` to the stats channel and reads it until
+        ``cond(topics)`` holds (``topics``: the stats of each topic)."""
+        stats = await self.channel("/a0py/view/stats")
+        await self.subscribe([(sub_id, stats["id"])])
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not cond(json.loads((await self.data(sub_id))[2])["topics"]):
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+
     async def channel(self, topic):
         for ch in self.channels.values():
             if ch["topic"] == topic:
@@ -135,25 +145,6 @@ def run(coro):
     return asyncio.run(coro)
 
 
-# ------------------------------------------------------------ the page over HTTP
-
-
-def test_get_root_returns_the_page_and_its_files(view):
-    v = view()
-    with urllib.request.urlopen(v.url, timeout=MSG_S) as r:
-        body = r.read().decode()
-        assert r.status == 200
-        assert r.headers["Content-Type"].startswith("text/html")
-        assert "default-src 'self'" in r.headers["Content-Security-Policy"]
-    assert "<title>a0py view</title>" in body and 'src="view.js"' in body
-    for name, ctype in (("view.js", "javascript"), ("view.css", "text/css")):
-        with urllib.request.urlopen(v.url + name, timeout=MSG_S) as r:
-            assert ctype in r.headers["Content-Type"] and len(r.read()) > 1000
-    with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(v.url + "etc/passwd", timeout=MSG_S)
-    assert e.value.code == 404
-
-
 # ------------------------------------------------------------ protocol
 
 
@@ -166,6 +157,8 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
         c = await Client.open(v.ws_url)
         assert c.ws.subprotocol == "foxglove.sdk.v1"
         assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == []
+        # the page's packet codec takes every size and offset from here (the C header's)
+        assert json.loads(c.server_info["metadata"]["a0py.packetLayout"]) == PACKET_LAYOUT
         odom_ch = await c.channel("robot/odom")
         raw_ch = await c.channel("robot/raw")
         assert odom_ch["encoding"] == "json" and odom_ch["schemaEncoding"] == "jsonschema"
@@ -753,7 +746,9 @@ def test_log_and_cfg_topics_are_channels_of_their_own(view, root):
         plog, pcfg = await page.channel("robot:log"), await page.channel("robot:cfg")
         assert (plog["encoding"], plog["a0pyProtocol"], plog["payloadEncoding"]) == ("a0py/packet", "log", "text")
         assert (pcfg["a0pyProtocol"], pcfg["payloadEncoding"]) == ("cfg", "json")
-        await asyncio.sleep(0.5)
+        # once the view has read them (its stats count them), ...
+        await page.stats_until(9, lambda t: t.get("robot:log", {}).get("count", 0) >= 3
+                               and t.get("robot:cfg", {}).get("count", 0) >= 1, "the view reading the log's lines")
         # a subscriber gets the log's last lines at once, each one (never conflated), and the configuration
         await fox.subscribe([(1, log_ch["id"]), (2, cfg_ch["id"])])
         entries = [json.loads((await fox.data(1))[2]) for _ in range(3)]

@@ -20,19 +20,25 @@ DOCS = os.path.join(REPO, "docs")
 WAIT_MS = 15_000
 
 
-def _series_pixels(page, color, x0=0.0, x1=1.0):
-    """Pixels of the plot canvas within a small distance of ``color``
-    (#rrggbb), in the columns from ``x0`` to ``x1`` (fractions of its width)."""
-    return page.evaluate("""([color, x0, x1]) => {
-        const c = document.getElementById('plot');
-        const c0 = Math.floor(c.width * x0), c1 = Math.ceil(c.width * x1);
-        const d = c.getContext('2d').getImageData(c0, 0, c1 - c0, c.height).data;
-        const r = parseInt(color.slice(1, 3), 16), g = parseInt(color.slice(3, 5), 16), b = parseInt(color.slice(5, 7), 16);
-        let n = 0;
-        for (let i = 0; i < d.length; i += 4)
-            if (d[i + 3] > 200 && Math.abs(d[i] - r) < 40 && Math.abs(d[i + 1] - g) < 40 && Math.abs(d[i + 2] - b) < 40) n++;
-        return n;
-    }""", [color, x0, x1])
+# The number of pixels of the plot canvas within a small distance of a colour
+# (#rrggbb), in the columns from x0 to x1 (fractions of its width).
+_COUNT_PIXELS = """([color, x0, x1]) => {
+    const c = document.getElementById('plot');
+    const c0 = Math.floor(c.width * x0), c1 = Math.ceil(c.width * x1);
+    const d = c.getContext('2d').getImageData(c0, 0, c1 - c0, c.height).data;
+    const r = parseInt(color.slice(1, 3), 16), g = parseInt(color.slice(3, 5), 16), b = parseInt(color.slice(5, 7), 16);
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4)
+        if (d[i + 3] > 200 && Math.abs(d[i] - r) < 40 && Math.abs(d[i + 1] - g) < 40 && Math.abs(d[i + 2] - b) < 40) n++;
+    return n;
+}"""
+
+
+def _wait_series_pixels(page, color, more_than, x0=0.0, x1=1.0):
+    """Waits until the plot shows more than ``more_than`` pixels of ``color``
+    in the columns from ``x0`` to ``x1`` (the page draws on animation frames)."""
+    page.wait_for_function(f"(args) => ({_COUNT_PIXELS})(args) > {more_than}", arg=[color, x0, x1],
+                           timeout=WAIT_MS)
 
 
 def test_live_topic_appears_with_its_rate_and_values_and_is_plotted(root, page, tmp_path):
@@ -78,23 +84,24 @@ def test_live_topic_appears_with_its_rate_and_values_and_is_plotted(root, page, 
         page.click("#add-field")
         page.wait_for_function("() => Number(document.getElementById('plot').dataset.points) > 50",
                                timeout=WAIT_MS)
-        time.sleep(1.0)
-        assert _series_pixels(page, "#2563eb") > 300
+        _wait_series_pixels(page, "#2563eb", 300)
         # clicking a number in a message plots it too
         page.hover("#messages")  # the pointer over the messages holds them still
         page.locator('#messages .msg').first.locator('.num[data-path="pose.theta"]').click()
         page.mouse.move(5, 5)
         page.wait_for_function("() => a0pyView.state.series.length === 2", timeout=WAIT_MS)
-        time.sleep(2.0)
-        assert _series_pixels(page, "#dc2626") > 50
+        _wait_series_pixels(page, "#dc2626", 50)
         shot = (os.path.join(DOCS, "view.png") if os.environ.get("A0PY_UPDATE_SCREENSHOT") == "1"
                 else str(tmp_path / "view.png"))
         page.screenshot(path=shot)
         assert os.path.getsize(shot) > 10_000
-        # pause freezes the page, resume goes on
+        # pause freezes the page: ten more messages arrive (the page counts each one it
+        # receives of the selected topic), none is shown; resume goes on
         page.click("#pause")
         frozen = page.locator("#messages .msg pre").first.inner_text()
-        time.sleep(0.5)
+        received = page.evaluate("a0pyView.state.latencyN")
+        page.wait_for_function(f"() => a0pyView.state.latencyN >= {received + 10}", timeout=WAIT_MS)
+        page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
         assert page.locator("#messages .msg pre").first.inner_text() == frozen
         page.click("#pause")
         page.wait_for_function(
@@ -167,10 +174,9 @@ def test_recording_opens_listing_every_channel_with_one_play_button_and_the_plot
         page.wait_for_function("() => Number(document.getElementById('plot').dataset.points) === 1000",
                                timeout=WAIT_MS)
         assert page.locator("#window").input_value() == "all"
-        time.sleep(0.3)  # a frame or two to draw it
         # drawn across the plot: the series' colour in its left and its right third
-        assert _series_pixels(page, "#2563eb", 0.1, 0.4) > 100
-        assert _series_pixels(page, "#2563eb", 0.7, 1.0) > 100
+        _wait_series_pixels(page, "#2563eb", 100, 0.1, 0.4)
+        _wait_series_pixels(page, "#2563eb", 100, 0.7, 1.0)
         assert page.evaluate("a0pyView.state.playback.status") == 1
         # a channel with no message yet: its fields come from its schema, its series from 6 s on
         page.locator('#topics tr[data-topic="robot/late"]').click()
@@ -194,4 +200,42 @@ def test_recording_opens_listing_every_channel_with_one_play_button_and_the_plot
         page.wait_for_function("() => a0pyView.state.playback.status === 0", timeout=WAIT_MS)
         assert page.locator("#play").inner_text() == "Pause"
         assert float(re.search(r"\(([\d.]+) s of", page.locator("#clock").inner_text()).group(1)) < 9.0
+        page.goto("about:blank")
+
+
+def test_the_pages_codec_reads_a_packet_made_by_python_with_the_layout_the_server_sent(root, page):
+    """The page builds its packet codec from the layout in the server's
+    serverInfo (a0py._core.PACKET_LAYOUT, from the C header): it reads a packet
+    a Publisher wrote as a0py.Packet reads it, finds the payload without the
+    headers, and refuses a corrupt or a truncated packet."""
+    import a0py
+    from a0py._core import PACKET_LAYOUT
+
+    topic = a0py.Topic("codec/check")
+    with a0py.Publisher(topic) as pub, a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST) as sub:
+        pub.pub(b"payload \x00\xff", headers=[("k", "v"), ("k", "w"), ("\u00e9", "\u00fc")])
+        pkt = sub.read_blocking(timeout=5)
+    data = pkt.to_bytes()
+    at = PACKET_LAYOUT["payload_size_off"]
+    corrupt = bytearray(data)
+    corrupt[at:at + 8] = (len(pkt.payload) + 1).to_bytes(8, "little")
+    with ViewProcess() as view:
+        page.goto(view.url)
+        page.wait_for_function("() => a0pyView.state.codec !== null", timeout=WAIT_MS)
+        read = """([bytes, skip]) => {
+            const buf = new Uint8Array([...new Array(skip).fill(0), ...bytes]).buffer;
+            const codec = a0pyView.state.codec, fast = codec.payload(buf, skip);
+            try {
+                const p = codec.decode(buf, skip);
+                return {id: p.id, headers: p.headers, payload: Array.from(p.payload), fast: fast && Array.from(fast)};
+            } catch (e) { return {error: e.message, fast}; }
+        }"""
+        # at an offset in its buffer, as a packet is in a message
+        got = page.evaluate(read, [list(data), 13])
+        assert got == {"id": pkt.id, "headers": [list(h) for h in pkt.headers],
+                       "payload": list(pkt.payload), "fast": list(pkt.payload)}
+        assert [h[0] for h in got["headers"][:5]] == list(a0py.STANDARD_HEADERS)
+        assert page.evaluate(read, [list(corrupt), 0]) == {"error": "corrupt a0py packet", "fast": None}
+        short = data[:PACKET_LAYOUT["index_off"] - 1]
+        assert page.evaluate(read, [list(short), 0]) == {"error": "not an a0py packet", "fast": None}
         page.goto("about:blank")

@@ -25,12 +25,12 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * the a0py packets checked and decoded straight into Spark's column vectors
  * (one columnar batch a chunk: its frame rows, then its gap rows).
  *
- * <p>The rows are the Python source's (a0py/spark/_read.py invariants): seq is
+ * <p>The rows are the Python source's (a0py/spark/batches.py invariants): seq is
  * the packet's a0_transport_seq (the record's 32-bit sequence when it has
  * none), time_mono its a0_time_mono, time_wall the record's publish time in
  * µs, headers the standard ones first, rendered as a0py's readers show them,
  * then the packet's own, in order. The packet checks are the C decoder's
- * (a0py/spark/_bulk.pyx): nothing is read outside the packet, every index
+ * (a0py/recording/_bulk.pyx): nothing is read outside the packet, every index
  * entry and string is checked before it is followed, and the first packet
  * that fails is an error naming the file, chunk and message. Only columns
  * the query asks for are filled. With decode=true (ROS 2 channels, planned by

@@ -29,7 +29,7 @@ import net.jpountz.lz4.LZ4FrameInputStream;
 /**
  * MCAP, the reading side, in the JVM: the layout of a file (from its summary,
  * or from a scan when it has none) and the decompressed records of a chunk.
- * The same rules as a0py/spark/_mcap.py, whose error texts it keeps:
+ * The same rules as the Python reader (a0py/recording/), whose error texts it keeps:
  *
  * <ul>
  *   <li>Nothing read from a file is trusted: every length and offset is

@@ -105,7 +105,7 @@ def _shm_paths(low):
     return [p for p in got if str(p).startswith(SHM_PREFIX)]
 
 
-class A0StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class A0TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options, schema):
         low = lower_keys(options)
         topics = [t.strip() for t in str(low.get("topics", "")).split(",") if t.strip()]

@@ -1,10 +1,10 @@
-"""Packets across the bridge: :class:`PubsubExporter` (a local topic's pub/sub packets
-to Zenoh, in batches, driven by an :class:`ExportLoop`; in bundle mode several topics'
-batches in one sample, :class:`BundleWriter`), :class:`Exporter` (its log
-messages or configuration versions, one a sample) and :class:`Importer` (Zenoh to local
-topics). Log messages and configuration versions are packets in a ring as pub/sub
-packets are (a configuration version is a whole JSON document), and travel the same way
-under their own keys.
+"""Local packets to Zenoh: :class:`PubsubExporter` (a local topic's pub/sub packets, in
+batches, driven by an :class:`ExportLoop`; in bundle mode several topics' batches in
+one sample, :class:`BundleWriter`) and :class:`LogCfgExporter` (a topic's log messages
+or configuration versions, one a sample). Log messages and configuration versions are
+packets in a ring as pub/sub packets are (a configuration version is a whole JSON
+document), and travel the same way under their own keys; the far side writes them into
+its topics (:mod:`a0py.bridge.importing`).
 
 Invariants:
 
@@ -13,18 +13,9 @@ Invariants:
   again. So every packet crosses the network once, from the bridge of the machine where
   it was published to each bridge subscribed to its key, whatever the topology, and no
   loop can form.
-* The importer ignores samples its own session sent, and writes a packet of a given
-  (exporting bridge, topic) only if its number is above the last one written: a packet
-  seen twice is written once (``duplicates``, a batch partly seen included), a gap is
-  counted as ``lost``. A batch's packets are written with one lock, in order.
 * Pub/sub packets are read raw from the ring and spliced, never decoded: the exporter
   only looks up the origin header in each packet's index (in the binding call that
-  reads the batch); the importer hands each
-  sample to one compiled call (:mod:`a0py.bridge._ingest`) that checks the attachment
-  and each packet's layout, counts duplicates and gaps, and writes each packet with the
-  bridge headers straight into its frame (no copy between the sample and the ring).
-  Nothing received is trusted: what fails a check is counted, never written past a
-  bound.
+  reads the batch).
 * Topics present when the bridge starts are exported from their next packet (a
   restarted bridge sends nothing twice); topics that appear later are exported from
   their oldest packet (nothing published between the topic's creation and the bridge
@@ -32,9 +23,7 @@ Invariants:
 * Configurations: the exporter watches the newest version (intermediate versions
   written faster than it reads may be skipped, never reordered); a version that existed
   when the bridge started is not sent (two machines' different configurations are not
-  swapped at start), only those written since. The importer writes a version holding
-  the topic's writers' lock, as :class:`a0py.Cfg` does, so a local merge patch never
-  merges into a version the bridge has just replaced.
+  swapped at start), only those written since.
 * The export loop reads each woken topic once per wake-up, again before sleeping only if
   the read said more was waiting. It sleeps on the rings' ``notify_local`` words
   (``MultiWait(local=True)``), which every commit moves except those of relayed writers;
@@ -50,10 +39,7 @@ Invariants:
 * Bundle mode (:class:`BundleWriter`): the batches an export loop reads in one wake-up,
   every topic's, go in one sample on the bridge's bundle key, a packet larger than a
   bundle in a bundle of its own; a topic's packets keep one numbering and one key, so
-  they arrive in order. Every importer takes bundles (:class:`~a0py.bridge._ingest.
-  BundleIngest`, one call per bundle), whatever its own mode, with the same per-topic
-  numbers, duplicates, gaps and counts as batch samples; sections of topics its globs do
-  not take are skipped uncounted.
+  they arrive in order.
 * No arena lock is held across a Zenoh put (which may block under the block policy):
   the export loop reads without the lock, and user callbacks of a0py never run under
   one.
@@ -67,34 +53,24 @@ import time
 from .. import _core
 from ..errors import A0TimeoutError, BufferTooSmallError, FrameEvictedError, PacketCorruptError
 from ..proto.cfg import CfgWatcher
-from ..proto.discovery import compile_glob
 from ..proto.log import LogLevel, LogListener
-from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST, Subscriber
-from ..proto.topic import CFG, LOG, PUBSUB, Topic, parse_size, topic_arena
-from ._ingest import BAD_SAMPLE, INGESTED, OWN, WRITE_FAILED, BundleIngest, TopicIngest
+from ..proto.pubsub import INIT_AWAIT_NEW, INIT_OLDEST
+from ..proto.topic import CFG, PUBSUB, Topic, topic_arena
 from .wire import (
-    BRIDGED,
-    BUNDLE_CHUNK,
     BUNDLE_SECTION,
     FRAME_PREFIX,
     ORIGIN,
     Attachment,
     BatchAttachmentWriter,
     BundleAttachmentWriter,
-    WireError,
     bundle_key,
-    bundle_topic,
     key_of,
-    topic_of_key,
 )
 
-__all__ = ["MAX_LINGER", "BundleWriter", "ExportLoop", "Exporter", "Importer", "PubsubExporter", "compile_sizes",
-           "init_for"]
+__all__ = ["MAX_LINGER", "BundleWriter", "ExportLoop", "LogCfgExporter", "PubsubExporter", "init_for"]
 
 _log = logging.getLogger("a0py.bridge")
 
-# A topic the importer creates holds at least this many frames of its first packet's size.
-_FRAMES_PER_TOPIC = 4
 # A pub/sub batch holds at most this many packets and, past its first packet, this many
 # bytes (Zenoh's own network batches are 64 KiB; a larger sample is fragmented).
 _BATCH_FRAMES = 256
@@ -439,8 +415,10 @@ class ExportLoop:
             self._bundle.close()
 
 
-class Exporter:
-    """Sends one local topic's `protocol` packets to Zenoh (see the module doc)."""
+class LogCfgExporter:
+    """Sends one local topic's log messages (`protocol` ``log``) or configuration
+    versions (``cfg``) to Zenoh, one a sample (see the module doc). Pub/sub packets go
+    in batches instead (:class:`PubsubExporter`)."""
 
     def __init__(self, bridge, protocol, name, init):
         self.counts = bridge.counts_of(protocol, name)
@@ -461,10 +439,8 @@ class Exporter:
                 with _core.Transport(self._arena).lock() as t:
                     self._after = 0 if t.empty else t.seq_high
             self._subscriber = CfgWatcher(topic, self._on_packet)
-        elif protocol == LOG:
-            self._subscriber = LogListener(topic, LogLevel.DBG, self._on_packet, init=init)
         else:
-            self._subscriber = Subscriber(topic, self._on_packet, init=init)
+            self._subscriber = LogListener(topic, LogLevel.DBG, self._on_packet, init=init)
 
     def _on_packet(self, pkt):
         if pkt.seq <= self._after:
@@ -490,142 +466,8 @@ class Exporter:
             pass
 
 
-# Keys remembered by the importer (what it learns from a key expression), forgotten all at
-# once past this many.
-_MAX_CACHED = 4096
-
-
-class Importer:
-    """Writes remote topics matching the bridge's globs into local ones (see the module
-    doc). `sizes`: ``[(compiled glob, bytes)]``, the first match sizing a topic this
-    importer creates.
-
-    Per sample, Python looks up the topic's :class:`~a0py.bridge._ingest.TopicIngest` by
-    its key expression; one compiled call does the rest (attachment, duplicates and
-    gaps, each packet's check, the bridge headers spliced into the ring's frames, one
-    lock and one commit)."""
-
-    def __init__(self, bridge, sizes):
-        self._bridge = bridge
-        self._sizes = sizes
-        self._lock = threading.Lock()
-        self._topics = {}   # (protocol, topic) -> TopicIngest
-        self._keys = {}     # key expression -> (TopicIngest, topic), or None: not ours
-        self._subscribers = [bridge.session.declare_subscriber(
-            key_of(bridge.prefix, protocol, "**"), self._on_sample,
-            allowed_origin=bridge.zenoh.Locality.REMOTE) for protocol in BRIDGED]
-        # bundles of every bundling bridge, whatever this bridge's own mode
-        self._bundles = BundleIngest(bridge.id_bytes, self._bundled_topic)
-        self._subscribers.append(bridge.session.declare_subscriber(
-            f"{bridge.prefix}/{BUNDLE_CHUNK}/*", self._on_bundle,
-            allowed_origin=bridge.zenoh.Locality.REMOTE))
-
-    def _refuse(self, why):
-        self._bridge.bad_samples += 1
-        _log.debug("bridge: refused a sample: %s", why)
-
-    def _topic_of(self, key):
-        """``(TopicIngest, topic)`` of a key expression, None if the bridge does not
-        import it; WireError if it names no topic. Remembered per key."""
-        found = self._keys.get(key, False)
-        if found is False:
-            protocol, name = topic_of_key(self._bridge.prefix, key)
-            found = None
-            if self._bridge.matches(name):
-                with self._lock:
-                    state = self._topics.get((protocol, name))
-                    if state is None:
-                        state = self._topics[protocol, name] = self._new_state(protocol, name)
-                found = (state, name)
-            if len(self._keys) >= _MAX_CACHED:
-                self._keys.clear()
-            self._keys[key] = found
-        return found
-
-    def _new_state(self, protocol, name):
-        bridge = self._bridge
-
-        def opener(frame_size):
-            transport = self._open(protocol, name, frame_size)
-            return transport, (_core.Deadman(transport.arena) if protocol == CFG else None)
-
-        return TopicIngest(bridge.id_bytes, lambda: bridge.counts_of(protocol, name), opener)
-
-    def _on_sample(self, sample):
-        # On a Zenoh thread; nothing in the sample is trusted (TopicIngest checks it).
-        key = str(sample.key_expr)
-        found = self._keys.get(key, False)  # _topic_of's lookup, without its call when known
-        if found is False:
-            try:
-                found = self._topic_of(key)
-            except WireError as e:
-                self._refuse(e)
-                return
-        if found is None:
-            return
-        state, name = found
-        att = sample.attachment
-        with self._lock:
-            done = state.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
-        if done in (INGESTED, OWN):
-            return
-        if done == BAD_SAMPLE:
-            self._refuse(state.error)
-        elif done == WRITE_FAILED:
-            _log.warning("bridge: cannot write topic %r: %s", name, state.error)
-        else:
-            _log.debug("bridge: topic %r: refused packets: %s", name, state.error)
-
-    def _bundled_topic(self, raw):
-        """The TopicIngest of a bundle section's topic (`raw`: its name's bytes), None if
-        the bridge does not import it; WireError if it names none. Called by
-        :class:`~a0py.bridge._ingest.BundleIngest` under ``self._lock``."""
-        name = bundle_topic(raw)
-        if not self._bridge.matches(name):
-            return None
-        state = self._topics.get((PUBSUB, name))
-        if state is None:
-            state = self._topics[PUBSUB, name] = self._new_state(PUBSUB, name)
-        return state
-
-    def _on_bundle(self, sample):
-        # On a Zenoh thread; nothing in the sample is trusted (BundleIngest checks it).
-        att = sample.attachment
-        bundles = self._bundles
-        with self._lock:
-            done = bundles.ingest(sample.payload.to_bytes(), None if att is None else att.to_bytes())
-            failures, error = bundles.failures, bundles.error
-        if done == BAD_SAMPLE:
-            self._refuse(error)
-        for name, code, why in failures:
-            if code == WRITE_FAILED:
-                _log.warning("bridge: cannot write topic %r: %s", name, why)
-            else:
-                _log.debug("bridge: topic %r: refused packets: %s", name, why)
-
-    def _open(self, protocol, name, frame_size):
-        size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
-        topic = Topic(name, root=self._bridge.root)
-        if size is None:
-            need = _FRAMES_PER_TOPIC * (_core.FRAME_HEADER_SIZE + frame_size + 16) + _core.HEADER_SIZE
-            size = max(topic.size_for(protocol), need)
-        return _core.Transport(topic_arena(Topic(name, root=topic.root, size={protocol: size}), protocol))
-
-    def close(self):
-        for sub in self._subscribers:
-            try:
-                sub.undeclare()
-            except Exception:  # the session closed first
-                pass
-
-
 def init_for(existing):
     """Where the exporter of a topic starts: the next packet for a topic that existed
     when the bridge started, the oldest for one that appeared since."""
     return INIT_AWAIT_NEW if existing else INIT_OLDEST
 
-
-def compile_sizes(sizes):
-    """``[(match, bytes)]`` from ``{glob: size}`` or ``[(glob, size)]``."""
-    items = sizes.items() if hasattr(sizes, "items") else sizes
-    return [(compile_glob(g).match, parse_size(s, f"bridge size for {g!r}")) for g, s in items]
