@@ -32,7 +32,8 @@ cdef class PacketReader:
     written after if none), 2 await new (the first written after it was
     made), 3 first (the arena's first packet, seq 1: for a reader made
     before anything was written, such as one that waited for its topic to
-    appear; packets evicted before its first read count in `missed`). `iter`: how it moves on — 0 next (every packet in order), 1 newest
+    appear; packets evicted before its first read count in `missed`).
+    `iter`: how it moves on — 0 next (every packet in order), 1 newest
     (straight to the newest, skipping the rest). :class:`a0py.SubscriberSync`
     is this class bound to a topic, with named constants.
 

@@ -41,7 +41,8 @@ cdef class PacketView:
             while True:
                 err = a0_transport_read_begin(&rd.t, &self.r)
                 if err == A0_ERR_NO_FRAME:
-                    timed_out = self.has_deadline < 0 or (self.has_deadline and a0_deadline_passed(&self.deadline))
+                    timed_out = self.has_deadline < 0 or (self.has_deadline
+                                                          and a0_deadline_passed(&self.deadline))
                     if timed_out or not rd._wait_free(&self.deadline if self.has_deadline else NULL):
                         raise A0TimeoutError(f"{rd._label}: no packet within {self.timeout} s")
                     if rd.iter_mode == PACKET_ITER_NEWEST:

@@ -217,7 +217,8 @@ cdef class PacketWriter:
             return
         # The largest packet whose frame (header + data, aligned) fits n
         # times in the workspace; larger ones set the hook off.
-        cdef uint64_t slot = (a0_transport_workspace_size(&self.proto_t) // n) & ~(<uint64_t>A0_FRAME_ALIGN - 1)
+        cdef uint64_t slot = ((a0_transport_workspace_size(&self.proto_t) // n)
+                              & ~(<uint64_t>A0_FRAME_ALIGN - 1))
         self.large_above = slot - A0_FRAME_HDR_SIZE if slot > A0_FRAME_HDR_SIZE else 0
 
     def _large_packet(self, packet_size):

@@ -56,7 +56,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport UINT64_MAX, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 from .._core cimport Transport
 from ..includes.a0_arena cimport a0_check_info_t
@@ -73,6 +73,7 @@ from ..includes.a0_transport cimport a0_locked_t
 
 from ..errors import A0Error, ArgumentError, LockError
 from .errors import WireError
+from .wire import HOST, ORIGIN, SEQ
 
 __all__ = ["BAD_SAMPLE", "INGESTED", "MAX_ORIGINS", "OWN", "REFUSED", "BundleIngest", "TopicIngest",
            "WRITE_FAILED"]
@@ -104,7 +105,7 @@ cdef enum:
     _BATCH_ATT = 32    # A0BB: magic, origin, first number, count; then the host
     _PREFIX = 16       # before each frame of a batch: its seq and size, u64 LE
     _NOGIL_BYTES = 65536
-    _N_EXTRA = 3
+    _N_BRIDGE_HEADERS = 3
     _BUNDLE_ATT = 24   # A0BN: magic, origin, section count; then the host
     _SECTION = 22      # before each section of a bundle: first number, batch size, count, name size
     _MAX_NAMES = 4096  # topic names a BundleIngest remembers (all forgotten at once past this)
@@ -113,9 +114,17 @@ cdef enum:
 # writer holds it only while it merges one document).
 cdef double _CFG_LOCK_S = 5.0
 
-cdef const char* _ORIGIN_KEY = b"a0py.bridge.origin"
-cdef const char* _HOST_KEY = b"a0py.bridge.host"
-cdef const char* _SEQ_KEY = b"a0py.bridge.seq"
+# The keys of the bridge headers: wire.py's names (their one definition), in
+# UTF-8, their lengths computed.
+cdef bytes _ORIGIN_UTF8 = ORIGIN.encode("utf-8")
+cdef bytes _HOST_UTF8 = HOST.encode("utf-8")
+cdef bytes _SEQ_UTF8 = SEQ.encode("utf-8")
+cdef const char* _ORIGIN_KEY = _ORIGIN_UTF8
+cdef const char* _HOST_KEY = _HOST_UTF8
+cdef const char* _SEQ_KEY = _SEQ_UTF8
+cdef uint32_t _ORIGIN_KEY_LEN = <uint32_t>len(_ORIGIN_UTF8)
+cdef uint32_t _HOST_KEY_LEN = <uint32_t>len(_HOST_UTF8)
+cdef uint32_t _SEQ_KEY_LEN = <uint32_t>len(_SEQ_UTF8)
 cdef const char* _HEX = b"0123456789abcdef"
 
 
@@ -125,11 +134,34 @@ cdef struct _Origin:
     uint64_t stamp   # when it was first seen (the smallest is forgotten first)
 
 
-cdef struct _Extra:
+cdef struct _BridgeHeaders:
     # The bridge headers of one packet: origin (32 hex digits), host, number.
     a0_packet_header_t h[3]
     char origin_hex[32]
     char seq[20]
+
+
+cdef struct _SamplePackets:
+    # The packets of one sample left to write: a payload of one packet, or a
+    # batch of prefixed frames (walked and bounds-checked already), of which
+    # those from index `skip` to `n` are written, numbered from `first`.
+    const uint8_t* p
+    uint64_t total_len
+    bint batch
+    uint64_t skip
+    uint64_t n
+    uint64_t first
+
+
+cdef struct _Survey:
+    # What the first pass finds in a sample's packets left to write.
+    uint64_t start         # the payload offset of the first of them
+    uint64_t ok            # packets to write: a0py packets, not bridged yet, in the format's bounds
+    uint64_t corrupt       # not a0py packets, or bridged once already
+    uint64_t too_large     # past the packet format's bounds with the bridge headers
+    uint64_t biggest       # the largest frame an ok packet takes
+    c_bool first_refused   # the first corrupt one was bridged already (else first_info says why)
+    a0_check_info_t first_info
 
 
 cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
@@ -146,7 +178,7 @@ cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
     return True
 
 
-cdef inline void _set_number(_Extra* x, uint64_t number) noexcept nogil:
+cdef inline void _set_number(_BridgeHeaders* x, uint64_t number) noexcept nogil:
     x.h[2].val_len = a0_u64_to_dec(number, x.seq)
 
 
@@ -165,7 +197,7 @@ cdef inline const uint8_t* _next_frame(const uint8_t* p, uint64_t* off, uint64_t
     return p + off[0] - sz
 
 
-cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _Extra* x, a0_packet_view_t* v,
+cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _BridgeHeaders* x, a0_packet_view_t* v,
                             uint64_t* meta, uint64_t* total, c_bool* refused,
                             a0_check_info_t* info) noexcept nogil:
     """Checks the packet `data` and sizes it with x's headers: A0_OK (and
@@ -174,21 +206,104 @@ cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _Extra* x, a0_pa
     refused[0] = False
     if a0_packet_view(data, size, v, info) != A0_OK:
         return A0_ERR_CORRUPT
-    return a0_packet_splice_size(v, x.h, _N_EXTRA, _ORIGIN_KEY, 18, refused, meta, total, info)
+    return a0_packet_splice_size(v, x.h, _N_BRIDGE_HEADERS, _ORIGIN_KEY, _ORIGIN_KEY_LEN, refused, meta,
+                                 total, info)
 
 
-cdef a0_err_t _fill(Transport tr, a0_locked_t lk, const uint8_t* p, uint64_t off, uint64_t total_len,
-                    bint batch, uint64_t skip, uint64_t n, uint64_t first, _Extra* x,
-                    uint64_t max_data, uint64_t* written) noexcept nogil:
-    """Under the lock: each packet that passes (a packet, not bridged, fits)
-    spliced straight into a frame of its size. Stops at the first error."""
+cdef void _set_bridge_headers(_BridgeHeaders* x, const uint8_t* origin, const uint8_t* host,
+                              Py_ssize_t host_len) noexcept:
+    """Sets x's three headers: the origin bridge (32 hex digits), its host,
+    and the number, whose value _set_number gives each packet."""
+    cdef int k
+    for k in range(_ID):
+        x.origin_hex[2 * k] = _HEX[origin[k] >> 4]
+        x.origin_hex[2 * k + 1] = _HEX[origin[k] & 15]
+    x.h[0].key = _ORIGIN_KEY
+    x.h[0].key_len = _ORIGIN_KEY_LEN
+    x.h[0].val = x.origin_hex
+    x.h[0].val_len = 32
+    x.h[1].key = _HOST_KEY
+    x.h[1].key_len = _HOST_KEY_LEN
+    x.h[1].val = <const char*>host
+    x.h[1].val_len = <uint32_t>host_len
+    x.h[2].key = _SEQ_KEY
+    x.h[2].key_len = _SEQ_KEY_LEN
+    x.h[2].val = x.seq
+
+
+cdef void _survey(const _SamplePackets* s, _BridgeHeaders* x, _Survey* out) noexcept nogil:
+    """The first pass, without the lock: which packets are a0py packets that
+    crossed no bridge yet and stay in the packet format's bounds with x's
+    headers, the largest frame one of them takes, and why the first of the
+    others is refused."""
     cdef a0_packet_view_t v
-    cdef uint64_t j, sz, meta, total
+    cdef a0_check_info_t info
+    cdef uint64_t off = 0, sz, meta, total, j
+    cdef const uint8_t* data
+    cdef c_bool refused
+    cdef a0_err_t err
+    # in locals: the stores through x below cannot be taken to change them
+    cdef const uint8_t* p = s.p
+    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
+    cdef bint batch = s.batch
+    memset(out, 0, sizeof(_Survey))
+    for j in range(skip):
+        _next_frame(p, &off, &sz, batch, total_len)
+    out.start = off
+    for j in range(skip, s.n):
+        data = _next_frame(p, &off, &sz, batch, total_len)
+        _set_number(x, first + (j - skip))
+        info.field = NULL
+        err = _sized(data, sz, x, &v, &meta, &total, &refused, &info)
+        if err == A0_OK and not refused:
+            out.ok += 1
+            if total > out.biggest:
+                out.biggest = total
+        elif err == A0_ERR_FRAME_TOO_LARGE:
+            out.too_large += 1
+        else:
+            if out.corrupt == 0:
+                out.first_refused = refused
+                out.first_info = info
+            out.corrupt += 1
+
+
+cdef uint64_t _count_too_large(const _SamplePackets* s, uint64_t start, _BridgeHeaders* x,
+                               uint64_t max_data) noexcept nogil:
+    """The second pass (only when the largest packet is too large for the
+    topic's arena): how many of those the first pass kept take a frame larger
+    than `max_data`, the most the arena takes."""
+    cdef a0_packet_view_t v
+    cdef uint64_t off = start, sz, meta, total, j, n = 0
+    cdef const uint8_t* data
+    cdef c_bool refused
+    cdef const uint8_t* p = s.p
+    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
+    cdef bint batch = s.batch
+    for j in range(skip, s.n):
+        data = _next_frame(p, &off, &sz, batch, total_len)
+        _set_number(x, first + (j - skip))
+        if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
+                and total > max_data:
+            n += 1
+    return n
+
+
+cdef a0_err_t _splice_all(Transport tr, a0_locked_t lk, const _SamplePackets* s, uint64_t start,
+                          _BridgeHeaders* x, uint64_t max_data, uint64_t* written) noexcept nogil:
+    """The third pass's work, under the lock: each packet that passes (a
+    packet, not bridged, fits) spliced straight into a frame of its size.
+    Stops at the first error."""
+    cdef a0_packet_view_t v
+    cdef uint64_t off = start, j, sz, meta, total
     cdef const uint8_t* data
     cdef uint8_t* dst
     cdef c_bool refused
     cdef a0_err_t err
-    for j in range(skip, n):
+    cdef const uint8_t* p = s.p
+    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
+    cdef bint batch = s.batch
+    for j in range(skip, s.n):
         data = _next_frame(p, &off, &sz, batch, total_len)
         _set_number(x, first + (j - skip))
         if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
@@ -196,7 +311,7 @@ cdef a0_err_t _fill(Transport tr, a0_locked_t lk, const uint8_t* p, uint64_t off
             continue
         err = tr._alloc(lk, total, &dst)
         if err == A0_OK:
-            err = a0_packet_splice(dst, meta, total, &v, x.h, _N_EXTRA)
+            err = a0_packet_splice(dst, meta, total, &v, x.h, _N_BRIDGE_HEADERS)
         if err != A0_OK:
             return err
         written[0] += 1
@@ -346,8 +461,9 @@ cdef class TopicIngest:
                      uint64_t count, const uint8_t* origin, const uint8_t* host,
                      Py_ssize_t host_len) except -1:
         cdef uint64_t off = 0, sz, n = 0, first, last, skip = 0, end_number
-        cdef int i, oldest
+        cdef int i
         cdef uint32_t k
+        cdef _SamplePackets left
         counts = self.counts
         # --- the frames of a batch (wire.batch_frames's rules), walked before any is used
         if batch:
@@ -395,7 +511,13 @@ cdef class TopicIngest:
             self.origins[i].last = end_number
             self.stamps += 1
             self.origins[i].stamp = self.stamps
-        return self._write(p, total_len, batch, n, skip, first, origin, host, host_len)
+        left.p = p
+        left.total_len = total_len
+        left.batch = batch
+        left.skip = skip
+        left.n = n
+        left.first = first
+        return self._write(&left, origin, host, host_len)
 
     cdef int _write_failed(self, uint64_t n, a0_err_t err, str what) except -1:
         self.counts.write_errors += n
@@ -410,123 +532,97 @@ cdef class TopicIngest:
         self.error = why
         return REFUSED
 
-    cdef int _write(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t n, uint64_t skip,
-                    uint64_t first, const uint8_t* origin, const uint8_t* host,
+    cdef int _write(self, const _SamplePackets* s, const uint8_t* origin, const uint8_t* host,
                     Py_ssize_t host_len) except -1:
-        cdef _Extra x
-        cdef a0_packet_view_t v
-        cdef a0_check_info_t info
-        cdef uint64_t off = 0, sz, meta, total, j, number
-        cdef uint64_t n_ok = 0, n_corrupt = 0, n_large = 0, biggest = 0, n_fit, bytes_fit = 0
-        cdef uint64_t max_data, written = 0
-        cdef const uint8_t* data
-        cdef c_bool refused
-        cdef a0_err_t err = A0_OK
-        cdef a0_locked_t lk
-        cdef uint8_t* dst
-        cdef int k
+        """Writes the sample's packets left to write, with the bridge headers,
+        in three passes: each checked and sized without the lock (the topic is
+        opened at its first packets); only if one is too large for the
+        topic's arena, those that are counted and left out; the rest spliced
+        into their frames under one lock."""
+        cdef _BridgeHeaders x
+        cdef _Survey found
+        cdef uint64_t max_data, n_fit, written = 0
         cdef str why = None
-        cdef uint64_t start
         counts = self.counts
-        for k in range(16):
-            x.origin_hex[2 * k] = _HEX[origin[k] >> 4]
-            x.origin_hex[2 * k + 1] = _HEX[origin[k] & 15]
-        x.h[0].key = _ORIGIN_KEY
-        x.h[0].key_len = 18
-        x.h[0].val = x.origin_hex
-        x.h[0].val_len = 32
-        x.h[1].key = _HOST_KEY
-        x.h[1].key_len = 16
-        x.h[1].val = <const char*>host
-        x.h[1].val_len = <uint32_t>host_len
-        x.h[2].key = _SEQ_KEY
-        x.h[2].key_len = 15
-        x.h[2].val = x.seq
-
-        # --- first pass, without the lock: which packets are packets, their sizes
-        for j in range(skip):
-            _next_frame(p, &off, &sz, batch, total_len)
-        start = off
-        for j in range(skip, n):
-            data = _next_frame(p, &off, &sz, batch, total_len)
-            _set_number(&x, first + (j - skip))
-            info.field = NULL
-            err = _sized(data, sz, &x, &v, &meta, &total, &refused, &info)
-            if err == A0_OK and not refused:
-                n_ok += 1
-                if total > biggest:
-                    biggest = total
-            elif err == A0_ERR_FRAME_TOO_LARGE:
-                n_large += 1
-            else:
-                n_corrupt += 1
-                if why is None:
-                    why = "packet already bridged once" if refused else _reason(&info)
-        if n_corrupt:
-            counts.corrupt += n_corrupt
-        if n_large:
-            counts.too_large += n_large
+        _set_bridge_headers(&x, origin, host, host_len)
+        _survey(s, &x, &found)
+        if found.corrupt:
+            counts.corrupt += found.corrupt
+            why = "packet already bridged once" if found.first_refused else _reason(&found.first_info)
+        if found.too_large:
+            counts.too_large += found.too_large
             if why is None:
                 why = "packet too large for the packet format"
-        if n_ok == 0:
+        if found.ok == 0:
             self.error = why
             return REFUSED
-
-        # --- the topic, opened at the first packet
-        if self.transport is None:
-            try:
-                transport, writers_lock = self.opener(biggest)
-            except A0Error as e:
-                counts.write_errors += n_ok
-                self.error = str(e)
-                return WRITE_FAILED
-            if not isinstance(transport, Transport):
-                raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
-            # Every frame written here came from another machine: a relayed writer's
-            # commits wake every reader as usual, but not this bridge's export loop,
-            # which sleeps on the rings' notify_local words (Transport.relayed).
-            transport.relayed = True
-            self.transport = transport
-            self.writers_lock = writers_lock
+        if self.transport is None and self._open_topic(found.biggest, found.ok) != 0:
+            return WRITE_FAILED
         max_data = self.transport._max_frame_data()
-        n_fit = n_ok
-        if biggest > max_data:  # some are too large for this arena: counted, left out
-            off = start
-            for j in range(skip, n):
-                data = _next_frame(p, &off, &sz, batch, total_len)
-                _set_number(&x, first + (j - skip))
-                if _sized(data, sz, &x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
-                        and total > max_data:
-                    n_fit -= 1
-            counts.too_large += n_ok - n_fit
+        n_fit = found.ok
+        if found.biggest > max_data:  # some are too large for this arena: counted, left out
+            n_fit -= _count_too_large(s, found.start, &x, max_data)
+            counts.too_large += found.ok - n_fit
             why = why or f"packet larger than the topic's arena takes ({max_data} bytes)"
             if n_fit == 0:
                 self.error = why
                 return REFUSED
+        if self._splice_locked(s, found.start, &x, max_data, n_fit, &written) != 0:
+            return WRITE_FAILED
+        counts.imported += written
+        if why is not None:
+            self.error = why
+            return REFUSED
+        return INGESTED
 
-        # --- second pass, under one lock: each packet spliced into its frame
+    cdef int _open_topic(self, uint64_t biggest, uint64_t n_ok) except -1:
+        """Opens the topic, at its first packets (`biggest`: the largest frame
+        one of them takes): 0, or WRITE_FAILED (the `n_ok` packets counted,
+        the error kept)."""
+        try:
+            transport, writers_lock = self.opener(biggest)
+        except A0Error as e:
+            self.counts.write_errors += n_ok
+            self.error = str(e)
+            return WRITE_FAILED
+        if not isinstance(transport, Transport):
+            raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
+        # Every frame written here came from another machine: a relayed writer's
+        # commits wake every reader as usual, but not this bridge's export loop,
+        # which sleeps on the rings' notify_local words (Transport.relayed).
+        transport.relayed = True
+        self.transport = transport
+        self.writers_lock = writers_lock
+        return 0
+
+    cdef int _splice_locked(self, const _SamplePackets* s, uint64_t start, _BridgeHeaders* x,
+                            uint64_t max_data, uint64_t n_fit, uint64_t* written) except -1:
+        """The third pass: the `n_fit` packets that fit spliced into their
+        frames under one lock and one commit, holding the writers' lock if
+        the topic has one. 0, or WRITE_FAILED (counted, the error kept,
+        nothing of the sample committed)."""
+        cdef a0_locked_t lk
+        cdef a0_err_t err
         if self.writers_lock is not None:
             try:
                 self.writers_lock.take(_CFG_LOCK_S)
             except A0Error as e:
-                counts.write_errors += n_fit
+                self.counts.write_errors += n_fit
                 self.error = str(e)
                 return WRITE_FAILED
         try:
             try:
                 self.transport._acquire(&lk)
             except A0Error as e:
-                counts.write_errors += n_fit
+                self.counts.write_errors += n_fit
                 self.error = str(e)
                 return WRITE_FAILED
-            if total_len - start >= _NOGIL_BYTES:
+            if s.total_len - start >= _NOGIL_BYTES:
                 with nogil:
-                    err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
-                                max_data, &written)
+                    err = _splice_all(self.transport, lk, s, start, x, max_data, written)
             else:
-                err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
-                            max_data, &written)
-            if err == A0_OK and written != n_fit:
+                err = _splice_all(self.transport, lk, s, start, x, max_data, written)
+            if err == A0_OK and written[0] != n_fit:
                 err = A0_ERR_CORRUPT  # the payload changed under the call (a bytearray written meanwhile)
             if err != A0_OK:
                 self.transport._release(lk, False)  # nothing of this sample is committed
@@ -537,11 +633,7 @@ cdef class TopicIngest:
         finally:
             if self.writers_lock is not None:
                 self.writers_lock.release()
-        counts.imported += written
-        if why is not None:
-            self.error = why
-            return REFUSED
-        return INGESTED
+        return 0
 
 
 cdef struct _Section:
@@ -655,7 +747,8 @@ cdef class BundleIngest:
             memcpy(&name_len, p + off + 20, 2)
             off += _SECTION
             if name_len == 0 or name_len > end - off:
-                return self._bad(f"bundle section name of {name_len} bytes at byte {off}, past the end ({end})")
+                return self._bad(f"bundle section name of {name_len} bytes at byte {off}, past the end "
+                                 f"({end})")
             if out != NULL:
                 out[k].name_at = off
                 out[k].name_len = name_len
