@@ -43,7 +43,7 @@ cdef class LockedTransport:
         return 0
 
     cdef object _wrap(self, uint8_t* data, uint64_t size, bint writable, uint64_t seq):
-        cdef _Buffer buf = _lend(self.tr.arena, data, <Py_ssize_t>size, writable)
+        cdef _LentBuffer buf = _lend(self.tr.arena, data, <Py_ssize_t>size, writable)
         view = memoryview(buf)
         self.views.append((seq, view))
         return view

@@ -33,7 +33,7 @@ cdef str _corrupt_reason(a0_check_info_t* info):
     return f"field {field}: expected {info.expected}, found {info.found}"
 
 
-cdef str _utf8(const char* s, uint32_t n, str what):
+cdef str _decode_utf8(const char* s, uint32_t n, str what):
     try:
         return PyUnicode_DecodeUTF8(<char*>s, n, NULL)
     except UnicodeDecodeError as e:
@@ -72,8 +72,8 @@ cdef tuple _decode_headers(bytes meta, str what, bint with_standard):
         err = a0_packet_header(&v, i, &h, &info)
         if err:
             raise PacketCorruptError(f"{what}: header {i}: {_corrupt_reason(&info)}")
-        out.append((_utf8(h.key, h.key_len, f"{what}: header {i} key"),
-                    _utf8(h.val, h.val_len, f"{what}: header {i} value")))
+        out.append((_decode_utf8(h.key, h.key_len, f"{what}: header {i} key"),
+                    _decode_utf8(h.val, h.val_len, f"{what}: header {i} value")))
     return tuple(out)
 
 

@@ -98,11 +98,11 @@ cdef class PacketReader:
         self.first = True
         _lock_arena(self.arena, &self.t, &lk)
         try:
-            self._place(lk)
+            self._place_cursor(lk)
         finally:
             _unlock_arena(self.arena, lk)
 
-    cdef int _place(self, a0_locked_t lk) except -1:
+    cdef int _place_cursor(self, a0_locked_t lk) except -1:
         cdef uint64_t low = a0_transport_seq_low(lk), high = a0_transport_seq_high(lk)
         cdef a0_err_t err = A0_OK
         if self.init_mode == PACKET_INIT_FIRST:
@@ -146,7 +146,7 @@ cdef class PacketReader:
         cdef uint64_t low, high
         cdef a0_err_t err = A0_OK
         if self.first and self.init_mode == PACKET_INIT_OLDEST:
-            return 0  # the oldest comes first, as in _take
+            return 0  # the oldest comes first, as in _take_locked
         _lock_arena(self.arena, &self.t, &lk)
         try:
             if not a0_transport_empty(lk):
@@ -163,7 +163,7 @@ cdef class PacketReader:
             _raise(err, f"reading {self._label}")
         return 0
 
-    cdef object _take(self, a0_locked_t lk):
+    cdef object _take_locked(self, a0_locked_t lk):
         """The next packet under the lock, or None; a corrupt frame is
         returned as a PacketCorruptError (the cursor has moved past it)."""
         cdef a0_frame_t fr
@@ -207,13 +207,14 @@ cdef class PacketReader:
                 f"{_corrupt_reason(&info)}")
         return _packet_from_view(&v, fr.seq, gap, self._typing)
 
-    cdef object _take_free(self):
+    cdef object _take_lock_free(self):
         """ITER_NEXT without the lock: the next packet, None if there is none,
-        or a PacketCorruptError (cursor moved past it) as :meth:`_take`. The
-        packet's bytes are copied, then its frame is checked to be still
-        live; a frame evicted meanwhile is read again from the oldest
-        survivor (the loss counted in `missed`). Nothing a torn copy shows
-        is returned or reported: only a frame that checks out live is."""
+        or a PacketCorruptError (cursor moved past it) as
+        :meth:`_take_locked`. The packet's bytes are copied, then its frame
+        is checked to be still live; a frame evicted meanwhile is read again
+        from the oldest survivor (the loss counted in `missed`). Nothing a
+        torn copy shows is returned or reported: only a frame that checks out
+        live is."""
         cdef a0_read_t r
         cdef a0_packet_view_t v
         cdef a0_check_info_t info
@@ -235,7 +236,7 @@ cdef class PacketReader:
                         if retries >= A0_READ_TRIES:
                             _raise_reader(A0_ERR_BUSY, self._label)
                         continue
-                    return self._skipped(skipped[0], skipped[1])
+                    return self._report_skipped(skipped[0], skipped[1])
                 if err:
                     _raise_reader(err, self._label)
                 gap = r.seq - self.last - 1 if r.seq > self.last + 1 else 0
@@ -263,7 +264,7 @@ cdef class PacketReader:
             self.arena.busy -= 1
             self.arena._maybe_unmap()
 
-    cdef object _skipped(self, uint64_t first, uint64_t last):
+    cdef object _report_skipped(self, uint64_t first, uint64_t last):
         """The report of frames first..last skipped by a0_transport_read_skip
         (the cursor is past them): counted, and a PacketCorruptError."""
         if first > self.last + 1:
@@ -274,7 +275,7 @@ cdef class PacketReader:
         return PacketCorruptError(f"{self._label}: {_damaged_frames(first, last)} (the arena was damaged, "
                                   "or written by something other than a0py): skipped")
 
-    cdef int _wait_free(self, timespec* deadline) except -1:
+    cdef int _wait_lock_free(self, timespec* deadline) except -1:
         """Sleeps without the lock (GIL released) until a frame after the
         cursor exists. 1, or 0 at the deadline; Ctrl-C raises."""
         cdef a0_err_t err
@@ -325,11 +326,11 @@ cdef class PacketReader:
         self._enter()
         try:
             if self.iter_mode == PACKET_ITER_NEXT:
-                item = self._take_free()
+                item = self._take_lock_free()
             else:
                 _lock_arena(self.arena, &self.t, &lk)
                 try:
-                    item = self._take(lk)
+                    item = self._take_locked(lk)
                 finally:
                     _unlock_arena(self.arena, lk)
         finally:
@@ -353,11 +354,11 @@ cdef class PacketReader:
             has_deadline = _make_deadline(timeout, &ts)
             if self.iter_mode == PACKET_ITER_NEXT:
                 while True:
-                    item = self._take_free()
+                    item = self._take_lock_free()
                     if item is not None:
                         break
-                    if not self._wait_free(&ts if has_deadline else NULL):
-                        item = self._take_free()  # one last look at the deadline
+                    if not self._wait_lock_free(&ts if has_deadline else NULL):
+                        item = self._take_lock_free()  # one last look at the deadline
                         if item is None:
                             raise A0TimeoutError(f"{self._label}: no packet within {timeout} s")
                         break
@@ -367,7 +368,7 @@ cdef class PacketReader:
             _lock_arena(self.arena, &self.t, &lk)
             try:
                 while True:
-                    item = self._take(lk)
+                    item = self._take_locked(lk)
                     if item is not None:
                         break
                     with nogil:
@@ -410,7 +411,7 @@ cdef class PacketReader:
             if self.iter_mode == PACKET_ITER_NEXT:
                 while len(out) < limit and (byte_limit < 0 or total < byte_limit):
                     try:
-                        item = self._take_free()
+                        item = self._take_lock_free()
                     except A0Error:
                         if out:
                             break  # the packets read first; the next call meets the error
@@ -424,7 +425,7 @@ cdef class PacketReader:
             _lock_arena(self.arena, &self.t, &lk)
             try:
                 while len(out) < limit:
-                    item = self._take(lk)
+                    item = self._take_locked(lk)
                     if item is None:
                         break
                     out.append(item)

@@ -29,7 +29,7 @@ cdef class PacketView:
         cdef a0_packet_view_t v
         cdef a0_check_info_t info
         cdef a0_err_t err
-        cdef _Buffer buf
+        cdef _LentBuffer buf
         cdef Packet pkt
         if self.state != 0:
             raise LockError("a read_view() is entered once; call read_view() again for the next packet")
@@ -43,7 +43,7 @@ cdef class PacketView:
                 if err == A0_ERR_NO_FRAME:
                     timed_out = self.has_deadline < 0 or (self.has_deadline
                                                           and a0_deadline_passed(&self.deadline))
-                    if timed_out or not rd._wait_free(&self.deadline if self.has_deadline else NULL):
+                    if timed_out or not rd._wait_lock_free(&self.deadline if self.has_deadline else NULL):
                         raise A0TimeoutError(f"{rd._label}: no packet within {self.timeout} s")
                     if rd.iter_mode == PACKET_ITER_NEWEST:
                         rd._aim_newest()
@@ -52,7 +52,7 @@ cdef class PacketView:
                     skipped = _skip_damaged(&rd.t, rd._label)
                     if skipped is None:  # the arena changed meanwhile: read again
                         continue
-                    raise rd._skipped(skipped[0], skipped[1])
+                    raise rd._report_skipped(skipped[0], skipped[1])
                 if err:
                     _raise_reader(err, rd._label)
                 self.gap = 0

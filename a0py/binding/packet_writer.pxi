@@ -485,7 +485,7 @@ cdef class PacketAlloc:
     def __enter__(self):
         cdef uint8_t* dst
         cdef uint8_t idbuf[16]
-        cdef _Buffer buf
+        cdef _LentBuffer buf
         if self.active:
             raise LockError("this alloc() block is already entered")
         self.writer._check_bound()

@@ -164,7 +164,7 @@ cdef struct _Survey:
     a0_check_info_t first_info
 
 
-cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
+cdef bint _is_utf8(const uint8_t* p, Py_ssize_t n) except -1:
     cdef Py_ssize_t i
     for i in range(n):
         if p[i] >= 0x80:
@@ -197,9 +197,9 @@ cdef inline const uint8_t* _next_frame(const uint8_t* p, uint64_t* off, uint64_t
     return p + off[0] - sz
 
 
-cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _BridgeHeaders* x, a0_packet_view_t* v,
-                            uint64_t* meta, uint64_t* total, c_bool* refused,
-                            a0_check_info_t* info) noexcept nogil:
+cdef inline a0_err_t _size_packet(const uint8_t* data, uint64_t size, _BridgeHeaders* x,
+                                  a0_packet_view_t* v, uint64_t* meta, uint64_t* total, c_bool* refused,
+                                  a0_check_info_t* info) noexcept nogil:
     """Checks the packet `data` and sizes it with x's headers: A0_OK (and
     *refused when it crossed a bridge already), A0_ERR_CORRUPT (not a
     packet), A0_ERR_FRAME_TOO_LARGE (too large for the packet format)."""
@@ -254,7 +254,7 @@ cdef void _survey(const _SamplePackets* s, _BridgeHeaders* x, _Survey* out) noex
         data = _next_frame(p, &off, &sz, batch, total_len)
         _set_number(x, first + (j - skip))
         info.field = NULL
-        err = _sized(data, sz, x, &v, &meta, &total, &refused, &info)
+        err = _size_packet(data, sz, x, &v, &meta, &total, &refused, &info)
         if err == A0_OK and not refused:
             out.ok += 1
             if total > out.biggest:
@@ -283,7 +283,7 @@ cdef uint64_t _count_too_large(const _SamplePackets* s, uint64_t start, _BridgeH
     for j in range(skip, s.n):
         data = _next_frame(p, &off, &sz, batch, total_len)
         _set_number(x, first + (j - skip))
-        if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
+        if _size_packet(data, sz, x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
                 and total > max_data:
             n += 1
     return n
@@ -306,7 +306,7 @@ cdef a0_err_t _splice_all(Transport tr, a0_locked_t lk, const _SamplePackets* s,
     for j in range(skip, s.n):
         data = _next_frame(p, &off, &sz, batch, total_len)
         _set_number(x, first + (j - skip))
-        if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
+        if _size_packet(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
                 or total > max_data:
             continue
         err = tr._alloc(lk, total, &dst)
@@ -318,7 +318,7 @@ cdef a0_err_t _splice_all(Transport tr, a0_locked_t lk, const _SamplePackets* s,
     return A0_OK
 
 
-cdef str _reason(a0_check_info_t* info):
+cdef str _not_a_packet_reason(a0_check_info_t* info):
     if info.field == NULL:
         return "not an a0py packet"
     field = (<bytes>info.field).decode()
@@ -384,7 +384,7 @@ cdef class TopicIngest:
                 return <int>i
         return -1
 
-    cdef int _bad(self, str why) except -1:
+    cdef int _bad_sample(self, str why) except -1:
         self.error = why
         return BAD_SAMPLE
 
@@ -415,7 +415,7 @@ cdef class TopicIngest:
 
         # --- the attachment (wire.decode_attachment's rules)
         if attachment is None:
-            return self._bad("sample without attachment")
+            return self._bad_sample("sample without attachment")
         if not isinstance(attachment, bytes):
             raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
         att = <const uint8_t*>PyBytes_AS_STRING(attachment)
@@ -423,28 +423,28 @@ cdef class TopicIngest:
         batch = att_len >= 4 and memcmp(att, b"A0BB", 4) == 0
         if batch:
             if not _BATCH_ATT <= att_len <= _BATCH_ATT + _MAX_HOST:
-                return self._bad(f"batch attachment of {att_len} bytes")
+                return self._bad_sample(f"batch attachment of {att_len} bytes")
             memcpy(&seq, att + 20, 8)
             memcpy(&count32, att + 28, 4)
             count = count32
             host = att + _BATCH_ATT
             host_len = att_len - _BATCH_ATT
-            if not _utf8(host, host_len):
-                return self._bad("attachment host not UTF-8")
+            if not _is_utf8(host, host_len):
+                return self._bad_sample("attachment host not UTF-8")
             if count == 0 or seq == 0:
-                return self._bad(f"batch attachment of {count} packets from number {seq}")
+                return self._bad_sample(f"batch attachment of {count} packets from number {seq}")
         else:
             if not _ATT <= att_len <= _ATT + _MAX_HOST:
-                return self._bad(f"attachment of {att_len} bytes")
+                return self._bad_sample(f"attachment of {att_len} bytes")
             if memcmp(att, b"A0BR", 4) != 0:
-                return self._bad(f"attachment magic {attachment[:4]!r}")
+                return self._bad_sample(f"attachment magic {attachment[:4]!r}")
             memcpy(&seq, att + 20, 8)
             host = att + _ATT
             host_len = att_len - _ATT
-            if not _utf8(host, host_len):
-                return self._bad("attachment host not UTF-8")
+            if not _is_utf8(host, host_len):
+                return self._bad_sample("attachment host not UTF-8")
         if seq > UINT64_MAX - (count - 1):
-            return self._bad(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
+            return self._bad_sample(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
         if memcmp(att + 4, self.own, _ID) == 0:
             return OWN
         if self.counts is None:
@@ -452,14 +452,14 @@ cdef class TopicIngest:
 
         PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
         try:
-            return self._frames(<const uint8_t*>buf.buf, <uint64_t>buf.len, batch, seq, count, att + 4,
-                                host, host_len)
+            return self._ingest_frames(<const uint8_t*>buf.buf, <uint64_t>buf.len, batch, seq, count,
+                                       att + 4, host, host_len)
         finally:
             PyBuffer_Release(&buf)
 
-    cdef int _frames(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t seq,
-                     uint64_t count, const uint8_t* origin, const uint8_t* host,
-                     Py_ssize_t host_len) except -1:
+    cdef int _ingest_frames(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t seq,
+                            uint64_t count, const uint8_t* origin, const uint8_t* host,
+                            Py_ssize_t host_len) except -1:
         cdef uint64_t off = 0, sz, n = 0, first, last, skip = 0, end_number
         cdef int i
         cdef uint32_t k
@@ -548,7 +548,8 @@ cdef class TopicIngest:
         _survey(s, &x, &found)
         if found.corrupt:
             counts.corrupt += found.corrupt
-            why = "packet already bridged once" if found.first_refused else _reason(&found.first_info)
+            why = ("packet already bridged once" if found.first_refused
+                   else _not_a_packet_reason(&found.first_info))
         if found.too_large:
             counts.too_large += found.too_large
             if why is None:
@@ -636,7 +637,7 @@ cdef class TopicIngest:
         return 0
 
 
-cdef struct _Section:
+cdef struct _SectionBounds:
     uint64_t first   # the number of its first packet
     uint64_t count
     uint64_t name_at
@@ -661,7 +662,7 @@ cdef class BundleIngest:
 
     cdef uint8_t own[16]
     cdef object resolve
-    cdef dict states
+    cdef dict topics_by_name  # section name (bytes) -> its TopicIngest, or None
     cdef bint busy
     cdef readonly str error
     cdef readonly object failures
@@ -673,7 +674,7 @@ cdef class BundleIngest:
             raise ArgumentError("resolve must be a callable")
         memcpy(self.own, PyBytes_AS_STRING(own), _ID)
         self.resolve = resolve
-        self.states = {}
+        self.topics_by_name = {}
         self.error = None
         self.failures = ()
 
@@ -698,7 +699,7 @@ cdef class BundleIngest:
         finally:
             self.busy = False
 
-    cdef int _bad(self, str why) except -1:
+    cdef int _bad_sample(self, str why) except -1:
         self.error = why
         return BAD_SAMPLE
 
@@ -708,30 +709,31 @@ cdef class BundleIngest:
         cdef uint32_t count32 = 0
         cdef Py_buffer buf
         if attachment is None:
-            return self._bad("bundle without attachment")
+            return self._bad_sample("bundle without attachment")
         if not isinstance(attachment, bytes):
             raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
         att = <const uint8_t*>PyBytes_AS_STRING(attachment)
         att_len = PyBytes_GET_SIZE(attachment)
         if not _BUNDLE_ATT <= att_len <= _BUNDLE_ATT + _MAX_HOST:
-            return self._bad(f"bundle attachment of {att_len} bytes")
+            return self._bad_sample(f"bundle attachment of {att_len} bytes")
         if memcmp(att, b"A0BN", 4) != 0:
-            return self._bad(f"bundle attachment magic {attachment[:4]!r}")
-        if not _utf8(att + _BUNDLE_ATT, att_len - _BUNDLE_ATT):
-            return self._bad("attachment host not UTF-8")
+            return self._bad_sample(f"bundle attachment magic {attachment[:4]!r}")
+        if not _is_utf8(att + _BUNDLE_ATT, att_len - _BUNDLE_ATT):
+            return self._bad_sample("attachment host not UTF-8")
         memcpy(&count32, att + 20, 4)
         if count32 == 0:
-            return self._bad("bundle attachment of 0 sections")
+            return self._bad_sample("bundle attachment of 0 sections")
         if memcmp(att + 4, self.own, _ID) == 0:
             return OWN
         PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
         try:
-            return self._sections(<const uint8_t*>buf.buf, <uint64_t>buf.len, count32, att + 4,
-                                  att + _BUNDLE_ATT, att_len - _BUNDLE_ATT)
+            return self._ingest_sections(<const uint8_t*>buf.buf, <uint64_t>buf.len, count32, att + 4,
+                                         att + _BUNDLE_ATT, att_len - _BUNDLE_ATT)
         finally:
             PyBuffer_Release(&buf)
 
-    cdef int _walk(self, const uint8_t* p, uint64_t end, _Section* out, uint64_t* n) except -1:
+    cdef int _walk_sections(self, const uint8_t* p, uint64_t end, _SectionBounds* out,
+                            uint64_t* n) except -1:
         """Walks the sections (wire.bundle_sections's rules), each bound
         checked before the next is read; fills `out` (room for *n, or none
         when NULL) and sets *n. BAD_SAMPLE (error set) or 0."""
@@ -740,23 +742,24 @@ cdef class BundleIngest:
         cdef uint16_t name_len
         while off < end:
             if end - off < _SECTION:
-                return self._bad(f"bundle cut inside a section header at byte {off}")
+                return self._bad_sample(f"bundle cut inside a section header at byte {off}")
             memcpy(&first, p + off, 8)
             memcpy(&size, p + off + 8, 8)
             memcpy(&count, p + off + 16, 4)
             memcpy(&name_len, p + off + 20, 2)
             off += _SECTION
             if name_len == 0 or name_len > end - off:
-                return self._bad(f"bundle section name of {name_len} bytes at byte {off}, past the end "
-                                 f"({end})")
+                return self._bad_sample(f"bundle section name of {name_len} bytes at byte {off}, past the "
+                                        f"end ({end})")
             if out != NULL:
                 out[k].name_at = off
                 out[k].name_len = name_len
             off += name_len
             if size > end - off:
-                return self._bad(f"bundle section batch of {size} bytes at byte {off}, past the end ({end})")
+                return self._bad_sample(f"bundle section batch of {size} bytes at byte {off}, past the "
+                                        f"end ({end})")
             if count == 0 or first == 0 or first > UINT64_MAX - (count - 1):
-                return self._bad(f"bundle section of {count} packets from number {first}")
+                return self._bad_sample(f"bundle section of {count} packets from number {first}")
             if out != NULL:
                 out[k].first = first
                 out[k].count = count
@@ -767,57 +770,57 @@ cdef class BundleIngest:
         n[0] = k
         return 0
 
-    cdef object _state_of(self, const uint8_t* name, uint64_t name_len):
+    cdef object _topic_of(self, const uint8_t* name, uint64_t name_len):
         """The TopicIngest (or None) of a section's name; raises WireError."""
         key = PyBytes_FromStringAndSize(<const char*>name, <Py_ssize_t>name_len)
-        state = self.states.get(key, False)
-        if state is False:
-            state = self.resolve(key)
-            if state is not None and not isinstance(state, TopicIngest):
-                raise ArgumentError(f"resolve must return a TopicIngest or None, not {state!r}")
-            if len(self.states) >= _MAX_NAMES:
-                self.states.clear()
-            self.states[key] = state
-        return state
+        topic = self.topics_by_name.get(key, False)
+        if topic is False:
+            topic = self.resolve(key)
+            if topic is not None and not isinstance(topic, TopicIngest):
+                raise ArgumentError(f"resolve must return a TopicIngest or None, not {topic!r}")
+            if len(self.topics_by_name) >= _MAX_NAMES:
+                self.topics_by_name.clear()
+            self.topics_by_name[key] = topic
+        return topic
 
-    cdef int _sections(self, const uint8_t* p, uint64_t end, uint64_t expected, const uint8_t* origin,
-                       const uint8_t* host, Py_ssize_t host_len) except -1:
+    cdef int _ingest_sections(self, const uint8_t* p, uint64_t end, uint64_t expected,
+                              const uint8_t* origin, const uint8_t* host, Py_ssize_t host_len) except -1:
         cdef uint64_t n = 0, k
-        cdef _Section* sections
+        cdef _SectionBounds* sections
         cdef TopicIngest topic
         cdef int done
-        if self._walk(p, end, NULL, &n) != 0:
+        if self._walk_sections(p, end, NULL, &n) != 0:
             return BAD_SAMPLE
         if n != expected:
-            return self._bad(f"bundle of {n} sections, its attachment says {expected}")
+            return self._bad_sample(f"bundle of {n} sections, its attachment says {expected}")
         # the bounds found by the walk are kept: the payload is not read again for them
         # after the Python calls below
-        sections = <_Section*>PyMem_Malloc(n * sizeof(_Section))
+        sections = <_SectionBounds*>PyMem_Malloc(n * sizeof(_SectionBounds))
         if sections == NULL:
             raise MemoryError()
         try:
-            if self._walk(p, end, sections, &n) != 0 or n != expected:
-                return self._bad("the bundle changed while it was read")
-            states = []
+            if self._walk_sections(p, end, sections, &n) != 0 or n != expected:
+                return self._bad_sample("the bundle changed while it was read")
+            topics = []
             for k in range(n):
                 try:
-                    states.append(self._state_of(p + sections[k].name_at, sections[k].name_len))
+                    topics.append(self._topic_of(p + sections[k].name_at, sections[k].name_len))
                 except WireError as e:
-                    return self._bad(f"bundle section {k}: {e}")
+                    return self._bad_sample(f"bundle section {k}: {e}")
             failures = None
             for k in range(n):
-                state = states[k]
-                if state is None:
+                if topics[k] is None:
                     continue
-                topic = <TopicIngest>state
+                topic = <TopicIngest>topics[k]
                 if topic.busy:
                     raise LockError("BundleIngest.ingest reached a topic while a call on it runs")
                 topic.busy = True
                 try:
                     if topic.counts is None:
                         topic.counts = topic.counts_of()
-                    done = topic._frames(p + sections[k].batch_at, sections[k].batch_len, True,
-                                         sections[k].first, sections[k].count, origin, host, host_len)
+                    done = topic._ingest_frames(p + sections[k].batch_at, sections[k].batch_len, True,
+                                                sections[k].first, sections[k].count, origin, host,
+                                                host_len)
                 finally:
                     topic.busy = False
                 if done != INGESTED:
