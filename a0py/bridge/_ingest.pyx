@@ -141,21 +141,20 @@ cdef struct _BridgeHeaders:
     char seq[20]
 
 
-cdef struct _SamplePackets:
-    # The packets of one sample left to write: a payload of one packet, or a
-    # batch of prefixed frames (walked and bounds-checked already), of which
-    # those from index `skip` to `n` are written, numbered from `first`.
+cdef struct _PacketWalk:
+    # A walk over the packets of one sample that are left to write: a payload
+    # of one packet, or a batch of prefixed frames (bounds-checked already).
+    # Each pass walks a copy of it.
     const uint8_t* p
     uint64_t total_len
     bint batch
-    uint64_t skip
-    uint64_t n
-    uint64_t first
+    uint64_t count    # packets to write
+    uint64_t off      # where the next one is
+    uint64_t number   # and its number
 
 
 cdef struct _Survey:
     # What the first pass finds in a sample's packets left to write.
-    uint64_t start         # the payload offset of the first of them
     uint64_t ok            # packets to write: a0py packets, not bridged yet, in the format's bounds
     uint64_t corrupt       # not a0py packets, or bridged once already
     uint64_t too_large     # past the packet format's bounds with the bridge headers
@@ -210,6 +209,17 @@ cdef inline a0_err_t _size_packet(const uint8_t* data, uint64_t size, _BridgeHea
                                  total, info)
 
 
+cdef inline a0_err_t _size_next(_PacketWalk* w, _BridgeHeaders* x, a0_packet_view_t* v, uint64_t* meta,
+                                uint64_t* total, c_bool* refused, a0_check_info_t* info) noexcept nogil:
+    """Moves `w` past its next packet, gives x that packet's number, and
+    checks and sizes the packet with x's headers (as _size_packet)."""
+    cdef uint64_t size
+    cdef const uint8_t* data = _next_frame(w.p, &w.off, &size, w.batch, w.total_len)
+    _set_number(x, w.number)
+    w.number += 1
+    return _size_packet(data, size, x, v, meta, total, refused, info)
+
+
 cdef void _set_bridge_headers(_BridgeHeaders* x, const uint8_t* origin, const uint8_t* host,
                               Py_ssize_t host_len) noexcept:
     """Sets x's three headers: the origin bridge (32 hex digits), its host,
@@ -231,30 +241,20 @@ cdef void _set_bridge_headers(_BridgeHeaders* x, const uint8_t* origin, const ui
     x.h[2].val = x.seq
 
 
-cdef void _survey(const _SamplePackets* s, _BridgeHeaders* x, _Survey* out) noexcept nogil:
+cdef void _survey(_PacketWalk w, _BridgeHeaders* x, _Survey* out) noexcept nogil:
     """The first pass, without the lock: which packets are a0py packets that
     crossed no bridge yet and stay in the packet format's bounds with x's
     headers, the largest frame one of them takes, and why the first of the
     others is refused."""
     cdef a0_packet_view_t v
     cdef a0_check_info_t info
-    cdef uint64_t off = 0, sz, meta, total, j
-    cdef const uint8_t* data
+    cdef uint64_t meta, total, j
     cdef c_bool refused
     cdef a0_err_t err
-    # in locals: the stores through x below cannot be taken to change them
-    cdef const uint8_t* p = s.p
-    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
-    cdef bint batch = s.batch
     memset(out, 0, sizeof(_Survey))
-    for j in range(skip):
-        _next_frame(p, &off, &sz, batch, total_len)
-    out.start = off
-    for j in range(skip, s.n):
-        data = _next_frame(p, &off, &sz, batch, total_len)
-        _set_number(x, first + (j - skip))
+    for j in range(w.count):
         info.field = NULL
-        err = _size_packet(data, sz, x, &v, &meta, &total, &refused, &info)
+        err = _size_next(&w, x, &v, &meta, &total, &refused, &info)
         if err == A0_OK and not refused:
             out.ok += 1
             if total > out.biggest:
@@ -268,45 +268,32 @@ cdef void _survey(const _SamplePackets* s, _BridgeHeaders* x, _Survey* out) noex
             out.corrupt += 1
 
 
-cdef uint64_t _count_too_large(const _SamplePackets* s, uint64_t start, _BridgeHeaders* x,
-                               uint64_t max_data) noexcept nogil:
+cdef uint64_t _count_too_large(_PacketWalk w, _BridgeHeaders* x, uint64_t max_data) noexcept nogil:
     """The second pass (only when the largest packet is too large for the
     topic's arena): how many of those the first pass kept take a frame larger
     than `max_data`, the most the arena takes."""
     cdef a0_packet_view_t v
-    cdef uint64_t off = start, sz, meta, total, j, n = 0
-    cdef const uint8_t* data
+    cdef uint64_t meta, total, j, n = 0
     cdef c_bool refused
-    cdef const uint8_t* p = s.p
-    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
-    cdef bint batch = s.batch
-    for j in range(skip, s.n):
-        data = _next_frame(p, &off, &sz, batch, total_len)
-        _set_number(x, first + (j - skip))
-        if _size_packet(data, sz, x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
+    for j in range(w.count):
+        if _size_next(&w, x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
                 and total > max_data:
             n += 1
     return n
 
 
-cdef a0_err_t _splice_all(Transport tr, a0_locked_t lk, const _SamplePackets* s, uint64_t start,
-                          _BridgeHeaders* x, uint64_t max_data, uint64_t* written) noexcept nogil:
+cdef a0_err_t _splice_all(Transport tr, a0_locked_t lk, _PacketWalk w, _BridgeHeaders* x,
+                          uint64_t max_data, uint64_t* written) noexcept nogil:
     """The third pass's work, under the lock: each packet that passes (a
     packet, not bridged, fits) spliced straight into a frame of its size.
     Stops at the first error."""
     cdef a0_packet_view_t v
-    cdef uint64_t off = start, j, sz, meta, total
-    cdef const uint8_t* data
+    cdef uint64_t meta, total, j
     cdef uint8_t* dst
     cdef c_bool refused
     cdef a0_err_t err
-    cdef const uint8_t* p = s.p
-    cdef uint64_t total_len = s.total_len, skip = s.skip, first = s.first
-    cdef bint batch = s.batch
-    for j in range(skip, s.n):
-        data = _next_frame(p, &off, &sz, batch, total_len)
-        _set_number(x, first + (j - skip))
-        if _size_packet(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
+    for j in range(w.count):
+        if _size_next(&w, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
                 or total > max_data:
             continue
         err = tr._alloc(lk, total, &dst)
@@ -463,7 +450,7 @@ cdef class TopicIngest:
         cdef uint64_t off = 0, sz, n = 0, first, last, skip = 0, end_number
         cdef int i
         cdef uint32_t k
-        cdef _SamplePackets left
+        cdef uint64_t j
         counts = self.counts
         # --- the frames of a batch (wire.batch_frames's rules), walked before any is used
         if batch:
@@ -511,13 +498,11 @@ cdef class TopicIngest:
             self.origins[i].last = end_number
             self.stamps += 1
             self.origins[i].stamp = self.stamps
-        left.p = p
-        left.total_len = total_len
-        left.batch = batch
-        left.skip = skip
-        left.n = n
-        left.first = first
-        return self._write(&left, origin, host, host_len)
+        off = 0
+        for j in range(skip):  # the packets seen already
+            _next_frame(p, &off, &sz, batch, total_len)
+        return self._write(_PacketWalk(p=p, total_len=total_len, batch=batch, count=n - skip, off=off,
+                                       number=first), origin, host, host_len)
 
     cdef int _write_failed(self, uint64_t n, a0_err_t err, str what) except -1:
         self.counts.write_errors += n
@@ -532,7 +517,7 @@ cdef class TopicIngest:
         self.error = why
         return REFUSED
 
-    cdef int _write(self, const _SamplePackets* s, const uint8_t* origin, const uint8_t* host,
+    cdef int _write(self, _PacketWalk packets, const uint8_t* origin, const uint8_t* host,
                     Py_ssize_t host_len) except -1:
         """Writes the sample's packets left to write, with the bridge headers,
         in three passes: each checked and sized without the lock (the topic is
@@ -545,7 +530,7 @@ cdef class TopicIngest:
         cdef str why = None
         counts = self.counts
         _set_bridge_headers(&x, origin, host, host_len)
-        _survey(s, &x, &found)
+        _survey(packets, &x, &found)
         if found.corrupt:
             counts.corrupt += found.corrupt
             why = ("packet already bridged once" if found.first_refused
@@ -562,13 +547,13 @@ cdef class TopicIngest:
         max_data = self.transport._max_frame_data()
         n_fit = found.ok
         if found.biggest > max_data:  # some are too large for this arena: counted, left out
-            n_fit -= _count_too_large(s, found.start, &x, max_data)
+            n_fit -= _count_too_large(packets, &x, max_data)
             counts.too_large += found.ok - n_fit
             why = why or f"packet larger than the topic's arena takes ({max_data} bytes)"
             if n_fit == 0:
                 self.error = why
                 return REFUSED
-        if self._splice_locked(s, found.start, &x, max_data, n_fit, &written) != 0:
+        if self._splice_locked(packets, &x, max_data, n_fit, &written) != 0:
             return WRITE_FAILED
         counts.imported += written
         if why is not None:
@@ -596,8 +581,8 @@ cdef class TopicIngest:
         self.writers_lock = writers_lock
         return 0
 
-    cdef int _splice_locked(self, const _SamplePackets* s, uint64_t start, _BridgeHeaders* x,
-                            uint64_t max_data, uint64_t n_fit, uint64_t* written) except -1:
+    cdef int _splice_locked(self, _PacketWalk packets, _BridgeHeaders* x, uint64_t max_data,
+                            uint64_t n_fit, uint64_t* written) except -1:
         """The third pass: the `n_fit` packets that fit spliced into their
         frames under one lock and one commit, holding the writers' lock if
         the topic has one. 0, or WRITE_FAILED (counted, the error kept,
@@ -618,11 +603,11 @@ cdef class TopicIngest:
                 self.counts.write_errors += n_fit
                 self.error = str(e)
                 return WRITE_FAILED
-            if s.total_len - start >= _NOGIL_BYTES:
+            if packets.total_len - packets.off >= _NOGIL_BYTES:
                 with nogil:
-                    err = _splice_all(self.transport, lk, s, start, x, max_data, written)
+                    err = _splice_all(self.transport, lk, packets, x, max_data, written)
             else:
-                err = _splice_all(self.transport, lk, s, start, x, max_data, written)
+                err = _splice_all(self.transport, lk, packets, x, max_data, written)
             if err == A0_OK and written[0] != n_fit:
                 err = A0_ERR_CORRUPT  # the payload changed under the call (a bytearray written meanwhile)
             if err != A0_OK:
