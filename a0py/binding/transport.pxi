@@ -6,43 +6,6 @@
 # read is read_view.pxi's ReadView, the lock held is locked_transport.pxi's
 # LockedTransport.
 
-cdef int _lock_arena(Arena arena, a0_transport_t* t, a0_locked_t* lk) except -1:
-    """Takes the arena's lock through the process-local transport state `t`
-    (the same protocol as Transport._acquire: GIL released only while it
-    has to wait, the arena counted busy meanwhile so close() defers)."""
-    cdef a0_err_t err
-    arena._check_open()
-    err = a0_transport_trylock(t, lk)
-    if err == A0_ERR_BUSY:
-        arena.busy += 1
-        with nogil:
-            err = a0_transport_lock(t, lk)
-        arena.busy -= 1
-        if not err and arena.closing:
-            a0_transport_unlock(lk[0])
-            err = A0_ERR_NOT_LOCKED
-        if err:
-            arena._maybe_unmap()
-            arena._check_open()
-    if err:
-        if err == A0_ERR_DEADLOCK:
-            raise LockError(f"{arena._describe()}: this thread already holds its lock (publishing "
-                            "inside a `with pub.alloc()` or `with transport.lock()` block of the same arena)")
-        _raise(err, f"locking {arena._describe()}")
-    arena.locks_held += 1
-    return 0
-
-
-cdef int _unlock_arena(Arena arena, a0_locked_t lk) except -1:
-    cdef a0_err_t err = a0_transport_unlock(lk)
-    arena.locks_held -= 1
-    arena._maybe_unmap()
-    if err:
-        _raise(err, f"unlocking {arena._describe()}")
-    return 0
-
-
-
 cdef class Transport:
     """A circular list of frames in an arena, with this process's cursor.
 
@@ -577,3 +540,41 @@ cdef class Transport:
 
     def __repr__(self):
         return f"<a0py.Transport on {self.arena._describe()}>"
+
+
+# The arena lock taken through a transport state of the caller's own (what
+# the packet writer and reader lock with).
+cdef int _lock_arena(Arena arena, a0_transport_t* t, a0_locked_t* lk) except -1:
+    """Takes the arena's lock through the process-local transport state `t`
+    (the same protocol as Transport._acquire: GIL released only while it
+    has to wait, the arena counted busy meanwhile so close() defers)."""
+    cdef a0_err_t err
+    arena._check_open()
+    err = a0_transport_trylock(t, lk)
+    if err == A0_ERR_BUSY:
+        arena.busy += 1
+        with nogil:
+            err = a0_transport_lock(t, lk)
+        arena.busy -= 1
+        if not err and arena.closing:
+            a0_transport_unlock(lk[0])
+            err = A0_ERR_NOT_LOCKED
+        if err:
+            arena._maybe_unmap()
+            arena._check_open()
+    if err:
+        if err == A0_ERR_DEADLOCK:
+            raise LockError(f"{arena._describe()}: this thread already holds its lock (publishing "
+                            "inside a `with pub.alloc()` or `with transport.lock()` block of the same arena)")
+        _raise(err, f"locking {arena._describe()}")
+    arena.locks_held += 1
+    return 0
+
+
+cdef int _unlock_arena(Arena arena, a0_locked_t lk) except -1:
+    cdef a0_err_t err = a0_transport_unlock(lk)
+    arena.locks_held -= 1
+    arena._maybe_unmap()
+    if err:
+        _raise(err, f"unlocking {arena._describe()}")
+    return 0
