@@ -185,7 +185,8 @@ class Deadman:
     def __enter__(self) -> Self: ...
     def __exit__(self, *exc: object) -> bool: ...
 
-# Packets (binding/packet.pxi) and the many-arena wait (binding/multiwait.pxi).
+# Packets (binding/packet.pxi, packet_writer.pxi, packet_reader.pxi, packet_view.pxi) and the
+# many-arena wait (binding/multiwait.pxi).
 
 STANDARD_HEADERS: tuple[str, str, str, str, str]
 _HeaderItems = Mapping[str, str] | Iterable[tuple[str, str]] | None
