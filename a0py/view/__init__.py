@@ -35,19 +35,27 @@ def is_recording(spec):
 
 def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
                 token=None, allowed_origins=DEFAULT_ORIGINS, queue_messages=1000, queue_bytes=8 << 20,
-                control_bytes=16 << 20, name="a0py view"):
+                control_bytes=16 << 20, name="a0py view", allow_publish=(), allow_set=(), allow_call=(),
+                call_timeout=5.0):
     """The :class:`a0py.view._server.ViewServer` for live ``topics`` (globs;
     None: every topic under ``root``) or for ``recording`` (an MCAP file or a
     directory of them). Not started. Errors as for :func:`serve`."""
+    from ._access import Access
     from ._hub import Hub
-    from ._server import ViewServer
+    from ._server import MAX_CLIENT_MESSAGE, ViewServer
 
     if isinstance(topics, (str, os.PathLike)):
         if recording is None and is_recording(topics):
             recording, topics = topics, None
         else:
             topics = [os.fspath(topics)]
+    access = Access(allow_publish, allow_set, allow_call)
     if recording is not None:
+        if access.on("publish") or access.on("set") or access.on("call"):
+            from ..errors import ArgumentError
+
+            raise ArgumentError("allow_publish, allow_set and allow_call apply to live topics, not to a "
+                                "recording")
         from ._recording import RecordingSource
 
         source = RecordingSource.open(recording)
@@ -58,14 +66,17 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
     else:
         from ..proto.topic import Root, current_root
         from ._live import LiveSource
+        from ._publish import ClientPublishing
 
         # Checked now, not in the source's task: a bad root is an error of this call.
         root = current_root() if root is None else Root.parse(root)
         hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
-                  metadata={"source": "live"})
+                  metadata={"source": "live", **access.metadata()})
         source = LiveSource(hub, topics, root)
+        ClientPublishing(hub, access, root).install()
+    big = access.on("publish") or access.on("call")
     return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
-                      allowed_origins=allowed_origins)
+                      allowed_origins=allowed_origins, max_message=MAX_CLIENT_MESSAGE if big else None)
 
 
 def serve(topics=None, host="127.0.0.1", port=8765, *, ready=None, **options):

@@ -287,6 +287,13 @@ class Hub:
     def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
                  capabilities=(), data_range=None, metadata=None, controller=None):
         self.name = name
+        # Request class -> handler(client, request): the capabilities a source offers
+        # (see offer()); a request of a class not here gets an error status.
+        self.handlers = {}
+        # Why this server offers no more than it does, for those error statuses.
+        self.offers_why = "this view shows a recording" if controller is not None else ""
+        self.supported_encodings = []
+        self.detach_hooks = []  # functions of a client, called when it leaves
         self.queue_messages = queue_messages
         self.queue_bytes = queue_bytes
         self.control_bytes = control_bytes
@@ -372,6 +379,18 @@ class Hub:
         data = _page_data(ch, msg) if client.packets else msg.payload
         return P.message_data(sub_id, log_time, data)
 
+    def offer(self, capability, handlers, encodings=()):
+        """Offers ``capability`` (advertised in serverInfo): ``handlers`` maps
+        request classes (of :mod:`a0py.view._capabilities`) to functions of
+        (client, request) that raise :class:`ProtocolError` for a request they
+        refuse; ``encodings`` join serverInfo's ``supportedEncodings``."""
+        if capability and capability not in self.capabilities:
+            self.capabilities.append(capability)
+        self.handlers.update(handlers)
+        for e in encodings:
+            if e not in self.supported_encodings:
+                self.supported_encodings.append(e)
+
     def broadcast_control(self, frame):
         for client in self.clients:
             client.put_control(frame)
@@ -387,7 +406,7 @@ class Hub:
         client = Client(self, connection, packets, name, max_hz, farewell)
         client.put_control(P.server_info(
             self.name, self.capabilities, session_id=self.session_id, metadata=self.metadata,
-            data_range=self.data_range))
+            data_range=self.data_range, supported_encodings=self.supported_encodings))
         client.put_control(P.advertise([ch.advert(packets) for ch in self.channels.values()]))
         if self.controller is not None:
             for frame in self.controller.greeting():
@@ -396,6 +415,11 @@ class Hub:
         return client
 
     def detach(self, client):
+        for hook in self.detach_hooks:
+            try:
+                hook(client)
+            except Exception:  # noqa: BLE001 - one feature's cleanup must not stop the others'
+                _log.exception("view: cleaning up after client %s", client.name)
         client.closed = True
         client.wake.set()
         self.clients.discard(client)
@@ -434,6 +458,11 @@ class Hub:
                     raise P.ProtocolError(f"a0py.fetchSeries: unknown channel id {req.channel_id} (request "
                                           f"{req.request_id})")
                 self.controller.fetch_series(client, ch, req)
+            else:
+                handler = self.handlers.get(type(req))
+                if handler is None:
+                    raise P.ProtocolError(_not_offered(req, self.offers_why))
+                handler(client, req)
         except P.ProtocolError as e:
             client.put_control(P.status(P.STATUS_ERROR, str(e)))
 
@@ -513,6 +542,23 @@ class Hub:
             for client, sub_id in list(ch.subs.items()):
                 client.put_data(P.message_data(sub_id, now, self._stats_payload(client, topics)))
             await asyncio.sleep(STATS_PERIOD)
+
+
+# What each capability's requests are called, for the error a server without it sends.
+_REQUEST_CAPABILITY = {
+    "ClientAdvertise": ("advertise", "clientPublish"), "ClientUnadvertise": ("unadvertise", "clientPublish"),
+    "ClientMessage": ("client message data", "clientPublish"),
+    "GetParameters": ("getParameters", "parameters"), "SetParameters": ("setParameters", "parameters"),
+    "ParameterSubscription": ("parameter subscriptions", "parametersSubscribe"),
+    "ServiceCall": ("service calls", "services"),
+    "GraphSubscription": ("connection graph subscriptions", "connectionGraph"),
+}
+
+
+def _not_offered(req, why):
+    what, capability = _REQUEST_CAPABILITY.get(type(req).__name__, (type(req).__name__, "?"))
+    return (f"{what}: not supported by this server (it does not offer the {capability!r} capability"
+            f"{': ' + why if why else ''})")
 
 
 def _page_data(ch, msg):

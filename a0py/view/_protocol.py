@@ -31,6 +31,7 @@ import math
 import re
 import struct
 
+from . import _capabilities as C
 from .errors import ProtocolError
 
 __all__ = [
@@ -49,8 +50,8 @@ OP_MESSAGE_DATA = 0x01
 OP_TIME = 0x02
 OP_PLAYBACK_STATE = 0x05
 
-CLIENT_OP_MESSAGE_DATA = 0x01
-CLIENT_OP_SERVICE_CALL = 0x02
+CLIENT_OP_MESSAGE_DATA = C.CLIENT_OP_MESSAGE_DATA
+CLIENT_OP_SERVICE_CALL = C.CLIENT_OP_SERVICE_CALL
 CLIENT_OP_PLAYBACK_CONTROL = 0x03
 
 STATUS_INFO = 0
@@ -94,16 +95,8 @@ _U64_MAX = 0xFFFFFFFFFFFFFFFF
 MAX_CLIENT_TEXT = 1 << 20
 _MAX_ITEMS = 10_000
 
-# Operations of protocol v1 this server does not offer (the capability is not
-# advertised), and the capability each one needs.
-_UNSUPPORTED = {
-    "advertise": "clientPublish", "unadvertise": "clientPublish",
-    "getParameters": "parameters", "setParameters": "parameters",
-    "subscribeParameterUpdates": "parametersSubscribe",
-    "unsubscribeParameterUpdates": "parametersSubscribe",
-    "subscribeConnectionGraph": "connectionGraph", "unsubscribeConnectionGraph": "connectionGraph",
-    "fetchAsset": "assets",
-}
+# Operations of protocol v1 this server never offers, and the capability each one needs.
+_UNSUPPORTED = {"fetchAsset": "assets"}
 
 
 def _dumps(obj):
@@ -114,10 +107,15 @@ def _timestamp(ns):
     return {"sec": int(ns // 1_000_000_000), "nsec": int(ns % 1_000_000_000)}
 
 
-def server_info(name, capabilities=(), *, session_id=None, metadata=None, data_range=None):
+def server_info(name, capabilities=(), *, session_id=None, metadata=None, data_range=None,
+                supported_encodings=None):
     """The ``serverInfo`` text message. ``data_range``: (start, end) ns of a
-    recording (with the ``playbackControl`` capability)."""
+    recording (with the ``playbackControl`` capability);
+    ``supported_encodings``: the message encodings the server takes from
+    clients (client publish, service calls)."""
     msg = {"op": "serverInfo", "name": name, "capabilities": list(capabilities)}
+    if supported_encodings:
+        msg["supportedEncodings"] = list(supported_encodings)
     if metadata:
         msg["metadata"] = {str(k): str(v) for k, v in metadata.items()}
     if session_id is not None:
@@ -277,7 +275,8 @@ def _list(msg, key, op):
 
 
 def parse_client_text(text):
-    """A client's text message as :class:`Subscribe` or :class:`Unsubscribe`.
+    """A client's text message as :class:`Subscribe`, :class:`Unsubscribe`,
+    :class:`FetchSeries`, or a request of :mod:`a0py.view._capabilities`.
     Raises :class:`ProtocolError` for anything else (not JSON, no ``op``, an
     operation this server does not offer, bad fields)."""
     if len(text) > MAX_CLIENT_TEXT:
@@ -313,6 +312,8 @@ def parse_client_text(text):
                            min(max(_uint(max_points, "a0py.fetchSeries: 'maxPoints'"), 1), MAX_SERIES_POINTS))
     if not isinstance(op, str):
         raise ProtocolError(f"text messages need a string field 'op', got {_short(op)}")
+    if op in C.TEXT_OPS:
+        return C.parse_text(op, msg)
     if op in _UNSUPPORTED:
         raise ProtocolError(f"operation {op!r} is not supported by this server (it does not offer the "
                             f"{_UNSUPPORTED[op]!r} capability)")
@@ -320,7 +321,8 @@ def parse_client_text(text):
 
 
 def parse_client_binary(data):
-    """A client's binary message as :class:`PlaybackControl`. Raises
+    """A client's binary message as :class:`PlaybackControl`, or a client
+    message or service call of :mod:`a0py.view._capabilities`. Raises
     :class:`ProtocolError` for anything else."""
     if not data:
         raise ProtocolError("empty binary message (a binary message starts with a one-byte opcode)")
@@ -347,10 +349,6 @@ def parse_client_binary(data):
         except UnicodeDecodeError:
             raise ProtocolError("playback control request: request id is not UTF-8") from None
         return PlaybackControl(command, speed, seek if had_seek else None, rid)
-    if op == CLIENT_OP_MESSAGE_DATA:
-        raise ProtocolError("client message data is not supported by this server (it does not offer "
-                            "the 'clientPublish' capability)")
-    if op == CLIENT_OP_SERVICE_CALL:
-        raise ProtocolError("service calls are not supported by this server (it does not offer the "
-                            "'services' capability)")
+    if op in (CLIENT_OP_MESSAGE_DATA, CLIENT_OP_SERVICE_CALL):
+        return C.parse_binary(op, data)
     raise ProtocolError(f"unknown binary opcode {op:#04x}")

@@ -66,6 +66,8 @@ _STATIC_FILES = _static_files()
 # The transport's write buffer: above it a client's sender waits (and its
 # outbox, not the buffer, absorbs or drops what comes meanwhile).
 WRITE_LIMIT = 256 << 10
+#: The largest message a client may send when it may publish or call services.
+MAX_CLIENT_MESSAGE = 16 << 20
 # Frames joined into one socket write (one system call for many small messages).
 _BATCH_BYTES = 64 << 10
 _BATCH_FRAMES = 256
@@ -101,7 +103,7 @@ class ViewServer:
     without ``allow_remote``, or when the port cannot be bound."""
 
     def __init__(self, hub, source, *, host="127.0.0.1", port=8765, allow_remote=False, token=None,
-                 allowed_origins=DEFAULT_ORIGINS):
+                 allowed_origins=DEFAULT_ORIGINS, max_message=None):
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ArgumentError(f"port must be an integer from 0 to 65535 (0: any free port), got {port!r}")
         self.host = host
@@ -116,6 +118,10 @@ class ViewServer:
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.hub = hub
         self.source = source
+        # The largest message a client may send (text is refused above
+        # P.MAX_CLIENT_TEXT whatever this is): larger when clients may publish
+        # or call services, whose messages can be images.
+        self.max_message = max_message or P.MAX_CLIENT_TEXT
         self._server = None
         self._tasks = []
         self._closed = None
@@ -153,7 +159,7 @@ class ViewServer:
                 subprotocols=list(P.SUBPROTOCOLS),
                 process_request=self._process_request,
                 compression=None,
-                max_size=P.MAX_CLIENT_TEXT,
+                max_size=self.max_message,
                 write_limit=WRITE_LIMIT,
                 server_header=None,
             )

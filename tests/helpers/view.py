@@ -1,14 +1,22 @@
-"""Helpers of the view tests (tests/test_view*.py): recordings to view, a
+"""Helpers of the view tests (tests/view/): recordings to view, a
 subprocess running ``a0py view``, a Foxglove-protocol client."""
 
+import asyncio
 import json
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
 
+import pytest
+from websockets.asyncio.client import connect
+
+from a0py.view import _protocol as P
+
+MSG_S = 10.0
 _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 10_000_000  # 100 Hz
@@ -307,3 +315,109 @@ class PublisherProcess:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Client:
+    """A Foxglove protocol client over `websockets` that sorts what it gets."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.channels = {}
+        self.unadvertised = []
+        self.statuses = []
+        self.states = []
+        self.times = []
+        self.server_info = None
+
+    @classmethod
+    async def open(cls, url, **kw):
+        ws = await connect(url, subprotocols=[P.SUBPROTOCOL], max_size=None, **kw)
+        c = cls(ws)
+        c.server_info = await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "serverInfo")
+        return c
+
+    def _sort(self, m):
+        if isinstance(m, str):
+            m = json.loads(m)
+            if m["op"] == "advertise":
+                for ch in m["channels"]:
+                    self.channels[ch["id"]] = ch
+            elif m["op"] == "unadvertise":
+                self.unadvertised += m["channelIds"]
+            elif m["op"] == "status":
+                self.statuses.append(m)
+            return m
+        if m[0] == P.OP_PLAYBACK_STATE:
+            self.states.append(struct.unpack_from("<BQfB", m, 1))
+        elif m[0] == P.OP_TIME:
+            self.times.append(struct.unpack_from("<Q", m, 1)[0])
+        return m
+
+    async def next(self, timeout=MSG_S):
+        return self._sort(await asyncio.wait_for(self.ws.recv(), timeout))
+
+    async def expect(self, pred, timeout=MSG_S, what="a message"):
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                pytest.fail(f"timed out waiting for {what}")
+            try:
+                m = await self.next(left)
+            except TimeoutError:
+                pytest.fail(f"timed out waiting for {what}")
+            if pred(m):
+                return m
+
+    async def until(self, cond, what, timeout=MSG_S):
+        """Reads messages until ``cond()`` holds (checked first)."""
+        if not cond():
+            await self.expect(lambda m: cond(), timeout, what)
+
+    async def stats_until(self, sub_id, cond, what, timeout=MSG_S):
+        """Subscribes ``sub_id`` to the stats channel and reads it until
+        ``cond(topics)`` holds (``topics``: the stats of each topic)."""
+        stats = await self.channel("/a0py/view/stats")
+        await self.subscribe([(sub_id, stats["id"])])
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not cond(json.loads((await self.data(sub_id))[2])["topics"]):
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+
+    async def channel(self, topic):
+        for ch in self.channels.values():
+            if ch["topic"] == topic:
+                return ch
+        await self.expect(lambda m: any(c["topic"] == topic for c in self.channels.values()),
+                          what=f"the advertisement of {topic}")
+        return await self.channel(topic)
+
+    async def subscribe(self, pairs):
+        await self.ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+            {"id": s, "channelId": c} for s, c in pairs]}))
+
+    async def data(self, sub_id=None, timeout=MSG_S):
+        m = await self.expect(lambda m: isinstance(m, bytes) and m[0] == P.OP_MESSAGE_DATA
+                              and (sub_id is None or struct.unpack_from("<I", m, 1)[0] == sub_id),
+                              timeout, "message data")
+        sid, log = struct.unpack_from("<IQ", m, 1)
+        return sid, log, m[13:]
+
+    async def error(self):
+        m = await self.expect(lambda m: isinstance(m, dict) and m.get("op") == "status", what="a status")
+        return m
+
+    async def send(self, op, **fields):
+        await self.ws.send(json.dumps({"op": op, **fields}))
+
+    async def reply(self, op, timeout=MSG_S, **match):
+        """The next text message ``op`` whose fields include ``match``."""
+        return await self.expect(lambda m: isinstance(m, dict) and m.get("op") == op
+                                 and all(m.get(k) == v for k, v in match.items()), timeout, f"a {op}")
+
+    async def close(self):
+        await self.ws.close()
+
+
+def run(coro):
+    return asyncio.run(coro)
