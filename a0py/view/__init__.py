@@ -66,6 +66,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
     else:
         from ..proto.topic import Root, current_root
         from ._live import LiveSource
+        from ._params import Parameters
         from ._publish import ClientPublishing
 
         # Checked now, not in the source's task: a bad root is an error of this call.
@@ -74,6 +75,8 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
                   metadata={"source": "live", **access.metadata()})
         source = LiveSource(hub, topics, root)
         ClientPublishing(hub, access, root).install()
+        source.parameters = Parameters(hub, access, root)
+        source.parameters.install()
     big = access.on("publish") or access.on("call")
     return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
                       allowed_origins=allowed_origins, max_message=MAX_CLIENT_MESSAGE if big else None)

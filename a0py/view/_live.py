@@ -83,6 +83,9 @@ class LiveSource:
         self.root = root
         self.match = _matcher(globs)
         self.taps = {}
+        # Told of each configuration version and of each cfg topic gone
+        # (:class:`a0py.view._params.Parameters`), when the view offers parameters.
+        self.parameters = None
 
     async def run(self):
         try:
@@ -132,6 +135,8 @@ class LiveSource:
         if tap.channel is not None:
             self.hub.remove_channel(tap.channel)
             tap.channel = None
+        if tap.protocol == CFG and self.parameters is not None:
+            self.parameters.removed(tap.name)
         forget_arena(tap.topic, tap.protocol)
 
     def _listen(self, tap):
@@ -163,6 +168,8 @@ class LiveSource:
         ch.missed = tap.listener.missed if tap.listener is not None else ch.missed
         msg = LogMessage(pkt, tap.name, log_time) if tap.protocol == LOG else pkt
         hub.publish(ch, log_time, msg, size=len(pkt.payload))
+        if tap.protocol == CFG and self.parameters is not None:
+            self.parameters.changed(tap.name, pkt)
 
     async def _read(self, tap):
         # A corrupt frame is logged and skipped by the reader (logger

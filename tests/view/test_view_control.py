@@ -125,3 +125,90 @@ def test_publishing_is_refused_without_the_flag_or_outside_its_globs(view, root)
 
     run(main())
     assert tp.list_topics(root) == {}  # nothing was created
+
+
+# ------------------------------------------------------------ parameters
+
+ROBOT_CFG = {"speed": 1.5, "n": 3, "on": True, "name": "r2", "gains": [1.0, 2.0], "pid": {"kp": 0.5, "ki": 0},
+             "empty": {}, "tags": ["a", "b"], "nothing": None, "dotted": {"a.b": 1}}
+
+
+async def _parameters(c, names=(), until=lambda p: bool(p), rid="g"):
+    """getParameters until ``until(params)`` holds (the view finds a cfg within its scan)."""
+    for _ in range(100):
+        await c.send("getParameters", parameterNames=list(names), id=rid)
+        params = (await c.reply("parameterValues", id=rid))["parameters"]
+        if until(params):
+            return params
+        await __import__("asyncio").sleep(0.05)
+    pytest.fail(f"the view never gave the parameters {names}")
+
+
+def _by_name(params):
+    return {p["name"]: p for p in params}
+
+
+def test_configurations_are_parameters_with_their_types(view, root):
+    a0py.Cfg("robot").write(ROBOT_CFG)
+    v = view("--allow-set", "robot")
+
+    async def main():
+        c = await Client.open(v.ws_url)
+        assert {"parameters", "parametersSubscribe"} <= set(c.server_info["capabilities"])
+        params = _by_name(await _parameters(c))
+        assert params == {
+            "robot.speed": {"name": "robot.speed", "type": "float64", "value": 1.5},
+            "robot.n": {"name": "robot.n", "value": 3},
+            "robot.on": {"name": "robot.on", "value": True},
+            "robot.name": {"name": "robot.name", "value": "r2"},
+            "robot.gains": {"name": "robot.gains", "type": "float64_array", "value": [1.0, 2.0]},
+            "robot.pid.kp": {"name": "robot.pid.kp", "type": "float64", "value": 0.5},
+            "robot.pid.ki": {"name": "robot.pid.ki", "value": 0},
+            "robot.empty": {"name": "robot.empty", "value": {}},
+            "robot.tags": {"name": "robot.tags", "value": ["a", "b"]},
+            "robot.dotted": {"name": "robot.dotted", "value": {"a.b": 1}},
+        }
+        assert _by_name(await _parameters(c, ["robot.n", "robot.nope"])) == {"robot.n": params["robot.n"]}
+        await c.send("subscribeParameterUpdates", parameterNames=["robot.speed", "robot.pid.kp", "robot.blob"])
+        # a float set as 2 stays a float; bytes go as base64; no value removes it
+        await c.send("setParameters", id="s1", parameters=[
+            {"name": "robot.speed", "value": 2, "type": "float64"},
+            {"name": "robot.blob", "value": base64.b64encode(b"\x00\xffab").decode(), "type": "byte_array"},
+            {"name": "robot.pid.ki"}, {"name": "robot.new.deep", "value": [1, 2]}])
+        reply = _by_name((await c.reply("parameterValues", id="s1"))["parameters"])
+        assert reply == {"robot.speed": {"name": "robot.speed", "type": "float64", "value": 2.0},
+                         "robot.blob": {"name": "robot.blob", "type": "byte_array", "value": "AP9hYg=="},
+                         "robot.new.deep": {"name": "robot.new.deep", "value": [1, 2]}}
+        doc = a0py.Cfg("robot").read().json()
+        assert doc["speed"] == 2.0 and isinstance(doc["speed"], float) and doc["blob"] == "AP9hYg=="
+        assert doc["pid"] == {"kp": 0.5} and doc["new"] == {"deep": [1, 2]}
+        # another writer: the subscribed parameters that changed come by themselves
+        a0py.Cfg("robot").mergepatch({"pid": {"kp": 0.7}, "n": 4})
+        update = await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "parameterValues"
+                                and "id" not in m and any(p["name"] == "robot.pid.kp" for p in m["parameters"]))
+        assert update["parameters"] == [{"name": "robot.pid.kp", "type": "float64", "value": 0.7}]
+        await c.close()
+
+    run(main())
+
+
+def test_setting_parameters_is_refused_without_the_flag_and_nothing_changes(view, root):
+    a0py.Cfg("robot").write({"speed": 1.5})
+    a0py.Cfg("arm").write({"speed": 1.0})
+    v = view("--allow-set", "arm")
+
+    async def main():
+        c = await Client.open(v.ws_url)
+        await _parameters(c, until=lambda p: len(p) == 2)
+        for params in ([{"name": "robot.speed", "value": 9}],
+                       [{"name": "arm.speed", "value": 9}, {"name": "robot.speed", "value": 9}],
+                       [{"name": "nothing.here", "value": 1}]):
+            await c.send("setParameters", parameters=params, id="x")
+            status = await c.error()
+            assert status["level"] == 2 and "nothing was set" in status["message"], status
+        assert "--allow-set" in status["message"] or "no configuration" in status["message"]
+        await c.close()
+
+    run(main())
+    assert a0py.Cfg("robot").read().json() == {"speed": 1.5}
+    assert a0py.Cfg("arm").read().json() == {"speed": 1.0}
