@@ -15,7 +15,8 @@ from ._protocol import SUBPROTOCOL
 from ._server import DEFAULT_ORIGINS, is_loopback
 from .errors import ProtocolError, ViewError
 
-__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "foxglove_bridge", "is_loopback", "is_recording", "make_server", "serve", "start"]
+__all__ = ["DEFAULT_ORIGINS", "SUBPROTOCOL", "ProtocolError", "ViewError", "declare_service", "foxglove_bridge",
+           "is_loopback", "is_recording", "make_server", "serve", "start"]
 
 
 def is_recording(spec):
@@ -68,6 +69,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         from ._live import LiveSource
         from ._params import Parameters
         from ._publish import ClientPublishing
+        from ._services import Services
 
         # Checked now, not in the source's task: a bad root is an error of this call.
         root = current_root() if root is None else Root.parse(root)
@@ -77,6 +79,8 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         ClientPublishing(hub, access, root).install()
         source.parameters = Parameters(hub, access, root)
         source.parameters.install()
+        source.services = Services(hub, access, root, call_timeout)
+        source.services.install()
     big = access.on("publish") or access.on("call")
     return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
                       allowed_origins=allowed_origins, max_message=MAX_CLIENT_MESSAGE if big else None)
@@ -127,6 +131,18 @@ def start(topics=None, host="127.0.0.1", port=0, **options):
     bg = BackgroundServer(lambda: make_server(topics, host, port, **options))
     bg.start()
     return bg
+
+
+def declare_service(topic, request=None, response=None):
+    """Declares the schemas (:class:`a0py.Schema`) of RPC ``topic``'s requests
+    and replies, so that a view advertises its service with them (the
+    Foxglove app's Service Call panel then knows what to send) and checks
+    requests against ``request``. Errors: :class:`a0py.SchemaConflictError`
+    (other schemas were declared), :class:`a0py.SchemaError`,
+    :class:`a0py.ArgumentError`."""
+    from ._services import declare_service as declare
+
+    declare(topic, request, response)
 
 
 def foxglove_bridge(**options):

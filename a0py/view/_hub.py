@@ -294,6 +294,7 @@ class Hub:
         self.offers_why = "this view shows a recording" if controller is not None else ""
         self.supported_encodings = []
         self.detach_hooks = []  # functions of a client, called when it leaves
+        self.greeters = []  # functions of a client, called when it comes (after the advertise)
         self.queue_messages = queue_messages
         self.queue_bytes = queue_bytes
         self.control_bytes = control_bytes
@@ -411,6 +412,8 @@ class Hub:
         if self.controller is not None:
             for frame in self.controller.greeting():
                 client.put_control(frame)
+        for greet in self.greeters:
+            greet(client)
         self.clients.add(client)
         return client
 

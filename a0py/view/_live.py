@@ -35,7 +35,7 @@ from ..proto.log import LogLevel, LogListener
 from ..proto.packets import TIME_WALL
 from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
 from ..proto.schema import topic_schema
-from ..proto.topic import CFG, LOG, PUBSUB, Topic, forget_arena, list_topics, topic_arena
+from ..proto.topic import CFG, LOG, PUBSUB, RPC, Topic, forget_arena, list_topics, topic_arena
 from ._logcfg import LOG_KIND, LogMessage, channel_topic
 from ._schema import kind_of
 from ._typed import kind_of_schema
@@ -86,6 +86,8 @@ class LiveSource:
         # Told of each configuration version and of each cfg topic gone
         # (:class:`a0py.view._params.Parameters`), when the view offers parameters.
         self.parameters = None
+        # Told of the topics with an rpc arena at each scan (:class:`a0py.view._services.Services`).
+        self.services = None
 
     async def run(self):
         try:
@@ -95,14 +97,18 @@ class LiveSource:
         finally:
             for tap in list(self.taps.values()):
                 self._drop(tap)
+            if self.services is not None:
+                self.services.close()
 
     def scan(self):
-        present = {(t, p) for t, protocols in list_topics(self.root).items() if self.match(t)
-                   for p in WATCHED if p in protocols}
+        found = {t: protocols for t, protocols in list_topics(self.root).items() if self.match(t)}
+        present = {(t, p) for t, protocols in found.items() for p in WATCHED if p in protocols}
         for key in present - self.taps.keys():
             self._start(*key)
         for key in self.taps.keys() - present:
             self._drop(self.taps[key])
+        if self.services is not None:
+            self.services.scan([t for t, protocols in found.items() if RPC in protocols])
 
     def _start(self, name, protocol=PUBSUB):
         topic = Topic(name, root=self.root)

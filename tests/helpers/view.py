@@ -201,6 +201,75 @@ for line in sys.stdin:
 '''
 
 
+_RPC_SERVERS = r'''
+import os, sys
+sys.path.insert(0, sys.argv[1])  # tests/: helpers.view
+import a0py
+from a0py.view import declare_service
+from helpers.view import ADD_REPLY, ADD_REQUEST
+servers = []
+for name in sys.argv[2:]:
+    if name.endswith("add"):
+        declare_service(name, a0py.Schema.json_schema("AddRequest", ADD_REQUEST),
+                        a0py.Schema.json_schema("AddReply", ADD_REPLY))
+        def on_add(req):
+            q = req.pkt.json()
+            req.reply_json({"sum": q["a"] + q["b"]})
+        servers.append(a0py.RpcServer(name, on_add))
+    elif name.endswith("slow"):
+        servers.append(a0py.RpcServer(name, lambda req: None))  # never replies
+    else:
+        servers.append(a0py.RpcServer(name, lambda req: req.reply(bytes(req.pkt.payload)[::-1])))
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "die":
+        os._exit(3)
+'''
+
+#: The JSON Schemas the RPC server process declares for its ``*add`` services.
+ADD_REQUEST = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+               "required": ["a", "b"]}
+ADD_REPLY = {"type": "object", "properties": {"sum": {"type": "number"}}}
+
+
+class RpcServerProcess:
+    """RPC servers in another process, one per topic given: a topic ending in
+    ``add`` answers ``{"a", "b"}`` with ``{"sum"}`` (schemas declared with
+    :func:`a0py.view.declare_service`), one ending in ``slow`` never answers,
+    any other replies with its request's bytes reversed (no schemas).
+    :meth:`kill` makes it exit at once (a dead server)."""
+
+    def __init__(self, *topics, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, "-c", _RPC_SERVERS, _TESTS, *topics], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=e)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.proc.kill()
+            raise RuntimeError(f"the RPC server process did not start (exit {self.proc.wait()})")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("die\n")
+            self.proc.stdin.flush()
+            self.proc.wait(10)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 #: The colours (RGB) of the quadrants of the test images: top left, top right,
 #: bottom left, bottom right.
 QUADRANTS = ((255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255))

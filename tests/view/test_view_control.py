@@ -212,3 +212,90 @@ def test_setting_parameters_is_refused_without_the_flag_and_nothing_changes(view
     run(main())
     assert a0py.Cfg("robot").read().json() == {"speed": 1.5}
     assert a0py.Cfg("arm").read().json() == {"speed": 1.0}
+
+
+# ------------------------------------------------------------ services
+
+
+def _call(service_id, call_id, payload, encoding="json"):
+    enc = encoding.encode()
+    return struct.pack("<BIII", 2, service_id, call_id, len(enc)) + enc + payload
+
+
+def _response(m):
+    service_id, call_id, n = struct.unpack_from("<III", m, 1)
+    return service_id, call_id, m[13:13 + n].decode(), m[13 + n:]
+
+
+async def _services(c, names):
+    got = {}
+    await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "advertiseServices"
+                   and got.update({s["name"]: s for s in m["services"]}) is None and set(names) <= set(got),
+                   what=f"the services {names}")
+    return got
+
+
+def test_rpc_servers_are_services_and_calls_reach_them(view, root):
+    from helpers.view import ADD_REPLY, ADD_REQUEST, RpcServerProcess
+
+    with RpcServerProcess("robot/add", "robot/echo", "robot/slow") as servers:
+        v = view("--allow-call", "robot/*", "--call-timeout", "0.5")
+
+        async def main():
+            c = await Client.open(v.ws_url)
+            assert "services" in c.server_info["capabilities"]
+            assert json.loads(c.server_info["metadata"]["a0py.allowCall"]) == ["robot/*"]
+            services = await _services(c, ["robot/add", "robot/echo", "robot/slow"])
+            add, echo, slow = services["robot/add"], services["robot/echo"], services["robot/slow"]
+            assert add["type"] == "AddRequest" and add["request"]["encoding"] == "json"
+            assert json.loads(add["request"]["schema"]) == ADD_REQUEST
+            assert (add["response"]["schemaName"], json.loads(add["response"]["schema"])) == ("AddReply", ADD_REPLY)
+            assert (echo["type"], echo["requestSchema"], echo["responseSchema"]) == ("a0py/rpc", "", "")
+            # a call: the reply, in the declared encoding
+            await c.ws.send(_call(add["id"], 7, b'{"a": 2, "b": 40}'))
+            m = await c.expect(lambda m: isinstance(m, bytes) and m[0] == 3, what="the response")
+            sid, cid, enc, payload = _response(m)
+            assert (sid, cid, enc, json.loads(payload)) == (add["id"], 7, "json", {"sum": 42})
+            # raw: any supported encoding, the reply in the request's
+            await c.ws.send(_call(echo["id"], 8, b"\x01\x02\x03", "a0py/bytes"))
+            m = await c.expect(lambda m: isinstance(m, bytes) and m[0] == 3, what="the echo")
+            assert _response(m) == (echo["id"], 8, "a0py/bytes", b"\x03\x02\x01")
+            # a request that does not match the declared schema never reaches the server
+            await c.ws.send(_call(add["id"], 9, b'{"a": 2}'))
+            failure = await c.reply("serviceCallFailure", callId=9)
+            assert "'b' is a required property" in failure["message"]
+            # a timeout, an unknown service
+            await c.ws.send(_call(slow["id"], 10, b"{}"))
+            assert "no reply" in (await c.reply("serviceCallFailure", callId=10, timeout=10))["message"]
+            await c.ws.send(_call(999, 11, b"{}"))
+            assert "unknown service" in (await c.reply("serviceCallFailure", callId=11))["message"]
+            # the server dies: its services are unadvertised; a call on the old id fails
+            servers.kill()
+            gone = await c.reply("unadvertiseServices")
+            assert set(gone["serviceIds"]) == {add["id"], echo["id"], slow["id"]}
+            await c.ws.send(_call(add["id"], 12, b'{"a": 1, "b": 1}'))
+            assert "unknown service" in (await c.reply("serviceCallFailure", callId=12))["message"]
+            await c.close()
+
+        run(main())
+
+
+def test_calls_are_refused_without_the_flag(view, root):
+    from helpers.view import RpcServerProcess
+
+    with RpcServerProcess("robot/echo", "arm/echo"):
+        v = view("--allow-call", "arm/*")
+
+        async def main():
+            c = await Client.open(v.ws_url)
+            services = await _services(c, ["robot/echo", "arm/echo"])
+            await c.ws.send(_call(services["robot/echo"]["id"], 1, b"x", "a0py/bytes"))
+            failure = await c.reply("serviceCallFailure", callId=1)
+            assert "--allow-call" in failure["message"] and "arm/*" in failure["message"]
+            assert (await c.error())["level"] == 2
+            await c.ws.send(_call(services["arm/echo"]["id"], 2, b"xy", "a0py/bytes"))
+            m = await c.expect(lambda m: isinstance(m, bytes) and m[0] == 3, what="the allowed call's reply")
+            assert _response(m)[3] == b"yx"
+            await c.close()
+
+        run(main())
