@@ -66,6 +66,7 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         source.attach(hub)
     else:
         from ..proto.topic import Root, current_root
+        from ._graph import ConnectionGraph
         from ._live import LiveSource
         from ._params import Parameters
         from ._publish import ClientPublishing
@@ -76,11 +77,14 @@ def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, roo
         hub = Hub(name, queue_messages=queue_messages, queue_bytes=queue_bytes, control_bytes=control_bytes,
                   metadata={"source": "live", **access.metadata()})
         source = LiveSource(hub, topics, root)
-        ClientPublishing(hub, access, root).install()
+        publishing = ClientPublishing(hub, access, root)
+        publishing.install()
         source.parameters = Parameters(hub, access, root)
         source.parameters.install()
         source.services = Services(hub, access, root, call_timeout)
         source.services.install()
+        source.graph = ConnectionGraph(hub, root, publishing, source.services)
+        source.graph.install()
     big = access.on("publish") or access.on("call")
     return ViewServer(hub, source, host=host, port=port, allow_remote=allow_remote, token=token,
                       allowed_origins=allowed_origins, max_message=MAX_CLIENT_MESSAGE if big else None)

@@ -88,13 +88,21 @@ class LiveSource:
         self.parameters = None
         # Told of the topics with an rpc arena at each scan (:class:`a0py.view._services.Services`).
         self.services = None
+        # Told of the pub/sub topics and, while a client watches it, of each packet's
+        # writer (:class:`a0py.view._graph.ConnectionGraph`).
+        self.graph = None
 
     async def run(self):
+        graph = None
+        if self.graph is not None:
+            graph = asyncio.get_running_loop().create_task(self.graph.run())
         try:
             while True:
                 self.scan()
                 await asyncio.sleep(SCAN_PERIOD)
         finally:
+            if graph is not None:
+                graph.cancel()
             for tap in list(self.taps.values()):
                 self._drop(tap)
             if self.services is not None:
@@ -109,6 +117,8 @@ class LiveSource:
             self._drop(self.taps[key])
         if self.services is not None:
             self.services.scan([t for t, protocols in found.items() if RPC in protocols])
+        if self.graph is not None:
+            self.graph.topics = {t for t, protocols in found.items() if PUBSUB in protocols}
 
     def _start(self, name, protocol=PUBSUB):
         topic = Topic(name, root=self.root)
@@ -143,6 +153,8 @@ class LiveSource:
             tap.channel = None
         if tap.protocol == CFG and self.parameters is not None:
             self.parameters.removed(tap.name)
+        if tap.protocol == PUBSUB and self.graph is not None:
+            self.graph.forget(tap.name)
         forget_arena(tap.topic, tap.protocol)
 
     def _listen(self, tap):
@@ -181,9 +193,12 @@ class LiveSource:
         # A corrupt frame is logged and skipped by the reader (logger
         # a0py.pubsub), the packets around it delivered.
         hub = self.hub
+        graph = self.graph
         packets = aio_sub(tap.topic, init=INIT_MOST_RECENT, iter=ITER_NEXT)
         try:
             async for pkt in packets:
+                if graph is not None and graph.subscribers:
+                    graph.saw(tap.name, pkt)
                 ch = tap.channel
                 if ch is None:
                     ch = tap.channel = hub.add_channel(tap.name, _kind(tap, pkt))

@@ -333,12 +333,12 @@ class ClientPublishing:
             raise P.ProtocolError(f"a message for {ch.topic} was not published: {e}") from None
         ch.written += 1
 
-    def publishers(self):
-        """{topic: number of client channels publishing to it} (the view's own publishers)."""
+    def writer_ids(self):
+        """{topic: {writer id, ...}} of the view's own publishers (its clients' channels)."""
         out = {}
         for mine in self.channels.values():
             for ch in mine.values():
-                out[ch.topic] = out.get(ch.topic, 0) + 1
+                out.setdefault(ch.topic, set()).add(ch.publisher.writer_id)
         return out
 
     def forget(self, client):

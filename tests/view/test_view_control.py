@@ -239,7 +239,7 @@ def test_rpc_servers_are_services_and_calls_reach_them(view, root):
     from helpers.view import ADD_REPLY, ADD_REQUEST, RpcServerProcess
 
     with RpcServerProcess("robot/add", "robot/echo", "robot/slow") as servers:
-        v = view("--allow-call", "robot/*", "--call-timeout", "0.5")
+        v = view("--allow-call", "robot/*", "--call-timeout", "2")
 
         async def main():
             c = await Client.open(v.ws_url)
@@ -299,3 +299,91 @@ def test_calls_are_refused_without_the_flag(view, root):
             await c.close()
 
         run(main())
+
+
+# ------------------------------------------------------------ connection graph
+
+_SUBSCRIBER = r'''
+import sys
+import a0py
+sub = a0py.SubscriberSync(sys.argv[1])
+print("ok", flush=True)
+sys.stdin.read()
+'''
+
+
+class _Graph:
+    """The graph as a client rebuilds it from connectionGraphUpdate messages."""
+
+    def __init__(self):
+        self.published, self.subscribed, self.services = {}, {}, {}
+        self.updates = 0
+
+    def apply(self, m):
+        for e in m["publishedTopics"]:
+            self.published[e["name"]] = set(e["publisherIds"])
+        for e in m["subscribedTopics"]:
+            self.subscribed[e["name"]] = set(e["subscriberIds"])
+        for e in m["advertisedServices"]:
+            self.services[e["name"]] = set(e["providerIds"])
+        for t in m["removedTopics"]:
+            self.published.pop(t, None)
+            self.subscribed.pop(t, None)
+        for s in m["removedServices"]:
+            self.services.pop(s, None)
+        self.updates += 1
+
+    async def until(self, c, cond, what):
+        def check(m):
+            if isinstance(m, dict) and m.get("op") == "connectionGraphUpdate":
+                self.apply(m)
+            return cond(self)
+        if not cond(self):
+            await c.expect(check, what=what)
+
+
+def _ids_of(ids, pid):
+    return any(i.endswith(f"[{pid}]") for i in ids)
+
+
+def test_the_graph_shows_publishers_subscribers_and_servers_as_they_come_and_go(view, root):
+    import subprocess
+    import sys
+
+    from helpers.view import PublisherProcess, RpcServerProcess
+
+    v = view()
+
+    async def main():
+        c = await Client.open(v.ws_url)
+        assert "connectionGraph" in c.server_info["capabilities"]
+        await c.send("subscribeConnectionGraph")
+        g = _Graph()
+        await g.until(c, lambda g: g.updates, "the first graph")
+        pub = PublisherProcess()
+        try:
+            pub.call(op="json", topic="g/odom", objs=[{"x": 1}])
+            await g.until(c, lambda g: _ids_of(g.published.get("g/odom", ()), pub.proc.pid),
+                          "the publisher process in the graph")
+            sub = subprocess.Popen([sys.executable, "-c", _SUBSCRIBER, "g/odom"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+            try:
+                assert sub.stdout.readline().strip() == "ok"
+                await g.until(c, lambda g: _ids_of(g.subscribed.get("g/odom", ()), sub.pid),
+                              "the subscriber process in the graph")
+                assert not _ids_of(g.subscribed["g/odom"], pub.proc.pid)
+                assert not _ids_of(g.published["g/odom"], sub.pid)
+                with RpcServerProcess("g/echo") as server:
+                    await g.until(c, lambda g: _ids_of(g.services.get("g/echo", ()), server.pid),
+                                  "the RPC server in the graph")
+                await g.until(c, lambda g: "g/echo" not in g.services, "the RPC server gone")
+            finally:
+                sub.stdin.close()
+                sub.wait(10)
+            await g.until(c, lambda g: not g.subscribed.get("g/odom"), "the subscriber gone")
+        finally:
+            pub.close()
+        await g.until(c, lambda g: not g.published.get("g/odom"), "the publisher gone")
+        await c.close()
+
+    run(main())
