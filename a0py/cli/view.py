@@ -12,7 +12,7 @@ import sys
 import click
 
 from a0py.cli.errors import CliError
-from a0py.cli.types import BoundedInt, RootSpec
+from a0py.cli.types import BoundedInt, ByteSize, RootSpec
 from a0py.errors import A0Error
 
 
@@ -32,6 +32,9 @@ from a0py.errors import A0Error
                    "directory.")
 @click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=1000, show_default=True,
               help="Messages each client may have waiting before its oldest are dropped.")
+@click.option("--queue-bytes", type=ByteSize(), default="8M", show_default=True,
+              help="Bytes of messages each client may have waiting (its send budget): beyond it the "
+                   "oldest messages of the topic holding the most bytes are dropped first.")
 @click.option("--allow-publish", "allow_publish", multiple=True, metavar="GLOB",
               help="Let clients (the page, the Foxglove app) publish to the topics matching GLOB "
                    "(repeatable; off by default).")
@@ -48,8 +51,8 @@ from a0py.errors import A0Error
                    "(needs: pip install 'a0py[foxglove]').")
 @click.option("--foxglove-port", type=BoundedInt(0, 65535), default=8766, show_default=True,
               help="Port of the Foxglove SDK's server (with --foxglove-sdk).")
-def view(sources, port, host, allow_remote, origins, root, queue_messages, allow_publish, allow_set, allow_call,
-         call_timeout, foxglove_sdk, foxglove_port):
+def view(sources, port, host, allow_remote, origins, root, queue_messages, queue_bytes, allow_publish, allow_set,
+         allow_call, call_timeout, foxglove_sdk, foxglove_port):
     """Serve a web page that shows live topics (or a recording).
 
     With TOPIC_GLOBs (default: every topic), the page lists the live topics
@@ -99,7 +102,7 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, allow
             click.echo(f"a0py view: Foxglove SDK server on ws://{host}:{sdk.port}")
         serve(globs or None, host, port, recording=recording, root=root, allow_remote=allow_remote,
               allowed_origins=tuple(DEFAULT_ORIGINS) + tuple(origins), queue_messages=queue_messages,
-              ready=ready, **({} if recording else {
+              queue_bytes=queue_bytes, ready=ready, **({} if recording else {
                   "allow_publish": allow_publish, "allow_set": allow_set, "allow_call": allow_call,
                   "call_timeout": call_timeout}))
     except A0Error as e:

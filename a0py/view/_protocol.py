@@ -79,6 +79,9 @@ CAP_PLAYBACK_CONTROL = "playbackControl"
 MIN_SPEED = 0.01
 MAX_SPEED = 100.0
 
+#: The highest rate limit a subscription may ask for (messages a second).
+MAX_RATE_HZ = 1e6
+
 #: The most points a series reply may carry (a client asking for more gets this many).
 MAX_SERIES_POINTS = 100_000
 MAX_SERIES_PATH = 1000
@@ -183,12 +186,16 @@ def series(request_id, channel_id, path, start_ns, times, values, messages, stri
 
 
 class Subscribe:
-    """A checked ``subscribe``: ``pairs`` is a list of (subscription id, channel id)."""
+    """A checked ``subscribe``: ``pairs`` is a list of (subscription id,
+    channel id); ``rates`` maps subscription ids to the most messages a second
+    the client asked for (this server's own ``maxHz`` field of a
+    subscription; other servers ignore it)."""
 
-    __slots__ = ("pairs",)
+    __slots__ = ("pairs", "rates")
 
-    def __init__(self, pairs):
+    def __init__(self, pairs, rates=None):
         self.pairs = pairs
+        self.rates = rates or {}
 
 
 class Unsubscribe:
@@ -290,13 +297,20 @@ def parse_client_text(text):
     op = msg.get("op")
     if op == "subscribe":
         pairs = []
+        rates = {}
         for item in _list(msg, "subscriptions", op):
             if not isinstance(item, dict):
                 raise ProtocolError(f"subscribe: each subscription must be an object "
                                     f"{{\"id\": N, \"channelId\": N}}, got {_short(item)}")
             pairs.append((_uint(item.get("id"), "subscribe: subscription 'id'"),
                           _uint(item.get("channelId"), "subscribe: 'channelId'")))
-        return Subscribe(pairs)
+            hz = item.get("maxHz")
+            if hz is not None:
+                if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not 0 < hz <= MAX_RATE_HZ:
+                    raise ProtocolError(f"subscribe: 'maxHz' must be a number of messages a second above 0 "
+                                        f"and at most {MAX_RATE_HZ:g}, got {_short(hz)}")
+                rates[pairs[-1][0]] = float(hz)
+        return Subscribe(pairs, rates)
     if op == "unsubscribe":
         return Unsubscribe([_uint(i, "unsubscribe: each of 'subscriptionIds'")
                             for i in _list(msg, "subscriptionIds", op)])

@@ -356,12 +356,7 @@ def _send_batch(client, protocol):
     size = 0
     n = 0
     while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
-        if control:
-            frame = client.pop_control()
-        else:
-            frame = data.popleft()
-            client.data_bytes -= len(frame)
-            client.sent += 1
+        frame = client.pop_control() if control else client.pop_data()
         if isinstance(frame, str):
             protocol.send_text(frame.encode("utf-8"))
         else:

@@ -170,6 +170,23 @@ for line in sys.stdin:
             delay = start + k * period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+    elif op == "camera_and_imu":
+        # a large topic and a small fast one at once, for `seconds`: frames of `size` bytes
+        # (their first 8 the frame's number) at cam_hz, {"i": k} at imu_hz
+        cam, imu = pub(cmd["camera"]), pub(cmd["imu"])
+        start = time.monotonic()
+        frames = ticks = 0
+        while time.monotonic() - start < cmd["seconds"]:
+            now = time.monotonic() - start
+            if frames <= now * cmd["cam_hz"]:
+                cam.pub(frames.to_bytes(8, "little") + bytes(cmd["size"] - 8))
+                frames += 1
+            if ticks <= now * cmd["imu_hz"]:
+                imu.pub_json({"i": ticks})
+                ticks += 1
+            time.sleep(min(1 / cmd["cam_hz"], 1 / cmd["imu_hz"]) / 2)
+        print(json.dumps({"frames": frames, "ticks": ticks}), flush=True)
+        continue
     elif op == "image":
         from helpers.view import image_payload
         t = cmd["topic"]
