@@ -17,9 +17,10 @@ What a0py knows for sure, and how the graph is drawn from it:
 A mapping does not say which side a process is on (readers map the arena
 read-write too, to wait on it), and a writer id does not say its pid: a writer
 is *attributed* to a process when that is the only attached process of the
-topic not attributed yet, or the only one that came (was first seen mapping
-the topic, or started) within :data:`ATTRIBUTION_WINDOW` seconds before the
-writer's first packet, as happens when a publisher process starts. An
+topic not attributed yet, or the only one that came to the topic within
+:data:`ATTRIBUTION_WINDOW` seconds before the writer's first packet was
+written, as happens when a publisher process starts (a process came after
+the last read of the graph that did not see it, and after it started). An
 attributed process is a publisher of the topic; the other attached processes
 are its subscribers; a writer that cannot be attributed is a publisher of its
 own, ``writer 1a2b3c4d``. Processes are named ``COMMAND [PID]``.
@@ -35,7 +36,7 @@ import logging
 import os
 import time
 
-from ..proto.packets import WRITER_ID
+from ..proto.packets import TIME_WALL, WRITER_ID
 from ..proto.topic import PUBSUB, Topic
 from . import _capabilities as C
 
@@ -45,6 +46,8 @@ _log = logging.getLogger("a0py.view")
 
 PERIOD = 0.5
 ATTRIBUTION_WINDOW = 2.0
+#: How far apart two clocks compared here may be (a process's start time is in 10 ms ticks).
+CLOCK_SLACK = 0.02
 #: A writer not attributed to a process is dropped when silent this long (seconds).
 WRITER_TTL = 5.0
 _SHM_DIR = "/dev/shm"
@@ -133,6 +136,7 @@ class ConnectionGraph:
         self.names = {}  # pid -> its name
         self.started = {}  # pid -> boot-time seconds it started
         self._fresh = True  # the next read is the first since a client subscribed
+        self._last_read = None  # boot-time seconds of the last read
         self.graph = None  # (published, subscribed, services) last sent
         self._wake = None
         self.me = f"{command_of(os.getpid())} (this view)"
@@ -149,14 +153,21 @@ class ConnectionGraph:
 
     def saw(self, topic, pkt):
         """A packet of ``topic`` read by the view (while :attr:`active`): its writer is live."""
-        wid = pkt.headers.get(WRITER_ID)
+        headers = pkt.headers
+        wid = headers.get(WRITER_ID)
         if wid is None:
             return
         now = time.clock_gettime(time.CLOCK_BOOTTIME)
         known = self.writers.setdefault(topic, {})
         w = known.get(wid)
         if w is None:
-            known[wid] = _Writer(now)
+            # When it was written (its writer's wall clock, on the boot clock), not when the view read it.
+            try:
+                age = max(0.0, (time.time_ns() - int(headers.get(TIME_WALL, 0))) / 1e9)
+            except ValueError:
+                age = 0.0
+            known[wid] = _Writer(now - age if age < ATTRIBUTION_WINDOW else now)
+
         else:
             w.last = now
 
@@ -175,6 +186,7 @@ class ConnectionGraph:
             self.writers.clear()
             self.came.clear()
             self._fresh = True
+            self._last_read = None
         if self.graph is not None and not first:
             client.put_control(C.connection_graph_update(*self.graph))
         else:
@@ -228,10 +240,14 @@ class ConnectionGraph:
         fresh, self._fresh = self._fresh, False
         own = self.publishing.writer_ids() if self.publishing is not None else {}
         published, subscribed = {}, {}
+        # When a process came to a topic, at the earliest: after the read that did not see it yet
+        # (when it started, for one there already at the first read).
+        since = now if fresh or self._last_read is None else self._last_read
+        self._last_read = now
         for topic, pids in attached.items():
             for pid in pids:
-                # Processes there already when the graph is first read came when they started, at the latest.
-                came = (self.started.get(pid) or now) if fresh else now
+                started = self.started.get(pid)
+                came = (started or since) if fresh else max(since, started or since)
                 self.came.setdefault((topic, pid), came)
             writers = self.writers.get(topic, {})
             pubs = set()
@@ -263,9 +279,9 @@ class ConnectionGraph:
         free = [p for p in pids if p not in taken]
         if len(free) == 1:
             return free[0]
-        # The graph is read every PERIOD: a process is seen mapping the topic up to two reads late.
+        # Its writer came before its first packet (by more than the clocks' slack), and not long before.
         recent = [p for p in free
-                  if writer.first - ATTRIBUTION_WINDOW <= self.came[(topic, p)] <= writer.first + 2 * PERIOD]
+                  if writer.first - ATTRIBUTION_WINDOW <= self.came[(topic, p)] < writer.first - CLOCK_SLACK]
         return recent[0] if len(recent) == 1 else None
 
     def _send(self, graph):

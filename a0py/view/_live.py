@@ -5,7 +5,8 @@ A topic is found by listing the root (:func:`list_pubsub_topics`, every
 :data:`SCAN_PERIOD` seconds; the one place to swap in ``a0py.Discovery``),
 filtered by the view's globs. Its tap is an :func:`a0py.aio_sub` reader
 started at the most recent packet, so a topic that published before the view
-started shows its latest value at once. The channel is advertised when the
+started shows its latest value at once (a topic made while the view runs is
+read from its oldest packet, so the view sees each of its writers' first). The channel is advertised when the
 first packet tells what the payloads are (JSON or bytes, see
 :mod:`a0py.view._schema`); a topic whose arena is removed is unadvertised and
 its mapping dropped, so a topic made again under the same name is a new
@@ -33,7 +34,7 @@ from ..proto import aio_sub
 from ..proto.cfg import CfgWatcher
 from ..proto.log import LogLevel, LogListener
 from ..proto.packets import TIME_WALL
-from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
+from ..proto.pubsub import INIT_MOST_RECENT, INIT_OLDEST, ITER_NEXT
 from ..proto.schema import topic_schema
 from ..proto.topic import CFG, LOG, PUBSUB, RPC, Topic, forget_arena, list_topics, topic_arena
 from ._logcfg import LOG_KIND, LogMessage, channel_topic
@@ -83,6 +84,7 @@ class LiveSource:
         self.root = root
         self.match = _matcher(globs)
         self.taps = {}
+        self.scanned = False  # the first scan is done: topics found later are new
         # Told of each configuration version and of each cfg topic gone
         # (:class:`a0py.view._params.Parameters`), when the view offers parameters.
         self.parameters = None
@@ -119,6 +121,7 @@ class LiveSource:
             self.services.scan([t for t, protocols in found.items() if RPC in protocols])
         if self.graph is not None:
             self.graph.topics = {t for t, protocols in found.items() if PUBSUB in protocols}
+        self.scanned = True
 
     def _start(self, name, protocol=PUBSUB):
         topic = Topic(name, root=self.root)
@@ -132,7 +135,10 @@ class LiveSource:
         self.hub.topics[tap.label] = {"channel": None, "rate": 0.0, "bandwidth": 0.0, "count": 0, "missed": 0,
                                       "last": None, "encoding": None, "protocol": protocol}
         if protocol == PUBSUB:
-            tap.task = asyncio.get_running_loop().create_task(self._read(tap))
+            # A topic made while the view runs is read from its first packet (its first
+            # writers are then seen from their first packet: the graph's attribution).
+            init = INIT_OLDEST if self.scanned else INIT_MOST_RECENT
+            tap.task = asyncio.get_running_loop().create_task(self._read(tap, init))
         else:
             try:
                 tap.listener = self._listen(tap)
@@ -189,12 +195,12 @@ class LiveSource:
         if tap.protocol == CFG and self.parameters is not None:
             self.parameters.changed(tap.name, pkt)
 
-    async def _read(self, tap):
+    async def _read(self, tap, init=INIT_MOST_RECENT):
         # A corrupt frame is logged and skipped by the reader (logger
         # a0py.pubsub), the packets around it delivered.
         hub = self.hub
         graph = self.graph
-        packets = aio_sub(tap.topic, init=INIT_MOST_RECENT, iter=ITER_NEXT)
+        packets = aio_sub(tap.topic, init=init, iter=ITER_NEXT)
         try:
             async for pkt in packets:
                 if graph is not None and graph.subscribers:

@@ -413,6 +413,7 @@ class Client:
         self.statuses = []
         self.states = []
         self.times = []
+        self.services = {}  # name -> service, as advertised (and not unadvertised since)
         self.server_info = None
 
     @classmethod
@@ -432,6 +433,11 @@ class Client:
                 self.unadvertised += m["channelIds"]
             elif m["op"] == "status":
                 self.statuses.append(m)
+            elif m["op"] == "advertiseServices":
+                self.services.update({s["name"]: s for s in m["services"]})
+            elif m["op"] == "unadvertiseServices":
+                gone = set(m["serviceIds"])
+                self.services = {n: s for n, s in self.services.items() if s["id"] not in gone}
             return m
         if m[0] == P.OP_PLAYBACK_STATE:
             self.states.append(struct.unpack_from("<BQfB", m, 1))
@@ -507,3 +513,40 @@ class Client:
 
 def run(coro):
     return asyncio.run(coro)
+
+
+class GraphState:
+    """The graph as a client rebuilds it from connectionGraphUpdate messages."""
+
+    def __init__(self):
+        self.published, self.subscribed, self.services = {}, {}, {}
+        self.updates = 0
+        self.fields = set()  # the fields of every update
+
+    def apply(self, m):
+        self.fields |= set(m)
+        for e in m["publishedTopics"]:
+            self.published[e["name"]] = set(e["publisherIds"])
+        for e in m["subscribedTopics"]:
+            self.subscribed[e["name"]] = set(e["subscriberIds"])
+        for e in m["advertisedServices"]:
+            self.services[e["name"]] = set(e["providerIds"])
+        for t in m["removedTopics"]:
+            self.published.pop(t, None)
+            self.subscribed.pop(t, None)
+        for s in m["removedServices"]:
+            self.services.pop(s, None)
+        self.updates += 1
+
+    def snapshot(self):
+        """(published, subscribed, services): {name: sorted ids}, without empty entries."""
+        return tuple({k: sorted(v) for k, v in d.items() if v}
+                     for d in (self.published, self.subscribed, self.services))
+
+    async def until(self, c, cond, what):
+        def check(m):
+            if isinstance(m, dict) and m.get("op") == "connectionGraphUpdate":
+                self.apply(m)
+            return cond(self)
+        if not cond(self):
+            await c.expect(check, what=what)

@@ -11,7 +11,7 @@ import json
 import struct
 
 import pytest
-from helpers.view import Client, ViewProcess, run
+from helpers.view import Client, GraphState, ViewProcess, run
 
 import a0py
 from a0py.proto import topic as tp
@@ -228,11 +228,8 @@ def _response(m):
 
 
 async def _services(c, names):
-    got = {}
-    await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "advertiseServices"
-                   and got.update({s["name"]: s for s in m["services"]}) is None and set(names) <= set(got),
-                   what=f"the services {names}")
-    return got
+    await c.until(lambda: set(names) <= set(c.services), f"the services {names}")
+    return dict(c.services)
 
 
 def test_rpc_servers_are_services_and_calls_reach_them(view, root):
@@ -312,36 +309,6 @@ sys.stdin.read()
 '''
 
 
-class _Graph:
-    """The graph as a client rebuilds it from connectionGraphUpdate messages."""
-
-    def __init__(self):
-        self.published, self.subscribed, self.services = {}, {}, {}
-        self.updates = 0
-
-    def apply(self, m):
-        for e in m["publishedTopics"]:
-            self.published[e["name"]] = set(e["publisherIds"])
-        for e in m["subscribedTopics"]:
-            self.subscribed[e["name"]] = set(e["subscriberIds"])
-        for e in m["advertisedServices"]:
-            self.services[e["name"]] = set(e["providerIds"])
-        for t in m["removedTopics"]:
-            self.published.pop(t, None)
-            self.subscribed.pop(t, None)
-        for s in m["removedServices"]:
-            self.services.pop(s, None)
-        self.updates += 1
-
-    async def until(self, c, cond, what):
-        def check(m):
-            if isinstance(m, dict) and m.get("op") == "connectionGraphUpdate":
-                self.apply(m)
-            return cond(self)
-        if not cond(self):
-            await c.expect(check, what=what)
-
-
 def _ids_of(ids, pid):
     return any(i.endswith(f"[{pid}]") for i in ids)
 
@@ -358,7 +325,7 @@ def test_the_graph_shows_publishers_subscribers_and_servers_as_they_come_and_go(
         c = await Client.open(v.ws_url)
         assert "connectionGraph" in c.server_info["capabilities"]
         await c.send("subscribeConnectionGraph")
-        g = _Graph()
+        g = GraphState()
         await g.until(c, lambda g: g.updates, "the first graph")
         pub = PublisherProcess()
         try:
