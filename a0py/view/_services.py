@@ -192,6 +192,10 @@ class Services:
     # -- calls
 
     def call(self, client, req):
+        if not self.access.on("call"):
+            why = self.access.refusal("call", "any topic").replace("'any topic'", "any topic")
+            client.put_control(C.service_call_failure(req.service_id, req.call_id, why))
+            raise P.ProtocolError(f"service call {req.call_id}: {why}")
         service = self.by_id.get(req.service_id)
         if service is None:
             client.put_control(C.service_call_failure(req.service_id, req.call_id, (

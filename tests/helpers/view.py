@@ -235,6 +235,10 @@ for name in sys.argv[2:]:
         servers.append(a0py.RpcServer(name, on_add))
     elif name.endswith("slow"):
         servers.append(a0py.RpcServer(name, lambda req: None))  # never replies
+    elif name.endswith("count"):
+        calls = a0py.Publisher(name + "/calls")  # every request it gets, published
+        servers.append(a0py.RpcServer(name, lambda req, calls=calls: (calls.pub(req.pkt.payload),
+                                                                      req.reply(b"counted"))))
     else:
         servers.append(a0py.RpcServer(name, lambda req: req.reply(bytes(req.pkt.payload)[::-1])))
 print("ready", flush=True)
@@ -253,7 +257,8 @@ class RpcServerProcess:
     """RPC servers in another process, one per topic given: a topic ending in
     ``add`` answers ``{"a", "b"}`` with ``{"sum"}`` (schemas declared with
     :func:`a0py.view.declare_service`), one ending in ``slow`` never answers,
-    any other replies with its request's bytes reversed (no schemas).
+    one ending in ``count`` publishes each request to ``TOPIC/calls``, any
+    other replies with its request's bytes reversed (no schemas).
     :meth:`kill` makes it exit at once (a dead server)."""
 
     def __init__(self, *topics, env=None):
