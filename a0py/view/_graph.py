@@ -51,7 +51,7 @@ CLOCK_SLACK = 0.02
 #: A writer not attributed to a process is dropped when silent this long (seconds).
 WRITER_TTL = 5.0
 _SHM_DIR = "/dev/shm"
-_NAME_WIDTH = 48
+_NAME_WIDTH = 34
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -83,16 +83,20 @@ def mapped_by(paths):
 
 
 def command_of(pid):
-    """``python3 pub.py [1234]``: a process's command line (its program's base
-    name), cut to fit, and its pid."""
+    """``python3 pub.py [1234]``: a process's command line, paths as their
+    base names and a ``-c`` program as ``…``, cut to fit, and its pid."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = [os.fsdecode(a) for a in f.read().split(b"\0") if a]
     except OSError:
         argv = []
-    if argv:
-        argv[0] = os.path.basename(argv[0])
-    text = " ".join(" ".join(argv).split()) or "?"
+    words = []
+    for i, a in enumerate(argv):
+        if i and argv[i - 1] == "-c":
+            words.append("…")
+        else:
+            words.append(os.path.basename(a) if "/" in a and not a.startswith("-") else a)
+    text = " ".join(" ".join(words).split()) or "?"
     if len(text) > _NAME_WIDTH:
         text = text[:_NAME_WIDTH - 1] + "…"
     return f"{text} [{pid}]"
@@ -139,7 +143,7 @@ class ConnectionGraph:
         self._last_read = None  # boot-time seconds of the last read
         self.graph = None  # (published, subscribed, services) last sent
         self._wake = None
-        self.me = f"{command_of(os.getpid())} (this view)"
+        self.me = f"a0py view [{os.getpid()}]"
 
     def install(self):
         self.hub.offer("connectionGraph", {C.GraphSubscription: self.subscription})
