@@ -30,7 +30,7 @@ from a0py.errors import A0Error
 @click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
               help="Where the live topics are: shm:PREFIX (shared memory, default shm:a0py) or a "
                    "directory.")
-@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=1000, show_default=True,
+@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=10_000, show_default=True,
               help="Messages each client may have waiting before its oldest are dropped.")
 @click.option("--queue-bytes", type=ByteSize(), default="8M", show_default=True,
               help="Bytes of messages each client may have waiting (its send budget): beyond it the "

@@ -35,7 +35,7 @@ def is_recording(spec):
 
 
 def make_server(topics=None, host="127.0.0.1", port=8765, *, recording=None, root=None, allow_remote=False,
-                token=None, allowed_origins=DEFAULT_ORIGINS, queue_messages=1000, queue_bytes=8 << 20,
+                token=None, allowed_origins=DEFAULT_ORIGINS, queue_messages=10_000, queue_bytes=8 << 20,
                 control_bytes=16 << 20, name="a0py view", allow_publish=(), allow_set=(), allow_call=(),
                 call_timeout=5.0):
     """The :class:`a0py.view._server.ViewServer` for live ``topics`` (globs;

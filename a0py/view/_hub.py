@@ -38,7 +38,7 @@ from .._core import PACKET_LAYOUT
 from ..proto.packets import PACKET_ENCODING, page_vocabulary
 from ..recording.format import join_packet
 from . import _protocol as P
-from ._outbox import DataOutbox
+from ._outbox import SPLIT_ABOVE, DataOutbox, SplitFrame
 from ._schema import PayloadKind
 from ._typed import IMAGE_MAX_HZ
 
@@ -288,7 +288,7 @@ class Hub:
     control requests and series requests, gives the clock (``now()``) and
     greets each new client (``greeting()``: frames after the advertise)."""
 
-    def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
+    def __init__(self, name, *, queue_messages=10_000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
                  capabilities=(), data_range=None, metadata=None, controller=None):
         self.name = name
         # Request class -> handler(client, request): the capabilities a source offers
@@ -375,11 +375,15 @@ class Hub:
                 if client.packets:
                     if page is None:
                         page = _page_data(ch, msg)
-                    client.put_data(head(sub_id, log_time) + page, ch)
+                    data = page
                 else:
                     if payload is None:
                         payload = msg.payload
-                    client.put_data(head(sub_id, log_time) + payload, ch)
+                    data = payload
+                if len(data) > SPLIT_ABOVE:
+                    client.put_data(SplitFrame(head(sub_id, log_time), data), ch)
+                else:
+                    client.put_data(head(sub_id, log_time) + data, ch)
 
     def _frame(self, client, ch, sub_id, log_time, msg):
         data = _page_data(ch, msg) if client.packets else msg.payload

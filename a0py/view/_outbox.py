@@ -17,7 +17,29 @@ of all keys in the order they came, less the dropped ones; ``len()`` and
 
 import collections
 
-__all__ = ["DataOutbox"]
+__all__ = ["DataOutbox", "SplitFrame"]
+
+#: Payloads above this size are queued apart from their head (see SplitFrame).
+SPLIT_ABOVE = 64 << 10
+
+
+class SplitFrame:
+    """A frame queued as its head and its payload, joined only when sent: a
+    large payload (a camera frame) queued for many clients is not copied for
+    each, and not at all for the clients whose budget drops it."""
+
+    __slots__ = ("body", "head", "size")
+
+    def __init__(self, head, body):
+        self.head = head
+        self.body = body
+        self.size = len(head) + len(body)
+
+    def __len__(self):
+        return self.size
+
+    def join(self):
+        return self.head + self.body
 
 
 class DataOutbox:

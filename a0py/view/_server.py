@@ -33,6 +33,7 @@ import urllib.parse
 
 from ..errors import ArgumentError
 from . import _protocol as P
+from ._outbox import SplitFrame
 from .errors import ViewError
 
 __all__ = ["DEFAULT_ORIGINS", "ViewError", "ViewServer"]
@@ -359,6 +360,8 @@ def _send_batch(client, protocol):
         frame = client.pop_control() if control else client.pop_data()
         if isinstance(frame, str):
             protocol.send_text(frame.encode("utf-8"))
+        elif isinstance(frame, SplitFrame):
+            protocol.send_binary(frame.join())
         else:
             protocol.send_binary(frame)
         size += len(frame)
