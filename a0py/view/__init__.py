@@ -2,11 +2,16 @@
 rates, their latest messages (typed ones field by field, images drawn) and
 plots of their numeric fields, served with the Foxglove WebSocket protocol on
 the same port (so the Foxglove app can connect too; typed topics and other
-tools' channels are advertised with their real schemas). See docs/view.md.
+tools' channels are advertised with their real schemas). Clients may also
+publish, set configuration values and call RPC servers, each only on the
+topics the view's ``allow_*`` globs name, and see the connection graph. See
+docs/view.md.
 
 * :func:`serve` runs a view until interrupted (live topics, or a recording);
 * :func:`start` runs one in a background thread and returns it (``.url``,
-  ``.close()``), for programs and tests.
+  ``.close()``), for programs and tests;
+* :func:`declare_service` declares an RPC server's request and reply schemas,
+  which the view advertises with its service.
 """
 
 import os
@@ -102,11 +107,16 @@ def serve(topics=None, host="127.0.0.1", port=8765, *, ready=None, **options):
     called once listening. Options: ``recording``, ``root`` (``A0PY_ROOT``
     syntax), ``allow_remote``, ``token``, ``allowed_origins`` (besides the
     page itself; default the Foxglove app), ``queue_messages`` and
-    ``queue_bytes`` (each client's outbox), ``control_bytes`` (the control
-    messages a client may leave unread before it is disconnected).
+    ``queue_bytes`` (each client's send budget), ``control_bytes`` (the control
+    messages a client may leave unread before it is disconnected);
+    ``allow_publish``, ``allow_set``, ``allow_call`` (topic globs on which
+    clients may publish, set configuration values, call RPC servers; none by
+    default: the view only shows), ``call_timeout`` (seconds a service call
+    waits for its reply).
 
     Raises :class:`ViewError` (an address it may not or cannot bind, a
-    recording it cannot read), :class:`a0py.ArgumentError` (bad options)."""
+    recording it cannot read), :class:`a0py.ArgumentError` (bad options, a bad
+    glob, an ``allow_*`` flag with a recording)."""
     import asyncio
 
     server = make_server(topics, host, port, **options)
