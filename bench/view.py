@@ -97,8 +97,8 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(len(xs) * q))] if xs else float("nan")
 
 
-def start_view(env):
-    proc = subprocess.Popen([sys.executable, "-m", "a0py.cli.view", "--port", "0"], stdout=subprocess.PIPE,
+def start_view(env, *args):
+    proc = subprocess.Popen([sys.executable, "-m", "a0py.cli.view", "--port", "0", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
     while True:
         line = proc.stdout.readline()
@@ -346,16 +346,10 @@ print(json.dumps({"n": len(lat), "p50_us": lat[len(lat) // 2] / 1e3 if lat else 
 """
 
 
-def start_view_with(env, *args):
-    proc = subprocess.Popen([sys.executable, "-m", "a0py.cli.view", "--port", "0", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=REPO)
-    while True:
-        line = proc.stdout.readline()
-        if not line:
-            raise RuntimeError("a0py view did not start")
-        m = re.search(r"open (http://\S+)", line)
-        if m:
-            return proc, "ws" + m.group(1)[4:]
+def ws_view(env, *args):
+    """A view process (``a0py view ARGS``) and its WebSocket URL."""
+    proc, url = start_view(env, *args)
+    return proc, "ws" + url[4:]
 
 
 def cpu_seconds(pid):
@@ -392,7 +386,7 @@ def bench_graph(env, rounds=5):
     import asyncio
 
     prefix = env["A0PY_ROOT"][4:]
-    view, url = start_view_with(env)
+    view, url = ws_view(env)
 
     async def main():
         ws = await _graph_client(url)
@@ -435,7 +429,7 @@ def bench_service(env, calls=300):
     server = subprocess.Popen([sys.executable, "-c", RPC_SERVER, "bench/sum"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)
     server.stdout.readline()
-    view, url = start_view_with(env, "--allow-call", "bench/*")
+    view, url = ws_view(env, "--allow-call", "bench/*")
     payload = json.dumps({"v": [1, 2, 3]}).encode()
 
     async def through_view():
@@ -511,7 +505,7 @@ def bench_fanout(env, clients=10, imu=50, seconds=8.0):
             subprocess.Popen([sys.executable, "-c", FANOUT_PUBLISHER, "camera", "1", "30", str(total)],
                              stdout=subprocess.PIPE, text=True, env=env, cwd=REPO)]
     time.sleep(1.0)
-    view, url = start_view_with(env)
+    view, url = ws_view(env)
     out = {}
     try:
         time.sleep(1.0)

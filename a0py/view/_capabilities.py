@@ -24,10 +24,15 @@ id, u32 length + encoding, payload).
 
 import base64
 import binascii
-import json
+import dataclasses
 import math
 import struct
 
+from ._fields import array as _list
+from ._fields import dumps as _dumps
+from ._fields import short as _short
+from ._fields import string
+from ._fields import uint as _uint
 from .errors import ProtocolError
 
 __all__ = [
@@ -50,8 +55,6 @@ _TYPES = (BYTE_ARRAY, FLOAT64, FLOAT64_ARRAY)
 _U32 = struct.Struct("<I")
 _CALL_HEAD = struct.Struct("<III")
 _RESPONSE_HEAD = struct.Struct("<BIII")
-_U32_MAX = 0xFFFFFFFF
-_MAX_ITEMS = 10_000
 _MAX_NAME = 1024
 _MAX_ENCODING = 256
 _MAX_DEPTH = 64
@@ -63,38 +66,8 @@ TEXT_OPS = frozenset({
 })
 
 
-def _dumps(obj):
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def _short(value):
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _uint(value, what):
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _U32_MAX:
-        raise ProtocolError(f"{what} must be an integer from 0 to {_U32_MAX}, got {_short(value)}")
-    return value
-
-
 def _str(value, what, maximum=_MAX_NAME, empty=False):
-    if not isinstance(value, str) or len(value) > maximum or (not empty and not value):
-        raise ProtocolError(f"{what} must be a {'' if empty else 'non-empty '}string of at most {maximum} "
-                            f"characters, got {_short(value)}")
-    return value
-
-
-def _list(msg, key, op):
-    value = msg.get(key)
-    if not isinstance(value, list):
-        raise ProtocolError(f"{op}: field {key!r} must be an array, got {_short(value)}")
-    if len(value) > _MAX_ITEMS:
-        raise ProtocolError(f"{op}: {len(value)} items in {key!r}, at most {_MAX_ITEMS} per message")
-    return value
+    return string(value, what, maximum, empty)
 
 
 def _request_id(msg, op):
@@ -107,102 +80,84 @@ def _request_id(msg, op):
 # -- requests
 
 
+@dataclasses.dataclass(slots=True)
 class ClientChannel:
     """One channel a client advertises: ``id`` (the client's), ``topic``,
     ``encoding`` (the messages'), ``schema_name``, ``schema`` (text, "" when
     none), ``schema_encoding`` ("" when none)."""
 
-    __slots__ = ("encoding", "id", "schema", "schema_encoding", "schema_name", "topic")
-
-    def __init__(self, id, topic, encoding, schema_name, schema, schema_encoding):
-        self.id = id
-        self.topic = topic
-        self.encoding = encoding
-        self.schema_name = schema_name
-        self.schema = schema
-        self.schema_encoding = schema_encoding
+    id: int
+    topic: str
+    encoding: str
+    schema_name: str
+    schema: str
+    schema_encoding: str
 
 
+@dataclasses.dataclass(slots=True)
 class ClientAdvertise:
     """A checked ``advertise`` from a client: ``channels``, a list of :class:`ClientChannel`."""
 
-    __slots__ = ("channels",)
-
-    def __init__(self, channels):
-        self.channels = channels
+    channels: list
 
 
+@dataclasses.dataclass(slots=True)
 class ClientUnadvertise:
     """A checked ``unadvertise`` from a client: ``ids``, its channel ids."""
 
-    __slots__ = ("ids",)
-
-    def __init__(self, ids):
-        self.ids = ids
+    ids: list
 
 
+@dataclasses.dataclass(slots=True)
 class ClientMessage:
     """A client's message data: ``channel_id`` (the client's), ``payload`` (a memoryview)."""
 
-    __slots__ = ("channel_id", "payload")
-
-    def __init__(self, channel_id, payload):
-        self.channel_id = channel_id
-        self.payload = payload
+    channel_id: int
+    payload: memoryview
 
 
+@dataclasses.dataclass(slots=True)
 class GetParameters:
     """A checked ``getParameters``: ``names`` (empty: every parameter), ``request_id``."""
 
-    __slots__ = ("names", "request_id")
-
-    def __init__(self, names, request_id):
-        self.names = names
-        self.request_id = request_id
+    names: list
+    request_id: object
 
 
+@dataclasses.dataclass(slots=True)
 class SetParameters:
     """A checked ``setParameters``: ``parameters``, a list of (name, value,
     type); value :data:`UNSET` for a parameter sent without one (to remove
     it), bytes for a ``byte_array``."""
 
-    __slots__ = ("parameters", "request_id")
-
-    def __init__(self, parameters, request_id):
-        self.parameters = parameters
-        self.request_id = request_id
+    parameters: list
+    request_id: object
 
 
+@dataclasses.dataclass(slots=True)
 class ParameterSubscription:
     """A checked ``subscribeParameterUpdates`` (``subscribe`` True) or ``unsubscribeParameterUpdates``."""
 
-    __slots__ = ("names", "subscribe")
-
-    def __init__(self, names, subscribe):
-        self.names = names
-        self.subscribe = subscribe
+    names: list
+    subscribe: bool
 
 
+@dataclasses.dataclass(slots=True)
 class GraphSubscription:
     """A checked ``subscribeConnectionGraph`` (``subscribe`` True) or ``unsubscribeConnectionGraph``."""
 
-    __slots__ = ("subscribe",)
-
-    def __init__(self, subscribe):
-        self.subscribe = subscribe
+    subscribe: bool
 
 
+@dataclasses.dataclass(slots=True)
 class ServiceCall:
     """A checked service call request: ``service_id``, ``call_id``,
     ``encoding``, ``payload`` (a memoryview)."""
 
-    __slots__ = ("call_id", "encoding", "payload", "service_id")
-
-    def __init__(self, service_id, call_id, encoding, payload):
-        self.service_id = service_id
-        self.call_id = call_id
-        self.encoding = encoding
-        self.payload = payload
+    service_id: int
+    call_id: int
+    encoding: str
+    payload: memoryview
 
 
 #: The value of a parameter a client sets without one (it removes the parameter).

@@ -37,10 +37,11 @@ import os
 import time
 
 from ..proto.packets import TIME_WALL, WRITER_ID
+from ..proto.processes import arena_path, attached, command_line
 from ..proto.topic import PUBSUB, Topic
 from . import _capabilities as C
 
-__all__ = ["ATTRIBUTION_WINDOW", "PERIOD", "ConnectionGraph", "command_of", "mapped_by"]
+__all__ = ["ATTRIBUTION_WINDOW", "PERIOD", "ConnectionGraph", "command_of"]
 
 _log = logging.getLogger("a0py.view")
 
@@ -50,46 +51,14 @@ ATTRIBUTION_WINDOW = 2.0
 CLOCK_SLACK = 0.02
 #: A writer not attributed to a process is dropped when silent this long (seconds).
 WRITER_TTL = 5.0
-_SHM_DIR = "/dev/shm"
 _NAME_WIDTH = 34
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def mapped_by(paths):
-    """{path: {pid, ...}}: the other live processes that map each of ``paths``
-    shared (as ``/proc/PID/maps`` names them)."""
-    wanted = set(paths)
-    found = {}
-    me = os.getpid()
-    try:
-        pids = [int(d) for d in os.listdir("/proc") if d.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/maps", "rb") as f:
-                lines = f.read().splitlines()
-        except OSError:  # gone, or not ours to read
-            continue
-        for line in lines:
-            fields = line.split(maxsplit=5)
-            if len(fields) == 6 and b"s" in fields[1]:
-                path = os.fsdecode(fields[5])
-                if path in wanted:
-                    found.setdefault(path, set()).add(pid)
-    return found
 
 
 def command_of(pid):
     """``python3 pub.py [1234]``: a process's command line, paths as their
     base names and a ``-c`` program as ``…``, cut to fit, and its pid."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = [os.fsdecode(a) for a in f.read().split(b"\0") if a]
-    except OSError:
-        argv = []
+    argv = command_line(pid)
     words = []
     for i, a in enumerate(argv):
         if i and argv[i - 1] == "-c":
@@ -217,18 +186,14 @@ class ConnectionGraph:
 
     async def refresh(self):
         topics = sorted(self.topics)
-        paths = {Topic(t, root=self.root).location(PUBSUB): t for t in topics}
-        if self.root.kind == "shm":
-            paths = {_SHM_DIR + loc: t for loc, t in paths.items()}
-        else:
-            paths = {os.path.realpath(loc): t for loc, t in paths.items()}
-        found = await asyncio.to_thread(mapped_by, paths)
-        attached = {t: set() for t in topics}
+        paths = {arena_path(self.root, Topic(t, root=self.root).location(PUBSUB)): t for t in topics}
+        found = await asyncio.to_thread(attached, paths)
+        holders = {t: set() for t in topics}
         for path, pids in found.items():
-            attached[paths[path]] |= pids
+            holders[paths[path]].update(pids)
         servers = self.services.servers() if self.services is not None else {}
-        await asyncio.to_thread(self._name, {p for ps in attached.values() for p in ps} | set(servers.values()))
-        self._send(self._draw(attached, servers))
+        await asyncio.to_thread(self._name, {p for ps in holders.values() for p in ps} | set(servers.values()))
+        self._send(self._draw(holders, servers))
 
     def _name(self, pids):
         for pid in pids:

@@ -32,6 +32,10 @@ import re
 import struct
 
 from . import _capabilities as C
+from ._fields import array as _list
+from ._fields import dumps as _dumps
+from ._fields import short as _short
+from ._fields import uint as _uint
 from .errors import ProtocolError
 
 __all__ = [
@@ -91,19 +95,13 @@ _TIME = struct.Struct("<BQ")
 _PLAYBACK_STATE = struct.Struct("<BBQfBI")
 _PLAYBACK_CONTROL = struct.Struct("<BfBQI")
 
-_U32_MAX = 0xFFFFFFFF
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 # A client request bigger than this is refused unread (subscribing to every
 # channel of a large view fits well within it).
 MAX_CLIENT_TEXT = 1 << 20
-_MAX_ITEMS = 10_000
 
 # Operations of protocol v1 this server never offers, and the capability each one needs.
 _UNSUPPORTED = {"fetchAsset": "assets"}
-
-
-def _dumps(obj):
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def _timestamp(ns):
@@ -258,27 +256,6 @@ class PlaybackControl:
         self.speed = speed
         self.seek_time = seek_time  # ns, or None
         self.request_id = request_id
-
-
-def _uint(value, what, maximum=_U32_MAX):
-    # bool is an int in Python but not a number in JSON's sense here
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise ProtocolError(f"{what} must be an integer from 0 to {maximum}, got {_short(value)}")
-    return value
-
-
-def _short(value):
-    text = json.dumps(value) if not isinstance(value, (bytes, bytearray)) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _list(msg, key, op):
-    value = msg.get(key)
-    if not isinstance(value, list):
-        raise ProtocolError(f"{op}: field {key!r} must be an array, got {_short(value)}")
-    if len(value) > _MAX_ITEMS:
-        raise ProtocolError(f"{op}: {len(value)} items in {key!r}, at most {_MAX_ITEMS} per message")
-    return value
 
 
 def parse_client_text(text):

@@ -35,20 +35,6 @@ from a0py.view._schema import BYTES_ENCODING, JSON_ENCODING, infer_schema, kind_
 
 
 @pytest.fixture
-def view(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
-
-
-@pytest.fixture
 def publisher(root):
     p = PublisherProcess()
     yield p
@@ -66,7 +52,9 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
     async def main():
         c = await Client.open(v.ws_url)
         assert c.ws.subprotocol == "foxglove.sdk.v1"
-        assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == []
+        # live, without flags: what clients may read (publishing is off: not offered)
+        assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == [
+            "parameters", "parametersSubscribe", "services", "connectionGraph"]
         # the page's packet codec takes every size and offset from here (the C header's)
         assert json.loads(c.server_info["metadata"]["a0py.packetLayout"]) == PACKET_LAYOUT
         odom_ch = await c.channel("robot/odom")

@@ -11,7 +11,7 @@ import json
 import struct
 
 import pytest
-from helpers.view import Client, GraphState, ViewProcess, run
+from helpers.view import Client, GraphState, run
 
 import a0py
 from a0py.proto import topic as tp
@@ -19,20 +19,6 @@ from a0py.proto.schema import topic_schema
 
 VEL_SCHEMA = {"type": "object", "properties": {"v": {"type": "number"}, "w": {"type": "number"}},
               "required": ["v"]}
-
-
-@pytest.fixture
-def view(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
 
 
 def _message(channel_id, payload):

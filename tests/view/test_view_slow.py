@@ -8,8 +8,7 @@ import asyncio
 import json
 import time
 
-import pytest
-from helpers.view import Client, PublisherProcess, ViewProcess, run
+from helpers.view import Client, PublisherProcess, run
 
 from a0py.view._outbox import DataOutbox
 
@@ -52,20 +51,6 @@ def test_a_message_over_the_whole_budget_still_goes_and_dropped_entries_do_not_p
         box.put(k.to_bytes(8, "little"), k % 3)
     assert len(box) == 10 and len(box._queue) < 2 * 10 + 64 + 1
     assert sum(box.dropped.values()) == 10_000 - 10
-
-
-@pytest.fixture
-def view(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
 
 
 def test_a_client_on_a_slow_link_still_gets_every_imu_message(view, root):
