@@ -340,3 +340,12 @@ def test_the_graph_shows_publishers_subscribers_and_servers_as_they_come_and_go(
         await c.close()
 
     run(main())
+
+
+def test_the_flags_are_refused_with_a_recording(tmp_path, root):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "a0py.cli.view", str(tmp_path / "rec.mcap"), "--allow-set", "robot",
+                        "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1 and "apply to live topics" in r.stderr, r.stderr
