@@ -35,13 +35,20 @@ def join_ok(p, timeout=JOIN_S):
     assert p.exitcode == 0, f"child {p.pid} exited with {p.exitcode}"
 
 
-def wait_until(pred, what="condition", timeout=WAIT_S):
-    """Polls ``pred`` until true; fails the test naming ``what`` after ``timeout`` s."""
+def wait_until(pred, what="condition", timeout=WAIT_S, every=0.002, state=None):
+    """Polls ``pred()`` every ``every`` s until it returns something true, and returns
+    that. After ``timeout`` s fails the test naming ``what`` and, if given,
+    ``state()``: what was seen last (a count, a status), to say how far it got.
+
+    A poll that acts as well as looks (publish a probe, then look for it) puts the
+    action in ``pred`` and spaces its polls with ``every``."""
     deadline = time.monotonic() + timeout
-    while not pred():
+    while not (got := pred()):
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.002)
+            seen = "" if state is None else f"; last seen: {state()!r}"
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}{seen}")
+        time.sleep(every)
+    return got
 
 
 def child_env(**extra):
