@@ -51,6 +51,18 @@ def wait_until(pred, what="condition", timeout=WAIT_S, every=0.002, state=None):
     return got
 
 
+def maps(pid, topic, protocol="pubsub"):
+    """Whether process `pid` has the `protocol` arena of `topic` (an a0py Topic) mapped:
+    for a recorder or a reader in another process, the sign that it has opened it."""
+    where = topic.location(protocol)
+    path = "/dev/shm" + where if topic.root.kind == "shm" else where
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any(line.rstrip("\n").endswith(" " + path) for line in f)
+    except FileNotFoundError:  # the process is gone
+        return False
+
+
 def child_env(**extra):
     """This process's environment with the checkout first on PYTHONPATH, plus ``extra``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
