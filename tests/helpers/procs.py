@@ -63,6 +63,21 @@ def maps(pid, topic, protocol="pubsub"):
         return False
 
 
+def asleep_in_futex(pid):
+    """Whether the main thread of process `pid` sleeps in the kernel on a futex: for a
+    single-threaded child blocked in an a0py wait (a lock, a notify word), the sign
+    that it is in there rather than on its way. Where the kernel does not say where a
+    thread sleeps (wchan "0"), the sleeping state has to do."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read().strip()
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):  # the process is gone
+        return False
+    return state == "S" if wchan in ("", "0") else "futex" in wchan
+
+
 def child_env(**extra):
     """This process's environment with the checkout first on PYTHONPATH, plus ``extra``."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
