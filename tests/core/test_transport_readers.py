@@ -228,8 +228,8 @@ def test_reader_killed_mid_read_or_asleep_leaves_nothing_that_slows_writers(shm_
         assert recv(parent_end)[0] == "reading"
         if how == "asleep":
             wait_flag(tr, 1)
-        else:
-            time.sleep(0.05)  # let it be inside the read
+        elif how == "copy_loop":
+            time.sleep(0.05)  # inside its loop of reads (a read leaves no sign: a moment)
         os.kill(reader.pid, signal.SIGKILL)
         reader.join(JOIN_S)
         assert reader.exitcode == -signal.SIGKILL
