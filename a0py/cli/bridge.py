@@ -127,6 +127,12 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    # Before start(): a peer met while the bridge starts is said too ("peer bridge ... up").
+    said = logging.StreamHandler(sys.stderr)
+    said.setFormatter(logging.Formatter("a0py %(message)s"))
+    logger = logging.getLogger("a0py.bridge")
+    logger.addHandler(said)
+    logger.setLevel(logging.INFO)
     try:
         br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
                          mode=mode, multicast=multicast, reliable=reliable,
@@ -134,13 +140,9 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
                          linger=linger, lease=lease, bundle=bundle)
         br.start()
     except A0Error as e:
+        logger.removeHandler(said)
         raise CliError(str(e)) from None
     hint = None
-    said = logging.StreamHandler(sys.stderr)
-    said.setFormatter(logging.Formatter("a0py %(message)s"))
-    logger = logging.getLogger("a0py.bridge")
-    logger.addHandler(said)
-    logger.setLevel(logging.INFO)
     try:
         click.echo(f"a0py bridge: {br.id} on prefix {br.prefix!r}, topics {' '.join(globs)}"
                    f"{'; listening on ' + ' '.join(listen) if listen else ''}"
