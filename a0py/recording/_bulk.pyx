@@ -63,33 +63,31 @@ from ..includes.a0_packet cimport (
     a0_uuid_format,
 )
 
-import struct
-
 import numpy as np
-from mcap.opcode import Opcode
 
 from .._core import FramePrefix, STANDARD_HEADERS
 from .format import (
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
+    MESSAGE_LAYOUT,
     MESSAGE_LOG_TIME_AT,
     MESSAGE_PUBLISH_TIME_AT,
     MESSAGE_SEQUENCE_AT,
+    PACKET_PAYLOAD_SIZE_AT as _PACKET_PAYLOAD_SIZE_AT,
     RECORD_HEADER,
 )
 
 # The record layout, copied once from .format (its one definition) into C.
-cdef uint8_t OP_MESSAGE = Opcode.MESSAGE
+cdef uint8_t OP_MESSAGE = MESSAGE_LAYOUT.opcode
 cdef int64_t MSG_FIXED = MESSAGE_FIXED
 cdef int64_t HDR = RECORD_HEADER
 cdef int64_t AT_CHANNEL = MESSAGE_CHANNEL_AT
 cdef int64_t AT_SEQUENCE = MESSAGE_SEQUENCE_AT
 cdef int64_t AT_LOG = MESSAGE_LOG_TIME_AT
 cdef int64_t AT_PUBLISH = MESSAGE_PUBLISH_TIME_AT
-cdef int64_t PACKET_PAYLOAD_SIZE_AT = 40  # the packet's payload_size (csrc/a0_packet.c asserts it)
+cdef int64_t PACKET_PAYLOAD_SIZE_AT = _PACKET_PAYLOAD_SIZE_AT  # the packet's payload_size (the binding's table)
 # A message record's fixed part with the frame's size, sequence and times to fill in.
-_MESSAGE_HEAD = struct.Struct("<BQHIQQ")
-assert _MESSAGE_HEAD.size == MESSAGE_FIXED
+_MESSAGE_HEAD = MESSAGE_LAYOUT.head
 
 # The standard headers' keys (the core's order), concatenated, and their lengths.
 cdef bytes _STD_KEYS = "".join(STANDARD_HEADERS).encode()  # kept alive by the module

@@ -61,7 +61,6 @@ import collections
 import json
 import os
 import socket
-import struct
 import threading
 import time
 import zlib
@@ -86,8 +85,11 @@ from ..errors import BufferTooSmallError
 from . import _bulk
 from .errors import RecordingOptionError
 from .format import (
+    CHUNK_LAYOUT,
     CHUNKS_METADATA,
     COMPRESSIONS,
+    FOOTER_BODY,
+    FOOTER_LAYOUT,
     GAP_SCHEMA,
     GAP_SCHEMA_DATA,
     GAP_TOPIC,
@@ -98,6 +100,7 @@ from .format import (
     MAGIC,
     MESSAGE_FIXED,
     MESSAGE_INDEX_FIXED,
+    MESSAGE_INDEX_LAYOUT,
     MESSAGE_PUBLISH_TIME_AT,
     PACKET_ENCODING,
     PACKET_SCHEMA,
@@ -115,7 +118,8 @@ from .packets import wall_times
 _FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
 _POOL = 4  # chunk_bytes buffers kept for reuse
 _NO_SEQS = np.zeros(0, np.int64)
-_INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])
+_INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])  # a Message Index entry
+_CHUNK_RECORDS_LENGTH = CHUNK_LAYOUT.length_prefix("records")
 
 
 def _u64_field(records):
@@ -618,9 +622,10 @@ class SegmentWriter:
             comp = self.compression.encode()
             offset = self._pos
             # The Chunk record, its records field written from `data` in place.
-            body_len = 8 + 8 + 8 + 4 + 4 + len(comp) + 8 + len(data)
-            head = struct.pack("<BQQQQII", Opcode.CHUNK, body_len, job.log_lo, job.log_hi, used, crc, len(comp))
-            self._write(head + comp + struct.pack("<Q", len(data)))
+            records_len = _CHUNK_RECORDS_LENGTH.pack(len(data))
+            body_len = CHUNK_LAYOUT.head.size - RECORD_HEADER + len(comp) + len(records_len) + len(data)
+            head = CHUNK_LAYOUT.head.pack(CHUNK_LAYOUT.opcode, body_len, job.log_lo, job.log_hi, used, crc, len(comp))
+            self._write(head + comp + records_len)
             self._write(data)
             chunk_len = self._pos - offset
             compressed = len(data)
@@ -633,8 +638,8 @@ class SegmentWriter:
             entries["offset"] = offsets
             body = entries.tobytes()
             index_offsets[cid] = self._pos
-            self._write(struct.pack("<BQHI", Opcode.MESSAGE_INDEX, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body),
-                                    cid, len(body)))
+            self._write(MESSAGE_INDEX_LAYOUT.head.pack(
+                MESSAGE_INDEX_LAYOUT.opcode, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body), cid, len(body)))
             self._write(body)
         self._chunk_indexes.append(ChunkIndex(
             message_start_time=job.log_lo, message_end_time=job.log_hi, chunk_start_offset=offset,
@@ -756,7 +761,9 @@ class SegmentWriter:
             o.write(sb)
         summary = sb.end()
         crc = zlib.crc32(summary)
-        crc = zlib.crc32(struct.pack("<BQQQ", Opcode.FOOTER, 20, summary_start, summary_offset_start), crc)
+        # The summary CRC covers the footer up to its own field.
+        footer_head = FOOTER_LAYOUT.head.pack(FOOTER_LAYOUT.opcode, FOOTER_BODY, summary_start, summary_offset_start, 0)
+        crc = zlib.crc32(footer_head[:FOOTER_LAYOUT.offset("summary_crc")], crc)
         self._write(summary)
         rb = RecordBuilder()
         Footer(summary_start=summary_start, summary_offset_start=summary_offset_start, summary_crc=crc).write(rb)
