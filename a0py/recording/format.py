@@ -26,7 +26,8 @@ from .._core import PACKET_LAYOUT
 from ..proto.packets import PACKET_ENCODING
 
 MAGIC = b"\x89MCAP0\r\n"
-RECORD_HEADER = 9  # opcode uint8 + length uint64
+RECORD_HEAD = struct.Struct("<BQ")  # every record starts with its opcode (uint8) and body length (uint64)
+RECORD_HEADER = RECORD_HEAD.size
 
 # The specification's field types: (size of a fixed-size value, or None for a
 # length-prefixed one; the struct code of the value or of its length prefix,
@@ -67,7 +68,7 @@ class RecordLayout:
         self._offsets = {}
         self._entries = {}
         at = RECORD_HEADER
-        codes = "<BQ"
+        codes = RECORD_HEAD.format
         for field, kind in self.fields:
             size, code, entry = FIELD_TYPES[kind]
             if entry is not None:

@@ -68,7 +68,7 @@ from .format import (
     headers_topic,
     join_packet,
 )
-from .reader import SHM_PREFIX, expand_paths
+from .paths import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
 REPLAY_PREFIX = "a0_replay_"
