@@ -28,6 +28,7 @@ from ..proto.packets import PACKET_ENCODING
 MAGIC = b"\x89MCAP0\r\n"
 RECORD_HEAD = struct.Struct("<BQ")  # every record starts with its opcode (uint8) and body length (uint64)
 RECORD_HEADER = RECORD_HEAD.size
+RECORD_LENGTH_AT = struct.calcsize("<B")  # the body length, after the opcode
 
 # The specification's field types: (size of a fixed-size value, or None for a
 # length-prefixed one; the struct code of the value or of its length prefix,

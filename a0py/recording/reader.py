@@ -57,6 +57,7 @@ from .format import (
     MESSAGE_INDEX_LAYOUT,
     RECORD_HEAD,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
     STATISTICS_LAYOUT,
 )
 
@@ -664,7 +665,7 @@ def message_offsets(records, index_offsets, path, base):
     if not (a[offs] == Opcode.MESSAGE).all():
         return walk_records(records, path, base)
     _, _, u64 = u_views(records)
-    ends = offs + RECORD_HEADER + u64[offs + 1].astype(np.int64)
+    ends = offs + RECORD_HEADER + u64[offs + RECORD_LENGTH_AT].astype(np.int64)
     if (ends > n).any() or (ends[:-1] > offs[1:]).any() or (ends < offs + MESSAGE_FIXED).any():
         return walk_records(records, path, base)
     # Between consecutive messages (and before the first, after the last)

@@ -108,6 +108,7 @@ from .format import (
     PACKET_SCHEMA_ENCODING,
     PAYLOADS_KEY,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
     SEGMENT_METADATA,
     TOPIC_KEY,
     chunk_range,
@@ -583,7 +584,7 @@ class SegmentWriter:
         if len(plain):
             # Packets without a standard block: their a0_time_wall header, if any.
             u64 = _u64_field(records)
-            lengths = u64[plain + 1].astype(np.int64) - (MESSAGE_FIXED - RECORD_HEADER)
+            lengths = u64[plain + RECORD_LENGTH_AT].astype(np.int64) - (MESSAGE_FIXED - RECORD_HEADER)
             wall, have = wall_times(records, plain + MESSAGE_FIXED, lengths)
             found = plain[have]
             u64[found + MESSAGE_PUBLISH_TIME_AT] = wall[have]

@@ -39,7 +39,7 @@ import org.apache.spark.sql.types.StructType;
  * Planning a read: the scan builder (filter pushdown on topic, seq,
  * time_wall and log_time, column pruning), the scan, and its partitions — one per run of
  * chunks of about maxPartitionBytes uncompressed bytes, as the Python
- * source plans them (a0py/spark/_read.py {@code plan}).
+ * source plans them (a0py/spark/planning.py {@code plan}).
  *
  * <p>Pushed filters are applied exactly by the reader, so they are not
  * evaluated again by Spark; chunks are skipped only where the summary's
