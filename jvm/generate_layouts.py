@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -51,17 +50,31 @@ def _byte_literal(b):
     return f"(byte) {b:#04x}"
 
 
+def _wrap_items(head, items, width, end="."):
+    """``head`` and ``items`` joined by ", " and ended by ``end``, in lines of
+    at most ``width`` characters broken only between items."""
+    lines = [head.rstrip()]
+    for i, item in enumerate(items):
+        piece = item + ("," if i + 1 < len(items) else end)
+        if len(lines[-1]) + 1 + len(piece) > width:
+            lines.append(piece)
+        else:
+            lines[-1] += " " + piece
+    return lines
+
+
 def mcap_records_source():
     """The text of McapRecords.java."""
     from a0py.recording.format import MAGIC, RECORD_HEADER, RECORD_LAYOUTS, RECORD_LENGTH_AT
 
     out = [_banner("a0py/recording/format.py (RECORD_LAYOUTS)"), "/**",
            " * The MCAP records as the specification lays them out, one nested class a",
-           " * record: its opcode, the offset (from the record's opcode) of every field that",
-           " * has one, the fields before the first length-prefixed one and that field's",
-           " * length prefix, HEAD (the bytes through that prefix; the whole record when",
-           " * every field has a fixed size), and the bytes per entry of a Map or Array of",
-           " * fixed-size entries. The Python reader and writer use the same table.",
+           " * record, its constants in one row: its opcode, the offset (from the record's",
+           " * opcode) of every field that has one, the fields before the first",
+           " * length-prefixed one and that field's length prefix, HEAD (the bytes through",
+           " * that prefix; the whole record when every field has a fixed size), and the",
+           " * bytes per entry of a Map or Array of fixed-size entries. The Python reader",
+           " * and writer use the same table.",
            " */",
            "final class McapRecords {",
            f"  static final byte[] MAGIC = {{{', '.join(_byte_literal(b) for b in MAGIC)}}};",
@@ -73,21 +86,20 @@ def mcap_records_source():
            "  private McapRecords() {}"]
     for layout in RECORD_LAYOUTS.values():
         cls = _java_name(layout.name)
-        fields = ", ".join(f"{name} {kind}" for name, kind in layout.fields)
-        doc = textwrap.wrap(f"{layout.name}: {fields}.", 100)
+        doc = _wrap_items(f"{layout.name}: ", [f"{name} {kind}" for name, kind in layout.fields], 100)
         doc = [f"  /** {doc[0]} */"] if len(doc) == 1 else ["  /**", *(f"   * {line}" for line in doc), "   */"]
-        out += ["", *doc, f"  static final class {cls} {{",
-                f"    static final int OPCODE = {layout.opcode:#04x};"]
-        for name, at in layout.fixed_offsets().items():
-            out.append(f"    static final int {_java_name(name)} = {at};")
-        out.append(f"    static final int HEAD = {layout.head.size};")
+        consts = [f"OPCODE = {layout.opcode:#04x}"]
+        consts += [f"{_java_name(name)} = {at}" for name, at in layout.fixed_offsets().items()]
+        consts.append(f"HEAD = {layout.head.size}")
         for name, _kind in layout.fields:
             try:
-                entry = layout.entry_size(name)
+                consts.append(f"{_java_name(name)}_ENTRY = {layout.entry_size(name)}")
             except KeyError:
                 continue
-            out.append(f"    static final int {_java_name(name)}_ENTRY = {entry};")
-        out += ["", f"    private {cls}() {{}}", "  }"]
+        # One row a record: its constants in one declaration.
+        lines = _wrap_items("static final int", consts, 110, end=";")
+        out += ["", *doc, f"  static final class {cls} {{", f"    {lines[0]}", *(f"        {x}" for x in lines[1:]),
+                "  }"]
     out.append("}")
     return "\n".join(out) + "\n"
 

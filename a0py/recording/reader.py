@@ -341,13 +341,9 @@ def _read_summary(fd, lay):
                   f"{len(summary) - body_at} left")
         body = memoryview(summary)[body_at:body_at + n]
         base = summary_start + body_at
-        if op == Opcode.SCHEMA:
-            s = parse_schema(body, path, base)
-            lay.schemas[s.id] = s
-        elif op == Opcode.CHANNEL:
-            c = parse_channel(body, path, base)
-            lay.channels[c.id] = c
-            saw_channels = True
+        if op in (Opcode.SCHEMA, Opcode.CHANNEL):
+            _add_definition(lay, op, body, base)
+            saw_channels |= op == Opcode.CHANNEL
         elif op == Opcode.CHUNK_INDEX:
             chunk_index.append(_parse(ChunkIndex, body, path, base, "chunk index record",
                                       (CHUNK_INDEX_LAYOUT, "message_index_offsets")))
@@ -514,19 +510,25 @@ def _scan_message_index(fd, path, body_at, n):
 
 def _scan_small_record(fd, lay, op, body_at, n):
     """A schema, channel, metadata or header record met by the scan, into ``lay``."""
-    path = lay.path
     body = memoryview(_pread(fd, n, body_at))
-    if op == Opcode.SCHEMA:
-        s = parse_schema(body, path, body_at)
-        lay.schemas[s.id] = s
-    elif op == Opcode.CHANNEL:
-        c = parse_channel(body, path, body_at)
-        lay.channels[c.id] = c
+    if op in (Opcode.SCHEMA, Opcode.CHANNEL):
+        _add_definition(lay, op, body, body_at)
     elif op == Opcode.METADATA:
-        lay.metadata.append(parse_metadata(body, path, body_at))
+        lay.metadata.append(parse_metadata(body, lay.path, body_at))
     else:
-        h = _parse(Header, body, path, body_at, "header record")
+        h = _parse(Header, body, lay.path, body_at, "header record")
         lay.profile, lay.library = h.profile, h.library
+
+
+def _add_definition(lay, op, body, base, first_wins=False):
+    """A schema or channel record's ``body`` (at file offset ``base``) into
+    ``lay``; ``first_wins``: an id already there is kept."""
+    if op == Opcode.SCHEMA:
+        found, known = parse_schema(body, lay.path, base), lay.schemas
+    else:
+        found, known = parse_channel(body, lay.path, base), lay.channels
+    if not (first_wins and found.id in known):
+        known[found.id] = found
 
 
 def _find_channels_in_chunks(lay):
@@ -547,12 +549,7 @@ def _find_channels_in_chunks(lay):
         for ref in lay.chunks:
             records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
             for op, body_at, body in walk_records(records, path, ref.offset)[1]:
-                if op == Opcode.CHANNEL:
-                    c = parse_channel(body, path, body_at)
-                    lay.channels.setdefault(c.id, c)
-                elif op == Opcode.SCHEMA:
-                    s = parse_schema(body, path, body_at)
-                    lay.schemas.setdefault(s.id, s)
+                _add_definition(lay, op, body, body_at, first_wins=True)
             if not blind and not (need_channels - set(lay.channels)):
                 break
 

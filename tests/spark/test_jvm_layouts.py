@@ -56,20 +56,29 @@ def test_the_committed_java_layout_is_what_the_generator_writes_from_the_python_
         "(python jvm/generate_layouts.py) and commit it")
 
 
-def test_the_generated_sources_name_every_record_field_and_packet_offset():
-    records = GEN.mcap_records_source()
-    for layout in RECORD_LAYOUTS.values():
-        cls = GEN._java_name(layout.name)
-        assert f"static final class {cls} {{" in records
-        assert f"static final int OPCODE = {layout.opcode:#04x};" in records
-        for name, at in layout.fixed_offsets().items():
-            assert f"static final int {GEN._java_name(name)} = {at};" in records
-    assert "CHANNEL_ID = 9;" in records and "PUBLISH_TIME = 23;" in records  # the Message record, by name
-    packet = GEN.packet_layout_source()
-    for key, value in PACKET_LAYOUT.items():
-        literal = f"{value:#010x}" if key == "magic" else str(value)
-        assert f"static final int {key.upper()} = {literal};" in packet
-    assert ", ".join(f'"{h}"' for h in STANDARD_HEADERS) in packet
+def _source_constants(text, top):
+    """{class: {constant: int value}} declared in a generated Java source
+    (``top``: its class; nested classes as ``top$Nested``)."""
+    out = {top: {}}
+    current = out[top]
+    for line in text.splitlines():
+        m = re.match(r"^  static final class (\w+) \{$", line)
+        if m:
+            current = out.setdefault(f"{top}${m.group(1)}", {})
+        elif line == "  }":
+            current = out[top]
+        for name, value in re.findall(r"\b([A-Z][A-Z0-9_]*) = (0x[0-9a-f]+|-?\d+)[,;]", line):
+            current[name] = int(value, 0)
+    return out
+
+
+def test_the_generated_sources_hold_every_record_field_and_packet_offset_of_the_python_tables():
+    want = _expected_constants()
+    got = _source_constants(GEN.mcap_records_source(), "McapRecords")
+    got.update(_source_constants(GEN.packet_layout_source(), "PacketLayout"))
+    assert got == want
+    assert got["McapRecords$Message"]["CHANNEL_ID"] == 9 and got["McapRecords$Message"]["PUBLISH_TIME"] == 23
+    assert ", ".join(f'"{h}"' for h in STANDARD_HEADERS) in GEN.packet_layout_source()
 
 
 def test_the_check_mode_names_a_stale_file_and_fails(tmp_path, monkeypatch, capsys):

@@ -116,18 +116,10 @@ final class BatchColumns {
       putTopic(vectors[cTopic], r, cid, ch.topicBytes);
     }
     if (cSeq >= 0) {
-      if (kind == FrameRows.RAW) {
-        vectors[cSeq].putNull(r);
-      } else {
-        vectors[cSeq].putLong(r, rows.seq[r]);
-      }
+      putLongOrNull(vectors[cSeq], r, kind != FrameRows.RAW, rows.seq[r]);
     }
     if (cMono >= 0) {
-      if (rows.mono[r] == Long.MIN_VALUE) {
-        vectors[cMono].putNull(r);
-      } else {
-        vectors[cMono].putLong(r, rows.mono[r]);
-      }
+      putLongOrNull(vectors[cMono], r, rows.mono[r] != Long.MIN_VALUE, rows.mono[r]);
     }
     if (cWall >= 0) {
       vectors[cWall].putLong(r, kind == FrameRows.JOINED ? MessageRecords.wallUs(rows.hdrBuf[r], rows.hdrOff[r])
@@ -176,18 +168,7 @@ final class BatchColumns {
         putBytesOrNull(vectors[cDecodeError], r, err == null ? null : err.getBytes(StandardCharsets.UTF_8));
       }
     }
-    if (cIsGap >= 0) {
-      vectors[cIsGap].putBoolean(r, false);
-    }
-    if (cGapFirst >= 0) {
-      vectors[cGapFirst].putNull(r);
-    }
-    if (cGapLast >= 0) {
-      vectors[cGapLast].putNull(r);
-    }
-    if (cRecord >= 0) {
-      vectors[cRecord].putLong(r, MessageRecords.logUs(recs, o));
-    }
+    putGapColumns(r, null, cRecord >= 0 ? MessageRecords.logUs(recs, o) : 0);
   }
 
   /** Gap row r: gap g, whose Message record (in recs) is of channel ch. */
@@ -217,20 +198,33 @@ final class BatchColumns {
     if (cEncoding >= 0) {
       vectors[cEncoding].putByteArray(r, ch.encoding, 0, ch.encoding.length);
     }
-    if (cIsGap >= 0) {
-      vectors[cIsGap].putBoolean(r, true);
-    }
-    if (cGapFirst >= 0) {
-      vectors[cGapFirst].putLong(r, g.first());
-    }
-    if (cGapLast >= 0) {
-      vectors[cGapLast].putLong(r, g.last());
-    }
-    if (cRecord >= 0) {
-      vectors[cRecord].putLong(r, g.logUs());
-    }
+    putGapColumns(r, g, g.logUs());
     for (int c : nullInGapRows) {
       vectors[c].putNull(r);
+    }
+  }
+
+  /** Row r's is_gap, gap_first, gap_last (g: its gap, null for a frame row) and time_record columns. */
+  private void putGapColumns(int r, GapRow g, long recordUs) {
+    if (cIsGap >= 0) {
+      vectors[cIsGap].putBoolean(r, g != null);
+    }
+    if (cGapFirst >= 0) {
+      putLongOrNull(vectors[cGapFirst], r, g != null, g != null ? g.first() : 0);
+    }
+    if (cGapLast >= 0) {
+      putLongOrNull(vectors[cGapLast], r, g != null, g != null ? g.last() : 0);
+    }
+    if (cRecord >= 0) {
+      vectors[cRecord].putLong(r, recordUs);
+    }
+  }
+
+  private static void putLongOrNull(WritableColumnVector v, int r, boolean present, long value) {
+    if (present) {
+      v.putLong(r, value);
+    } else {
+      v.putNull(r);
     }
   }
 

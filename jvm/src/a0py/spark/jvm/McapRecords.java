@@ -4,11 +4,12 @@ package a0py.spark.jvm;
 
 /**
  * The MCAP records as the specification lays them out, one nested class a
- * record: its opcode, the offset (from the record's opcode) of every field that
- * has one, the fields before the first length-prefixed one and that field's
- * length prefix, HEAD (the bytes through that prefix; the whole record when
- * every field has a fixed size), and the bytes per entry of a Map or Array of
- * fixed-size entries. The Python reader and writer use the same table.
+ * record, its constants in one row: its opcode, the offset (from the record's
+ * opcode) of every field that has one, the fields before the first
+ * length-prefixed one and that field's length prefix, HEAD (the bytes through
+ * that prefix; the whole record when every field has a fixed size), and the
+ * bytes per entry of a Map or Array of fixed-size entries. The Python reader
+ * and writer use the same table.
  */
 final class McapRecords {
   static final byte[] MAGIC = {(byte) 0x89, 'M', 'C', 'A', 'P', '0', '\r', '\n'};
@@ -21,59 +22,31 @@ final class McapRecords {
 
   /** Header: profile String, library String. */
   static final class Header {
-    static final int OPCODE = 0x01;
-    static final int PROFILE = 9;
-    static final int HEAD = 13;
-
-    private Header() {}
+    static final int OPCODE = 0x01, PROFILE = 9, HEAD = 13;
   }
 
   /** Footer: summary_start uint64, summary_offset_start uint64, summary_crc uint32. */
   static final class Footer {
-    static final int OPCODE = 0x02;
-    static final int SUMMARY_START = 9;
-    static final int SUMMARY_OFFSET_START = 17;
-    static final int SUMMARY_CRC = 25;
-    static final int HEAD = 29;
-
-    private Footer() {}
+    static final int OPCODE = 0x02, SUMMARY_START = 9, SUMMARY_OFFSET_START = 17, SUMMARY_CRC = 25, HEAD = 29;
   }
 
   /** Schema: id uint16, name String, encoding String, data uint32 length-prefixed Bytes. */
   static final class Schema {
-    static final int OPCODE = 0x03;
-    static final int ID = 9;
-    static final int NAME = 11;
-    static final int HEAD = 15;
-
-    private Schema() {}
+    static final int OPCODE = 0x03, ID = 9, NAME = 11, HEAD = 15;
   }
 
   /**
-   * Channel: id uint16, schema_id uint16, topic String, message_encoding String, metadata Map<string,
-   * string>.
+   * Channel: id uint16, schema_id uint16, topic String, message_encoding String,
+   * metadata Map<string, string>.
    */
   static final class Channel {
-    static final int OPCODE = 0x04;
-    static final int ID = 9;
-    static final int SCHEMA_ID = 11;
-    static final int TOPIC = 13;
-    static final int HEAD = 17;
-
-    private Channel() {}
+    static final int OPCODE = 0x04, ID = 9, SCHEMA_ID = 11, TOPIC = 13, HEAD = 17;
   }
 
   /** Message: channel_id uint16, sequence uint32, log_time Timestamp, publish_time Timestamp, data Bytes. */
   static final class Message {
-    static final int OPCODE = 0x05;
-    static final int CHANNEL_ID = 9;
-    static final int SEQUENCE = 11;
-    static final int LOG_TIME = 15;
-    static final int PUBLISH_TIME = 23;
-    static final int DATA = 31;
-    static final int HEAD = 31;
-
-    private Message() {}
+    static final int OPCODE = 0x05, CHANNEL_ID = 9, SEQUENCE = 11, LOG_TIME = 15, PUBLISH_TIME = 23, DATA = 31,
+        HEAD = 31;
   }
 
   /**
@@ -81,26 +54,13 @@ final class McapRecords {
    * uncompressed_crc uint32, compression String, records uint64 length-prefixed Bytes.
    */
   static final class Chunk {
-    static final int OPCODE = 0x06;
-    static final int MESSAGE_START_TIME = 9;
-    static final int MESSAGE_END_TIME = 17;
-    static final int UNCOMPRESSED_SIZE = 25;
-    static final int UNCOMPRESSED_CRC = 33;
-    static final int COMPRESSION = 37;
-    static final int HEAD = 41;
-
-    private Chunk() {}
+    static final int OPCODE = 0x06, MESSAGE_START_TIME = 9, MESSAGE_END_TIME = 17, UNCOMPRESSED_SIZE = 25,
+        UNCOMPRESSED_CRC = 33, COMPRESSION = 37, HEAD = 41;
   }
 
   /** Message Index: channel_id uint16, records Array<Tuple<Timestamp, uint64>>. */
   static final class MessageIndex {
-    static final int OPCODE = 0x07;
-    static final int CHANNEL_ID = 9;
-    static final int RECORDS = 11;
-    static final int HEAD = 15;
-    static final int RECORDS_ENTRY = 16;
-
-    private MessageIndex() {}
+    static final int OPCODE = 0x07, CHANNEL_ID = 9, RECORDS = 11, HEAD = 15, RECORDS_ENTRY = 16;
   }
 
   /**
@@ -109,108 +69,55 @@ final class McapRecords {
    * compression String, compressed_size uint64, uncompressed_size uint64.
    */
   static final class ChunkIndex {
-    static final int OPCODE = 0x08;
-    static final int MESSAGE_START_TIME = 9;
-    static final int MESSAGE_END_TIME = 17;
-    static final int CHUNK_START_OFFSET = 25;
-    static final int CHUNK_LENGTH = 33;
-    static final int MESSAGE_INDEX_OFFSETS = 41;
-    static final int HEAD = 45;
-    static final int MESSAGE_INDEX_OFFSETS_ENTRY = 10;
-
-    private ChunkIndex() {}
+    static final int OPCODE = 0x08, MESSAGE_START_TIME = 9, MESSAGE_END_TIME = 17, CHUNK_START_OFFSET = 25,
+        CHUNK_LENGTH = 33, MESSAGE_INDEX_OFFSETS = 41, HEAD = 45, MESSAGE_INDEX_OFFSETS_ENTRY = 10;
   }
 
   /**
-   * Attachment: log_time Timestamp, create_time Timestamp, name String, media_type String, data uint64
-   * length-prefixed Bytes, crc uint32.
+   * Attachment: log_time Timestamp, create_time Timestamp, name String, media_type String,
+   * data uint64 length-prefixed Bytes, crc uint32.
    */
   static final class Attachment {
-    static final int OPCODE = 0x09;
-    static final int LOG_TIME = 9;
-    static final int CREATE_TIME = 17;
-    static final int NAME = 25;
-    static final int HEAD = 29;
-
-    private Attachment() {}
+    static final int OPCODE = 0x09, LOG_TIME = 9, CREATE_TIME = 17, NAME = 25, HEAD = 29;
   }
 
   /**
-   * Attachment Index: offset uint64, length uint64, log_time Timestamp, create_time Timestamp, data_size
-   * uint64, name String, media_type String.
+   * Attachment Index: offset uint64, length uint64, log_time Timestamp, create_time Timestamp,
+   * data_size uint64, name String, media_type String.
    */
   static final class AttachmentIndex {
-    static final int OPCODE = 0x0a;
-    static final int OFFSET = 9;
-    static final int LENGTH = 17;
-    static final int LOG_TIME = 25;
-    static final int CREATE_TIME = 33;
-    static final int DATA_SIZE = 41;
-    static final int NAME = 49;
-    static final int HEAD = 53;
-
-    private AttachmentIndex() {}
+    static final int OPCODE = 0x0a, OFFSET = 9, LENGTH = 17, LOG_TIME = 25, CREATE_TIME = 33, DATA_SIZE = 41,
+        NAME = 49, HEAD = 53;
   }
 
   /**
-   * Statistics: message_count uint64, schema_count uint16, channel_count uint32, attachment_count
-   * uint32, metadata_count uint32, chunk_count uint32, message_start_time Timestamp, message_end_time
-   * Timestamp, channel_message_counts Map<uint16, uint64>.
+   * Statistics: message_count uint64, schema_count uint16, channel_count uint32,
+   * attachment_count uint32, metadata_count uint32, chunk_count uint32, message_start_time Timestamp,
+   * message_end_time Timestamp, channel_message_counts Map<uint16, uint64>.
    */
   static final class Statistics {
-    static final int OPCODE = 0x0b;
-    static final int MESSAGE_COUNT = 9;
-    static final int SCHEMA_COUNT = 17;
-    static final int CHANNEL_COUNT = 19;
-    static final int ATTACHMENT_COUNT = 23;
-    static final int METADATA_COUNT = 27;
-    static final int CHUNK_COUNT = 31;
-    static final int MESSAGE_START_TIME = 35;
-    static final int MESSAGE_END_TIME = 43;
-    static final int CHANNEL_MESSAGE_COUNTS = 51;
-    static final int HEAD = 55;
-    static final int CHANNEL_MESSAGE_COUNTS_ENTRY = 10;
-
-    private Statistics() {}
+    static final int OPCODE = 0x0b, MESSAGE_COUNT = 9, SCHEMA_COUNT = 17, CHANNEL_COUNT = 19,
+        ATTACHMENT_COUNT = 23, METADATA_COUNT = 27, CHUNK_COUNT = 31, MESSAGE_START_TIME = 35, MESSAGE_END_TIME = 43,
+        CHANNEL_MESSAGE_COUNTS = 51, HEAD = 55, CHANNEL_MESSAGE_COUNTS_ENTRY = 10;
   }
 
   /** Metadata: name String, metadata Map<string, string>. */
   static final class Metadata {
-    static final int OPCODE = 0x0c;
-    static final int NAME = 9;
-    static final int HEAD = 13;
-
-    private Metadata() {}
+    static final int OPCODE = 0x0c, NAME = 9, HEAD = 13;
   }
 
   /** Metadata Index: offset uint64, length uint64, name String. */
   static final class MetadataIndex {
-    static final int OPCODE = 0x0d;
-    static final int OFFSET = 9;
-    static final int LENGTH = 17;
-    static final int NAME = 25;
-    static final int HEAD = 29;
-
-    private MetadataIndex() {}
+    static final int OPCODE = 0x0d, OFFSET = 9, LENGTH = 17, NAME = 25, HEAD = 29;
   }
 
   /** Summary Offset: group_opcode uint8, group_start uint64, group_length uint64. */
   static final class SummaryOffset {
-    static final int OPCODE = 0x0e;
-    static final int GROUP_OPCODE = 9;
-    static final int GROUP_START = 10;
-    static final int GROUP_LENGTH = 18;
-    static final int HEAD = 26;
-
-    private SummaryOffset() {}
+    static final int OPCODE = 0x0e, GROUP_OPCODE = 9, GROUP_START = 10, GROUP_LENGTH = 18, HEAD = 26;
   }
 
   /** Data End: data_section_crc uint32. */
   static final class DataEnd {
-    static final int OPCODE = 0x0f;
-    static final int DATA_SECTION_CRC = 9;
-    static final int HEAD = 13;
-
-    private DataEnd() {}
+    static final int OPCODE = 0x0f, DATA_SECTION_CRC = 9, HEAD = 13;
   }
 }

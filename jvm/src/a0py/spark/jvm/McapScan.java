@@ -14,43 +14,23 @@ import java.util.Set;
  * regions outside chunks, the small records), then the channels and schemas
  * whose records lie inside chunks.
  */
-final class McapScan {
+final class McapScan extends LayoutPhase {
   /** A chunk record's fields before its records, with a compression name of up to 64 bytes. */
   private static final int CHUNK_HEAD_MAX = McapRecords.Chunk.HEAD - McapRecords.RECORD_HEADER + 64 + Long.BYTES;
   /** A message index record's body up to its entries. */
   private static final int MESSAGE_INDEX_FIXED = McapRecords.MessageIndex.HEAD - McapRecords.RECORD_HEADER;
 
   /** A chunk record the walk has passed, and the channels of the message index records after it. */
-  private static final class ScannedChunk {
-    final long offset;
-    final long length;
-    final long uncompressedSize;
-    final long startTime;
-    final long endTime;
-    final Set<Integer> channels = new HashSet<>();
-
-    ScannedChunk(long offset, long length, long uncompressedSize, long startTime, long endTime) {
-      this.offset = offset;
-      this.length = length;
-      this.uncompressedSize = uncompressedSize;
-      this.startTime = startTime;
-      this.endTime = endTime;
-    }
-
+  private record ScannedChunk(long offset, long length, long uncompressedSize, long startTime, long endTime,
+      Set<Integer> channels) {
     McapLayout.Ref ref() {
       int[] ids = channels.isEmpty() ? null : channels.stream().mapToInt(Integer::intValue).sorted().toArray();
       return new McapLayout.Ref(offset, length, uncompressedSize, false, ids, startTime, endTime);
     }
   }
 
-  private final FileChannel ch;
-  private final McapLayout lay;
-  private final String path;
-
   private McapScan(FileChannel ch, McapLayout lay) {
-    this.ch = ch;
-    this.lay = lay;
-    this.path = lay.path;
+    super(ch, lay);
   }
 
   /** Plans {@code lay} by a scan. */
@@ -88,7 +68,7 @@ final class McapScan {
       if (op == McapRecords.Chunk.OPCODE) {
         chunk = chunkHead(pos, n);
       } else if (op == McapRecords.MessageIndex.OPCODE && chunk != null) {
-        chunk.channels.add(messageIndexChannel(bodyAt, n));
+        chunk.channels().add(messageIndexChannel(bodyAt, n));
       } else if (op == McapRecords.Message.OPCODE) {
         if (regionStart < 0) {
           regionStart = pos;
@@ -129,7 +109,7 @@ final class McapScan {
       throw RecordingFormatException.at(path, bodyAt, "chunk record: records length " + Long.toUnsignedString(csize)
           + " does not fill the record of " + n + " bytes");
     }
-    return new ScannedChunk(pos, McapRecords.RECORD_HEADER + n, usize, start, stop);
+    return new ScannedChunk(pos, McapRecords.RECORD_HEADER + n, usize, start, stop, new HashSet<>());
   }
 
   /** The channel_id of the message index record whose n-byte body is at bodyAt, its entries checked whole. */

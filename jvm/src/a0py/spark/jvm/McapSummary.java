@@ -19,7 +19,7 @@ import java.util.zip.CRC32;
  * whose summary is missing or does not repeat its channels and schemas is
  * left to {@link McapScan}.
  */
-final class McapSummary {
+final class McapSummary extends LayoutPhase {
   /** A chunk index record's fields that planning uses. */
   private record ChunkIndexEntry(long messageStartTime, long messageEndTime, long chunkStartOffset,
       long chunkLength, long[][] messageIndexOffsets, long messageIndexLength, long uncompressedSize) {}
@@ -27,9 +27,6 @@ final class McapSummary {
   /** A metadata index record's byte range. */
   private record MetadataIndexEntry(long offset, long length) {}
 
-  private final FileChannel ch;
-  private final McapLayout lay;
-  private final String path;
   private long summaryStart;
   private byte[] summary;
   private final List<ChunkIndexEntry> chunkIndex = new ArrayList<>();
@@ -38,9 +35,7 @@ final class McapSummary {
   private Long messageCount; // the statistics record's, null without one
 
   private McapSummary(FileChannel ch, McapLayout lay) {
-    this.ch = ch;
-    this.lay = lay;
-    this.path = lay.path;
+    super(ch, lay);
   }
 
   /** Fills {@code lay} from the summary; false when the file has none usable (plan it by a scan). */

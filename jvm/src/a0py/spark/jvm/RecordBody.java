@@ -45,23 +45,22 @@ final class RecordBody {
   }
 
   int u16(String f) {
-    need(2, f);
-    int v = le16(buf, pos);
-    pos += 2;
-    return v;
+    return (int) unsigned(Short.BYTES, f);
   }
 
   long u32(String f) {
-    need(4, f);
-    long v = le32(buf, pos);
-    pos += 4;
-    return v;
+    return unsigned(Integer.BYTES, f);
   }
 
   long u64(String f) {
-    need(8, f);
-    long v = le64(buf, pos);
-    pos += 8;
+    return unsigned(Long.BYTES, f);
+  }
+
+  /** The next field, of {@code width} bytes. */
+  private long unsigned(int width, String f) {
+    need(width, f);
+    long v = width == Short.BYTES ? le16(buf, pos) : width == Integer.BYTES ? le32(buf, pos) : le64(buf, pos);
+    pos += width;
     return v;
   }
 
