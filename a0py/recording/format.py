@@ -58,7 +58,10 @@ class RecordLayout:
     it has a fixed size; a length-prefixed field's offset is its prefix's.
     ``head`` is the ``struct.Struct`` of the record's fixed start: opcode,
     body length, the fixed-size fields, then the length prefix of the first
-    length-prefixed field (if any)."""
+    length-prefixed field (if any).
+
+    Raises ValueError for a field type that is not one of
+    :data:`FIELD_TYPES`."""
 
     __slots__ = ("_entries", "_offsets", "fields", "head", "name", "opcode")
 
@@ -71,6 +74,9 @@ class RecordLayout:
         at = RECORD_HEADER
         codes = RECORD_HEAD.format
         for field, kind in self.fields:
+            if kind not in FIELD_TYPES:
+                raise ValueError(f"{name} record, field {field!r}: type {kind!r} is not one of the "
+                                 f"specification's ({', '.join(FIELD_TYPES)})")
             size, code, entry = FIELD_TYPES[kind]
             if entry is not None:
                 self._entries[field] = entry
