@@ -41,6 +41,7 @@ transport's targets are printed beside the figures.
 """
 
 import argparse
+import ctypes
 import itertools
 import json
 import multiprocessing as mp
@@ -361,7 +362,6 @@ def _oneway_reader(name, how, go, done, conn):
     """Reads like a normal user: blocks when there is nothing to read."""
     tr = a0py.Transport(a0py.Arena.shm(name))
     got = nbytes = 0
-    go.wait(30)
     first = last = None
     while True:
         if how == "read_next":
@@ -571,7 +571,21 @@ class LappedTarget:
                     pass
 
 
+def _steady_heap():
+    """Keeps the memory this process frees in its heap (glibc: no mmap per
+    big allocation, no trim). On a VM that hands freed pages back to its
+    host, a fresh 1 MiB costs up to milliseconds of page faults, noise that
+    would bury what is measured here; both phases of a run get the same."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 32 * MiB)  # M_MMAP_THRESHOLD (its maximum on 64-bit)
+        libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass  # not glibc: as it is
+
+
 def _flat_out_writer(target, size, ready, stop, conn):
+    _steady_heap()
     write, data = target.writer(), os.urandom(size)
     written = 0
     t0 = time.perf_counter()
@@ -584,14 +598,13 @@ def _flat_out_writer(target, size, ready, stop, conn):
     conn.send((written, time.perf_counter() - t0))
 
 
-def _transport_reads(target, how, size, seconds, alone, n_pass, go):
+def _transport_reads(target, how, size, seconds, alone, n_pass):
     """Transport.read_next / read_many / read_into. Alone, a reader that has
     read every frame starts again with a fresh cursor (the oldest)."""
     arena = a0py.Arena.shm(target.name)
     tr = a0py.Transport(arena)
     out = bytearray(4 * (size + 16))
     got = missed = 0
-    go.wait(30)
     t0 = time.perf_counter()
     end = t0 + seconds
     while time.perf_counter() < end:
@@ -611,10 +624,9 @@ def _transport_reads(target, how, size, seconds, alone, n_pass, go):
     return got, time.perf_counter() - t0, missed + tr.missed
 
 
-def _sub_sync_reads(target, how, size, seconds, alone, n_pass, go):
+def _sub_sync_reads(target, how, size, seconds, alone, n_pass):
     topic, got, missed = target.topic(), 0, 0
     sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
-    go.wait(30)
     t0 = time.perf_counter()
     end = t0 + seconds
     while time.perf_counter() < end:
@@ -633,13 +645,12 @@ def _sub_sync_reads(target, how, size, seconds, alone, n_pass, go):
     return got, time.perf_counter() - t0, missed + sub.missed
 
 
-def _callback_reads(target, how, size, seconds, alone, n_pass, go):
+def _callback_reads(target, how, size, seconds, alone, n_pass):
     """Subscriber(callback). Alone, a subscriber that has had every frame is
     closed and a fresh one (INIT_OLDEST) takes over."""
     import threading
 
     topic, got, missed = target.topic(), 0, 0
-    go.wait(30)
     t0 = time.perf_counter()
     end = t0 + seconds
     while True:
@@ -659,7 +670,7 @@ def _callback_reads(target, how, size, seconds, alone, n_pass, go):
             return got, time.perf_counter() - t0, missed
 
 
-def _aio_reads(target, how, size, seconds, alone, n_pass, go):
+def _aio_reads(target, how, size, seconds, alone, n_pass):
     import asyncio
 
     topic = target.topic()
@@ -679,7 +690,6 @@ def _aio_reads(target, how, size, seconds, alone, n_pass, go):
             await sub.aclose()
         return got, time.perf_counter() - t0, missed
 
-    go.wait(30)
     return asyncio.run(run())
 
 
@@ -689,7 +699,13 @@ LAPPED_LOOPS = {"read_next": _transport_reads, "read_many": _transport_reads,
 
 
 def _lapped_reader(target, how, size, seconds, alone, n_pass, go, conn):
-    conn.send(LAPPED_LOOPS[how](target, how, size, seconds, alone, n_pass, go))
+    """Runs the loop of reader `how` once `go` is set; sends (frames, wall
+    seconds, missed, CPU seconds of this process, its threads included)."""
+    _steady_heap()
+    go.wait(30)
+    cpu = time.process_time()
+    got, secs, missed = LAPPED_LOOPS[how](target, how, size, seconds, alone, n_pass)
+    conn.send((got, secs, missed, time.process_time() - cpu))
 
 
 def lapped_run(how, size, arena_size, seconds, alone):
@@ -720,7 +736,7 @@ def lapped_run(how, size, arena_size, seconds, alone):
         go.set()
         if not r_here.poll(seconds + 60):
             raise RuntimeError(f"the {how} reader did not report")
-        got, secs, missed = r_here.recv()
+        got, secs, missed, cpu = r_here.recv()
         stop.set()
         written, w_secs = w_here.recv()
         for p in procs:
@@ -734,6 +750,7 @@ def lapped_run(how, size, arena_size, seconds, alone):
         if alone:
             load.remove()
     return {"frames": got, "seconds": secs, "rate": got / secs, "missed": missed,
+            "cpu_seconds": cpu, "cpu_rate": got / cpu if cpu else 0.0,
             "writer_rate": written / w_secs}
 
 
@@ -756,8 +773,12 @@ def lapped(args):
                     lapped_runs.append(lapped_run(how, size, arena_size, seconds, False))
                 alone = median([r["rate"] for r in alone_runs])
                 lap = median([r["rate"] for r in lapped_runs])
+                cpu_alone = median([r["cpu_rate"] for r in alone_runs])
+                cpu_lap = median([r["cpu_rate"] for r in lapped_runs])
                 row = {"reader": how, "size": size, "arena_bytes": arena_size, "alone": alone,
                        "lapped": lap, "fraction": lap / alone if alone else 0.0,
+                       "cpu_alone": cpu_alone, "cpu_lapped": cpu_lap,
+                       "cpu_fraction": cpu_lap / cpu_alone if cpu_alone else 0.0,
                        "missed_share": median([r["missed"] / max(1, r["missed"] + r["frames"])
                                                for r in lapped_runs]),
                        "writer_rate": median([r["writer_rate"] for r in lapped_runs]),
@@ -765,6 +786,7 @@ def lapped(args):
                 rows.append(row)
                 progress(f"  {how:<9} {size // KiB:>5} KiB in {arena_size // MiB:>3} MiB: alone "
                          f"{alone:9,.0f}/s  lapped {lap:9,.0f}/s  {100 * row['fraction']:5.1f} %  "
+                         f"per CPU s {100 * row['cpu_fraction']:5.1f} %  "
                          f"(missed {100 * row['missed_share']:4.1f} %, writer {row['writer_rate']:,.0f}/s)")
     return rows
 
@@ -812,13 +834,16 @@ def report(res, args):
         lines.append("")
         lines.append(f"lapped reader: a writer process writing flat out into the reader's arena; "
                      f"'alone': the same reader on frames nobody overwrites, the writer in another "
-                     f"arena; {args.lapped_seconds} s a run")
+                     f"arena; {args.lapped_seconds} s a run; 'per CPU s': the same fraction of frames "
+                     f"per second of the reader's CPU time (what the rule wastes, whatever the "
+                     f"scheduler gave the reader)")
         lines.append(f"  {'reader':<10} {'frame':>8} {'arena':>7} {'alone/s':>10} {'lapped/s':>10} "
-                     f"{'fraction':>8} {'missed':>7} {'writer/s':>10}")
+                     f"{'fraction':>8} {'per CPU s':>9} {'missed':>7} {'writer/s':>10}")
         for r in res["lapped"]:
             lines.append(f"  {r['reader']:<10} {r['size'] // KiB:>4} KiB {r['arena_bytes'] // MiB:>3} MiB "
                          f"{r['alone']:10,.0f} {r['lapped']:10,.0f} {100 * r['fraction']:7.1f}% "
-                         f"{100 * r['missed_share']:6.1f}% {r['writer_rate']:10,.0f}")
+                         f"{100 * r['cpu_fraction']:8.1f}% {100 * r['missed_share']:6.1f}% "
+                         f"{r['writer_rate']:10,.0f}")
     if "pingpong" in res:
         lines.append("")
         lines.append(f"ping-pong, {args.msg_size}-byte messages, pin={args.pin}")
