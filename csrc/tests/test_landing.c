@@ -42,6 +42,17 @@ static uint64_t read_one(a0_transport_t* r) {
   return seq;
 }
 
+/* A new arena full of RING frames, a writer w and a reader r on it that has
+ * read frame 1 (its cursor placed: from here on whatever it skips counts). */
+static uint8_t* full_ring_read_once(a0_transport_t* w, a0_transport_t* r) {
+  uint8_t* base = new_arena(SIZE);
+  a0_transport_init(w, base, SIZE);
+  a0_transport_init(r, base, SIZE);
+  write_n(w, RING);
+  CHECK(read_one(r) == 1);
+  return base;
+}
+
 static void test_a_reader_that_saw_no_eviction_lands_on_the_oldest(void) {
   uint8_t* base = new_arena(SIZE);
   a0_transport_t w, r;
@@ -116,12 +127,8 @@ static void test_a_lapped_reader_lands_where_it_can_finish(void) {
 /* A batch of several frames is one read for the pace: what the writer
  * evicted from read_begin's snapshot to read_end's check. */
 static void test_pace_counts_the_evictions_of_a_whole_batch(void) {
-  uint8_t* base = new_arena(SIZE);
   a0_transport_t w, r;
-  a0_transport_init(&w, base, SIZE);
-  a0_transport_init(&r, base, SIZE);
-  write_n(&w, RING);
-  CHECK(read_one(&r) == 1);
+  uint8_t* base = full_ring_read_once(&w, &r);
   a0_read_t first, next;
   CHECK_ERR(a0_transport_read_begin(&r, &first), A0_OK);
   CHECK_ERR(a0_transport_read_after(&r, &first, &next), A0_OK);
@@ -144,12 +151,8 @@ static void test_pace_counts_the_evictions_of_a_whole_batch(void) {
  * frame is found from the newest back), and the landing frame itself
  * (read_skip passes exactly it, the next read goes on after it). */
 static void test_a_landing_past_damaged_headers(void) {
-  uint8_t* base = new_arena(SIZE);
   a0_transport_t w, r;
-  a0_transport_init(&w, base, SIZE);
-  a0_transport_init(&r, base, SIZE);
-  write_n(&w, RING);
-  CHECK(read_one(&r) == 1);
+  uint8_t* base = full_ring_read_once(&w, &r);
   a0_read_t rd;
   CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
   write_n(&w, 1); /* evicts 1: pace 1, 2..17 live */
