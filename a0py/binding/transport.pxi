@@ -336,11 +336,13 @@ cdef class Transport:
         """Moves the cursor to the next frame and returns ``(seq, bytes)``.
 
         Takes no lock: the frame is copied, then checked to be still live,
-        and copied again from the next surviving frame if it was not.
+        and read again if it was not.
         timeout=0 (default) does not wait: None if there is no next frame.
         timeout=None waits as long as it takes; a number waits up to that
-        many seconds and then returns None. From an evicted cursor, "next" is
-        the oldest surviving frame: the frames skipped are added to
+        many seconds and then returns None. From an evicted cursor the read
+        lands where it can finish its copy ahead of the writer (twice the
+        writer's pace past the oldest frame, or the newest while this reader
+        stays lapped: docs/transport.md): the frames skipped are added to
         :attr:`missed` (and the seqs jump).
 
         Raises ArgumentError (bad timeout), ClosedError, ArenaCorruptError
@@ -363,6 +365,7 @@ cdef class Transport:
         of ``(seq, bytes)``, without waiting and without the lock: frames are
         copied in batches and each batch is validated once. Frames removed
         before they could be read are skipped and added to :attr:`missed`.
+        A batch ends after 64 frames or 256 KiB.
         At a damaged frame header it returns the frames before it; called
         again, it raises ArenaCorruptError as :meth:`read_next`."""
         cdef Py_ssize_t limit = -1
@@ -380,6 +383,7 @@ cdef class Transport:
         cdef a0_read_t first, cur, after
         cdef a0_err_t err
         cdef Py_ssize_t batch_len
+        cdef uint64_t batch_bytes
         out = []
         while limit != 0:
             err = a0_transport_read_begin(&self.t, &first)
@@ -393,13 +397,17 @@ cdef class Transport:
             if err:
                 self._raise_read(err)
             batch = []
+            batch_bytes = 0
             cur = first
             while True:
                 data = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>cur.size)
                 _copy_out(PyBytes_AS_STRING(data), cur.data, cur.size)
                 batch.append((cur.seq, data))
                 batch_len = len(batch)
-                if batch_len == limit or batch_len == _READ_BATCH:
+                batch_bytes += cur.size
+                # Big frames: a short batch, as read_into's (a lapped reader's
+                # batch must be copied before the writer reaches its first frame).
+                if batch_len == limit or batch_len == _READ_BATCH or batch_bytes >= _BULK_BATCH_BYTES:
                     break
                 if a0_transport_read_after(&self.t, &cur, &after) != A0_OK:
                     break  # the newest frame, or a race that the check below will see
@@ -521,8 +529,8 @@ cdef class Transport:
         On leaving the block the view is released and the frame is checked:
         if a writer evicted it meanwhile (its bytes may have been written
         over while the block read them), FrameEvictedError is raised, and the
-        cursor stays so that the next read goes on from the oldest surviving
-        frame. Otherwise the cursor moves to the frame.
+        cursor stays, and the next read lands ahead of the writer as
+        :meth:`read_next`'s. Otherwise the cursor moves to the frame.
 
         Raises A0TimeoutError (no frame within the timeout), LockError (a
         read_view of this Transport is already open), FrameEvictedError (on
