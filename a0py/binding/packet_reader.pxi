@@ -212,7 +212,8 @@ cdef class PacketReader:
         or a PacketCorruptError (cursor moved past it) as
         :meth:`_take_locked`. The packet's bytes are copied, then its frame
         is checked to be still live; a frame evicted meanwhile is read again
-        from the oldest survivor (the loss counted in `missed`). Nothing a
+        from where the transport lands ahead of the writer (the loss counted
+        in `missed`). Nothing a
         torn copy shows is returned or reported: only a frame that checks out
         live is."""
         cdef a0_read_t r
