@@ -352,12 +352,33 @@ cdef class Packet:
             self._headers = Headers._wrap(_decode_headers(self._meta, what, True))
         return self._headers
 
-    cdef object _lent_payload(self):
+    cdef int _check_lease(self) except -1:
+        """ClosedError for a zero-copy packet whose block has ended."""
         if self._lease is not None and (<PacketView>self._lease).state != 1:
             raise ClosedError(
                 f"packet seq {self._seq}: its payload was a zero-copy view into the arena, "
                 "valid only inside its read_view block (or the callback it was given to); "
                 "keep a copy made inside it (bytes(pkt.payload), pkt.decode(), arr.copy())")
+        return 0
+
+    cdef object _lent_payload(self):
+        cdef PacketView lease
+        self._check_lease()
+        if self._payload is None and self._lease is not None:
+            # A zero-copy packet's memoryview, made on first use; released at
+            # the block's end (PacketView.__exit__).
+            lease = <PacketView>self._lease
+            lease._view = memoryview(lease._buf)
+            self._payload = lease._view
+        return self._payload
+
+    cdef object _array_source(self):
+        """What the array hook views: a zero-copy packet's lent buffer while
+        no memoryview of it was made (the hook needs none), else the payload.
+        ClosedError after its block."""
+        self._check_lease()
+        if self._payload is None and self._lease is not None:
+            return (<PacketView>self._lease)._buf
         return self._payload
 
     @property
@@ -429,7 +450,7 @@ cdef class Packet:
         if isinstance(self._typing, PacketTyping):
             hook = (<PacketTyping>self._typing).array_hook
             if hook is not None:
-                found = hook.view(self._lent_payload())
+                found = hook.view(self._array_source())
                 if found is not None:
                     return found
         return self._typing.array(self)
@@ -455,7 +476,7 @@ cdef class Packet:
         seq = "" if self._seq is None else f" seq={self._seq}"
         if self._lease is not None and (<PacketView>self._lease).state != 1:
             return f"<a0py.Packet {self.id}{seq} (zero-copy, its block ended)>"
-        return f"<a0py.Packet {self.id}{seq} headers={len(self.headers)} payload={len(self._payload)} bytes>"
+        return f"<a0py.Packet {self.id}{seq} headers={len(self.headers)} payload={len(self._lent_payload())} bytes>"
 
 
 

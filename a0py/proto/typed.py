@@ -253,7 +253,7 @@ class PublisherTyping:
             self._prefixes[(array.dtype, array.shape, array.strides)] = (prefix, c_order)
             self._array_type = type(array)
         if self.remember is not None:  # and the writer, without calling encode()
-            self.remember(array, prefix)
+            self.remember(array, prefix, "dtype")  # check_array: a plain dtype, fixing the format
         return prefix, (array if c_order else array.T)
 
     def _encode_protobuf(self, message):
