@@ -130,6 +130,8 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
     # Before start(): a peer met while the bridge starts is said too ("peer bridge ... up").
     said = logging.StreamHandler(sys.stderr)
     said.setFormatter(logging.Formatter("a0py %(message)s"))
+    # the bridge's own "started" line: the command says it on stdout, with more
+    said.addFilter(lambda record: not str(record.msg).startswith("bridge %s started"))
     logger = logging.getLogger("a0py.bridge")
     logger.addHandler(said)
     logger.setLevel(logging.INFO)
