@@ -39,12 +39,23 @@ build: $(FULL) jvm
 
 # The JVM reader of the `a0` source (jvm/): compiled with javac against the
 # jars inside the installed pyspark package (no Maven download), packaged in
-# the Python package so a wheel carries it.
-JVM_SRC := $(shell find jvm/src -name '*.java') $(wildcard jvm/resources/META-INF/services/*)
+# the Python package so a wheel carries it. Its two layout classes are
+# generated from the Python tables (the MCAP records of recording/format.py,
+# the packet layout the binding reads from csrc/a0_packet.h) and committed:
+# jvm/generate_layouts.py runs first and rewrites a file only when its text
+# changes (tests/spark/test_jvm_layouts.py fails on a stale one).
+JVM_GEN := jvm/src/a0py/spark/jvm/McapRecords.java jvm/src/a0py/spark/jvm/PacketLayout.java
+JVM_SRC := $(sort $(shell find jvm/src -name '*.java') $(JVM_GEN)) $(wildcard jvm/resources/META-INF/services/*)
 JVM_JAR := a0py/spark/jars/a0py-spark.jar
 SPARK_JARS = $(shell $(VPY) -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')
 
 jvm: $(JVM_JAR)
+
+$(JVM_GEN) &: jvm-layouts ;
+
+.PHONY: jvm-layouts
+jvm-layouts: | $(FULL)
+	$(VPY) jvm/generate_layouts.py
 
 $(JVM_JAR): $(JVM_SRC) | $(FULL)
 	@rm -rf build/jvm && mkdir -p build/jvm/classes $(dir $@)

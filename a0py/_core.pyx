@@ -67,11 +67,19 @@ from .errors import (
     SeqNotFoundError,
 )
 
+# In dependency order: each file uses what the files above it define.
 include "binding/layout.pxi"
 include "binding/errors.pxi"
 include "binding/arena.pxi"
+include "binding/lockfree_read.pxi"
+include "binding/read_into.pxi"
 include "binding/transport.pxi"
+include "binding/read_view.pxi"
+include "binding/locked_transport.pxi"
 include "binding/deadman.pxi"
 include "binding/packet.pxi"
+include "binding/packet_writer.pxi"
+include "binding/packet_reader.pxi"
+include "binding/packet_view.pxi"
 include "binding/multiwait.pxi"
 include "binding/relay.pxi"

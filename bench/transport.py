@@ -24,13 +24,24 @@ Measures, each repeated --repeats times (medians reported):
               `python -m bench.peers`). p50/p99/mean over >= 20k round
               trips a run;
   floors      the same ping-pong in C (bench/pingpong_floor.c, built with
-              cc if present): a raw futex pair, and the transport's C path.
+              cc if present): a raw futex pair, and the transport's C path;
+  lapped      (only with --only lapped) a reader slower than its writer:
+              a writer process writing 64 KiB-1 MiB frames flat out into
+              an 8 or 64 MiB arena, a reader process copying frames out
+              (read_next, read_many, read_into, SubscriberSync, a callback
+              Subscriber, aio_sub); its rate as a fraction of its own
+              rate on frames nobody overwrites, the writer meanwhile
+              writing into another arena, in the same run:
+
+    python bench/transport.py --only lapped --repeats 3 \
+        --lapped-readers read_next,sub_sync --lapped-sizes 1M --lapped-arenas 64M
 
 This is a script, not a test: it asserts nothing about speed. The
 transport's targets are printed beside the figures.
 """
 
 import argparse
+import ctypes
 import itertools
 import json
 import multiprocessing as mp
@@ -50,6 +61,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(HERE))
 
 import a0py
+from a0py.proto.topic import parse_size
 from bench.peers import PEERS, Missing, Unsupported, machine, run_pingpong, summarize
 from bench.peers.a0py_transport import A0pyTransport
 
@@ -350,7 +362,6 @@ def _oneway_reader(name, how, go, done, conn):
     """Reads like a normal user: blocks when there is nothing to read."""
     tr = a0py.Transport(a0py.Arena.shm(name))
     got = nbytes = 0
-    go.wait(30)
     first = last = None
     while True:
         if how == "read_next":
@@ -502,6 +513,284 @@ def c_floors(args):
     return rows
 
 
+# ---------------------------------------------------------------- lapped
+#
+# A reader slower than its writer (DESIGN.md, "Slow readers"): a writer
+# process writes frames flat out while a reader process copies frames out.
+# The reader's rate is compared with its own rate on frames nobody
+# overwrites (an arena filled beforehand, read again and again), measured in
+# the same run while the same writer writes flat out into another arena:
+# the same load on the memory, so the fraction is what being lapped costs.
+
+LAPPED_READERS = ("read_next", "read_many", "read_into", "sub_sync", "callback", "aio_sub")
+PUBSUB_READERS = ("sub_sync", "callback", "aio_sub")
+LAPPED_WAIT = 0.05  # s a lapped reader with nothing to read waits before it looks again
+
+
+class LappedTarget:
+    """Where a flat-out writer writes: a shm arena (Transport readers) or a
+    topic in a shared-memory root of its own (pub/sub readers). Picklable:
+    the processes open it by name."""
+
+    def __init__(self, pubsub, arena_size):
+        self.pubsub, self.arena_size = pubsub, arena_size
+        self.name = unique("a0lap")
+
+    def topic(self):
+        return a0py.Topic("lapped", root=f"shm:{self.name}", size=self.arena_size)
+
+    def arena(self):
+        """The arena, created at arena_size if it does not exist yet."""
+        if self.pubsub:
+            return self.topic().arena("pubsub")
+        return a0py.Arena.shm(self.name, self.arena_size)
+
+    def writer(self):
+        """A function writing one frame (the arena created if need be)."""
+        if self.pubsub:
+            return a0py.Publisher(self.topic()).pub
+        return a0py.Transport(self.arena()).write
+
+    def fill(self, size):
+        """Writes frames until the ring has wrapped; returns how many are live."""
+        write, data = self.writer(), os.urandom(size)
+        for _ in range(self.arena_size // size + 2):
+            write(data)
+        with a0py.Transport(self.arena()).lock() as t:
+            return t.seq_high - t.seq_low + 1
+
+    def remove(self):
+        if not self.pubsub:
+            a0py.Arena.unlink_shm(self.name)
+            return
+        for f in os.listdir("/dev/shm"):
+            if f.startswith(self.name + "."):
+                try:
+                    os.unlink(os.path.join("/dev/shm", f))
+                except FileNotFoundError:
+                    pass
+
+
+def _steady_heap():
+    """Keeps the memory this process frees in its heap (glibc: no mmap per
+    big allocation, no trim). On a VM that hands freed pages back to its
+    host, a fresh 1 MiB costs up to milliseconds of page faults, noise that
+    would bury what is measured here; both phases of a run get the same."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 32 * MiB)  # M_MMAP_THRESHOLD (its maximum on 64-bit)
+        libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):
+        pass  # not glibc: as it is
+
+
+def _flat_out_writer(target, size, ready, stop, conn):
+    _steady_heap()
+    write, data = target.writer(), os.urandom(size)
+    written = 0
+    t0 = time.perf_counter()
+    while not stop.is_set():
+        for _ in range(8):
+            write(data)
+        written += 8
+        if written == 64:
+            ready.set()
+    conn.send((written, time.perf_counter() - t0))
+
+
+def _transport_reads(target, how, size, seconds, alone, n_pass):
+    """Transport.read_next / read_many / read_into. Alone, a reader that has
+    read every frame starts again with a fresh cursor (the oldest)."""
+    arena = a0py.Arena.shm(target.name)
+    tr = a0py.Transport(arena)
+    out = bytearray(4 * (size + 16))
+    got = missed = 0
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    while time.perf_counter() < end:
+        if how == "read_next":
+            k = tr.read_next(timeout=0 if alone else LAPPED_WAIT) is not None
+        elif how == "read_many":
+            k = len(tr.read_many(16))
+        else:
+            k = tr.read_into(out)[0]
+        if k:
+            got += k
+        elif alone:
+            missed += tr.missed
+            tr = a0py.Transport(arena)
+        elif how != "read_next":
+            got += tr.read_next(timeout=LAPPED_WAIT) is not None
+    return got, time.perf_counter() - t0, missed + tr.missed
+
+
+def _sub_sync_reads(target, how, size, seconds, alone, n_pass):
+    topic, got, missed = target.topic(), 0, 0
+    sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    while time.perf_counter() < end:
+        if alone:
+            if sub.read() is None:
+                missed += sub.missed
+                sub.close()
+                sub = a0py.SubscriberSync(topic, init=a0py.INIT_OLDEST)
+                continue
+        else:
+            try:
+                sub.read_blocking(timeout=LAPPED_WAIT)
+            except a0py.A0TimeoutError:
+                continue
+        got += 1
+    return got, time.perf_counter() - t0, missed + sub.missed
+
+
+def _callback_reads(target, how, size, seconds, alone, n_pass):
+    """Subscriber(callback). Alone, a subscriber that has had every frame is
+    closed and a fresh one (INIT_OLDEST) takes over."""
+    import threading
+
+    topic, got, missed = target.topic(), 0, 0
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    while True:
+        seen, full = [0], threading.Event()
+
+        def callback(pkt, seen=seen, full=full):
+            seen[0] += 1
+            if alone and seen[0] == n_pass:
+                full.set()
+
+        sub = a0py.Subscriber(topic, callback, init=a0py.INIT_OLDEST)
+        full.wait(max(0.0, end - time.perf_counter()))
+        sub.close()
+        got += seen[0]
+        missed += sub.missed
+        if time.perf_counter() >= end:
+            return got, time.perf_counter() - t0, missed
+
+
+def _aio_reads(target, how, size, seconds, alone, n_pass):
+    import asyncio
+
+    topic = target.topic()
+
+    async def run():
+        got = missed = 0
+        t0 = time.perf_counter()
+        end = t0 + seconds
+        while time.perf_counter() < end:
+            sub, n = a0py.aio_sub(topic, init=a0py.INIT_OLDEST), 0
+            async for _ in sub:
+                n += 1
+                if (alone and n == n_pass) or time.perf_counter() >= end:
+                    break
+            got += n
+            missed += sub.missed
+            await sub.aclose()
+        return got, time.perf_counter() - t0, missed
+
+    return asyncio.run(run())
+
+
+LAPPED_LOOPS = {"read_next": _transport_reads, "read_many": _transport_reads,
+                "read_into": _transport_reads, "sub_sync": _sub_sync_reads,
+                "callback": _callback_reads, "aio_sub": _aio_reads}
+
+
+def _lapped_reader(target, how, size, seconds, alone, n_pass, go, conn):
+    """Runs the loop of reader `how` once `go` is set; sends (frames, wall
+    seconds, missed, CPU seconds of this process, its threads included)."""
+    _steady_heap()
+    go.wait(30)
+    cpu = time.process_time()
+    got, secs, missed = LAPPED_LOOPS[how](target, how, size, seconds, alone, n_pass)
+    conn.send((got, secs, missed, time.process_time() - cpu))
+
+
+def lapped_run(how, size, arena_size, seconds, alone):
+    """One run: the reader `how` for `seconds` against a writer writing flat
+    out into its arena (alone=False) or into another one, its own filled
+    beforehand (alone=True). Returns a dict of the rates."""
+    pubsub = how in PUBSUB_READERS
+    target = LappedTarget(pubsub, arena_size)
+    load = LappedTarget(pubsub, arena_size) if alone else target
+    procs = []
+    try:
+        keep = [target.arena()]  # both exist until the end of the run
+        n_pass = target.fill(size) if alone else 0
+        if alone:
+            keep.append(load.arena())
+        ready, stop, go = FORK.Event(), FORK.Event(), FORK.Event()
+        w_here, w_there = FORK.Pipe()
+        r_here, r_there = FORK.Pipe()
+        procs.append(FORK.Process(target=_flat_out_writer, args=(load, size, ready, stop, w_there),
+                                  daemon=True))
+        procs.append(FORK.Process(target=_lapped_reader,
+                                  args=(target, how, size, seconds, alone, n_pass, go, r_there),
+                                  daemon=True))
+        for p in procs:
+            p.start()
+        if not ready.wait(30):
+            raise RuntimeError("the flat-out writer did not start")
+        go.set()
+        if not r_here.poll(seconds + 60):
+            raise RuntimeError(f"the {how} reader did not report")
+        got, secs, missed, cpu = r_here.recv()
+        stop.set()
+        written, w_secs = w_here.recv()
+        for p in procs:
+            p.join(30)
+        del keep
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        target.remove()
+        if alone:
+            load.remove()
+    return {"frames": got, "seconds": secs, "rate": got / secs, "missed": missed,
+            "cpu_seconds": cpu, "cpu_rate": got / cpu if cpu else 0.0,
+            "writer_rate": written / w_secs}
+
+
+def lapped(args):
+    """Each reader's rate lapped, as a fraction of its rate alone (same run)."""
+    readers = args.lapped_readers.split(",")
+    for how in readers:
+        if how not in LAPPED_LOOPS:
+            raise SystemExit(f"--lapped-readers: unknown reader {how!r} (one of {', '.join(LAPPED_READERS)})")
+    sizes = [parse_size(s, "--lapped-sizes") for s in args.lapped_sizes.split(",")]
+    arenas = [parse_size(s, "--lapped-arenas") for s in args.lapped_arenas.split(",")]
+    seconds = args.lapped_seconds
+    rows = []
+    for arena_size in arenas:
+        for size in sizes:
+            for how in readers:
+                alone_runs, lapped_runs = [], []
+                for _ in range(args.repeats):  # alternating, so drifts of the machine hit both
+                    alone_runs.append(lapped_run(how, size, arena_size, seconds, True))
+                    lapped_runs.append(lapped_run(how, size, arena_size, seconds, False))
+                alone = median([r["rate"] for r in alone_runs])
+                lap = median([r["rate"] for r in lapped_runs])
+                cpu_alone = median([r["cpu_rate"] for r in alone_runs])
+                cpu_lap = median([r["cpu_rate"] for r in lapped_runs])
+                row = {"reader": how, "size": size, "arena_bytes": arena_size, "alone": alone,
+                       "lapped": lap, "fraction": lap / alone if alone else 0.0,
+                       "cpu_alone": cpu_alone, "cpu_lapped": cpu_lap,
+                       "cpu_fraction": cpu_lap / cpu_alone if cpu_alone else 0.0,
+                       "missed_share": median([r["missed"] / max(1, r["missed"] + r["frames"])
+                                               for r in lapped_runs]),
+                       "writer_rate": median([r["writer_rate"] for r in lapped_runs]),
+                       "alone_runs": alone_runs, "lapped_runs": lapped_runs}
+                rows.append(row)
+                progress(f"  {how:<9} {size // KiB:>5} KiB in {arena_size // MiB:>3} MiB: alone "
+                         f"{alone:9,.0f}/s  lapped {lap:9,.0f}/s  {100 * row['fraction']:5.1f} %  "
+                         f"per CPU s {100 * row['cpu_fraction']:5.1f} %  "
+                         f"(missed {100 * row['missed_share']:4.1f} %, writer {row['writer_rate']:,.0f}/s)")
+    return rows
+
+
 # ----------------------------------------------------------------- report
 
 
@@ -541,6 +830,20 @@ def report(res, args):
         for r in res["oneway"]:
             lines.append(f"  {SIZE_NAMES[r['size']]:>6} {r['reader']:<10} {r['msgs_per_s']:12,.0f} "
                          f"{r['mb_per_s']:9,.0f} {100 * r['delivered']:8.1f}%")
+    if "lapped" in res:
+        lines.append("")
+        lines.append(f"lapped reader: a writer process writing flat out into the reader's arena; "
+                     f"'alone': the same reader on frames nobody overwrites, the writer in another "
+                     f"arena; {args.lapped_seconds} s a run; 'per CPU s': the same fraction of frames "
+                     f"per second of the reader's CPU time (what the rule wastes, whatever the "
+                     f"scheduler gave the reader)")
+        lines.append(f"  {'reader':<10} {'frame':>8} {'arena':>7} {'alone/s':>10} {'lapped/s':>10} "
+                     f"{'fraction':>8} {'per CPU s':>9} {'missed':>7} {'writer/s':>10}")
+        for r in res["lapped"]:
+            lines.append(f"  {r['reader']:<10} {r['size'] // KiB:>4} KiB {r['arena_bytes'] // MiB:>3} MiB "
+                         f"{r['alone']:10,.0f} {r['lapped']:10,.0f} {100 * r['fraction']:7.1f}% "
+                         f"{100 * r['cpu_fraction']:8.1f}% {100 * r['missed_share']:6.1f}% "
+                         f"{r['writer_rate']:10,.0f}")
     if "pingpong" in res:
         lines.append("")
         lines.append(f"ping-pong, {args.msg_size}-byte messages, pin={args.pin}")
@@ -582,7 +885,13 @@ def main(argv=None):
                     help="ping-pong placement: scheduler's choice, one core each, both on one")
     ap.add_argument("--no-peers", action="store_true", help="ping-pong: a0py only")
     ap.add_argument("--only", default="throughput,memcpy,syscalls,oneway,pingpong,floors",
-                    help="comma-separated subset of throughput,memcpy,syscalls,oneway,pingpong,floors")
+                    help="comma-separated subset of throughput,memcpy,syscalls,oneway,pingpong,floors,"
+                         "lapped (lapped runs only when named)")
+    ap.add_argument("--lapped-readers", default=",".join(LAPPED_READERS),
+                    help=f"lapped: readers, a subset of {','.join(LAPPED_READERS)}")
+    ap.add_argument("--lapped-sizes", default="64K,256K,1M", help="lapped: frame sizes")
+    ap.add_argument("--lapped-arenas", default="8M,64M", help="lapped: arena sizes")
+    ap.add_argument("--lapped-seconds", type=float, default=1.0, help="lapped: seconds a run")
     ap.add_argument("--json", metavar="PATH", help="also write every figure as JSON")
     args = ap.parse_args(argv)
     if args.repeats is None:
@@ -590,7 +899,8 @@ def main(argv=None):
     only = set(args.only.split(","))
     res = {"machine": machine(), "args": vars(args), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     for key, fn in (("throughput", throughput), ("memcpy", memcpy_floor), ("syscalls", syscalls),
-                    ("oneway", oneway), ("pingpong", pingpong), ("floors", c_floors)):
+                    ("oneway", oneway), ("pingpong", pingpong), ("floors", c_floors),
+                    ("lapped", lapped)):
         if key in only:
             progress(f"{key}:")
             res[key] = fn(args)

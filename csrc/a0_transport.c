@@ -486,15 +486,24 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out) {
 
 /* ---- reads without the lock -------------------------------------------- */
 
-/* Whether frame `seq` is still live in the committed state: the check after
- * a copy. The acquire fence orders the caller's loads of the frame before
- * the version loads of the snapshot (a seqlock reader's read barrier). */
-static a0_err_t still_live(const a0_transport_t* t, uint64_t seq, bool* live) {
+/* The committed state as it is now, for the check after the caller's loads
+ * of frame bytes: the acquire fence orders those loads before the version
+ * loads of the snapshot (a seqlock reader's read barrier). */
+static a0_err_t recheck(const a0_transport_t* t, a0_state_t* s) {
   atomic_thread_fence(memory_order_acquire);
+  return a0_transport_snapshot(t, s);
+}
+
+static bool live_in(const a0_state_t* s, uint64_t seq) {
+  return seq >= s->seq_low && seq <= s->seq_high;
+}
+
+/* Whether frame `seq` is still live in the committed state. */
+static a0_err_t still_live(const a0_transport_t* t, uint64_t seq, bool* live) {
   a0_state_t s;
-  a0_err_t err = a0_transport_snapshot(t, &s);
+  a0_err_t err = recheck(t, &s);
   if (err) return err;
-  *live = seq >= s.seq_low && seq <= s.seq_high;
+  *live = live_in(&s, seq);
   return A0_OK;
 }
 
@@ -513,27 +522,69 @@ static a0_err_t failed_check(const a0_transport_t* t, uint64_t link_seq) {
 }
 
 static void fill_read(const a0_transport_t* t, const a0_frame_hdr_t* f, uint64_t off,
-                      uint64_t link_seq, a0_read_t* r) {
+                      uint64_t link_seq, uint64_t snap_low, a0_read_t* r) {
   r->seq = f->seq;
   r->off = off;
   r->data = t->base + off + A0_FRAME_HDR_SIZE;
   r->size = f->data_size;
   r->link_seq = link_seq;
   r->gap = 0;
+  r->snap_low = snap_low;
 }
 
-/* The seq a read from the cursor wants next in snapshot s. */
-static uint64_t wanted_seq(const a0_transport_t* t, const a0_state_t* s) {
-  return t->cur_seq < s->seq_low ? s->seq_low : t->cur_seq + 1;
+/* ---- landing: where a read goes from a cursor whose frame is gone -------
+ *
+ * From an evicted (or never placed) cursor there is no "frame after it",
+ * and the oldest surviving frame is the worst choice: it is the one the
+ * writer overwrites next, so a reader that copies slower than the writer
+ * evicts loses that race again and again (1 MiB frames: 3 % of its rate).
+ * The read lands instead
+ *  - on the newest frame if this reader landed before and has not caught up
+ *    with the writer since (t->lapped): it is slower than the writer, and the
+ *    newest frame is the one the writer comes back to last, a ring away;
+ *  - otherwise 2 * t->pace frames after the oldest (at most on the newest),
+ *    t->pace being how many frames the writer evicted while this reader's
+ *    recent reads were in flight: a reader that fell behind once (a stall)
+ *    loses little more than what was evicted, and finishes its copy before
+ *    the writer gets there. Having seen no eviction (pace 0): the oldest.
+ * The frames passed over count in missed, as evicted ones do. t->lapped is
+ * set by a landing from an evicted cursor and cleared by a read that finds
+ * nothing left to read; t->pace is measured by every read_end. */
+static uint64_t landing_seq(const a0_transport_t* t, const a0_state_t* s) {
+  uint64_t ahead = s->seq_high - s->seq_low;
+  if (t->lapped || t->pace > ahead / 2) return s->seq_high;
+  return s->seq_low + 2 * t->pace;
 }
 
-/* The off_next of the frame header at off, its other fields not trusted: a
- * frame whose own header is damaged may still link on (what it links to is
- * checked by frame_at like any other). False if off is out of bounds. */
-static bool raw_next(const a0_transport_t* t, uint64_t off, uint64_t* next) {
-  if (off < WS_START || off % A0_FRAME_ALIGN != 0 || off > t->size - A0_FRAME_HDR_SIZE) return false;
-  *next = __atomic_load_n(&((const a0_frame_hdr_t*)(t->base + off))->off_next, __ATOMIC_RELAXED);
-  return true;
+/* t->pace after a read during which the writer evicted `moved` frames: up
+ * at once, down by a quarter of the difference (at least one) a read. */
+static void note_pace(a0_transport_t* t, uint64_t moved) {
+  if (moved >= t->pace)
+    t->pace = moved;
+  else
+    t->pace -= (t->pace - moved + 3) / 4;
+}
+
+/* Locates frame `want` of snapshot s by walking forward from its oldest
+ * frame, want - seq_low steps, every header checked; on one that fails, *bad
+ * is its seq, *bad_off where it was looked for, and the error what
+ * failed_check makes of it. What it finds relied on every frame from
+ * seq_low up. */
+static a0_err_t walk_from_head(const a0_transport_t* t, const a0_state_t* s, uint64_t want,
+                               uint64_t* off, a0_frame_hdr_t* f, uint64_t* bad, uint64_t* bad_off) {
+  uint64_t o = s->off_head;
+  for (uint64_t seq = s->seq_low;; seq++) {
+    if (frame_at(t, o, seq, f)) {
+      *bad = seq;
+      *bad_off = o;
+      return failed_check(t, s->seq_low);
+    }
+    if (seq == want) {
+      *off = o;
+      return A0_OK;
+    }
+    o = f->off_next;
+  }
 }
 
 /* Locates frame `want` of snapshot s by walking back from its newest frame:
@@ -560,6 +611,29 @@ static a0_err_t walk_from_tail(const a0_transport_t* t, const a0_state_t* s, uin
   }
 }
 
+/* Locates the landing frame `want` of s (see landing_seq): the newest from
+ * the snapshot's own offset, any other by walking from the oldest. *from:
+ * the oldest frame the way there relied on. Errors as the walks'. */
+static a0_err_t locate_landing(const a0_transport_t* t, const a0_state_t* s, uint64_t want,
+                               uint64_t* off, a0_frame_hdr_t* f, uint64_t* bad, uint64_t* bad_off,
+                               uint64_t* from) {
+  if (want == s->seq_high) {
+    *from = want;
+    return walk_from_tail(t, s, want, off, f, bad, bad_off);
+  }
+  *from = s->seq_low;
+  return walk_from_head(t, s, want, off, f, bad, bad_off);
+}
+
+/* The off_next of the frame header at off, its other fields not trusted: a
+ * frame whose own header is damaged may still link on (what it links to is
+ * checked by frame_at like any other). False if off is out of bounds. */
+static bool raw_next(const a0_transport_t* t, uint64_t off, uint64_t* next) {
+  if (off < WS_START || off % A0_FRAME_ALIGN != 0 || off > t->size - A0_FRAME_HDR_SIZE) return false;
+  *next = __atomic_load_n(&((const a0_frame_hdr_t*)(t->base + off))->off_next, __ATOMIC_RELAXED);
+  return true;
+}
+
 a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
   for (unsigned attempt = 0; attempt < A0_READ_TRIES; attempt++) {
     a0_state_t s;
@@ -567,36 +641,46 @@ a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
     if (err) return err;
     t->snap_high = s.seq_high;
     t->snap_relayed = s.relayed_frames;
-    if (!readable_in(t, &s)) return A0_ERR_NO_FRAME;
+    if (!readable_in(t, &s)) {
+      t->lapped = 0; /* caught up with the writer */
+      return A0_ERR_NO_FRAME;
+    }
     a0_frame_hdr_t f;
-    uint64_t off = 0, link_seq, bad, bad_off;
-    uint64_t want = wanted_seq(t, &s);
-    if (t->cur_seq < s.seq_low) {
-      /* The cursor's frame is gone (or was never placed): the oldest. Its
-       * offset comes from the consistent snapshot, not from frame bytes. */
-      off = s.off_head;
-      link_seq = s.seq_low;
-      err = frame_at(t, off, s.seq_low, &f);
+    uint64_t off = 0, link_seq, want, bad, bad_off;
+    bool landing = t->cur_seq < s.seq_low;
+    if (landing) {
+      want = landing_seq(t, &s);
+      err = locate_landing(t, &s, want, &off, &f, &bad, &bad_off, &link_seq);
+      if (!err && link_seq < want) {
+        /* The headers walked from the oldest on were intact if it is still
+         * live now; from here on the read relies on `want` alone. */
+        bool live;
+        err = still_live(t, link_seq, &live);
+        if (err) return err;
+        if (!live) continue;
+        link_seq = want;
+      }
     } else {
       /* Follow the cursor frame's link: valid only while that frame lives
        * (read_end checks). Its own header is not needed: it was checked when
        * the cursor moved there, or it is a damaged frame read_skip passed. */
+      want = t->cur_seq + 1;
       link_seq = t->cur_seq;
       err = raw_next(t, t->cur_off, &off) ? frame_at(t, off, want, &f) : A0_ERR_CORRUPT;
+      if (err) err = failed_check(t, link_seq);
     }
-    if (err) {
-      err = failed_check(t, link_seq);
-      if (err == A0_ERR_EVICTED) continue;
-      if (err != A0_ERR_CORRUPT) return err;
-      /* Corrupt on the way forward: the frame may still be reachable from
-       * the newest one (only a link before it was damaged). */
+    if (err == A0_ERR_EVICTED) continue;
+    if (err == A0_ERR_CORRUPT) {
+      /* Corrupt on the way: the frame may still be reachable from the newest
+       * one (only a link before it was damaged). */
       err = walk_from_tail(t, &s, want, &off, &f, &bad, &bad_off);
       if (err == A0_ERR_EVICTED) continue;
-      if (err) return err;
       link_seq = want;
     }
-    fill_read(t, &f, off, link_seq, r);
+    if (err) return err;
+    fill_read(t, &f, off, link_seq, s.seq_low, r);
     if (t->cur_seq && r->seq > t->cur_seq + 1) r->gap = r->seq - t->cur_seq - 1;
+    if (landing && t->cur_seq) t->lapped = 1;
     return A0_OK;
   }
   return A0_ERR_BUSY;
@@ -611,11 +695,22 @@ a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* la
     if (!readable_in(t, &s)) return A0_OK;
     a0_frame_hdr_t f;
     bool placed = t->cur_seq >= s.seq_low;
-    uint64_t want = wanted_seq(t, &s), off, bad, bad_off, next;
-    /* Where `want` is, going forward (0: unknown). */
-    uint64_t want_off = s.off_head;
-    if (placed && !raw_next(t, t->cur_off, &want_off)) want_off = 0;
-    if (want_off && frame_at(t, want_off, want, &f) == A0_OK) return A0_OK; /* readable (now) */
+    uint64_t want, from, off, bad, bad_off, next;
+    uint64_t want_off = 0; /* where `want` is, going forward (0: unknown) */
+    if (placed) {
+      want = t->cur_seq + 1;
+      from = t->cur_seq;
+      if (raw_next(t, t->cur_off, &want_off) && frame_at(t, want_off, want, &f) == A0_OK)
+        return A0_OK; /* readable (now) */
+    } else {
+      /* The frame read_begin lands on (the same rule, the same state). */
+      want = landing_seq(t, &s);
+      err = locate_landing(t, &s, want, &off, &f, &bad, &bad_off, &from);
+      if (err == A0_OK) return A0_OK;
+      if (err == A0_ERR_EVICTED) continue;
+      if (err != A0_ERR_CORRUPT) return err;
+      if (bad == want) want_off = bad_off; /* its own header is the damaged one */
+    }
     err = walk_from_tail(t, &s, want, &off, &f, &bad, &bad_off);
     if (err == A0_OK) return A0_OK;
     if (err == A0_ERR_EVICTED) continue;
@@ -628,13 +723,14 @@ a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* la
       to = want;
       to_off = want_off;
     }
-    /* Decided on bytes reached from the cursor (or the head): only if that
-     * frame is still live were they the committed ones. */
+    /* Decided on bytes reached from `from` on: only if that frame is still
+     * live were they the committed ones. */
     bool live;
-    err = still_live(t, placed ? t->cur_seq : want, &live);
+    err = still_live(t, from, &live);
     if (err) return err;
     if (!live) continue;
     if (t->cur_seq && want > t->cur_seq + 1) t->missed += want - t->cur_seq - 1;
+    if (!placed && t->cur_seq) t->lapped = 1;
     t->cur_seq = to;
     t->cur_off = to_off; /* the skipped frame: the next read follows its link, or the tail walk */
     *first = want;
@@ -657,15 +753,16 @@ a0_err_t a0_transport_read_after(a0_transport_t* t, const a0_read_t* prev, a0_re
   err = frame_at(t, prev->off, prev->seq, &p);
   if (!err) err = frame_at(t, p.off_next, prev->seq + 1, &f);
   if (err) return failed_check(t, prev->link_seq);
-  fill_read(t, &f, p.off_next, prev->link_seq, r);
+  fill_read(t, &f, p.off_next, prev->link_seq, prev->snap_low, r);
   return A0_OK;
 }
 
 a0_err_t a0_transport_read_end(a0_transport_t* t, const a0_read_t* first, const a0_read_t* last) {
-  bool live;
-  a0_err_t err = still_live(t, first->link_seq, &live);
+  a0_state_t s;
+  a0_err_t err = recheck(t, &s);
   if (err) return err;
-  if (!live) return A0_ERR_EVICTED;
+  note_pace(t, s.seq_low > first->snap_low ? s.seq_low - first->snap_low : 0);
+  if (!live_in(&s, first->link_seq)) return A0_ERR_EVICTED;
   t->missed += first->gap;
   t->cur_seq = last->seq;
   t->cur_off = last->off;

@@ -70,7 +70,12 @@ typedef struct a0_transport_s {
   a0_state_t published; /* what this lock holder last saw committed */
   uint64_t cur_seq;     /* cursor: 0 = before the first frame */
   uint64_t cur_off;
-  uint64_t missed;      /* frames removed before this reader could read them */
+  uint64_t missed;      /* frames this reader did not read: removed before it got there, or
+                           passed over by a landing (see a0_transport_read_begin) */
+  uint64_t pace;        /* frames the writer evicted while this reader's recent lock-free reads
+                           were in flight (measured by read_end): how far ahead a landing goes */
+  uint32_t lapped;      /* 1 from a landing on an evicted cursor until a lock-free read finds
+                           nothing left to read (the reader caught up with the writer) */
   uint32_t spin_adaptive; /* 1: adaptive spin (the default); 0: spin a fixed `spin` */
   uint32_t spin;        /* fixed spin: pause iterations before sleeping (0: sleep at once) */
   uint32_t spin_ns;     /* adaptive: current spin budget in ns (0: sleep at once) */
@@ -106,7 +111,8 @@ typedef struct a0_read_s {
   const uint8_t* data;
   uint64_t size;
   uint64_t link_seq; /* oldest frame this read relied on (see a0_transport_read_end) */
-  uint64_t gap;      /* frames between the cursor and this one that were removed unread */
+  uint64_t gap;      /* frames between the cursor and this one, not read (evicted or passed over) */
+  uint64_t snap_low; /* seq_low of the snapshot the read started from (for t->pace) */
 } a0_read_t;
 
 /* Predicate for a0_transport_wait: true when the waiter may stop. */
@@ -195,10 +201,21 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
 
 /* ---- reads without the lock -------------------------------------------
  *
- * read_begin locates the frame after the cursor (the oldest live frame if
- * the cursor's frame is gone or was never placed) in a consistent snapshot
+ * read_begin locates the frame after the cursor in a consistent snapshot
  * of the committed state, checking every offset it follows; nothing is
- * copied and the cursor does not move. A0_ERR_NO_FRAME if there is none.
+ * copied and the cursor does not move. A0_ERR_NO_FRAME if there is none
+ * (which also clears t->lapped: the reader has caught up).
+ *
+ * If the cursor's frame is gone or was never placed, the read *lands*: not
+ * on the oldest frame, which is the next one a writer overwrites, but where
+ * it can finish its copy: on the newest frame if t->lapped (this reader
+ * landed before and has not caught up since: it is slower than the
+ * writer), else 2 * t->pace frames after the oldest (at most the newest;
+ * the oldest while no eviction was seen during a read). A landing from an
+ * evicted cursor sets t->lapped. The frames between the cursor and the one
+ * it lands on are the read's gap (counted in t->missed by read_end).
+ * Locked iteration (a0_transport_next) still goes to the oldest frame: under
+ * the lock nobody overwrites it.
  * read_after continues a batch from the frame `prev` (located by begin or
  * by read_after before it); A0_ERR_NO_FRAME at the snapshot's
  * newest frame, A0_ERR_EVICTED if prev's header no longer checks out.
@@ -211,6 +228,8 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
  * over its bytes). Then the cursor moves to `last` and first->gap is added
  * to t->missed. Otherwise A0_ERR_EVICTED: the copy may be torn, the cursor
  * stays; read again (the next read_begin counts what was lost as a gap).
+ * Either way it measures t->pace: how many frames the writer evicted since
+ * read_begin's snapshot (up at once, down by a quarter a read).
  *
  * A frame's header read without the lock may be torn: it is bounds-checked
  * like any other; a check that fails on a frame that is still live is
@@ -223,7 +242,8 @@ a0_err_t a0_transport_frame(a0_locked_t lk, a0_frame_t* out);
  * be reached neither forward nor back (the one whose header is damaged, and
  * any that only it links to), so the next read_begin goes on with the first
  * intact frame after them; *first..*last are their seqs (0, 0: nothing to
- * skip any more, read again). Frames evicted unread before them are added to
+ * skip any more, read again). From an evicted cursor the frames skipped
+ * start where read_begin lands. Frames not read before them are added to
  * t->missed as read_end would.
  *
  * Each of read_begin and read_after records in t->snap_high and

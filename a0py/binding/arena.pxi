@@ -1,5 +1,5 @@
 # arena.pxi — Arena: mapping shm, file and heap arenas; the open/create
-# protocol (flock), close and its deferral; _Buffer, the exporter behind
+# protocol (flock), close and its deferral; _LentBuffer, the exporter behind
 # every zero-copy memoryview. Included by _core.pyx.
 
 cdef extern from "<stdlib.h>" nogil:
@@ -280,7 +280,7 @@ def _create_or_open(where, size, mode, owner):
 # unmapped).
 @cython.no_gc_clear
 @cython.freelist(16)
-cdef class _Buffer:
+cdef class _LentBuffer:
     """Exports [ptr, ptr+size) of an arena's mapping to the buffer protocol.
 
     Counts as one export of the arena from :func:`_lend` to its deallocation,
@@ -307,10 +307,10 @@ cdef class _Buffer:
             self.arena._maybe_unmap()
 
 
-cdef _Buffer _lend(Arena arena, uint8_t* ptr, Py_ssize_t size, bint writable):
-    """A _Buffer over [ptr, ptr+size) of `arena`'s mapping, counted as an
+cdef _LentBuffer _lend(Arena arena, uint8_t* ptr, Py_ssize_t size, bint writable):
+    """A _LentBuffer over [ptr, ptr+size) of `arena`'s mapping, counted as an
     export of it until the buffer object is gone."""
-    cdef _Buffer buf = _Buffer.__new__(_Buffer)
+    cdef _LentBuffer buf = _LentBuffer.__new__(_LentBuffer)
     buf.ptr = ptr
     buf.size = size
     buf.writable = writable

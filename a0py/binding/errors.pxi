@@ -59,8 +59,7 @@ cdef str _where(object arena):
 
 cdef int _frame_too_large(object arena, uint64_t n, uint64_t max_size) except -1:
     """FrameTooLargeError that says how large a frame may be and what to do."""
-    cdef uint64_t needed = A0_HEADER_SIZE + ((A0_FRAME_HDR_SIZE + n + A0_FRAME_ALIGN - 1)
-                                             & ~(<uint64_t>A0_FRAME_ALIGN - 1))
+    needed = arena_size_for(n)
     raise FrameTooLargeError(
         f"a frame of {n} bytes does not fit {arena._describe()}: at most {max_size} bytes per "
         f"frame (its max_frame_size). Create a larger arena (size >= {needed} bytes for this "

@@ -5,7 +5,9 @@
 # pin them to docs/format.md). Python code imports PACKET_LAYOUT and
 # FRAME_LAYOUT from here; the view's page receives them from its server; the
 # JVM reader's constants are generated from them at build time and held to
-# them by a test. Nobody types an offset again.
+# them by a test. Nobody types an offset again. frame_span and arena_size_for
+# are the one place that sizes an arena for frames (topics, schemas, the
+# FrameTooLargeError advice): the ring's own arithmetic, as a0_transport.c does it.
 
 cdef size_t _field_offset(const void* base, const void* field) noexcept:
     return <size_t>(<const char*>field - <const char*>base)
@@ -64,3 +66,21 @@ cdef dict _frame_layout():
 
 PACKET_LAYOUT = _packet_layout()
 FRAME_LAYOUT = _frame_layout()
+
+
+def frame_span(data_size):
+    """The bytes a frame of `data_size` data bytes takes of an arena's ring: its
+    header and the data, padded to the frame alignment (docs/format.md, "Frames").
+    Raises ArgumentError unless `data_size` is an integer >= 0."""
+    cdef object n = _as_size(data_size, "data_size")
+    return (A0_FRAME_HDR_SIZE + n + A0_FRAME_ALIGN - 1) // A0_FRAME_ALIGN * A0_FRAME_ALIGN
+
+
+def arena_size_for(data_size, frames=1):
+    """The smallest arena size whose ring holds `frames` frames of `data_size` data
+    bytes at once: the arena header, then `frames` frame spans (:func:`frame_span`).
+    Raises ArgumentError unless `data_size` is an integer >= 0 and `frames` one >= 1."""
+    cdef object count = _as_size(frames, "frames")
+    if count < 1:
+        raise ArgumentError(f"frames must be >= 1, got {count}")
+    return A0_HEADER_SIZE + count * frame_span(data_size)

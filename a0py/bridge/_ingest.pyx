@@ -9,6 +9,7 @@ Linked with the core's packet codec (``a0_packet_splice_size`` and
 ``a0_packet_splice``: a packet sized, then written where it will live), and
 writing frames through the binding's ``Transport`` (its lock, ``_alloc`` and
 commit), so no packet is copied between the sample and the ring.
+The passes over a sample's packets, in C, are in ``_ingest_splice.pxi``.
 
 A bundle (several topics' batches in one sample, bundle mode) is one call
 too (:class:`BundleIngest`): its sections are walked and each handed to its
@@ -56,7 +57,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport UINT64_MAX, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp, memcpy, memset
 
 from .._core cimport Transport
 from ..includes.a0_arena cimport a0_check_info_t
@@ -73,6 +74,7 @@ from ..includes.a0_transport cimport a0_locked_t
 
 from ..errors import A0Error, ArgumentError, LockError
 from .errors import WireError
+from .wire import HOST, ORIGIN, SEQ
 
 __all__ = ["BAD_SAMPLE", "INGESTED", "MAX_ORIGINS", "OWN", "REFUSED", "BundleIngest", "TopicIngest",
            "WRITE_FAILED"]
@@ -104,7 +106,6 @@ cdef enum:
     _BATCH_ATT = 32    # A0BB: magic, origin, first number, count; then the host
     _PREFIX = 16       # before each frame of a batch: its seq and size, u64 LE
     _NOGIL_BYTES = 65536
-    _N_EXTRA = 3
     _BUNDLE_ATT = 24   # A0BN: magic, origin, section count; then the host
     _SECTION = 22      # before each section of a bundle: first number, batch size, count, name size
     _MAX_NAMES = 4096  # topic names a BundleIngest remembers (all forgotten at once past this)
@@ -113,11 +114,6 @@ cdef enum:
 # writer holds it only while it merges one document).
 cdef double _CFG_LOCK_S = 5.0
 
-cdef const char* _ORIGIN_KEY = b"a0py.bridge.origin"
-cdef const char* _HOST_KEY = b"a0py.bridge.host"
-cdef const char* _SEQ_KEY = b"a0py.bridge.seq"
-cdef const char* _HEX = b"0123456789abcdef"
-
 
 cdef struct _Origin:
     uint8_t id[16]
@@ -125,14 +121,7 @@ cdef struct _Origin:
     uint64_t stamp   # when it was first seen (the smallest is forgotten first)
 
 
-cdef struct _Extra:
-    # The bridge headers of one packet: origin (32 hex digits), host, number.
-    a0_packet_header_t h[3]
-    char origin_hex[32]
-    char seq[20]
-
-
-cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
+cdef bint _is_utf8(const uint8_t* p, Py_ssize_t n) except -1:
     cdef Py_ssize_t i
     for i in range(n):
         if p[i] >= 0x80:
@@ -146,68 +135,7 @@ cdef bint _utf8(const uint8_t* p, Py_ssize_t n) except -1:
     return True
 
 
-cdef inline void _set_number(_Extra* x, uint64_t number) noexcept nogil:
-    x.h[2].val_len = a0_u64_to_dec(number, x.seq)
-
-
-cdef inline const uint8_t* _next_frame(const uint8_t* p, uint64_t* off, uint64_t* size, bint batch,
-                                       uint64_t total) noexcept nogil:
-    """The frame at *off (checked by the walk in ingest), its size, *off moved
-    past it."""
-    cdef uint64_t sz
-    if not batch:
-        size[0] = total
-        off[0] = total
-        return p
-    memcpy(&sz, p + off[0] + 8, 8)
-    size[0] = sz
-    off[0] += _PREFIX + sz
-    return p + off[0] - sz
-
-
-cdef inline a0_err_t _sized(const uint8_t* data, uint64_t size, _Extra* x, a0_packet_view_t* v,
-                            uint64_t* meta, uint64_t* total, c_bool* refused,
-                            a0_check_info_t* info) noexcept nogil:
-    """Checks the packet `data` and sizes it with x's headers: A0_OK (and
-    *refused when it crossed a bridge already), A0_ERR_CORRUPT (not a
-    packet), A0_ERR_FRAME_TOO_LARGE (too large for the packet format)."""
-    refused[0] = False
-    if a0_packet_view(data, size, v, info) != A0_OK:
-        return A0_ERR_CORRUPT
-    return a0_packet_splice_size(v, x.h, _N_EXTRA, _ORIGIN_KEY, 18, refused, meta, total, info)
-
-
-cdef a0_err_t _fill(Transport tr, a0_locked_t lk, const uint8_t* p, uint64_t off, uint64_t total_len,
-                    bint batch, uint64_t skip, uint64_t n, uint64_t first, _Extra* x,
-                    uint64_t max_data, uint64_t* written) noexcept nogil:
-    """Under the lock: each packet that passes (a packet, not bridged, fits)
-    spliced straight into a frame of its size. Stops at the first error."""
-    cdef a0_packet_view_t v
-    cdef uint64_t j, sz, meta, total
-    cdef const uint8_t* data
-    cdef uint8_t* dst
-    cdef c_bool refused
-    cdef a0_err_t err
-    for j in range(skip, n):
-        data = _next_frame(p, &off, &sz, batch, total_len)
-        _set_number(x, first + (j - skip))
-        if _sized(data, sz, x, &v, &meta, &total, &refused, NULL) != A0_OK or refused \
-                or total > max_data:
-            continue
-        err = tr._alloc(lk, total, &dst)
-        if err == A0_OK:
-            err = a0_packet_splice(dst, meta, total, &v, x.h, _N_EXTRA)
-        if err != A0_OK:
-            return err
-        written[0] += 1
-    return A0_OK
-
-
-cdef str _reason(a0_check_info_t* info):
-    if info.field == NULL:
-        return "not an a0py packet"
-    field = (<bytes>info.field).decode()
-    return f"not an a0py packet: {field} is {info.found}, expected {info.expected}"
+include "_ingest_splice.pxi"
 
 
 cdef class TopicIngest:
@@ -269,7 +197,7 @@ cdef class TopicIngest:
                 return <int>i
         return -1
 
-    cdef int _bad(self, str why) except -1:
+    cdef int _bad_sample(self, str why) except -1:
         self.error = why
         return BAD_SAMPLE
 
@@ -300,7 +228,7 @@ cdef class TopicIngest:
 
         # --- the attachment (wire.decode_attachment's rules)
         if attachment is None:
-            return self._bad("sample without attachment")
+            return self._bad_sample("sample without attachment")
         if not isinstance(attachment, bytes):
             raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
         att = <const uint8_t*>PyBytes_AS_STRING(attachment)
@@ -308,28 +236,28 @@ cdef class TopicIngest:
         batch = att_len >= 4 and memcmp(att, b"A0BB", 4) == 0
         if batch:
             if not _BATCH_ATT <= att_len <= _BATCH_ATT + _MAX_HOST:
-                return self._bad(f"batch attachment of {att_len} bytes")
+                return self._bad_sample(f"batch attachment of {att_len} bytes")
             memcpy(&seq, att + 20, 8)
             memcpy(&count32, att + 28, 4)
             count = count32
             host = att + _BATCH_ATT
             host_len = att_len - _BATCH_ATT
-            if not _utf8(host, host_len):
-                return self._bad("attachment host not UTF-8")
+            if not _is_utf8(host, host_len):
+                return self._bad_sample("attachment host not UTF-8")
             if count == 0 or seq == 0:
-                return self._bad(f"batch attachment of {count} packets from number {seq}")
+                return self._bad_sample(f"batch attachment of {count} packets from number {seq}")
         else:
             if not _ATT <= att_len <= _ATT + _MAX_HOST:
-                return self._bad(f"attachment of {att_len} bytes")
+                return self._bad_sample(f"attachment of {att_len} bytes")
             if memcmp(att, b"A0BR", 4) != 0:
-                return self._bad(f"attachment magic {attachment[:4]!r}")
+                return self._bad_sample(f"attachment magic {attachment[:4]!r}")
             memcpy(&seq, att + 20, 8)
             host = att + _ATT
             host_len = att_len - _ATT
-            if not _utf8(host, host_len):
-                return self._bad("attachment host not UTF-8")
+            if not _is_utf8(host, host_len):
+                return self._bad_sample("attachment host not UTF-8")
         if seq > UINT64_MAX - (count - 1):
-            return self._bad(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
+            return self._bad_sample(f"attachment numbers {seq} to {seq} + {count - 1} run past 2**64 - 1")
         if memcmp(att + 4, self.own, _ID) == 0:
             return OWN
         if self.counts is None:
@@ -337,17 +265,18 @@ cdef class TopicIngest:
 
         PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
         try:
-            return self._frames(<const uint8_t*>buf.buf, <uint64_t>buf.len, batch, seq, count, att + 4,
-                                host, host_len)
+            return self._ingest_frames(<const uint8_t*>buf.buf, <uint64_t>buf.len, batch, seq, count,
+                                       att + 4, host, host_len)
         finally:
             PyBuffer_Release(&buf)
 
-    cdef int _frames(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t seq,
-                     uint64_t count, const uint8_t* origin, const uint8_t* host,
-                     Py_ssize_t host_len) except -1:
+    cdef int _ingest_frames(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t seq,
+                            uint64_t count, const uint8_t* origin, const uint8_t* host,
+                            Py_ssize_t host_len) except -1:
         cdef uint64_t off = 0, sz, n = 0, first, last, skip = 0, end_number
-        cdef int i, oldest
+        cdef int i
         cdef uint32_t k
+        cdef uint64_t j
         counts = self.counts
         # --- the frames of a batch (wire.batch_frames's rules), walked before any is used
         if batch:
@@ -395,7 +324,11 @@ cdef class TopicIngest:
             self.origins[i].last = end_number
             self.stamps += 1
             self.origins[i].stamp = self.stamps
-        return self._write(p, total_len, batch, n, skip, first, origin, host, host_len)
+        off = 0
+        for j in range(skip):  # the packets seen already
+            _next_frame(p, &off, &sz, batch, total_len)
+        return self._write(_PacketWalk(p=p, total_len=total_len, batch=batch, count=n - skip, off=off,
+                                       number=first), origin, host, host_len)
 
     cdef int _write_failed(self, uint64_t n, a0_err_t err, str what) except -1:
         self.counts.write_errors += n
@@ -410,123 +343,98 @@ cdef class TopicIngest:
         self.error = why
         return REFUSED
 
-    cdef int _write(self, const uint8_t* p, uint64_t total_len, bint batch, uint64_t n, uint64_t skip,
-                    uint64_t first, const uint8_t* origin, const uint8_t* host,
+    cdef int _write(self, _PacketWalk packets, const uint8_t* origin, const uint8_t* host,
                     Py_ssize_t host_len) except -1:
-        cdef _Extra x
-        cdef a0_packet_view_t v
-        cdef a0_check_info_t info
-        cdef uint64_t off = 0, sz, meta, total, j, number
-        cdef uint64_t n_ok = 0, n_corrupt = 0, n_large = 0, biggest = 0, n_fit, bytes_fit = 0
-        cdef uint64_t max_data, written = 0
-        cdef const uint8_t* data
-        cdef c_bool refused
-        cdef a0_err_t err = A0_OK
-        cdef a0_locked_t lk
-        cdef uint8_t* dst
-        cdef int k
+        """Writes the sample's packets left to write, with the bridge headers,
+        in three passes: each checked and sized without the lock (the topic is
+        opened at its first packets); only if one is too large for the
+        topic's arena, those that are counted and left out; the rest spliced
+        into their frames under one lock."""
+        cdef _BridgeHeaders x
+        cdef _Survey found
+        cdef uint64_t max_data, n_fit, written = 0
         cdef str why = None
-        cdef uint64_t start
         counts = self.counts
-        for k in range(16):
-            x.origin_hex[2 * k] = _HEX[origin[k] >> 4]
-            x.origin_hex[2 * k + 1] = _HEX[origin[k] & 15]
-        x.h[0].key = _ORIGIN_KEY
-        x.h[0].key_len = 18
-        x.h[0].val = x.origin_hex
-        x.h[0].val_len = 32
-        x.h[1].key = _HOST_KEY
-        x.h[1].key_len = 16
-        x.h[1].val = <const char*>host
-        x.h[1].val_len = <uint32_t>host_len
-        x.h[2].key = _SEQ_KEY
-        x.h[2].key_len = 15
-        x.h[2].val = x.seq
-
-        # --- first pass, without the lock: which packets are packets, their sizes
-        for j in range(skip):
-            _next_frame(p, &off, &sz, batch, total_len)
-        start = off
-        for j in range(skip, n):
-            data = _next_frame(p, &off, &sz, batch, total_len)
-            _set_number(&x, first + (j - skip))
-            info.field = NULL
-            err = _sized(data, sz, &x, &v, &meta, &total, &refused, &info)
-            if err == A0_OK and not refused:
-                n_ok += 1
-                if total > biggest:
-                    biggest = total
-            elif err == A0_ERR_FRAME_TOO_LARGE:
-                n_large += 1
-            else:
-                n_corrupt += 1
-                if why is None:
-                    why = "packet already bridged once" if refused else _reason(&info)
-        if n_corrupt:
-            counts.corrupt += n_corrupt
-        if n_large:
-            counts.too_large += n_large
+        _set_bridge_headers(&x, origin, host, host_len)
+        _survey(packets, &x, &found)
+        if found.corrupt:
+            counts.corrupt += found.corrupt
+            why = ("packet already bridged once" if found.first_refused
+                   else _not_a_packet_reason(&found.first_info))
+        if found.too_large:
+            counts.too_large += found.too_large
             if why is None:
                 why = "packet too large for the packet format"
-        if n_ok == 0:
+        if found.ok == 0:
             self.error = why
             return REFUSED
-
-        # --- the topic, opened at the first packet
-        if self.transport is None:
-            try:
-                transport, writers_lock = self.opener(biggest)
-            except A0Error as e:
-                counts.write_errors += n_ok
-                self.error = str(e)
-                return WRITE_FAILED
-            if not isinstance(transport, Transport):
-                raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
-            # Every frame written here came from another machine: a relayed writer's
-            # commits wake every reader as usual, but not this bridge's export loop,
-            # which sleeps on the rings' notify_local words (Transport.relayed).
-            transport.relayed = True
-            self.transport = transport
-            self.writers_lock = writers_lock
+        if self.transport is None and self._open_topic(found.biggest, found.ok) != 0:
+            return WRITE_FAILED
         max_data = self.transport._max_frame_data()
-        n_fit = n_ok
-        if biggest > max_data:  # some are too large for this arena: counted, left out
-            off = start
-            for j in range(skip, n):
-                data = _next_frame(p, &off, &sz, batch, total_len)
-                _set_number(&x, first + (j - skip))
-                if _sized(data, sz, &x, &v, &meta, &total, &refused, NULL) == A0_OK and not refused \
-                        and total > max_data:
-                    n_fit -= 1
-            counts.too_large += n_ok - n_fit
+        n_fit = found.ok
+        if found.biggest > max_data:  # some are too large for this arena: counted, left out
+            n_fit -= _count_too_large(packets, &x, max_data)
+            counts.too_large += found.ok - n_fit
             why = why or f"packet larger than the topic's arena takes ({max_data} bytes)"
             if n_fit == 0:
                 self.error = why
                 return REFUSED
+        if self._splice_locked(packets, &x, max_data, n_fit, &written) != 0:
+            return WRITE_FAILED
+        counts.imported += written
+        if why is not None:
+            self.error = why
+            return REFUSED
+        return INGESTED
 
-        # --- second pass, under one lock: each packet spliced into its frame
+    cdef int _open_topic(self, uint64_t biggest, uint64_t n_ok) except -1:
+        """Opens the topic, at its first packets (`biggest`: the largest frame
+        one of them takes): 0, or WRITE_FAILED (the `n_ok` packets counted,
+        the error kept)."""
+        try:
+            transport, writers_lock = self.opener(biggest)
+        except A0Error as e:
+            self.counts.write_errors += n_ok
+            self.error = str(e)
+            return WRITE_FAILED
+        if not isinstance(transport, Transport):
+            raise ArgumentError(f"the opener must return (Transport, lock or None), not {transport!r}")
+        # Every frame written here came from another machine: a relayed writer's
+        # commits wake every reader as usual, but not this bridge's export loop,
+        # which sleeps on the rings' notify_local words (Transport.relayed).
+        transport.relayed = True
+        self.transport = transport
+        self.writers_lock = writers_lock
+        return 0
+
+    cdef int _splice_locked(self, _PacketWalk packets, _BridgeHeaders* x, uint64_t max_data,
+                            uint64_t n_fit, uint64_t* written) except -1:
+        """The third pass: the `n_fit` packets that fit spliced into their
+        frames under one lock and one commit, holding the writers' lock if
+        the topic has one. 0, or WRITE_FAILED (counted, the error kept,
+        nothing of the sample committed)."""
+        cdef a0_locked_t lk
+        cdef a0_err_t err
         if self.writers_lock is not None:
             try:
                 self.writers_lock.take(_CFG_LOCK_S)
             except A0Error as e:
-                counts.write_errors += n_fit
+                self.counts.write_errors += n_fit
                 self.error = str(e)
                 return WRITE_FAILED
         try:
             try:
                 self.transport._acquire(&lk)
             except A0Error as e:
-                counts.write_errors += n_fit
+                self.counts.write_errors += n_fit
                 self.error = str(e)
                 return WRITE_FAILED
-            if total_len - start >= _NOGIL_BYTES:
+            if packets.total_len - packets.off >= _NOGIL_BYTES:
                 with nogil:
-                    err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
-                                max_data, &written)
+                    err = _splice_all(self.transport, lk, packets, x, max_data, written)
             else:
-                err = _fill(self.transport, lk, p, start, total_len, batch, skip, n, first, &x,
-                            max_data, &written)
-            if err == A0_OK and written != n_fit:
+                err = _splice_all(self.transport, lk, packets, x, max_data, written)
+            if err == A0_OK and written[0] != n_fit:
                 err = A0_ERR_CORRUPT  # the payload changed under the call (a bytearray written meanwhile)
             if err != A0_OK:
                 self.transport._release(lk, False)  # nothing of this sample is committed
@@ -537,14 +445,10 @@ cdef class TopicIngest:
         finally:
             if self.writers_lock is not None:
                 self.writers_lock.release()
-        counts.imported += written
-        if why is not None:
-            self.error = why
-            return REFUSED
-        return INGESTED
+        return 0
 
 
-cdef struct _Section:
+cdef struct _SectionBounds:
     uint64_t first   # the number of its first packet
     uint64_t count
     uint64_t name_at
@@ -569,7 +473,7 @@ cdef class BundleIngest:
 
     cdef uint8_t own[16]
     cdef object resolve
-    cdef dict states
+    cdef dict topics_by_name  # section name (bytes) -> its TopicIngest, or None
     cdef bint busy
     cdef readonly str error
     cdef readonly object failures
@@ -581,7 +485,7 @@ cdef class BundleIngest:
             raise ArgumentError("resolve must be a callable")
         memcpy(self.own, PyBytes_AS_STRING(own), _ID)
         self.resolve = resolve
-        self.states = {}
+        self.topics_by_name = {}
         self.error = None
         self.failures = ()
 
@@ -606,7 +510,7 @@ cdef class BundleIngest:
         finally:
             self.busy = False
 
-    cdef int _bad(self, str why) except -1:
+    cdef int _bad_sample(self, str why) except -1:
         self.error = why
         return BAD_SAMPLE
 
@@ -616,30 +520,31 @@ cdef class BundleIngest:
         cdef uint32_t count32 = 0
         cdef Py_buffer buf
         if attachment is None:
-            return self._bad("bundle without attachment")
+            return self._bad_sample("bundle without attachment")
         if not isinstance(attachment, bytes):
             raise ArgumentError(f"attachment must be bytes or None, not {type(attachment).__name__}")
         att = <const uint8_t*>PyBytes_AS_STRING(attachment)
         att_len = PyBytes_GET_SIZE(attachment)
         if not _BUNDLE_ATT <= att_len <= _BUNDLE_ATT + _MAX_HOST:
-            return self._bad(f"bundle attachment of {att_len} bytes")
+            return self._bad_sample(f"bundle attachment of {att_len} bytes")
         if memcmp(att, b"A0BN", 4) != 0:
-            return self._bad(f"bundle attachment magic {attachment[:4]!r}")
-        if not _utf8(att + _BUNDLE_ATT, att_len - _BUNDLE_ATT):
-            return self._bad("attachment host not UTF-8")
+            return self._bad_sample(f"bundle attachment magic {attachment[:4]!r}")
+        if not _is_utf8(att + _BUNDLE_ATT, att_len - _BUNDLE_ATT):
+            return self._bad_sample("attachment host not UTF-8")
         memcpy(&count32, att + 20, 4)
         if count32 == 0:
-            return self._bad("bundle attachment of 0 sections")
+            return self._bad_sample("bundle attachment of 0 sections")
         if memcmp(att + 4, self.own, _ID) == 0:
             return OWN
         PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
         try:
-            return self._sections(<const uint8_t*>buf.buf, <uint64_t>buf.len, count32, att + 4,
-                                  att + _BUNDLE_ATT, att_len - _BUNDLE_ATT)
+            return self._ingest_sections(<const uint8_t*>buf.buf, <uint64_t>buf.len, count32, att + 4,
+                                         att + _BUNDLE_ATT, att_len - _BUNDLE_ATT)
         finally:
             PyBuffer_Release(&buf)
 
-    cdef int _walk(self, const uint8_t* p, uint64_t end, _Section* out, uint64_t* n) except -1:
+    cdef int _walk_sections(self, const uint8_t* p, uint64_t end, _SectionBounds* out,
+                            uint64_t* n) except -1:
         """Walks the sections (wire.bundle_sections's rules), each bound
         checked before the next is read; fills `out` (room for *n, or none
         when NULL) and sets *n. BAD_SAMPLE (error set) or 0."""
@@ -648,22 +553,24 @@ cdef class BundleIngest:
         cdef uint16_t name_len
         while off < end:
             if end - off < _SECTION:
-                return self._bad(f"bundle cut inside a section header at byte {off}")
+                return self._bad_sample(f"bundle cut inside a section header at byte {off}")
             memcpy(&first, p + off, 8)
             memcpy(&size, p + off + 8, 8)
             memcpy(&count, p + off + 16, 4)
             memcpy(&name_len, p + off + 20, 2)
             off += _SECTION
             if name_len == 0 or name_len > end - off:
-                return self._bad(f"bundle section name of {name_len} bytes at byte {off}, past the end ({end})")
+                return self._bad_sample(f"bundle section name of {name_len} bytes at byte {off}, past the "
+                                        f"end ({end})")
             if out != NULL:
                 out[k].name_at = off
                 out[k].name_len = name_len
             off += name_len
             if size > end - off:
-                return self._bad(f"bundle section batch of {size} bytes at byte {off}, past the end ({end})")
+                return self._bad_sample(f"bundle section batch of {size} bytes at byte {off}, past the "
+                                        f"end ({end})")
             if count == 0 or first == 0 or first > UINT64_MAX - (count - 1):
-                return self._bad(f"bundle section of {count} packets from number {first}")
+                return self._bad_sample(f"bundle section of {count} packets from number {first}")
             if out != NULL:
                 out[k].first = first
                 out[k].count = count
@@ -674,57 +581,57 @@ cdef class BundleIngest:
         n[0] = k
         return 0
 
-    cdef object _state_of(self, const uint8_t* name, uint64_t name_len):
+    cdef object _topic_of(self, const uint8_t* name, uint64_t name_len):
         """The TopicIngest (or None) of a section's name; raises WireError."""
         key = PyBytes_FromStringAndSize(<const char*>name, <Py_ssize_t>name_len)
-        state = self.states.get(key, False)
-        if state is False:
-            state = self.resolve(key)
-            if state is not None and not isinstance(state, TopicIngest):
-                raise ArgumentError(f"resolve must return a TopicIngest or None, not {state!r}")
-            if len(self.states) >= _MAX_NAMES:
-                self.states.clear()
-            self.states[key] = state
-        return state
+        topic = self.topics_by_name.get(key, False)
+        if topic is False:
+            topic = self.resolve(key)
+            if topic is not None and not isinstance(topic, TopicIngest):
+                raise ArgumentError(f"resolve must return a TopicIngest or None, not {topic!r}")
+            if len(self.topics_by_name) >= _MAX_NAMES:
+                self.topics_by_name.clear()
+            self.topics_by_name[key] = topic
+        return topic
 
-    cdef int _sections(self, const uint8_t* p, uint64_t end, uint64_t expected, const uint8_t* origin,
-                       const uint8_t* host, Py_ssize_t host_len) except -1:
+    cdef int _ingest_sections(self, const uint8_t* p, uint64_t end, uint64_t expected,
+                              const uint8_t* origin, const uint8_t* host, Py_ssize_t host_len) except -1:
         cdef uint64_t n = 0, k
-        cdef _Section* sections
+        cdef _SectionBounds* sections
         cdef TopicIngest topic
         cdef int done
-        if self._walk(p, end, NULL, &n) != 0:
+        if self._walk_sections(p, end, NULL, &n) != 0:
             return BAD_SAMPLE
         if n != expected:
-            return self._bad(f"bundle of {n} sections, its attachment says {expected}")
+            return self._bad_sample(f"bundle of {n} sections, its attachment says {expected}")
         # the bounds found by the walk are kept: the payload is not read again for them
         # after the Python calls below
-        sections = <_Section*>PyMem_Malloc(n * sizeof(_Section))
+        sections = <_SectionBounds*>PyMem_Malloc(n * sizeof(_SectionBounds))
         if sections == NULL:
             raise MemoryError()
         try:
-            if self._walk(p, end, sections, &n) != 0 or n != expected:
-                return self._bad("the bundle changed while it was read")
-            states = []
+            if self._walk_sections(p, end, sections, &n) != 0 or n != expected:
+                return self._bad_sample("the bundle changed while it was read")
+            topics = []
             for k in range(n):
                 try:
-                    states.append(self._state_of(p + sections[k].name_at, sections[k].name_len))
+                    topics.append(self._topic_of(p + sections[k].name_at, sections[k].name_len))
                 except WireError as e:
-                    return self._bad(f"bundle section {k}: {e}")
+                    return self._bad_sample(f"bundle section {k}: {e}")
             failures = None
             for k in range(n):
-                state = states[k]
-                if state is None:
+                if topics[k] is None:
                     continue
-                topic = <TopicIngest>state
+                topic = <TopicIngest>topics[k]
                 if topic.busy:
                     raise LockError("BundleIngest.ingest reached a topic while a call on it runs")
                 topic.busy = True
                 try:
                     if topic.counts is None:
                         topic.counts = topic.counts_of()
-                    done = topic._frames(p + sections[k].batch_at, sections[k].batch_len, True,
-                                         sections[k].first, sections[k].count, origin, host, host_len)
+                    done = topic._ingest_frames(p + sections[k].batch_at, sections[k].batch_len, True,
+                                                sections[k].first, sections[k].count, origin, host,
+                                                host_len)
                 finally:
                     topic.busy = False
                 if done != INGESTED:

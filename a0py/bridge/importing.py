@@ -157,7 +157,7 @@ class Importer:
         size = next((s for match, s in self._sizes if match(name)), None) if protocol == PUBSUB else None
         topic = Topic(name, root=self._bridge.root)
         if size is None:
-            need = _FRAMES_PER_TOPIC * (_core.FRAME_HEADER_SIZE + frame_size + 16) + _core.HEADER_SIZE
+            need = _core.arena_size_for(frame_size, _FRAMES_PER_TOPIC)
             size = max(topic.size_for(protocol), need)
         return _core.Transport(topic_arena(Topic(name, root=topic.root, size={protocol: size}), protocol))
 

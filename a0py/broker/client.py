@@ -29,7 +29,9 @@ import secrets
 import threading
 import time
 
-from a0py.errors import A0TimeoutError
+from a0py import _core
+from a0py.errors import A0Error, A0TimeoutError, ArenaFormatError
+from a0py.proto.deadman import Deadman
 from a0py.proto.lifetime import Closeable
 
 from . import wire
@@ -78,12 +80,6 @@ __all__ = ["BrokerClient", "Subscription"]
 _SLICE = 0.25            # how often idle threads re-check the closed flag
 
 
-def _core():
-    import a0py
-
-    return a0py
-
-
 class BrokerClient(Closeable):
     """A client of the broker ``name`` (a name of ``[A-Za-z0-9_.-]``).
 
@@ -126,7 +122,6 @@ class BrokerClient(Closeable):
         self.name = wire.check_name(client, "client name") if client is not None else \
             f"{os.getpid()}-{secrets.token_hex(4)}"
         self.on_revoked = on_revoked
-        core = _core()
         self._lock = threading.RLock()
         self._claims = {}         # encoding -> [value, id of the request that claimed it]
         self._subs = {}           # sub id -> Subscription
@@ -147,10 +142,10 @@ class BrokerClient(Closeable):
         self._requests = wire.hold_request_arena(name, root=self.root)
         self._queue = wire.request_queue(name, root=self.root)
         try:
-            self._broker_deadman = core.Deadman(self._requests)
-            self._arena = self._create_arena(core, arena_size or wire.CLIENT_ARENA_SIZE)
+            self._broker_deadman = Deadman(self._requests)
+            self._arena = self._create_arena(arena_size or wire.CLIENT_ARENA_SIZE)
             # The most the broker sends in one answer: half of what the arena takes.
-            self._result_limit = core.Transport(self._arena).max_frame_size // 2
+            self._result_limit = _core.Transport(self._arena).max_frame_size // 2
         except BaseException:
             wire.release_request_arena(name, self.root)
             raise
@@ -170,17 +165,17 @@ class BrokerClient(Closeable):
                                          name=f"a0py-broker-watch-{self.name}")
         self._watcher.start()
 
-    def _create_arena(self, core, size):
+    def _create_arena(self, size):
         try:
             arena = wire.open_client_arena(self.broker, self.name, size, self.root)
-        except core.ArenaFormatError:   # not an arena of this version: a leftover
+        except ArenaFormatError:   # not an arena of this version: a leftover
             wire.remove_client_arena(self.broker, self.name, self.root)
             arena = wire.open_client_arena(self.broker, self.name, size, self.root)
-        if core.Deadman(arena).is_taken():
+        if Deadman(arena).is_taken():
             arena.close()
             raise BrokerNameError(f"client name {self.name!r} is in use by a live client of "
                                   f"broker {self.broker!r}")
-        with core.Transport(arena).lock() as t:
+        with _core.Transport(arena).lock() as t:
             if not t.empty:
                 t.clear()      # left by a dead client of the same name
         return arena
@@ -192,7 +187,7 @@ class BrokerClient(Closeable):
         """Whether a broker is running (its deadman is held)."""
         try:
             return self._broker_deadman.is_taken()
-        except _core().A0Error:
+        except A0Error:
             return False
 
     def claim(self, *values):
@@ -351,7 +346,7 @@ class BrokerClient(Closeable):
                 frames = wire.request_frames(wire.REQ_BYE, self._take_id(), self.name, [])
                 self._queue.put_many(frames, timeout=min(self.timeout, 1.0),
                                      alive=lambda: self.connected)
-        except _core().A0Error:
+        except A0Error:
             pass
         for thread in (self._reader, self._watcher):
             if thread is not threading.current_thread():
@@ -534,20 +529,19 @@ class BrokerClient(Closeable):
 
     def _watch_broker(self):
         """Resync whenever a broker other than the one last seen holds the deadman."""
-        core = _core()
         dm = self._broker_deadman
         while not self._closed:
             if self._resync_due and self.connected:
                 self._resync(background=True)
             try:
                 dm.wait_taken(_SLICE)
-            except core.A0TimeoutError:
+            except A0TimeoutError:
                 continue
-            except core.A0Error:
+            except A0Error:
                 return
             try:
                 pid = dm.owner_pid
-            except core.A0Error:
+            except A0Error:
                 return
             if pid is not None and pid != self._broker_pid:
                 self._broker_pid = pid
@@ -555,19 +549,18 @@ class BrokerClient(Closeable):
                          self.broker, pid)
                 try:
                     self._resync(background=True)
-                except core.A0Error:
+                except A0Error:
                     log.warning("client %s: resync failed", self.name, exc_info=True)
             try:
                 dm.wait_released(_SLICE)
                 self._broker_pid = None
-            except core.A0TimeoutError:
+            except A0TimeoutError:
                 continue
-            except core.A0Error:
+            except A0Error:
                 return
 
     def _read_loop(self):
-        core = _core()
-        deadman = core.Deadman(self._arena)
+        deadman = Deadman(self._arena)
         try:
             if not deadman.try_take():
                 raise BrokerNameError(f"client name {self.name!r} is in use")
@@ -575,7 +568,7 @@ class BrokerClient(Closeable):
             self._reader_error = exc
             self._ready.set()
             return
-        tr = core.Transport(self._arena)
+        tr = _core.Transport(self._arena)
         self._ready.set()
         last = None
         try:
@@ -595,13 +588,13 @@ class BrokerClient(Closeable):
                         self._on_frame(data)
                     except Exception:
                         log.exception("client %s: bad frame from the broker", self.name)
-        except core.A0Error:
+        except A0Error:
             if not self._closed:
                 log.exception("client %s: reader stopped", self.name)
         finally:
             try:
                 deadman.release()
-            except core.A0Error:
+            except A0Error:
                 pass
 
 

@@ -31,7 +31,10 @@ import gc
 import logging
 import threading
 
+from a0py import _core
 from a0py.dataspace import DecodeError, InvalidValueError, ParseError, decode, encode, parse
+from a0py.errors import A0Error, A0TimeoutError
+from a0py.proto.deadman import Deadman
 
 from . import wire
 from ._build_choice import engine_build
@@ -73,12 +76,6 @@ _WATCH_SLICE = 1.0               # how often an idle watcher re-checks the stop 
 _DRAIN_MAX = 4096                # frames handled per round before notifying
 
 
-def _core():
-    import a0py
-
-    return a0py
-
-
 class _Conn:
     """What the broker holds for one client: its arena (replies go there), its deadman
     and the frames queued for it in this round."""
@@ -87,11 +84,10 @@ class _Conn:
                  "pending", "result_limit", "transport", "watcher")
 
     def __init__(self, name, arena):
-        core = _core()
         self.name = name
         self.arena = arena
-        self.transport = core.Transport(arena)
-        self.deadman = core.Deadman(arena)
+        self.transport = _core.Transport(arena)
+        self.deadman = Deadman(arena)
         # Replies are cut into frames of a quarter of the arena at most, and a whole result
         # must fit in half of it: a bigger one could never be read before being overrun.
         self.frame_limit = min(wire.MAX_FRAME, self.transport.max_frame_size // 4)
@@ -227,7 +223,7 @@ class Broker:
             try:
                 # A client that closed (its BYE not read yet) or died is no longer one.
                 connected += conn.deadman.is_taken()
-            except _core().A0Error:
+            except A0Error:
                 pass
             self._close_conn(conn, unlink=False)
         self._conns.clear()
@@ -237,7 +233,7 @@ class Broker:
             if remove and not connected:
                 try:
                     wire.remove_request_arena(self.name, self.root)
-                except _core().A0Error as exc:
+                except A0Error as exc:
                     log.warning("broker %r: could not remove its request arena: %s",
                                 self.name, exc)
 
@@ -322,10 +318,9 @@ class Broker:
     def _attach(self, source, kind):
         """Open the arena of a client met for the first time; None if it is dead or gone.
         A request other than STATE from it is answered RESYNC."""
-        core = _core()
         try:
             arena = wire.attach_client_arena(self.name, source, self.root)
-        except core.A0Error as exc:
+        except A0Error as exc:
             log.info("broker %r: request from %r, which has no arena (%s)", self.name, source, exc)
             return None
         conn = _Conn(source, arena)
@@ -349,20 +344,19 @@ class Broker:
     def _watch(self, conn):
         """A client's death watch: blocks on its deadman; when it is released (the client
         ended or was killed) tells the main loop through the request arena."""
-        core = _core()
         while not self._stop.is_set():
             try:
                 conn.deadman.wait_released(_WATCH_SLICE)
-            except core.A0TimeoutError:
+            except A0TimeoutError:
                 continue
-            except core.A0Error:
+            except A0Error:
                 return     # the arena was closed: the client is being dropped
             if self._stop.is_set():
                 return
             try:
                 frames = wire.request_frames(wire.REQ_DIED, 0, conn.name, [])
                 self._queue.put_many(frames, alive=lambda: not self._stop.is_set())
-            except core.A0Error:
+            except A0Error:
                 pass
             return
 
@@ -373,7 +367,7 @@ class Broker:
         try:
             if conn.deadman.is_taken():
                 return   # not a death (a forged or stale notice)
-        except _core().A0Error:
+        except A0Error:
             pass
         log.info("broker %r: client %r died; retracting what it held", self.name, name)
         self.engine.drop(name)
@@ -385,11 +379,11 @@ class Broker:
         try:
             if unlink:
                 wire.remove_client_arena(self.name, conn.name, self.root)
-        except (_core().A0Error, OSError):
+        except (A0Error, OSError):
             pass
         try:
             conn.arena.close()
-        except _core().A0Error:
+        except A0Error:
             pass
 
     # ---------------------------------------------------------------- requests
@@ -569,5 +563,5 @@ class Broker:
         frames, conn.outbox = conn.outbox, []
         try:
             conn.transport.write_many(frames)
-        except _core().A0Error as exc:
+        except A0Error as exc:
             log.warning("broker %r: could not write to client %r: %s", self.name, conn.name, exc)

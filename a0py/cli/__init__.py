@@ -158,6 +158,17 @@ def main(argv=None, prog_name="a0py"):
     except click.Abort:
         click.echo("a0py: interrupted", err=True)
         return 130
+    except ImportError as e:
+        # An unbuilt checkout shadowing the installed a0py fails wherever the
+        # compiled core is first imported (a command's options convert through
+        # a0py.proto too), not only where get_command() loads a command.
+        unbuilt = _unbuilt_checkout()
+        if unbuilt is None:
+            raise
+        click.echo(f"a0py: error: {unbuilt} ({e}); run python setup.py build_ext --inplace "
+                   "(make build) in that checkout, or run a0py from another directory so that "
+                   "the installed a0py is the one imported", err=True)
+        return 1
     except BrokenPipeError:
         # The reader of our output went away (`a0py dump ... | head`): stop
         # quietly, and keep the interpreter's final flush from complaining.

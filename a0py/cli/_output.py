@@ -233,11 +233,13 @@ def show_packet(pkt, label, fmt):
 
 
 @contextlib.contextmanager
-def logged_to_stderr(name):
+def logged_to_stderr(name, leave_out=None):
     """While the block runs, what logger `name` logs at INFO and above is shown on
-    stderr as ``a0py MESSAGE``."""
+    stderr as ``a0py MESSAGE``, but the records for which ``leave_out(record)`` is true."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("a0py %(message)s"))
+    if leave_out is not None:
+        handler.addFilter(lambda record: not leave_out(record))
     logger = logging.getLogger(name)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)

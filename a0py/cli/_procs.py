@@ -1,65 +1,16 @@
-"""Which processes have a topic's arenas open now, read from ``/proc/PID/maps``.
-
-A publisher or subscriber keeps its topic's arena mapped while it runs (the
-per-process arena cache, :mod:`a0py.proto.topic`), and the mapping goes away
-with the process, whatever killed it; so the mappings are the one record of
-who is attached that cannot go stale. They do not say which side a process
-is on (both map the arena read-write, since readers take its lock), and the
-maps of another user's processes cannot be read: what this finds is "the
-processes of this user (all of them, for root) that have it open".
-"""
+"""Which processes have a topic's arenas open now (:mod:`a0py.proto.processes`),
+and how the command line names one."""
 
 import os
 
-_SHM_DIR = "/dev/shm"
+from a0py.proto.processes import arena_path, attached, command_line
 
-
-def arena_path(root, location):
-    """The path ``/proc/PID/maps`` shows for a topic arena at ``location``
-    (a shm name under a shm root, else a file path)."""
-    if root.kind == "shm":
-        return _SHM_DIR + location
-    return os.path.realpath(location)
-
-
-def attached(paths):
-    """``{path: [pid, ...]}`` for the paths (as :func:`arena_path` gives them)
-    that some other live process has mapped; this process is left out."""
-    wanted = set(paths)
-    found = {}
-    me = os.getpid()
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return found
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/maps", "rb") as maps:
-                data = maps.read()
-        except OSError:  # gone meanwhile, or another user's
-            continue
-        seen = set()
-        for line in data.splitlines():
-            parts = line.split(None, 5)
-            # address perms offset dev inode path; a removed arena reads "path (deleted)"
-            if len(parts) < 6 or b"s" not in parts[1]:
-                continue
-            path = os.fsdecode(parts[5])
-            if path in wanted and path not in seen:
-                seen.add(path)
-                found.setdefault(path, []).append(pid)
-    return found
+__all__ = ["arena_path", "attached", "describe"]
 
 
 def describe(pid, width=60):
     """``1234 python3 pub.py``: the pid and its command line, cut to ``width``."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            argv = [os.fsdecode(a) for a in f.read().split(b"\0") if a]
-    except OSError:
-        argv = []
+    argv = command_line(pid)
     if argv:
         argv[0] = os.path.basename(argv[0])
     command = " ".join(" ".join(argv).split()) or "?"  # one line, whatever the arguments hold

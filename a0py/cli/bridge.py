@@ -116,16 +116,19 @@ def bridge(globs, listen, connect, config, prefix, mode, multicast, reliable, si
     from a0py.bridge import ZenohBridge
 
     stop = stop_on_signals()
-    try:
-        br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
-                         mode=mode, multicast=multicast, reliable=reliable,
-                         sizes=list(sizes), root=root, log_topic=log_topic,
-                         linger=linger, lease=lease, bundle=bundle)
-        br.start()
-    except A0Error as e:
-        raise CliError(str(e)) from None
-    hint = None
-    with logged_to_stderr("a0py.bridge"):
+    # From before start(): a peer met while the bridge starts is said too ("peer bridge
+    # ... up"); the bridge's own "started" line is not: the command says it on stdout.
+    with logged_to_stderr("a0py.bridge",
+                          leave_out=lambda record: str(record.msg).startswith("bridge %s started")):
+        try:
+            br = ZenohBridge(globs, listen=listen, connect=connect, config=config, prefix=prefix,
+                             mode=mode, multicast=multicast, reliable=reliable,
+                             sizes=list(sizes), root=root, log_topic=log_topic,
+                             linger=linger, lease=lease, bundle=bundle)
+            br.start()
+        except A0Error as e:
+            raise CliError(str(e)) from None
+        hint = None
         try:
             click.echo(f"a0py bridge: {br.id} on prefix {br.prefix!r}, topics {' '.join(globs)}"
                        f"{'; listening on ' + ' '.join(listen) if listen else ''}"

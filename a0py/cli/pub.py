@@ -42,27 +42,20 @@ def _paced(payloads, rate):
         yield payload
 
 
-def _size_option(n):
-    """A size in bytes as ``--size`` reads it, in the largest whole unit."""
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if n and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
-
-
 def _open_publisher(target, topic, packet_size):
     """The publisher of ``topic``, creating the topic only if a packet of
     ``packet_size`` bytes (headers included) fits the arena it would get:
     CliError (nothing created) if not."""
     from a0py import Publisher
     from a0py.proto.pubsub import packets_that_fit, size_for_packets
+    from a0py.proto.sizes import size_text
 
     if not topic.exists(PUBSUB):
         size = topic.size_for(PUBSUB)
         if not packets_that_fit(size, packet_size):
             raise CliError(f"{target.label}: a packet of {packet_size} bytes (headers included) does not fit "
                            f"the {human_bytes(size)} pubsub arena this would create; nothing created: give "
-                           f"--size {_size_option(size_for_packets(packet_size))} (holds 8 of them)")
+                           f"--size {size_text(size_for_packets(packet_size))} (holds 8 of them)")
     return Publisher(topic)
 
 

@@ -1,7 +1,7 @@
 """Click parameter types shared by every command of the ``a0py`` command line
 (every command group lives in ``a0py/cli/``). It needs only click and
-:mod:`a0py.errors` (:class:`RootSpec` imports the topic layer when it
-converts a value).
+:mod:`a0py.errors` (:class:`ByteSize` and :class:`RootSpec` import the
+protocol layer when they convert a value).
 
 A bad value is a usage error (exit status 2, click's message naming the
 option and what is wrong), never a traceback or a command that runs forever:
@@ -13,7 +13,10 @@ option and what is wrong), never a traceback or a command that runs forever:
   unbounded ``--window 99999999999999999999999`` overflowed a C size).
 * :class:`Count` — how many of something: 1 (or 0 where 0 means something)
   to 2**63 - 1.
-* :class:`ByteSize` — bytes, or a number with K, M or G.
+* :class:`ByteSize` — bytes, or a number with a binary unit K, M, G or T, read
+  by :func:`a0py.proto.sizes.read_size` (the one size grammar, which
+  ``Topic(size=)`` and ``A0PY_TOPIC_SIZES`` read too; imported when it
+  converts a value).
 * :class:`RootSpec` — where topics live, in ``A0PY_ROOT`` syntax, checked as
   :meth:`a0py.proto.topic.Root.parse` checks it (``shm:`` with no prefix and
   ``shm:a/b`` are refused).
@@ -26,7 +29,6 @@ Ready-made: :data:`SECONDS` (a timeout or duration, 0 to
 """
 
 import math
-import re
 
 import click
 
@@ -87,24 +89,21 @@ class Count(BoundedInt):
         return f"x>={self.min}" if self.max == MAX_COUNT else super()._describe_range()
 
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
 class ByteSize(click.ParamType):
-    """A size in bytes: ``65536``, or with a binary unit ``64K``, ``16M``, ``1G``."""
+    """A size in bytes: ``65536``, or with a binary unit ``64K``, ``16M``, ``1G``,
+    ``2T`` (either case, an optional ``B``/``iB``: docs/cli.md)."""
 
     name = "BYTES"
 
     def convert(self, value, param, ctx):
         if isinstance(value, int):
             return value
-        match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", str(value), re.IGNORECASE)
-        if match is None:
-            self.fail(f"{value!r} is not a size: give bytes, or a number with K, M or G (64K, 16M)", param, ctx)
-        size = int(match.group(1)) * _UNITS[match.group(2).upper()]
-        if size > MAX_COUNT:
-            self.fail(f"{value!r} is too large a size (at most {MAX_COUNT} bytes)", param, ctx)
-        return size
+        from a0py.proto.sizes import read_size
+
+        try:
+            return read_size(str(value))
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
 
 
 class RootSpec(click.ParamType):

@@ -12,7 +12,7 @@ import sys
 import click
 
 from a0py.cli.errors import CliError
-from a0py.cli.types import BoundedInt, RootSpec
+from a0py.cli.types import BoundedInt, ByteSize, RootSpec
 from a0py.errors import A0Error
 
 
@@ -30,14 +30,29 @@ from a0py.errors import A0Error
 @click.option("--root", type=RootSpec(), default=None, envvar="A0PY_ROOT", show_envvar=True,
               help="Where the live topics are: shm:PREFIX (shared memory, default shm:a0py) or a "
                    "directory.")
-@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=1000, show_default=True,
+@click.option("--queue", "queue_messages", type=BoundedInt(1, 1_000_000), default=10_000, show_default=True,
               help="Messages each client may have waiting before its oldest are dropped.")
+@click.option("--queue-bytes", type=ByteSize(), default="8M", show_default=True,
+              help="Bytes of messages each client may have waiting (its send budget): beyond it the "
+                   "oldest messages of the topic holding the most bytes are dropped first.")
+@click.option("--allow-publish", "allow_publish", multiple=True, metavar="GLOB",
+              help="Let clients (the page, the Foxglove app) publish to the topics matching GLOB "
+                   "(repeatable; off by default).")
+@click.option("--allow-set", "allow_set", multiple=True, metavar="GLOB",
+              help="Let clients set parameters (configuration values) of the cfg topics matching GLOB "
+                   "(repeatable; off by default; reading them needs no flag).")
+@click.option("--allow-call", "allow_call", multiple=True, metavar="GLOB",
+              help="Let clients call the RPC servers of the topics matching GLOB (repeatable; off by "
+                   "default; seeing the services needs no flag).")
+@click.option("--call-timeout", type=click.FloatRange(0.001, 3600), default=5.0, show_default=True,
+              help="Seconds a service call through the view waits for its reply.")
 @click.option("--foxglove-sdk", "foxglove_sdk", is_flag=True,
               help="Also log the topics to the Foxglove SDK's own WebSocket server "
                    "(needs: pip install 'a0py[foxglove]').")
 @click.option("--foxglove-port", type=BoundedInt(0, 65535), default=8766, show_default=True,
               help="Port of the Foxglove SDK's server (with --foxglove-sdk).")
-def view(sources, port, host, allow_remote, origins, root, queue_messages, foxglove_sdk, foxglove_port):
+def view(sources, port, host, allow_remote, origins, root, queue_messages, queue_bytes, allow_publish, allow_set,
+         allow_call, call_timeout, foxglove_sdk, foxglove_port):
     """Serve a web page that shows live topics (or a recording).
 
     With TOPIC_GLOBs (default: every topic), the page lists the live topics
@@ -46,6 +61,10 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
     JSON fields. With a DIR or FILE.mcap, it plays the recording with a time
     slider. The same port speaks the Foxglove WebSocket protocol
     (foxglove.sdk.v1): the Foxglove app can open ws://HOST:PORT too.
+
+    Clients only watch unless allowed more: --allow-publish, --allow-set and
+    --allow-call open publishing, setting configuration values and calling
+    RPC servers, each on the topics matching its globs (docs/security.md).
     """
     from a0py.view import DEFAULT_ORIGINS, foxglove_bridge, is_loopback, is_recording, serve
 
@@ -58,6 +77,8 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
         recording, globs = os.path.expanduser(globs[0]), []
     elif any(is_recording(g) for g in globs):
         raise CliError("give either topic globs or one recording (a FILE.mcap or a DIR), not both")
+    if recording and (allow_publish or allow_set or allow_call):
+        raise CliError("--allow-publish, --allow-set and --allow-call apply to live topics, not to a recording")
 
     def ready(url):
         what = f"recording {recording}" if recording else (
@@ -66,6 +87,10 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
         click.echo(f"a0py view: open {url}")
         ws = "ws" + url[4:]
         click.echo(f"a0py view: Foxglove WebSocket: {ws}")
+        for doing, allowed in (("publish to", allow_publish), ("set parameters of", allow_set),
+                               ("call the RPC servers of", allow_call)):
+            if allowed:
+                click.echo(f"a0py view: clients may {doing} {' '.join(allowed)}")
         sys.stdout.flush()
 
     sdk = None
@@ -77,7 +102,9 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, foxgl
             click.echo(f"a0py view: Foxglove SDK server on ws://{host}:{sdk.port}")
         serve(globs or None, host, port, recording=recording, root=root, allow_remote=allow_remote,
               allowed_origins=tuple(DEFAULT_ORIGINS) + tuple(origins), queue_messages=queue_messages,
-              ready=ready)
+              queue_bytes=queue_bytes, ready=ready, **({} if recording else {
+                  "allow_publish": allow_publish, "allow_set": allow_set, "allow_call": allow_call,
+                  "call_timeout": call_timeout}))
     except A0Error as e:
         raise CliError(str(e)) from None
     finally:

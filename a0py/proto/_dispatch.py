@@ -28,17 +28,13 @@ import logging
 import os
 import threading
 
+from .. import _core
+
 __all__ = ["Watch", "dispatcher_threads", "shutdown", "watch"]
 
 _log = logging.getLogger("a0py.pubsub")
 
 _EXIT_JOIN_S = 2.0
-
-
-def _core():
-    from .. import _core
-
-    return _core
 
 
 class Watch:
@@ -77,7 +73,7 @@ class _Group:
     """One dispatcher thread and the arenas it sleeps on."""
 
     def __init__(self, mode=None):
-        self.mw = _core().MultiWait(mode)
+        self.mw = _core.MultiWait(mode)
         self.watches = {}   # id(arena) -> [Watch]
         self.arenas = {}    # id(arena) -> Arena
         self.view = {}      # what the thread serves: id(arena) -> tuple of Watch

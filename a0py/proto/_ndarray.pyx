@@ -57,14 +57,20 @@ cdef enum:
     _MAX_DIMS = 64  # numpy 2's NPY_MAXDIMS (numpy 1's is 32: the checking parser allows 32)
 
 
+# The binding's arena buffer (a zero-copy packet's payload, handed to the hook
+# before any memoryview of it is made): it holds the mapping while it lives.
+from .._core import _LentBuffer as _lent_type
+
+
 cdef object _base_of(object payload):
-    """The object an array over `payload` keeps: the bytes; for a memoryview, the
-    object exporting its memory (an arena's lent buffer holds the mapping while it
-    lives: the packet's own memoryview is released when its block ends), as numpy
-    does for arrays made over memoryviews; for anything else a new memoryview,
-    which holds its buffer."""
+    """The object an array over `payload` keeps: the bytes; the binding's lent
+    arena buffer itself; for a memoryview, the object exporting its memory (an
+    arena's lent buffer holds the mapping while it lives: the packet's own
+    memoryview is released when its block ends), as numpy does for arrays made
+    over memoryviews; for anything else a new memoryview, which holds its
+    buffer."""
     cdef PyObject* exporter
-    if type(payload) is bytes:
+    if type(payload) is bytes or type(payload) is _lent_type:
         return payload
     if PyMemoryView_Check(payload):
         exporter = memoryview_exporter(payload)

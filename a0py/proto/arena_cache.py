@@ -26,15 +26,10 @@ Invariants:
 import os
 import threading
 
+from .. import _core
 from ..errors import A0Error
 
 __all__ = ["arena", "cached_transport", "close", "deadman", "forget", "hold", "release", "transport"]
-
-
-def _core():
-    from .. import _core
-
-    return _core
 
 
 class _Cache(threading.local):
@@ -120,7 +115,7 @@ def transport(key, open_arena, *args):
     :func:`arena`), made on first use and kept for this thread."""
     tr = _local.transports.get(key)
     if tr is None or tr.arena.closed:
-        tr = _core().Transport(arena(key, open_arena, *args))
+        tr = _core.Transport(arena(key, open_arena, *args))
         _local.transports[key] = tr
     return tr
 
@@ -143,7 +138,7 @@ def deadman(key, open_arena, *args):
         mapped = _mapped(key, open_arena, args)
         found = _deadmen.get(key)
         if found is None or found.arena is not mapped:
-            found = _deadmen[key] = _core().Deadman(mapped)
+            found = _deadmen[key] = _core.Deadman(mapped)
     return found
 
 

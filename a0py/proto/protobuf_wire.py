@@ -22,6 +22,8 @@ Invariants:
 
 import struct
 
+from .. import _core
+
 __all__ = [
     "NDARRAY_DESCRIPTOR_SET", "NDARRAY_NAME", "PAD_FIELD", "aligned_prefix", "fields",
     "key", "length_delimited", "packed_varints", "read_varint", "unpack_varints", "varint",
@@ -34,6 +36,8 @@ PAD_FIELD = 2047
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 
 _PAD_KEY_SIZE = 2  # varint(2047 << 3 | 2) takes two bytes
+# Where a packet's payload starts in its frame is aligned to this (docs/format.md).
+_PAYLOAD_ALIGN = _core.PACKET_LAYOUT["align"]
 
 
 def varint(value):
@@ -132,11 +136,11 @@ def unpack_varints(buf, begin, end):
 
 def aligned_prefix(head, data_field, data_size):
     """`head` (fields before the data), a padding field, then the data field's key
-    and length: bytes whose length is a multiple of 16, so the data written right
-    after them lands 16-byte aligned."""
+    and length: bytes whose length is a multiple of the payload alignment (16), so
+    the data written right after them lands aligned."""
     tail = key(data_field, LENGTH) + varint(data_size)
     base = len(head) + _PAD_KEY_SIZE + 1 + len(tail)  # the padding's length takes one byte
-    pad = -base % 16
+    pad = -base % _PAYLOAD_ALIGN
     return head + key(PAD_FIELD, LENGTH) + bytes((pad,)) + bytes(pad) + tail
 
 

@@ -41,8 +41,9 @@ from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCor
 from . import _dispatch
 from ._subscriber import ReaderCounts, WatchedReader, reader_start
 from .schema import Schema, declare_schema
+from .sizes import PACKET_OVERHEAD, power_of_two_size, size_text
 from .topic import PUBSUB, Topic, topic_arena
-from .typed import PACKET_OVERHEAD, PublisherTyping, suggested_arena_size, typing_for
+from .typed import PublisherTyping, suggested_arena_size, typing_for
 
 __all__ = [
     "INIT_AWAIT_NEW", "INIT_FIRST", "INIT_MOST_RECENT", "INIT_OLDEST", "ITER_NEWEST", "ITER_NEXT",
@@ -83,17 +84,6 @@ def _mib(n):
     return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n / 1024:.1f} KiB"
 
 
-def _size_spec(n):
-    """``n`` bytes (a power of two of at least 1 MiB) as Topic(size=) and --size read it."""
-    return f"{n >> 30}G" if n % (1 << 30) == 0 else f"{n >> 20}M"
-
-
-def _frame_size(packet_size):
-    # What one packet takes of a ring: the frame header, then the packet, padded to 16
-    # bytes (docs/format.md).
-    return (_core.FRAME_HEADER_SIZE + packet_size + 15) & ~15
-
-
 def _whole(value, what, minimum):
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ArgumentError(f"{what} must be a whole number of at least {minimum}, not {value!r}")
@@ -105,7 +95,7 @@ def packets_that_fit(arena_size, packet_size):
     a topic's arena of ``arena_size`` bytes holds at once; 0 if one does not fit.
     Raises ArgumentError for a size that is not a whole number of bytes."""
     arena_size = _whole(arena_size, "arena_size", 0)
-    frame = _frame_size(_whole(packet_size, "packet_size", 0))
+    frame = _core.frame_span(_whole(packet_size, "packet_size", 0))
     return max(0, arena_size - _core.HEADER_SIZE) // frame
 
 
@@ -113,9 +103,8 @@ def size_for_packets(packet_size, count=_ROOMY_PACKETS):
     """The arena size to give a topic so that it holds ``count`` packets of
     ``packet_size`` bytes (headers included): a power of two, at least 1 MiB.
     Raises ArgumentError for a size below 0 or a count below 1."""
-    frame = _frame_size(_whole(packet_size, "packet_size", 0))
-    wanted = _core.HEADER_SIZE + _whole(count, "count", 1) * frame
-    return max(_MIB, 1 << (wanted - 1).bit_length())
+    wanted = _core.arena_size_for(_whole(packet_size, "packet_size", 0), _whole(count, "count", 1))
+    return power_of_two_size(wanted, _MIB)
 
 
 def _size_warning(topic, arena_size, packet_size):
@@ -123,7 +112,7 @@ def _size_warning(topic, arena_size, packet_size):
     ``topic``'s pubsub arena of ``arena_size`` bytes."""
     fits = packets_that_fit(arena_size, packet_size)
     size = size_for_packets(packet_size)
-    spec = _size_spec(size)
+    spec = size_text(size)
     name = topic.name
     return (f"topic {name!r}: its {_mib(arena_size)} pubsub arena holds only {fits} packet"
             f"{'' if fits == 1 else 's'} of {_mib(packet_size)}: a subscriber loses a packet it has "
@@ -207,8 +196,7 @@ class Publisher(_core.PacketWriter):
         if like_size is None or topic.exists(PUBSUB):
             return topic.arena(PUBSUB)
         # Creating it: large enough for the frames announced, unless already so.
-        need = _core.FRAME_HEADER_SIZE + PACKET_OVERHEAD + like_size + 16
-        if topic.size_for(PUBSUB) - _core.HEADER_SIZE >= need:
+        if topic.size_for(PUBSUB) >= _core.arena_size_for(PACKET_OVERHEAD + like_size):
             return topic.arena(PUBSUB)
         sized = Topic(topic.name, root=topic.root,
                       size={PUBSUB: suggested_arena_size(like_size)})

@@ -36,6 +36,7 @@ Invariants:
 import functools
 import time
 
+from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, ClosedError, LockError
 from . import arena_cache
 from .arena_cache import cached_transport
@@ -46,12 +47,6 @@ __all__ = ["KEEP_FRAMES", "WAIT_SLICE", "ArenaQueue"]
 WAIT_SLICE = 0.05
 #: A reader that keeps more frames read than this gives their room back at once.
 KEEP_FRAMES = 64
-
-
-def _core():
-    from .. import _core
-
-    return _core
 
 
 class ArenaQueue:
@@ -166,10 +161,9 @@ class ArenaQueue:
         has a reader."""
         if self._reader is not None:
             raise LockError(f"{self.name} already has a reader (close_reader() first)")
-        core = _core()
         arena = self.arena
-        reader = core.Transport(arena)
-        deadman = core.Deadman(arena)
+        reader = _core.Transport(arena)
+        deadman = _core.Deadman(arena)
         with reader.lock() as t:
             if not deadman.try_take():
                 return False

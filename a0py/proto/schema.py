@@ -31,9 +31,10 @@ Invariants:
 import json
 import threading
 
+from .. import _core
 from ..errors import A0Error, ArenaNotFoundError, ArgumentError, FrameTooLargeError
 from .errors import SchemaConflictError, SchemaError
-from .topic import SCHEMA, Topic, topic_arena
+from .topic import DEFAULT_SIZES, SCHEMA, Topic, topic_arena
 
 __all__ = [
     "MESSAGE_ENCODINGS", "SCHEMA_ENCODINGS", "Schema", "declare_schema", "read_schema_arena",
@@ -60,12 +61,7 @@ _NAME, _ENCODING, _MESSAGE_ENCODING, _ORIGIN = (
 _DECLARED, _INFERRED = "declared", "inferred"
 
 _TEXT_ENCODINGS = ("jsonschema", "ros2msg", "ros2idl", "omgidl", "ros1msg")
-
-
-def _core():
-    from .. import _core
-
-    return _core
+_PAGE = 4096  # the schema arena is sized in whole pages
 
 
 class Schema:
@@ -214,14 +210,13 @@ def schema_record(schema, inferred=False):
     headers = [(_NAME, schema.name), (_ENCODING, schema.encoding),
                (_MESSAGE_ENCODING, schema.message_encoding),
                (_ORIGIN, _INFERRED if inferred else _DECLARED)]
-    return _core().Packet(headers, schema.data).to_bytes()
+    return _core.Packet(headers, schema.data).to_bytes()
 
 
 def _parse_record(topic, data):
     """(Schema, inferred) from a record's bytes; SchemaError if it is not one."""
-    core = _core()
     try:
-        pkt = core.Packet.from_bytes(data)
+        pkt = _core.Packet.from_bytes(data)
         headers = pkt.headers
     except A0Error as e:
         raise SchemaError(f"topic {topic.name!r}: its schema arena ({topic.location(SCHEMA)}) "
@@ -248,12 +243,10 @@ def _remember(topic, arena, schema):
 
 
 def _schema_arena_size(record_size):
-    # header, one frame (32-byte header, 16-byte aligned), rounded to pages; at least
-    # the default, so a larger schema declared by someone else later still compares.
-    from .topic import DEFAULT_SIZES
-
-    need = 512 + 32 + record_size + 16
-    return max(DEFAULT_SIZES[SCHEMA], (need + 4095) // 4096 * 4096)
+    # An arena of one frame holding the record, rounded up to pages; at least the
+    # default, so a larger schema declared by someone else later still compares.
+    need = _core.arena_size_for(record_size)
+    return max(DEFAULT_SIZES[SCHEMA], (need + _PAGE - 1) // _PAGE * _PAGE)
 
 
 def declare_schema(topic, schema, inferred=False):
@@ -272,7 +265,7 @@ def declare_schema(topic, schema, inferred=False):
     record = schema_record(schema, inferred)
     sized = Topic(topic.name, root=topic.root, size={SCHEMA: _schema_arena_size(len(record))})
     arena = topic_arena(sized, SCHEMA)
-    transport = _core().Transport(arena)
+    transport = _core.Transport(arena)
     existing_inferred = False
     with transport.lock() as t:
         if t.empty:
@@ -330,7 +323,7 @@ def read_schema_arena(arena, topic):
     tools that open arenas by name and close them read it), or None if it holds no
     record yet; `inferred` tells a schema ``pub_json`` inferred from a message. Nothing
     is cached. Raises SchemaError for a record that is not valid."""
-    frame = _core().Transport(arena).read_next()
+    frame = _core.Transport(arena).read_next()
     if frame is None:
         return None
     return _parse_record(Topic.of(topic), frame[1])

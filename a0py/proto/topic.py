@@ -33,8 +33,10 @@ import os
 import re
 import stat
 
+from .. import _core
 from ..errors import A0Error, A0OSError, ArenaExistsError, ArenaPermissionError, ArgumentError
 from . import arena_cache
+from .sizes import read_size
 
 __all__ = [
     "CFG", "DEADMAN", "DEFAULT_SIZES", "LOG", "PRPC", "PROTOCOLS", "PUBSUB", "RPC", "SCHEMA",
@@ -71,14 +73,6 @@ _SEGMENT = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
 _TOPIC_RE = re.compile(rf"{_SEGMENT}(?:/{_SEGMENT})*")
 _PROTOCOL_RE = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _PREFIX_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}")
-_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)(?:i?b)?\s*", re.IGNORECASE)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def _core():
-    from .. import _core
-
-    return _core
 
 
 def check_topic_name(name):
@@ -106,20 +100,11 @@ def check_protocol(protocol):
 
 
 def parse_size(value, what="arena size"):
-    """Bytes from an int or a string like ``"64M"``, ``"512k"``, ``"1GiB"``. Raises
-    :class:`ArgumentError`."""
-    if isinstance(value, bool):
-        raise ArgumentError(f"{what} must be a number of bytes, not {value!r}")
-    if isinstance(value, int):
-        size = value
-    elif isinstance(value, str):
-        m = _SIZE_RE.fullmatch(value)
-        if not m:
-            raise ArgumentError(f"{what}: cannot read {value!r} as a size (e.g. 4096, 512k, 64M, 1G)")
-        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    else:
-        raise ArgumentError(f"{what} must be a number of bytes, not {type(value).__name__}")
-    minimum = _core().MIN_ARENA_SIZE
+    """The bytes of an arena size: an int or a string like ``"64M"``, ``"512k"``,
+    ``"1GiB"`` (the grammar of :mod:`a0py.proto.sizes`), at least the core's
+    ``MIN_ARENA_SIZE``. Raises :class:`ArgumentError` naming `what`."""
+    size = read_size(value, what)
+    minimum = _core.MIN_ARENA_SIZE
     if size < minimum:
         raise ArgumentError(f"{what} must be at least {minimum} bytes, got {size}")
     return size
@@ -310,19 +295,18 @@ class Topic:
 def _open(topic, protocol, create):
     """Creates the arena at the topic's size, or attaches to it as it is: whoever came
     first chose the size (a later side asking another size still joins it)."""
-    core = _core()
     where = topic.location(protocol)
     size = topic.size_for(protocol) if create else None
     if topic.root.kind == "shm":
         try:
-            return core.Arena.shm(where, size)
+            return _core.Arena.shm(where, size)
         except ArenaExistsError:
-            return core.Arena.shm(where)
+            return _core.Arena.shm(where)
     _topic_dirs(topic, create)
     try:
-        return core.Arena.file(where, size)
+        return _core.Arena.file(where, size)
     except ArenaExistsError:
-        return core.Arena.file(where)
+        return _core.Arena.file(where)
 
 
 def map_arena(topic, protocol, *, create=True):
@@ -399,7 +383,7 @@ def unlink_topic(topic, protocols=None):
         forget_arena(topic, protocol)
         where = topic.location(protocol)
         if topic.root.kind == "shm":
-            existed = _core().Arena.unlink_shm(where)
+            existed = _core.Arena.unlink_shm(where)
         else:
             try:
                 os.unlink(where)

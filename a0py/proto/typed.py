@@ -42,7 +42,7 @@ import json
 import sys
 import threading
 
-from .._core import PacketTyping
+from .._core import PacketTyping, arena_size_for
 from ..errors import ArgumentError, FrameTooLargeError
 from . import arrays, ros2_types
 from . import protobuf_types as pbtypes
@@ -50,6 +50,7 @@ from . import protobuf_wire as wire
 from .errors import DecodeError, ExtraNotInstalledError, SchemaError
 from .json_schema import infer_json_schema
 from .schema import Schema, declare_schema, topic_schema
+from .sizes import PACKET_OVERHEAD, power_of_two_size, size_text
 from .topic import Topic
 
 __all__ = [
@@ -61,29 +62,13 @@ __all__ = [
 NDARRAY_SCHEMA = Schema(wire.NDARRAY_NAME, "protobuf", wire.NDARRAY_DESCRIPTOR_SET)
 
 _COMPRESSED_IMAGE_NAME = "foxglove.CompressedImage"
-# Frame bytes besides the payload: a packet's fixed part and standard block.
-PACKET_OVERHEAD = 96
-_FRAME_HEADER = 32
-_ARENA_HEADER = 512
 
 
 def suggested_arena_size(payload_size):
-    """An arena size (a power of two, at least 4 MiB) whose ring holds four frames of
+    """An arena size (a power of two, at least 4 MiB) whose ring holds four packets of
     `payload_size` bytes: room for a zero-copy reader to finish with one frame while
     the publisher writes the next ones."""
-    frame = _FRAME_HEADER + PACKET_OVERHEAD + payload_size + 16
-    need = _ARENA_HEADER + 4 * frame
-    size = 4 << 20
-    while size < need:
-        size <<= 1
-    return size
-
-
-def size_text(size):
-    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
-        if size >= 1 << shift and size % (1 << shift) == 0:
-            return f"{size >> shift}{unit}"
-    return str(size)
+    return power_of_two_size(arena_size_for(PACKET_OVERHEAD + payload_size, 4), 4 << 20)
 
 
 def _foxglove_schema(name, what):
@@ -268,7 +253,7 @@ class PublisherTyping:
             self._prefixes[(array.dtype, array.shape, array.strides)] = (prefix, c_order)
             self._array_type = type(array)
         if self.remember is not None:  # and the writer, without calling encode()
-            self.remember(array, prefix)
+            self.remember(array, prefix, "dtype")  # check_array: a plain dtype, fixing the format
         return prefix, (array if c_order else array.T)
 
     def _encode_protobuf(self, message):

@@ -6,9 +6,11 @@
 * :class:`SegmentWriter` writes one segment of a0py packets.
 
 The public modules the other layers build on: :mod:`.format` (MCAP's
-constants and a0py's channels), :mod:`.reader` (the layout of any MCAP file,
-from its summary or a scan, and its chunks; what a path, directory, rosbag2
-bag or glob names), :mod:`.rosbag2` (rosbag2 bag directories), :mod:`.packets` (packets
+constants, its record layouts and a0py's channels), :mod:`.reader` (the
+layout of any MCAP file, from its summary or a scan, and its chunks' records),
+:mod:`.decompress` (a chunk decompressed never past its declared size),
+:mod:`.paths` (what a path, directory, rosbag2 bag or glob names),
+:mod:`.rosbag2` (rosbag2 bag directories), :mod:`.packets` (packets
 checked and indexed in bulk), :mod:`.frames` (the seqs and gaps a recording
 holds), :mod:`.writer`. The ``a0`` Spark source (:mod:`a0py.spark`) and the
 live view read recordings through them.

@@ -63,33 +63,33 @@ from ..includes.a0_packet cimport (
     a0_uuid_format,
 )
 
-import struct
-
 import numpy as np
-from mcap.opcode import Opcode
 
 from .._core import FramePrefix, STANDARD_HEADERS
 from .format import (
     MESSAGE_CHANNEL_AT,
     MESSAGE_FIXED,
+    MESSAGE_LAYOUT,
     MESSAGE_LOG_TIME_AT,
     MESSAGE_PUBLISH_TIME_AT,
     MESSAGE_SEQUENCE_AT,
+    PACKET_PAYLOAD_SIZE_AT as _PACKET_PAYLOAD_SIZE_AT,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
 )
 
 # The record layout, copied once from .format (its one definition) into C.
-cdef uint8_t OP_MESSAGE = Opcode.MESSAGE
+cdef uint8_t OP_MESSAGE = MESSAGE_LAYOUT.opcode
 cdef int64_t MSG_FIXED = MESSAGE_FIXED
 cdef int64_t HDR = RECORD_HEADER
+cdef int64_t AT_LENGTH = RECORD_LENGTH_AT
 cdef int64_t AT_CHANNEL = MESSAGE_CHANNEL_AT
 cdef int64_t AT_SEQUENCE = MESSAGE_SEQUENCE_AT
 cdef int64_t AT_LOG = MESSAGE_LOG_TIME_AT
 cdef int64_t AT_PUBLISH = MESSAGE_PUBLISH_TIME_AT
-cdef int64_t PACKET_PAYLOAD_SIZE_AT = 40  # the packet's payload_size (csrc/a0_packet.c asserts it)
+cdef int64_t PACKET_PAYLOAD_SIZE_AT = _PACKET_PAYLOAD_SIZE_AT  # the packet's payload_size (the binding's table)
 # A message record's fixed part with the frame's size, sequence and times to fill in.
-_MESSAGE_HEAD = struct.Struct("<BQHIQQ")
-assert _MESSAGE_HEAD.size == MESSAGE_FIXED
+_MESSAGE_HEAD = MESSAGE_LAYOUT.head
 
 # The standard headers' keys (the core's order), concatenated, and their lengths.
 cdef bytes _STD_KEYS = "".join(STANDARD_HEADERS).encode()  # kept alive by the module
@@ -369,7 +369,7 @@ def message_prefix(int channel, int64_t log_time):
     if log_time < 0:
         raise OverflowError(f"log time {log_time} is negative")
     return FramePrefix(_MESSAGE_HEAD.pack(OP_MESSAGE, 0, channel, 0, log_time, log_time),
-                       seq_at=AT_SEQUENCE, seq_bytes=4, size_at=1, size_add=MSG_FIXED - HDR)
+                       seq_at=AT_SEQUENCE, seq_bytes=4, size_at=AT_LENGTH, size_add=MSG_FIXED - HDR)
 
 
 def append_records(bytearray out, list frames, const int64_t[::1] seqs, int channel, int64_t log_time,
@@ -484,7 +484,7 @@ def index_records(uint8_t[::1] buf, Py_ssize_t count, bint packets):
             if n - pos < MSG_FIXED or base[pos] != OP_MESSAGE:
                 why = b"not a message record"
                 break
-            length = rd64(base + pos + 1)
+            length = rd64(base + pos + AT_LENGTH)
             if length < <uint64_t>(MSG_FIXED - HDR) or length > <uint64_t>(n - pos - HDR):
                 why = b"a record length past the end"
                 break
@@ -522,7 +522,7 @@ def record_frames(const uint8_t[::1] buf, int64_t start, int64_t nbytes, Py_ssiz
     for i in range(count):
         if end - pos < MSG_FIXED or buf[pos] != OP_MESSAGE:
             raise ValueError(f"record {i} at byte {pos} is not a message record")
-        length = rd64(&buf[pos] + 1)
+        length = rd64(&buf[pos] + AT_LENGTH)
         if length < <uint64_t>(MSG_FIXED - HDR) or length > <uint64_t>(end - pos - HDR):
             raise ValueError(f"record {i} at byte {pos} runs past the end")
         out.append(bytes(buf[pos + MSG_FIXED:pos + HDR + <int64_t>length]))
@@ -562,7 +562,7 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
         pos = offsets[i]
         if pos < 0 or pos + MSG_FIXED > buf.shape[0]:
             raise ValueError(f"record offset {pos} outside the chunk")
-        length = rd64(base + pos + 1)
+        length = rd64(base + pos + AT_LENGTH)
         size = <int64_t>length - (MSG_FIXED - HDR)
         if size < 0 or pos + MSG_FIXED + size > buf.shape[0]:
             raise ValueError(f"record at {pos} runs past the chunk")
@@ -587,7 +587,7 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
     with nogil:
         for i in range(n):
             pos = offsets[i]
-            size = <int64_t>rd64(base + pos + 1) - (MSG_FIXED - HDR)
+            size = <int64_t>rd64(base + pos + AT_LENGTH) - (MSG_FIXED - HDR)
             if a0_packet_view(base + pos + MSG_FIXED, <uint64_t>size, &v, NULL) == A0_OK:
                 memcpy(pb + pp, base + pos, MSG_FIXED)
                 length = <uint64_t>(MSG_FIXED - HDR) + v.payload_size

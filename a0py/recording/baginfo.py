@@ -38,7 +38,7 @@ from .format import (
     is_json_copy,
 )
 from .frames import recorded_seqs
-from .reader import SHM_PREFIX, expand_paths
+from .paths import SHM_PREFIX, expand_paths
 
 # What a channel is, in bag info's words: a0py's kinds (format.channel_kind),
 # a0py's JSON copy of a topic, and any other channel.
@@ -223,7 +223,7 @@ def _from_data(layout, topics):
 
 def bag_info(spec):
     """A dict describing the recordings ``spec`` (an MCAP file, a directory,
-    a rosbag2 bag, a glob: :func:`a0py.recording.reader.expand_paths`):
+    a rosbag2 bag, a glob: :func:`a0py.recording.paths.expand_paths`):
 
     * ``files``: per file its path, size, profile and library (the writer),
       whether it has a summary (``complete``; else where it was cut short),

@@ -30,4 +30,10 @@ class RecordingOptionError(RecordingError, ValueError):
     out of range (the message names it and the accepted values)."""
 
 
-__all__ = ["EmptyRecordingError", "RecordingError", "RecordingFormatError", "RecordingOptionError"]
+def fail_at(path, offset, what):
+    """Raises :class:`RecordingFormatError` for file ``path``: ``what`` is
+    wrong at byte ``offset``."""
+    raise RecordingFormatError(f"{path}: at byte {offset}: {what}")
+
+
+__all__ = ["EmptyRecordingError", "RecordingError", "RecordingFormatError", "RecordingOptionError", "fail_at"]

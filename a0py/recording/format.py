@@ -1,38 +1,191 @@
-"""MCAP as a0py writes and reads it: the fixed sizes and offsets of the
-records (each defined here once; the opcodes are the ``mcap`` package's
-``Opcode``, its record classes the names of the records), and a0py's
-conventions on top of the format: the channel of a topic's packets, the two
-channels of a typed topic, the gap channel, the JSON copies, and the per-chunk ranges of ``a0py.chunks``.
+"""MCAP as a0py writes and reads it: the layout of every record (one table,
+:data:`RECORD_LAYOUTS`, with the specification's record and field names;
+the opcodes are the ``mcap`` package's ``Opcode``, its record classes
+parse and write the variable-length records), and a0py's conventions on top
+of the format: the channel of a topic's packets, the two channels of a typed
+topic, the gap channel, the JSON copies, and the per-chunk ranges of
+``a0py.chunks``.
 
 The record layout is fixed by the MCAP specification: the file is magic,
-records, magic; a record is opcode (u8), body length (u64), body; every
-integer is little-endian; a string is a u32 length and UTF-8; a map is a
-u32 byte length and its entries. docs/recording.md has the table of what
-a0py puts in each record.
+records, magic; a record is opcode (uint8), body length (uint64), body;
+every integer is little-endian; a String is a uint32 length and UTF-8; a
+Map or Array is a uint32 byte length and its entries. The JVM reader's
+``McapRecords.java`` is generated from this table (jvm/generate_layouts.py)
+and a test holds the two to each other. docs/recording.md has the table of
+what a0py puts in each record.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 
+from mcap.opcode import Opcode
+
+from .._core import PACKET_LAYOUT
 from ..proto.packets import PACKET_ENCODING
 
 MAGIC = b"\x89MCAP0\r\n"
-RECORD_HEADER = 9  # opcode u8 + length u64
-FOOTER_BODY = 20  # summary_start u64, summary_offset_start u64, summary_crc u32
-FOOTER_RECORD = RECORD_HEADER + FOOTER_BODY
+RECORD_HEAD = struct.Struct("<BQ")  # every record starts with its opcode (uint8) and body length (uint64)
+RECORD_HEADER = RECORD_HEAD.size
+RECORD_LENGTH_AT = struct.calcsize("<B")  # the body length, after the opcode
 
-# A Message record: header, channel_id u16, sequence u32, log_time u64,
-# publish_time u64, then the data. Offsets are from the record's opcode.
-MESSAGE_CHANNEL_AT = RECORD_HEADER
-MESSAGE_SEQUENCE_AT = MESSAGE_CHANNEL_AT + 2
-MESSAGE_LOG_TIME_AT = MESSAGE_SEQUENCE_AT + 4
-MESSAGE_PUBLISH_TIME_AT = MESSAGE_LOG_TIME_AT + 8
-MESSAGE_FIXED = MESSAGE_PUBLISH_TIME_AT + 8
-# A Message Index record: header, channel_id u16, then a u32 byte length
-# and entries of (log_time u64, offset u64).
-MESSAGE_INDEX_FIXED = RECORD_HEADER + 2 + 4
-MESSAGE_INDEX_ENTRY = 16
+# The specification's field types: (size of a fixed-size value, or None for a
+# length-prefixed one; the struct code of the value or of its length prefix,
+# "" for Bytes that run to the end of the record; bytes per entry of a Map or
+# Array of fixed-size entries, else None).
+FIELD_TYPES = {
+    "uint8": (1, "B", None),
+    "uint16": (2, "H", None),
+    "uint32": (4, "I", None),
+    "uint64": (8, "Q", None),
+    "Timestamp": (8, "Q", None),
+    "String": (None, "I", None),
+    "Bytes": (None, "", None),
+    "uint32 length-prefixed Bytes": (None, "I", None),
+    "uint64 length-prefixed Bytes": (None, "Q", None),
+    "Map<string, string>": (None, "I", None),
+    "Map<uint16, uint64>": (None, "I", 2 + 8),
+    "Array<Tuple<Timestamp, uint64>>": (None, "I", 8 + 8),
+}
+
+
+class RecordLayout:
+    """One record of the MCAP specification: its name, opcode and fields
+    ``(name, type)`` in order, as the specification writes them.
+
+    A field has an offset (from the record's opcode) when every field before
+    it has a fixed size; a length-prefixed field's offset is its prefix's.
+    ``head`` is the ``struct.Struct`` of the record's fixed start: opcode,
+    body length, the fixed-size fields, then the length prefix of the first
+    length-prefixed field (if any).
+
+    Raises ValueError for a field type that is not one of
+    :data:`FIELD_TYPES`."""
+
+    __slots__ = ("_entries", "_offsets", "fields", "head", "name", "opcode")
+
+    def __init__(self, name, opcode, fields):
+        self.name = name
+        self.opcode = int(opcode)
+        self.fields = tuple(fields)
+        self._offsets = {}
+        self._entries = {}
+        at = RECORD_HEADER
+        codes = RECORD_HEAD.format
+        for field, kind in self.fields:
+            if kind not in FIELD_TYPES:
+                raise ValueError(f"{name} record, field {field!r}: type {kind!r} is not one of the "
+                                 f"specification's ({', '.join(FIELD_TYPES)})")
+            size, code, entry = FIELD_TYPES[kind]
+            if entry is not None:
+                self._entries[field] = entry
+            if at is None:
+                continue
+            self._offsets[field] = at
+            codes += code
+            at = at + size if size is not None else None
+        self.head = struct.Struct(codes)
+
+    def offset(self, field):
+        """Where ``field`` starts, from the record's opcode. Raises KeyError
+        for a field after a length-prefixed one (it has no fixed offset) or
+        one the record does not have."""
+        try:
+            return self._offsets[field]
+        except KeyError:
+            raise KeyError(f"{self.name} record: no fixed offset for field {field!r}") from None
+
+    def body_offset(self, field):
+        """Where ``field`` starts, from the record's body."""
+        return self.offset(field) - RECORD_HEADER
+
+    def entry_size(self, field):
+        """Bytes per entry of Map or Array ``field``. Raises KeyError for a
+        field without fixed-size entries."""
+        try:
+            return self._entries[field]
+        except KeyError:
+            raise KeyError(f"{self.name} record: field {field!r} has no fixed-size entries") from None
+
+    def length_prefix(self, field):
+        """The ``struct.Struct`` of length-prefixed ``field``'s prefix. Raises
+        KeyError for a field of fixed size or without a prefix."""
+        for name, kind in self.fields:
+            if name == field:
+                size, code, _ = FIELD_TYPES[kind]
+                if size is None and code:
+                    return struct.Struct("<" + code)
+                break
+        raise KeyError(f"{self.name} record: field {field!r} is not length-prefixed")
+
+    def fixed_offsets(self):
+        """``{field: offset}`` of the fields with a fixed offset, in order."""
+        return dict(self._offsets)
+
+    def __repr__(self):
+        return f"RecordLayout({self.name!r}, {self.opcode:#04x}, {len(self.fields)} fields)"
+
+
+# The records of the specification ("Records", format version 0), in opcode order.
+RECORD_LAYOUTS = {r.name: r for r in (
+    RecordLayout("Header", Opcode.HEADER, [("profile", "String"), ("library", "String")]),
+    RecordLayout("Footer", Opcode.FOOTER, [
+        ("summary_start", "uint64"), ("summary_offset_start", "uint64"), ("summary_crc", "uint32")]),
+    RecordLayout("Schema", Opcode.SCHEMA, [
+        ("id", "uint16"), ("name", "String"), ("encoding", "String"), ("data", "uint32 length-prefixed Bytes")]),
+    RecordLayout("Channel", Opcode.CHANNEL, [
+        ("id", "uint16"), ("schema_id", "uint16"), ("topic", "String"), ("message_encoding", "String"),
+        ("metadata", "Map<string, string>")]),
+    RecordLayout("Message", Opcode.MESSAGE, [
+        ("channel_id", "uint16"), ("sequence", "uint32"), ("log_time", "Timestamp"), ("publish_time", "Timestamp"),
+        ("data", "Bytes")]),
+    RecordLayout("Chunk", Opcode.CHUNK, [
+        ("message_start_time", "Timestamp"), ("message_end_time", "Timestamp"), ("uncompressed_size", "uint64"),
+        ("uncompressed_crc", "uint32"), ("compression", "String"), ("records", "uint64 length-prefixed Bytes")]),
+    RecordLayout("Message Index", Opcode.MESSAGE_INDEX, [
+        ("channel_id", "uint16"), ("records", "Array<Tuple<Timestamp, uint64>>")]),
+    RecordLayout("Chunk Index", Opcode.CHUNK_INDEX, [
+        ("message_start_time", "Timestamp"), ("message_end_time", "Timestamp"), ("chunk_start_offset", "uint64"),
+        ("chunk_length", "uint64"), ("message_index_offsets", "Map<uint16, uint64>"),
+        ("message_index_length", "uint64"), ("compression", "String"), ("compressed_size", "uint64"),
+        ("uncompressed_size", "uint64")]),
+    RecordLayout("Attachment", Opcode.ATTACHMENT, [
+        ("log_time", "Timestamp"), ("create_time", "Timestamp"), ("name", "String"), ("media_type", "String"),
+        ("data", "uint64 length-prefixed Bytes"), ("crc", "uint32")]),
+    RecordLayout("Attachment Index", Opcode.ATTACHMENT_INDEX, [
+        ("offset", "uint64"), ("length", "uint64"), ("log_time", "Timestamp"), ("create_time", "Timestamp"),
+        ("data_size", "uint64"), ("name", "String"), ("media_type", "String")]),
+    RecordLayout("Statistics", Opcode.STATISTICS, [
+        ("message_count", "uint64"), ("schema_count", "uint16"), ("channel_count", "uint32"),
+        ("attachment_count", "uint32"), ("metadata_count", "uint32"), ("chunk_count", "uint32"),
+        ("message_start_time", "Timestamp"), ("message_end_time", "Timestamp"),
+        ("channel_message_counts", "Map<uint16, uint64>")]),
+    RecordLayout("Metadata", Opcode.METADATA, [("name", "String"), ("metadata", "Map<string, string>")]),
+    RecordLayout("Metadata Index", Opcode.METADATA_INDEX, [
+        ("offset", "uint64"), ("length", "uint64"), ("name", "String")]),
+    RecordLayout("Summary Offset", Opcode.SUMMARY_OFFSET, [
+        ("group_opcode", "uint8"), ("group_start", "uint64"), ("group_length", "uint64")]),
+    RecordLayout("Data End", Opcode.DATA_END, [("data_section_crc", "uint32")]),
+)}
+FOOTER_LAYOUT = RECORD_LAYOUTS["Footer"]
+MESSAGE_LAYOUT = RECORD_LAYOUTS["Message"]
+CHUNK_LAYOUT = RECORD_LAYOUTS["Chunk"]
+MESSAGE_INDEX_LAYOUT = RECORD_LAYOUTS["Message Index"]
+CHUNK_INDEX_LAYOUT = RECORD_LAYOUTS["Chunk Index"]
+STATISTICS_LAYOUT = RECORD_LAYOUTS["Statistics"]
+
+# The offsets the hot paths use, named once (from the record's opcode).
+FOOTER_RECORD = FOOTER_LAYOUT.head.size  # the whole record: every field has a fixed size
+FOOTER_BODY = FOOTER_RECORD - RECORD_HEADER
+MESSAGE_CHANNEL_AT = MESSAGE_LAYOUT.offset("channel_id")
+MESSAGE_SEQUENCE_AT = MESSAGE_LAYOUT.offset("sequence")
+MESSAGE_LOG_TIME_AT = MESSAGE_LAYOUT.offset("log_time")
+MESSAGE_PUBLISH_TIME_AT = MESSAGE_LAYOUT.offset("publish_time")
+MESSAGE_FIXED = MESSAGE_LAYOUT.offset("data")
+# A Message Index record up to its entries, and one entry (log_time, offset).
+MESSAGE_INDEX_FIXED = MESSAGE_INDEX_LAYOUT.head.size
+MESSAGE_INDEX_ENTRY = MESSAGE_INDEX_LAYOUT.entry_size("records")
 # A chunk's records are addressed with 32-bit offsets in the Arrow arrays built over them.
 MAX_CHUNK_SIZE = (1 << 31) - 1
 
@@ -67,9 +220,10 @@ GAP_SCHEMA_DATA = json.dumps({
 # The JSON copy of a topic's payloads (for Foxglove): /a0py/json/TOPIC.
 JSON_TOPIC_PREFIX = "/a0py/json/"
 
-# The a0py packet's fixed header and its payload_size field (csrc/a0_packet.h).
-PACKET_FIXED = 48
-PACKET_PAYLOAD_SIZE_AT = 40
+# The a0py packet's fixed header and its payload_size field (csrc/a0_packet.h,
+# through the binding's table).
+PACKET_FIXED = PACKET_LAYOUT["header_size"]
+PACKET_PAYLOAD_SIZE_AT = PACKET_LAYOUT["payload_size_off"]
 
 # A typed topic (one with a schema) is two channels: TOPIC, its payloads with
 # their real schema and message encoding, and /a0py/headers/TOPIC, its packets

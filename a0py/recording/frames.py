@@ -28,6 +28,7 @@ from .format import (
     MESSAGE_FIXED,
     MESSAGE_SEQUENCE_AT,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
     channel_kind,
     headers_topic,
     parse_gap,
@@ -109,7 +110,7 @@ def _add_chunk(topics, records, offs, channels, where):
     if not len(offs):
         return
     u16, u32, u64 = reader.u_views(records)
-    length = u64[offs + 1].astype(np.int64)
+    length = u64[offs + RECORD_LENGTH_AT].astype(np.int64)
     chan = u16[offs + MESSAGE_CHANNEL_AT]
     for cid in np.unique(chan).tolist():
         topic, kind = channels.get(cid, (None, None))

@@ -64,11 +64,12 @@ from .format import (
     MESSAGE_PUBLISH_TIME_AT,
     MESSAGE_SEQUENCE_AT,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
     chunk_ranges,
     headers_topic,
     join_packet,
 )
-from .reader import SHM_PREFIX, expand_paths
+from .paths import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
 REPLAY_PREFIX = "a0_replay_"
@@ -165,7 +166,7 @@ class _ChunkCursor:
         u16, u32, u64 = reader.u_views(records)
         chan = u16[offs + MESSAGE_CHANNEL_AT]
         pub = u64[offs + MESSAGE_PUBLISH_TIME_AT].astype(np.int64)
-        length = u64[offs + 1].astype(np.int64)
+        length = u64[offs + RECORD_LENGTH_AT].astype(np.int64)
         keep = np.isin(chan, list(wanted)) if wanted is not None else np.ones(len(offs), bool)
         offs, chan, pub, length = offs[keep], chan[keep], pub[keep], length[keep]
         foreign = [c for c, (_, kind) in channels.items() if kind == KIND_FOREIGN]

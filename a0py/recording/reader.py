@@ -2,12 +2,15 @@
 scan when it has none), its chunks, and the offsets of the message records
 inside a decompressed chunk. Any MCAP file is planned; a0py's own segments
 are also read with the chunk ranges of their ``a0py.chunks`` metadata.
+A chunk's records are decompressed by :mod:`.decompress`; what a path spec
+names is :mod:`.paths`' (its two names are also importable from here).
 
 The summary's records (schemas, channels, chunk indexes, statistics,
 metadata) are parsed with the ``mcap`` package's record classes, over a
 stream that checks every field against the record's length; only what
-those classes do not cover is read by hand (the footer, record headers, the
-fixed fields of a chunk, message offsets in bulk).
+those classes do not cover is read by hand, through the record layouts of
+:mod:`.format` (the footer, record headers, the fixed fields of a chunk and
+of a message index, message offsets in bulk).
 
 Invariants:
 
@@ -29,10 +32,8 @@ Invariants:
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
-import struct
 import zlib
 from dataclasses import dataclass, field
 
@@ -41,35 +42,35 @@ from mcap.data_stream import ReadDataStream
 from mcap.opcode import Opcode
 from mcap.records import Channel, ChunkIndex, Header, Metadata, MetadataIndex, Schema, Statistics
 
-from .errors import EmptyRecordingError, RecordingFormatError, RecordingOptionError
+from .decompress import check_usize, decompress
+from .errors import EmptyRecordingError, RecordingFormatError, fail_at
 from .format import (
+    CHUNK_INDEX_LAYOUT,
+    CHUNK_LAYOUT,
     FOOTER_BODY,
+    FOOTER_LAYOUT,
     FOOTER_RECORD,
     MAGIC,
-    MAX_CHUNK_SIZE,
     MESSAGE_FIXED,
     MESSAGE_INDEX_ENTRY,
     MESSAGE_INDEX_FIXED,
+    MESSAGE_INDEX_LAYOUT,
+    RECORD_HEAD,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
+    STATISTICS_LAYOUT,
 )
+
+# What a path spec names (paths.py), for the readers that take it from here.
+from .paths import SHM_PREFIX, expand_paths  # noqa: F401
 
 _log = logging.getLogger("a0py.recording")
 
-SHM_PREFIX = "shm://"  # a live topic in a path spec (read by the Spark source, skipped by replay)
-
-_U64 = struct.Struct("<Q")
-_REC = struct.Struct("<BQ")
-_CHUNK_FIXED = struct.Struct("<QQQI")  # start, end, uncompressed size, uncompressed crc
-_FOOTER = struct.Struct("<BQQQI")
 # A chunk record's fields before its records, with a compression name of up to 64 bytes.
-_CHUNK_HEAD_MAX = _CHUNK_FIXED.size + 4 + 64 + 8
+_CHUNK_HEAD_MAX = CHUNK_LAYOUT.head.size - RECORD_HEADER + 64 + CHUNK_LAYOUT.length_prefix("records").size
 # The largest header record read (two strings, the profile and the library
 # name): a longer one is damage, not a file cut short in its header.
 _HEADER_MAX = 1 << 20
-# Where the u32 byte length of a map lies in a record body whose map entries
-# are 10 bytes (u16 key, u64 value): checked before the mcap class reads it.
-_CHUNK_INDEX_MAP_AT = 32
-_STATISTICS_MAP_AT = 42
 
 
 @dataclass(frozen=True)
@@ -137,10 +138,6 @@ class Layout:
         return out
 
 
-def _fail(path, offset, what):
-    raise RecordingFormatError(f"{path}: at byte {offset}: {what}")
-
-
 class _RecordStream(ReadDataStream):
     """The ``mcap`` package's read stream, over one record's body (bytes) and
     checked: a field that would run past the body is a
@@ -164,7 +161,7 @@ class _RecordStream(ReadDataStream):
         start = self.pos
         end = start + length
         if length < 0 or end > len(self.body):
-            _fail(self.path, self.base + start,
+            fail_at(self.path, self.base + start,
                   f"{self.what}: a field of {length} bytes runs past the end of the record "
                   f"({len(self.body) - start} bytes left)")
         self.pos = end
@@ -175,18 +172,21 @@ class _RecordStream(ReadDataStream):
         try:
             return super().read_prefixed_string()
         except UnicodeDecodeError:
-            _fail(self.path, self.base + at, f"{self.what}: a string field is not UTF-8")
+            fail_at(self.path, self.base + at, f"{self.what}: a string field is not UTF-8")
 
 
-def _parse(record, body, path, base, what, map_at=None):
+def _parse(record, body, path, base, what, map_field=None):
     """``record.read`` (an ``mcap.records`` class) over ``body``, checked.
-    ``map_at``: where a map of 10-byte entries has its byte length, which
-    must then be a multiple of 10 (else the class would read into the next
-    field)."""
-    if map_at is not None and len(body) >= map_at + 4:
-        n = struct.unpack_from("<I", body, map_at)[0]
-        if n % 10:
-            _fail(path, base + map_at, f"{what}: a map of {n} bytes, not a multiple of its 10-byte entries")
+    ``map_field``: (record layout, field) of a map of fixed-size entries
+    whose byte length must then be a multiple of its entry size (else the
+    class would read into the next field)."""
+    if map_field is not None:
+        layout, name = map_field
+        at, prefix, entry = layout.body_offset(name), layout.length_prefix(name), layout.entry_size(name)
+        if len(body) >= at + prefix.size:
+            n = prefix.unpack_from(body, at)[0]
+            if n % entry:
+                fail_at(path, base + at, f"{what}: a map of {n} bytes, not a multiple of its {entry}-byte entries")
     return record.read(_RecordStream(body, path, base, what))
 
 
@@ -217,7 +217,7 @@ def _channels_of_index(idx, idx_off, idx_len, path):
         nxt = items[i + 1][0] if i + 1 < len(items) else stop
         n = nxt - o - MESSAGE_INDEX_FIXED
         if o < idx_off or nxt > stop or n < 0 or n % MESSAGE_INDEX_ENTRY:
-            _fail(path, o, f"message index of channel {c}: offset or length outside the chunk's index area "
+            fail_at(path, o, f"message index of channel {c}: offset or length outside the chunk's index area "
                   f"[{idx_off}, {stop})")
         out.append((c, o, n // MESSAGE_INDEX_ENTRY))
     return tuple(sorted(out))
@@ -283,9 +283,9 @@ def _check_started(head, size, path):
         return  # not a0py's layout (the header comes first): _read_header names it
     if len(rest) < RECORD_HEADER:
         raise EmptyRecordingError(f"{path}: cut short in its header record ({size} bytes): no record yet")
-    n = _U64.unpack_from(rest, 1)[0]
+    n = RECORD_HEAD.unpack_from(rest, 0)[1]
     if n > _HEADER_MAX:
-        _fail(path, len(MAGIC) + 1, f"header record: body length {n} (a header is a profile and a library "
+        fail_at(path, len(MAGIC) + 1, f"header record: body length {n} (a header is a profile and a library "
               f"name, at most {_HEADER_MAX} bytes here)")
     if n > size - len(MAGIC) - RECORD_HEADER:
         raise EmptyRecordingError(f"{path}: at byte {len(MAGIC)}: cut short in its header record (it claims "
@@ -298,9 +298,9 @@ _TIME_MAX = (1 << 63) - 1  # times are int64 nanoseconds everywhere they are use
 def _check_times(path, offset, what, start, end):
     """A record's time range: int64 nanoseconds, start <= end."""
     if start > _TIME_MAX or end > _TIME_MAX:
-        _fail(path, offset, f"{what}: time {max(start, end)} ns is past 2^63 - 1 (year 2262): the record is damaged")
+        fail_at(path, offset, f"{what}: time {max(start, end)} ns is past 2^63 - 1 (year 2262): the record is damaged")
     if start > end:
-        _fail(path, offset, f"{what}: start time {start} ns after end time {end} ns: the record is damaged")
+        fail_at(path, offset, f"{what}: start time {start} ns after end time {end} ns: the record is damaged")
 
 
 def _read_summary(fd, lay):
@@ -312,20 +312,20 @@ def _read_summary(fd, lay):
     tail = _pread(fd, FOOTER_RECORD + len(MAGIC), size - FOOTER_RECORD - len(MAGIC))
     if tail[-len(MAGIC):] != MAGIC:
         return False
-    op, length, summary_start, _summary_offset_start, crc = _FOOTER.unpack_from(tail, 0)
+    op, length, summary_start, _summary_offset_start, crc = FOOTER_LAYOUT.head.unpack_from(tail, 0)
     footer_off = size - FOOTER_RECORD - len(MAGIC)
     if op != Opcode.FOOTER or length != FOOTER_BODY:
-        _fail(path, footer_off, f"footer record expected before the closing magic (opcode {op:#x}, length {length})")
+        fail_at(path, footer_off, f"footer record expected before the closing magic (opcode {op:#x}, length {length})")
     if summary_start == 0:
         return False
     if not len(MAGIC) <= summary_start <= footer_off:
-        _fail(path, footer_off, f"footer: summary_start {summary_start} outside the file's records "
+        fail_at(path, footer_off, f"footer: summary_start {summary_start} outside the file's records "
               f"[{len(MAGIC)}, {footer_off}]")
     summary = _pread(fd, footer_off - summary_start, summary_start)
     if crc:
-        got = zlib.crc32(tail[:FOOTER_RECORD - 4], zlib.crc32(summary))
+        got = zlib.crc32(tail[:FOOTER_LAYOUT.offset("summary_crc")], zlib.crc32(summary))
         if got != crc:
-            _fail(path, summary_start, f"summary CRC mismatch (footer says {crc:#010x}, the bytes give {got:#010x}): "
+            fail_at(path, summary_start, f"summary CRC mismatch (footer says {crc:#010x}, the bytes give {got:#010x}): "
                   "the summary is damaged")
     pos = 0
     chunk_index = []
@@ -333,25 +333,23 @@ def _read_summary(fd, lay):
     saw_channels = False
     while pos < len(summary):
         if pos + RECORD_HEADER > len(summary):
-            _fail(path, summary_start + pos, "summary: partial record header")
-        op, n = _REC.unpack_from(summary, pos)
+            fail_at(path, summary_start + pos, "summary: partial record header")
+        op, n = RECORD_HEAD.unpack_from(summary, pos)
         body_at = pos + RECORD_HEADER
         if n > len(summary) - body_at:
-            _fail(path, summary_start + pos, f"summary: record of opcode {op:#x} claims {n} bytes, "
+            fail_at(path, summary_start + pos, f"summary: record of opcode {op:#x} claims {n} bytes, "
                   f"{len(summary) - body_at} left")
         body = memoryview(summary)[body_at:body_at + n]
         base = summary_start + body_at
-        if op == Opcode.SCHEMA:
-            s = parse_schema(body, path, base)
-            lay.schemas[s.id] = s
-        elif op == Opcode.CHANNEL:
-            c = parse_channel(body, path, base)
-            lay.channels[c.id] = c
-            saw_channels = True
+        if op in (Opcode.SCHEMA, Opcode.CHANNEL):
+            _add_definition(lay, op, body, base)
+            saw_channels |= op == Opcode.CHANNEL
         elif op == Opcode.CHUNK_INDEX:
-            chunk_index.append(_parse(ChunkIndex, body, path, base, "chunk index record", _CHUNK_INDEX_MAP_AT))
+            chunk_index.append(_parse(ChunkIndex, body, path, base, "chunk index record",
+                                      (CHUNK_INDEX_LAYOUT, "message_index_offsets")))
         elif op == Opcode.STATISTICS:
-            st = _parse(Statistics, body, path, base, "statistics record", _STATISTICS_MAP_AT)
+            st = _parse(Statistics, body, path, base, "statistics record",
+                        (STATISTICS_LAYOUT, "channel_message_counts"))
             if st.message_count:
                 _check_times(path, base, "statistics record", st.message_start_time, st.message_end_time)
             lay.statistics = st
@@ -367,12 +365,12 @@ def _read_summary(fd, lay):
     for ci in chunk_index:
         off, length = ci.chunk_start_offset, ci.chunk_length
         if not len(MAGIC) <= off or off + length > summary_start or length < RECORD_HEADER:
-            _fail(path, off, f"chunk index: chunk [{off}, {off + length}) outside the data section")
+            fail_at(path, off, f"chunk index: chunk [{off}, {off + length}) outside the data section")
         idx_off, idx_len = off + length, ci.message_index_length
         if idx_len and idx_off + idx_len > summary_start:
-            _fail(path, idx_off, "chunk index: message index area runs past the data section")
+            fail_at(path, idx_off, "chunk index: message index area runs past the data section")
         _check_times(path, off, "chunk index", ci.message_start_time, ci.message_end_time)
-        _check_usize(path, off, "chunk index", ci.compression, ci.compressed_size, ci.uncompressed_size)
+        check_usize(path, off, "chunk index", ci.compression, ci.compressed_size, ci.uncompressed_size)
         idx = ci.message_index_offsets.items()
         chans = _channels_of_index(idx, idx_off, idx_len, path) if idx else ()
         lay.chunks.append(ChunkRef(off, length, ci.message_start_time, ci.message_end_time, ci.compression,
@@ -381,10 +379,10 @@ def _read_summary(fd, lay):
     for mi in meta_index:
         off, length = mi.offset, mi.length
         if off < len(MAGIC) or off + length > summary_start or length < RECORD_HEADER:
-            _fail(path, off, "metadata index: record outside the data section")
+            fail_at(path, off, "metadata index: record outside the data section")
         rec = _pread(fd, length, off)
         if rec[0] != Opcode.METADATA:
-            _fail(path, off, f"metadata index points at opcode {rec[0]:#x}, not a metadata record")
+            fail_at(path, off, f"metadata index points at opcode {rec[0]:#x}, not a metadata record")
         lay.metadata.append(parse_metadata(memoryview(rec)[RECORD_HEADER:], path, off + RECORD_HEADER))
     head = _read_header(fd, lay)
     lay.profile, lay.library = head
@@ -395,15 +393,15 @@ def _read_summary(fd, lay):
 def _read_header(fd, lay):
     rec = _pread(fd, min(lay.size, 4096), len(MAGIC))
     if len(rec) < RECORD_HEADER or rec[0] != Opcode.HEADER:
-        _fail(lay.path, len(MAGIC), "the first record is not a header record")
-    n = _U64.unpack_from(rec, 1)[0]
+        fail_at(lay.path, len(MAGIC), "the first record is not a header record")
+    n = RECORD_HEAD.unpack_from(rec, 0)[1]
     if n > min(lay.size - len(MAGIC) - RECORD_HEADER, _HEADER_MAX):
-        _fail(lay.path, len(MAGIC) + 1, f"header record: body length {n} runs past the end of the file "
+        fail_at(lay.path, len(MAGIC) + 1, f"header record: body length {n} runs past the end of the file "
               f"({lay.size} bytes)")
     if n > len(rec) - RECORD_HEADER:
         rec = _pread(fd, RECORD_HEADER + n, len(MAGIC))
         if len(rec) < RECORD_HEADER + n:
-            _fail(lay.path, len(MAGIC), "header record: the file is shorter than when it was measured")
+            fail_at(lay.path, len(MAGIC), "header record: the file is shorter than when it was measured")
     h = _parse(Header, memoryview(rec)[RECORD_HEADER:RECORD_HEADER + n], lay.path, len(MAGIC) + RECORD_HEADER,
                "header record")
     return h.profile, h.library
@@ -411,210 +409,149 @@ def _read_header(fd, lay):
 
 def _scan(fd, lay):
     """Plans ``lay`` by walking the records from the start, reading only
-    record headers (and the small records), up to the last whole record."""
+    record headers (and the small records), up to the last whole record;
+    then finds the channels whose records lie inside chunks."""
+    _scan_records(fd, lay)
+    _find_channels_in_chunks(lay)
+
+
+class _ScannedChunk:
+    """A chunk record the scan has passed, and the message index records after it."""
+
+    __slots__ = ("channels", "head", "index_end", "index_start", "length", "offset")
+
+    def __init__(self, offset, body_length, head):
+        self.offset = offset
+        self.length = RECORD_HEADER + body_length
+        self.head = head  # start_time, end_time, compression, compressed_size, uncompressed_size
+        self.index_start = self.index_end = offset + self.length
+        self.channels = []  # (channel id, message index record offset, message count)
+
+    def add_index(self, offset, end, channel, count):
+        self.channels.append((channel, offset, count))
+        self.index_end = end
+
+    def ref(self):
+        if not self.channels:
+            return ChunkRef(self.offset, self.length, *self.head)
+        return ChunkRef(self.offset, self.length, *self.head, self.index_start, self.index_end - self.index_start,
+                        tuple(sorted(self.channels)))
+
+
+def _scan_records(fd, lay):
+    """The scan's walk: chunks (with their message indexes), message regions
+    outside chunks and the small records, up to a record cut short."""
     path, size = lay.path, lay.size
     pos = len(MAGIC)
-    region_start = None
-    region_end = None
-    need_channels = set()
-    pending = []  # chunks waiting for their message index records
-    last_chunk = None
-    idx_start = None
-    idx_chans = []
-
-    def close_chunk():
-        nonlocal last_chunk, idx_start, idx_chans
-        if last_chunk is not None:
-            off, length, start, end, comp, csize, usize = last_chunk
-            if idx_chans:
-                chans = tuple(sorted(idx_chans))
-                ref = ChunkRef(off, length, start, end, comp, csize, usize, idx_start,
-                               idx_chans_end - idx_start, chans)
-            else:
-                ref = ChunkRef(off, length, start, end, comp, csize, usize)
-            lay.chunks.append(ref)
-            pending.append(ref)
-        last_chunk = None
-        idx_start = None
-        idx_chans = []
-
-    idx_chans_end = 0
+    region = None  # [start, end) of the message records outside chunks being walked
+    chunk = None  # the last chunk record, while message index records follow it
     while pos < size:
         head = _pread(fd, RECORD_HEADER, pos)
         if len(head) < RECORD_HEADER:
             lay.truncated_at = pos
             break
-        op, n = _REC.unpack_from(head, 0)
+        op, n = RECORD_HEAD.unpack_from(head, 0)
         if n > size - pos - RECORD_HEADER:
             lay.truncated_at = pos  # a record cut short: everything before it stands
             break
         body_at = pos + RECORD_HEADER
-        if op != Opcode.MESSAGE_INDEX:
-            close_chunk()
-        if op != Opcode.MESSAGE and region_start is not None:
-            lay.regions.append(Region(region_start, region_end - region_start))
-            region_start = None
+        if op != Opcode.MESSAGE_INDEX and chunk is not None:
+            lay.chunks.append(chunk.ref())
+            chunk = None
+        if op != Opcode.MESSAGE and region is not None:
+            lay.regions.append(Region(region[0], region[1] - region[0]))
+            region = None
         if op == Opcode.CHUNK:
-            fixed = _pread(fd, min(n, _CHUNK_HEAD_MAX), body_at)
-            b = _RecordStream(fixed, path, body_at, "chunk record")
-            start, end, usize = b.read8(), b.read8(), b.read8()
-            b.read4()  # uncompressed_crc
-            comp = b.read_prefixed_string()  # a name longer than 64 bytes fails here
-            csize = b.read8()  # records length
-            if b.count + csize != n:
-                _fail(path, body_at, f"chunk record: records length {csize} does not fill the record of {n} bytes")
-            _check_times(path, body_at, "chunk record", start, end)
-            _check_usize(path, body_at, "chunk record", comp, csize, usize)
-            last_chunk = (pos, RECORD_HEADER + n, start, end, comp, csize, usize)
-            idx_start = body_at + n
-            idx_chans_end = idx_start
-        elif op == Opcode.MESSAGE_INDEX and last_chunk is not None:
-            fixed = MESSAGE_INDEX_FIXED - RECORD_HEADER
-            b = _RecordStream(_pread(fd, min(n, fixed), body_at), path, body_at, "message index record")
-            ch = b.read2()  # channel_id
-            nbytes = b.read4()  # the entries' byte length
-            if nbytes + fixed != n or nbytes % MESSAGE_INDEX_ENTRY:
-                _fail(path, body_at, f"message index record: {nbytes} bytes of entries in a record of {n}")
-            idx_chans.append((ch, pos, nbytes // MESSAGE_INDEX_ENTRY))
-            idx_chans_end = body_at + n
+            chunk = _ScannedChunk(pos, n, _scan_chunk_head(fd, path, body_at, n))
+        elif op == Opcode.MESSAGE_INDEX and chunk is not None:
+            chunk.add_index(pos, body_at + n, *_scan_message_index(fd, path, body_at, n))
         elif op == Opcode.MESSAGE:
-            if region_start is None:
-                region_start = pos
-            region_end = body_at + n
+            region = [pos if region is None else region[0], body_at + n]
         elif op in (Opcode.SCHEMA, Opcode.CHANNEL, Opcode.METADATA, Opcode.HEADER):
-            body = memoryview(_pread(fd, n, body_at))
-            if op == Opcode.SCHEMA:
-                s = parse_schema(body, path, body_at)
-                lay.schemas[s.id] = s
-            elif op == Opcode.CHANNEL:
-                c = parse_channel(body, path, body_at)
-                lay.channels[c.id] = c
-            elif op == Opcode.METADATA:
-                lay.metadata.append(parse_metadata(body, path, body_at))
-            else:
-                h = _parse(Header, body, path, body_at, "header record")
-                lay.profile, lay.library = h.profile, h.library
+            _scan_small_record(fd, lay, op, body_at, n)
         elif op == Opcode.ATTACHMENT:
             lay.attachments += 1
         elif op in (Opcode.DATA_END, Opcode.FOOTER):
             break
         pos = body_at + n
-    close_chunk()
-    if region_start is not None:
-        lay.regions.append(Region(region_start, region_end - region_start))
-    # Channels whose records are inside chunks (as the mcap package's writer
-    # puts them) are found by reading those chunks' own records: when a
-    # message index names a channel not seen yet, or when chunks without one
-    # come with no channel record outside chunks at all.
+    if chunk is not None:
+        lay.chunks.append(chunk.ref())
+    if region is not None:
+        lay.regions.append(Region(region[0], region[1] - region[0]))
+
+
+def _scan_chunk_head(fd, path, body_at, n):
+    """(start_time, end_time, compression, compressed_size,
+    uncompressed_size) of the chunk record whose ``n``-byte body is at
+    ``body_at``, its records not read."""
+    fixed = _pread(fd, min(n, _CHUNK_HEAD_MAX), body_at)
+    b = _RecordStream(fixed, path, body_at, "chunk record")
+    start, end, usize = b.read8(), b.read8(), b.read8()
+    b.read4()  # uncompressed_crc
+    comp = b.read_prefixed_string()  # a name longer than 64 bytes fails here
+    csize = b.read8()  # records length
+    if b.count + csize != n:
+        fail_at(path, body_at, f"chunk record: records length {csize} does not fill the record of {n} bytes")
+    _check_times(path, body_at, "chunk record", start, end)
+    check_usize(path, body_at, "chunk record", comp, csize, usize)
+    return start, end, comp, csize, usize
+
+
+def _scan_message_index(fd, path, body_at, n):
+    """(channel_id, entry count) of the message index record whose ``n``-byte body is at ``body_at``."""
+    fixed = MESSAGE_INDEX_FIXED - RECORD_HEADER
+    b = _RecordStream(_pread(fd, min(n, fixed), body_at), path, body_at, "message index record")
+    ch = b.read2()  # channel_id
+    nbytes = b.read4()  # the entries' byte length
+    if nbytes + fixed != n or nbytes % MESSAGE_INDEX_ENTRY:
+        fail_at(path, body_at, f"message index record: {nbytes} bytes of entries in a record of {n}")
+    return ch, nbytes // MESSAGE_INDEX_ENTRY
+
+
+def _scan_small_record(fd, lay, op, body_at, n):
+    """A schema, channel, metadata or header record met by the scan, into ``lay``."""
+    body = memoryview(_pread(fd, n, body_at))
+    if op in (Opcode.SCHEMA, Opcode.CHANNEL):
+        _add_definition(lay, op, body, body_at)
+    elif op == Opcode.METADATA:
+        lay.metadata.append(parse_metadata(body, lay.path, body_at))
+    else:
+        h = _parse(Header, body, lay.path, body_at, "header record")
+        lay.profile, lay.library = h.profile, h.library
+
+
+def _add_definition(lay, op, body, base, first_wins=False):
+    """A schema or channel record's ``body`` (at file offset ``base``) into
+    ``lay``; ``first_wins``: an id already there is kept."""
+    if op == Opcode.SCHEMA:
+        found, known = parse_schema(body, lay.path, base), lay.schemas
+    else:
+        found, known = parse_channel(body, lay.path, base), lay.channels
+    if not (first_wins and found.id in known):
+        known[found.id] = found
+
+
+def _find_channels_in_chunks(lay):
+    """Channels whose records are inside chunks (as the mcap package's writer
+    puts them) are found by reading those chunks' own records: when a
+    message index names a channel not seen yet, or when chunks without one
+    come with no channel record outside chunks at all."""
+    path = lay.path
+    need_channels = set()
     for ref in lay.chunks:
         ids = ref.channel_ids
         if ids is not None:
             need_channels |= set(ids) - set(lay.channels)
     blind = not lay.channels and any(r.channel_ids is None for r in lay.chunks)
-    if need_channels or blind:
-        with open(path, "rb", buffering=0) as f:
-            for ref in lay.chunks:
-                records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
-                for op, body_at, body in walk_records(records, path, ref.offset)[1]:
-                    if op == Opcode.CHANNEL:
-                        c = parse_channel(body, path, body_at)
-                        lay.channels.setdefault(c.id, c)
-                    elif op == Opcode.SCHEMA:
-                        s = parse_schema(body, path, body_at)
-                        lay.schemas.setdefault(s.id, s)
-                if not blind and not (need_channels - set(lay.channels)):
-                    break
-
-
-# The most a codec can expand its input: an lz4 sequence extends a match by
-# 255 bytes per input byte; a zstd RLE block is 4 bytes for 128 KiB. A chunk
-# that claims more than its records can give is damaged.
-MAX_RATIO = {"zstd": 32768, "lz4": 256, "": 1}
-_PIECE = 64 << 20  # decompressed at most this much per step
-
-
-def _check_usize(path, offset, what, compression, csize, usize):
-    """The uncompressed size a chunk declares, bounded by what its compressed
-    records can give and by :data:`MAX_CHUNK_SIZE`."""
-    if usize > MAX_CHUNK_SIZE:
-        _fail(path, offset, f"{what}: uncompressed_size {usize} above {MAX_CHUNK_SIZE} (chunks above 2 GiB are "
-              "not supported)")
-    ratio = MAX_RATIO.get(compression)
-    if ratio is not None and usize > csize * ratio:
-        _fail(path, offset, f"{what}: uncompressed_size {usize} from {csize} bytes of {compression or 'uncompressed'} "
-              f"records: more than the codec can give (at most {ratio}x)")
-
-
-def _bounded_zstd(data, size, path, offset):
-    import zstandard
-
-    declared = zstandard.frame_content_size(data)
-    if declared not in (-1, size):  # -1: the frame does not say
-        _fail(path, offset, f"chunk record: its zstd frame declares {declared} bytes of content, its "
-              f"uncompressed_size {size}: the chunk is damaged")
-    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
-    pieces = []
-    got = 0
-    while got <= size:
-        piece = reader.read(min(size + 1 - got, _PIECE))
-        if not piece:
-            break
-        pieces.append(piece)
-        got += len(piece)
-    return pieces
-
-
-def _bounded_lz4(data, size):
-    import lz4.frame
-
-    pieces = []
-    got = 0
-    data = bytes(data)
-    while data and got <= size:
-        d = lz4.frame.LZ4FrameDecompressor()
-        piece = d.decompress(data, max_length=min(size + 1 - got, _PIECE))
-        while True:
-            pieces.append(piece)
-            got += len(piece)
-            if d.eof or got > size or (not piece and d.needs_input):
+    if not (need_channels or blind):
+        return
+    with open(path, "rb", buffering=0) as f:
+        for ref in lay.chunks:
+            records = read_chunk_records(f.fileno(), ref, path, validate_crc=False)
+            for op, body_at, body in walk_records(records, path, ref.offset)[1]:
+                _add_definition(lay, op, body, body_at, first_wins=True)
+            if not blind and not (need_channels - set(lay.channels)):
                 break
-            piece = d.decompress(b"", max_length=min(size + 1 - got, _PIECE))
-        if not d.eof:
-            if got <= size:
-                raise ValueError("the lz4 frame ends early")
-            break
-        data = d.unused_data  # a further frame, if any
-    return pieces
-
-
-def decompress(data, compression, size, path, offset):
-    """The records of a chunk: ``data`` decompressed to exactly ``size``
-    bytes, never more: a chunk whose records give more (or whose zstd frame
-    declares another size) is a :class:`RecordingFormatError`, found without
-    decompressing past ``size`` + 1 bytes."""
-    _check_usize(path, offset, "chunk record", compression, len(data), size)
-    try:
-        if compression == "":
-            out = data
-        elif compression == "zstd":
-            pieces = _bounded_zstd(data, size, path, offset)
-            out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        elif compression == "lz4":
-            pieces = _bounded_lz4(data, size)
-            out = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        else:
-            _fail(path, offset, f"chunk compression {compression!r} is not supported (zstd, lz4 or none)")
-    except RecordingFormatError:
-        raise
-    except MemoryError:
-        raise
-    except Exception as e:  # the codecs raise their own classes for damaged input
-        _fail(path, offset, f"{compression} chunk does not decompress ({type(e).__name__}: {e}): the chunk is damaged")
-    if len(out) != size:
-        what = "more than" if len(out) > size else f"{len(out)} bytes,"
-        _fail(path, offset, f"chunk record: the records decompress to {what} the uncompressed_size of {size} "
-              "bytes it declares: the chunk is damaged")
-    return out
 
 
 def read_chunk_records(fd, ref, path, validate_crc=True):
@@ -623,14 +560,14 @@ def read_chunk_records(fd, ref, path, validate_crc=True):
     if isinstance(ref, Region):
         data = _pread(fd, ref.length, ref.offset)
         if len(data) != ref.length:
-            _fail(path, ref.offset, "file shorter than its planned message region (changed since planning?)")
+            fail_at(path, ref.offset, "file shorter than its planned message region (changed since planning?)")
         return data
     rec = _pread(fd, ref.length, ref.offset)
     if len(rec) != ref.length:
-        _fail(path, ref.offset, f"chunk record of {ref.length} bytes runs past the end of the file")
-    op, n = _REC.unpack_from(rec, 0)
+        fail_at(path, ref.offset, f"chunk record of {ref.length} bytes runs past the end of the file")
+    op, n = RECORD_HEAD.unpack_from(rec, 0)
     if op != Opcode.CHUNK or n != ref.length - RECORD_HEADER:
-        _fail(path, ref.offset, f"expected a chunk record of {ref.length - RECORD_HEADER} bytes, "
+        fail_at(path, ref.offset, f"expected a chunk record of {ref.length - RECORD_HEADER} bytes, "
               f"found opcode {op:#x} of {n} bytes")
     # The fixed fields only: the stream copies what it is given, and the records are megabytes.
     b = _RecordStream(memoryview(rec)[RECORD_HEADER:RECORD_HEADER + min(n, _CHUNK_HEAD_MAX)], path,
@@ -640,13 +577,13 @@ def read_chunk_records(fd, ref, path, validate_crc=True):
     clen = b.read8()  # records length
     at = RECORD_HEADER + b.count
     if clen > len(rec) - at:
-        _fail(path, ref.offset + at, f"chunk record: records of {clen} bytes, {len(rec) - at} left in the record")
+        fail_at(path, ref.offset + at, f"chunk record: records of {clen} bytes, {len(rec) - at} left in the record")
     data = memoryview(rec)[at:at + clen]
     records = decompress(data, comp, usize, path, ref.offset)
     if validate_crc and crc:
         got = zlib.crc32(records)
         if got != crc:
-            _fail(path, ref.offset, f"chunk CRC mismatch (record says {crc:#010x}, the data gives {got:#010x}): "
+            fail_at(path, ref.offset, f"chunk CRC mismatch (record says {crc:#010x}, the data gives {got:#010x}): "
                   "the chunk is damaged")
     return records
 
@@ -658,15 +595,15 @@ def walk_records(records, path, base):
     pos = 0
     offs = []
     others = []
-    unpack = _REC.unpack_from
+    unpack = RECORD_HEAD.unpack_from
     append = offs.append
     while pos < n:
         if pos + RECORD_HEADER > n:
-            _fail(path, base, f"chunk records: partial record header at {pos} of {n}")
+            fail_at(path, base, f"chunk records: partial record header at {pos} of {n}")
         op, ln = unpack(records, pos)
         end = pos + RECORD_HEADER + ln
         if end > n:
-            _fail(path, base, f"chunk records: record of opcode {op:#x} at {pos} claims {ln} bytes, "
+            fail_at(path, base, f"chunk records: record of opcode {op:#x} at {pos} claims {ln} bytes, "
                   f"{n - pos - RECORD_HEADER} left")
         if op == Opcode.MESSAGE:
             append(pos)
@@ -692,17 +629,16 @@ def read_message_index(fd, ref, path):
         return None
     area = _pread(fd, ref.index_length, ref.index_offset)
     if len(area) != ref.index_length:
-        _fail(path, ref.index_offset, "message index area runs past the end of the file")
+        fail_at(path, ref.index_offset, "message index area runs past the end of the file")
     parts = []
     for ch, off, count in ref.channels:
         rel = off - ref.index_offset
         if rel < 0 or rel + MESSAGE_INDEX_FIXED + MESSAGE_INDEX_ENTRY * count > len(area):
-            _fail(path, off, "message index record outside the chunk's index area")
-        op, n = _REC.unpack_from(area, rel)
-        cid, nbytes = struct.unpack_from("<HI", area, rel + RECORD_HEADER)
+            fail_at(path, off, "message index record outside the chunk's index area")
+        op, n, cid, nbytes = MESSAGE_INDEX_LAYOUT.head.unpack_from(area, rel)
         if (op != Opcode.MESSAGE_INDEX or cid != ch or nbytes != MESSAGE_INDEX_ENTRY * count
                 or n != MESSAGE_INDEX_FIXED - RECORD_HEADER + nbytes):
-            _fail(path, off, f"expected the message index of channel {ch} with {count} entries, found opcode "
+            fail_at(path, off, f"expected the message index of channel {ch} with {count} entries, found opcode "
                   f"{op:#x} channel {cid} with {nbytes} bytes")
         entries = np.frombuffer(area, dtype="<u8", count=2 * count, offset=rel + MESSAGE_INDEX_FIXED)
         parts.append(entries[1::2])
@@ -726,7 +662,7 @@ def message_offsets(records, index_offsets, path, base):
     if not (a[offs] == Opcode.MESSAGE).all():
         return walk_records(records, path, base)
     _, _, u64 = u_views(records)
-    ends = offs + RECORD_HEADER + u64[offs + 1].astype(np.int64)
+    ends = offs + RECORD_HEADER + u64[offs + RECORD_LENGTH_AT].astype(np.int64)
     if (ends > n).any() or (ends[:-1] > offs[1:]).any() or (ends < offs + MESSAGE_FIXED).any():
         return walk_records(records, path, base)
     # Between consecutive messages (and before the first, after the last)
@@ -740,7 +676,7 @@ def message_offsets(records, index_offsets, path, base):
         while pos < stop:
             if pos + RECORD_HEADER > stop:
                 return walk_records(records, path, base)
-            op, ln = _REC.unpack_from(records, pos)
+            op, ln = RECORD_HEAD.unpack_from(records, pos)
             end = pos + RECORD_HEADER + ln
             if end > stop or op == Opcode.MESSAGE:
                 return walk_records(records, path, base)  # the index missed messages
@@ -750,68 +686,3 @@ def message_offsets(records, index_offsets, path, base):
     return offs, others
 
 
-def _directory_sources(directory):
-    """The MCAP files under ``directory``: each rosbag2 bag's files in its
-    metadata's order (a bag's subtree is its own), other ``.mcap`` files by
-    name; bags and files sorted together by path."""
-    from . import rosbag2
-
-    if rosbag2.is_bag(directory):
-        return rosbag2.bag_files(directory)
-    units = []  # (sort key, [files])
-    for d, dirs, fs in os.walk(directory):
-        bags = [x for x in dirs if rosbag2.is_bag(os.path.join(d, x))]
-        for b in bags:
-            units.append((os.path.join(d, b), rosbag2.bag_files(os.path.join(d, b))))
-        dirs[:] = sorted(x for x in dirs if x not in bags)
-        units += [(os.path.join(d, f), [os.path.join(d, f)]) for f in fs if f.endswith(".mcap")]
-    units.sort(key=lambda u: u[0])
-    return [f for _, files in units for f in files]
-
-
-def expand_paths(spec):
-    """The sources named by ``spec`` (a path, a directory, a rosbag2 bag
-    directory, a glob, a ``shm://TOPIC``, or a list of them), each once:
-    a file as given; a directory's ``.mcap`` files sorted by path, where each
-    rosbag2 bag (a directory with rosbag2's ``metadata.yaml``, the directory
-    itself or one below it) gives its MCAP files in its metadata's order; a
-    bag's ``metadata.yaml`` named alone stands for its bag. ``shm://`` names
-    are passed through for the readers of live topics.
-
-    Raises :class:`RecordingOptionError` when a name matches nothing, and
-    :class:`RecordingFormatError` (from :func:`a0py.recording.rosbag2.bag_files`)
-    naming a bag a0py cannot read: sqlite3 storage, compressed files or
-    messages, files missing, metadata that does not parse."""
-    from . import rosbag2
-
-    items = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
-    out = []
-    seen = set()
-    for item in items:
-        item = os.fspath(item)
-        if item.startswith(SHM_PREFIX):
-            found = [item]
-        elif os.path.isdir(item):
-            found = _directory_sources(item)
-        elif os.path.basename(item) == rosbag2.METADATA_FILE and rosbag2.is_bag(os.path.dirname(item) or "."):
-            found = rosbag2.bag_files(os.path.dirname(item) or ".")
-        elif os.path.exists(item):
-            found = [item]
-        elif glob.has_magic(item):
-            found = []
-            for p in sorted(glob.glob(item, recursive=True)):
-                if os.path.isfile(p):
-                    found.append(p)
-                elif os.path.isdir(p) and rosbag2.is_bag(p):
-                    found += rosbag2.bag_files(p)
-            if not found:
-                raise RecordingOptionError(f"{item}: the pattern matches no file")
-        else:
-            raise RecordingOptionError(f"{item}: no such file or directory (a recording, a directory of "
-                                       f"recordings, a rosbag2 bag, a glob, a file arena or shm://TOPIC)")
-        for f in found:
-            key = f if f.startswith(SHM_PREFIX) else os.path.realpath(f)
-            if key not in seen:
-                seen.add(key)
-                out.append(f)
-    return out

@@ -61,7 +61,6 @@ import collections
 import json
 import os
 import socket
-import struct
 import threading
 import time
 import zlib
@@ -86,8 +85,11 @@ from ..errors import BufferTooSmallError
 from . import _bulk
 from .errors import RecordingOptionError
 from .format import (
+    CHUNK_LAYOUT,
     CHUNKS_METADATA,
     COMPRESSIONS,
+    FOOTER_BODY,
+    FOOTER_LAYOUT,
     GAP_SCHEMA,
     GAP_SCHEMA_DATA,
     GAP_TOPIC,
@@ -98,6 +100,7 @@ from .format import (
     MAGIC,
     MESSAGE_FIXED,
     MESSAGE_INDEX_FIXED,
+    MESSAGE_INDEX_LAYOUT,
     MESSAGE_PUBLISH_TIME_AT,
     PACKET_ENCODING,
     PACKET_SCHEMA,
@@ -105,6 +108,7 @@ from .format import (
     PACKET_SCHEMA_ENCODING,
     PAYLOADS_KEY,
     RECORD_HEADER,
+    RECORD_LENGTH_AT,
     SEGMENT_METADATA,
     TOPIC_KEY,
     chunk_range,
@@ -115,7 +119,8 @@ from .packets import wall_times
 _FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
 _POOL = 4  # chunk_bytes buffers kept for reuse
 _NO_SEQS = np.zeros(0, np.int64)
-_INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])
+_INDEX_ENTRY = np.dtype([("log_time", "<u8"), ("offset", "<u8")])  # a Message Index entry
+_CHUNK_RECORDS_LENGTH = CHUNK_LAYOUT.length_prefix("records")
 
 
 def _u64_field(records):
@@ -579,7 +584,7 @@ class SegmentWriter:
         if len(plain):
             # Packets without a standard block: their a0_time_wall header, if any.
             u64 = _u64_field(records)
-            lengths = u64[plain + 1].astype(np.int64) - (MESSAGE_FIXED - RECORD_HEADER)
+            lengths = u64[plain + RECORD_LENGTH_AT].astype(np.int64) - (MESSAGE_FIXED - RECORD_HEADER)
             wall, have = wall_times(records, plain + MESSAGE_FIXED, lengths)
             found = plain[have]
             u64[found + MESSAGE_PUBLISH_TIME_AT] = wall[have]
@@ -618,9 +623,10 @@ class SegmentWriter:
             comp = self.compression.encode()
             offset = self._pos
             # The Chunk record, its records field written from `data` in place.
-            body_len = 8 + 8 + 8 + 4 + 4 + len(comp) + 8 + len(data)
-            head = struct.pack("<BQQQQII", Opcode.CHUNK, body_len, job.log_lo, job.log_hi, used, crc, len(comp))
-            self._write(head + comp + struct.pack("<Q", len(data)))
+            records_len = _CHUNK_RECORDS_LENGTH.pack(len(data))
+            body_len = CHUNK_LAYOUT.head.size - RECORD_HEADER + len(comp) + len(records_len) + len(data)
+            head = CHUNK_LAYOUT.head.pack(CHUNK_LAYOUT.opcode, body_len, job.log_lo, job.log_hi, used, crc, len(comp))
+            self._write(head + comp + records_len)
             self._write(data)
             chunk_len = self._pos - offset
             compressed = len(data)
@@ -633,8 +639,8 @@ class SegmentWriter:
             entries["offset"] = offsets
             body = entries.tobytes()
             index_offsets[cid] = self._pos
-            self._write(struct.pack("<BQHI", Opcode.MESSAGE_INDEX, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body),
-                                    cid, len(body)))
+            self._write(MESSAGE_INDEX_LAYOUT.head.pack(
+                MESSAGE_INDEX_LAYOUT.opcode, MESSAGE_INDEX_FIXED - RECORD_HEADER + len(body), cid, len(body)))
             self._write(body)
         self._chunk_indexes.append(ChunkIndex(
             message_start_time=job.log_lo, message_end_time=job.log_hi, chunk_start_offset=offset,
@@ -756,7 +762,9 @@ class SegmentWriter:
             o.write(sb)
         summary = sb.end()
         crc = zlib.crc32(summary)
-        crc = zlib.crc32(struct.pack("<BQQQ", Opcode.FOOTER, 20, summary_start, summary_offset_start), crc)
+        # The summary CRC covers the footer up to its own field.
+        footer_head = FOOTER_LAYOUT.head.pack(FOOTER_LAYOUT.opcode, FOOTER_BODY, summary_start, summary_offset_start, 0)
+        crc = zlib.crc32(footer_head[:FOOTER_LAYOUT.offset("summary_crc")], crc)
         self._write(summary)
         rb = RecordBuilder()
         Footer(summary_start=summary_start, summary_offset_start=summary_offset_start, summary_crc=crc).write(rb)

@@ -49,8 +49,9 @@ from ..errors import A0Error, ArgumentError, FrameTooLargeError
 from ..proto.discovery import Discovery
 from ..proto.pubsub import Publisher, Subscriber
 from ..proto.schema import Schema
+from ..proto.sizes import PACKET_OVERHEAD
 from ..proto.topic import PUBSUB, Root, Topic, current_root, list_topics, topic_arena
-from ..proto.typed import PACKET_OVERHEAD, suggested_arena_size
+from ..proto.typed import suggested_arena_size
 from . import mapping, qos
 from .errors import Ros2ConfigError, Ros2Error, Ros2StartError
 from .names import (
@@ -145,8 +146,7 @@ class _Import:
         """The a0py topic, made (if it does not exist) with room for four frames of
         `size` bytes, or the default size, whichever is larger."""
         topic = Topic(self.name, root=self.bridge.root)
-        need = _core.HEADER_SIZE + _FRAMES * (_core.FRAME_HEADER_SIZE + PACKET_OVERHEAD
-                                              + _HEADER_ROOM + size + 16)
+        need = _core.arena_size_for(PACKET_OVERHEAD + _HEADER_ROOM + size, _FRAMES)
         if topic.exists(PUBSUB) or topic.size_for(PUBSUB) >= need:
             return topic
         return Topic(self.name, root=self.bridge.root,

@@ -73,7 +73,7 @@ from pyspark.sql.datasource import (
 )
 
 from ..recording.errors import RecordingOptionError
-from ..recording.reader import expand_paths
+from ..recording.reader import SHM_PREFIX, expand_paths
 from .options import bool_option, lower_keys, mcap_columns_option, read_options
 from .part_reader import read_part
 from .planning import Part, message_type, plan, selects_mcap_channels
@@ -163,7 +163,7 @@ def _present(paths):
 def _is_file_stream(options):
     """Does ``spark.readStream`` with ``options`` read recordings (a path
     that is not all ``shm://`` names) rather than live topics?"""
-    return _has_path(options) and not all(p.startswith("shm://") for p in _paths(options))
+    return _has_path(options) and not all(p.startswith(SHM_PREFIX) for p in _paths(options))
 
 
 def _check_stream_options(options):
@@ -289,7 +289,7 @@ class A0DataSource(DataSource):
         if _payload_ddl(self.options) != "binary":
             raise RecordingOptionError("decode=true gives the decoded message in its own column: leave "
                                        "payload=json out")
-        if not _has_path(self.options) or all(p.startswith("shm://") for p in _paths(self.options)):
+        if not _has_path(self.options) or all(p.startswith(SHM_PREFIX) for p in _paths(self.options)):
             raise RecordingOptionError("decode=true reads recordings (a path), not live topics")
         predicate = Predicate()
         topics = _topics_option(low)

@@ -49,6 +49,7 @@ from .. import _core
 from ..errors import ArenaNotFoundError
 from ..proto.topic import PUBSUB, Topic, check_topic_name
 from ..recording.errors import RecordingOptionError
+from ..recording.reader import SHM_PREFIX
 from .arenas import frames_batch, gap_batch
 from .batches import frame_schema
 from .errors import DataLossError
@@ -101,7 +102,7 @@ def _shm_paths(low):
         got = [got] if isinstance(got, str) else got
     else:
         got = [low["path"]] if low.get("path") else []
-    return [p for p in got if str(p).startswith("shm://")]
+    return [p for p in got if str(p).startswith(SHM_PREFIX)]
 
 
 class A0TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -110,7 +111,7 @@ class A0TopicStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         topics = [t.strip() for t in str(low.get("topics", "")).split(",") if t.strip()]
         if not topics:
             # load("shm://a", ...) names the topics where option topics does not
-            topics = [p[len("shm://"):] for p in _shm_paths(low)]
+            topics = [p[len(SHM_PREFIX):] for p in _shm_paths(low)]
         if not topics:
             raise RecordingOptionError("spark.readStream.format('a0') needs option topics (names separated by ',') "
                                        "for a stream of live topics, or a path (load(PATH)) for a stream of "

@@ -38,6 +38,7 @@ from .._core import PACKET_LAYOUT
 from ..proto.packets import PACKET_ENCODING, page_vocabulary
 from ..recording.format import join_packet
 from . import _protocol as P
+from ._outbox import SPLIT_ABOVE, DataOutbox, SplitFrame
 from ._schema import PayloadKind
 from ._typed import IMAGE_MAX_HZ
 
@@ -143,10 +144,12 @@ class Client:
         self.control = collections.deque()
         self.control_bytes = 0
         self.max_control_bytes = hub.control_bytes
-        self.data = collections.deque()
-        self.data_bytes = 0
+        # The send budget: per topic the newest messages win (see _outbox).
+        self.data = DataOutbox(hub.queue_messages, hub.queue_bytes)
         self.max_messages = hub.queue_messages
         self.max_bytes = hub.queue_bytes
+        # Per-topic rate limits the client asked for (subscribe's "maxHz"): channel id -> seconds.
+        self.rates = {}
         self.dropped = 0
         self.unreported = 0
         self.sent = 0
@@ -189,7 +192,6 @@ class Client:
         self.control.clear()
         self.control_bytes = 0
         self.data.clear()
-        self.data_bytes = 0
         self.pending.clear()
         self.wake.set()  # the sender sees `closed` and stops
         if self.farewell is not None:
@@ -197,24 +199,25 @@ class Client:
         else:
             self.hub.loop.create_task(self.connection.close(CLOSE_POLICY, reason))
 
-    def put_data(self, frame):
+    def put_data(self, frame, ch=None):
+        """Queues a data frame of channel ``ch`` (None: the server's own)."""
         if self.closed:  # being disconnected: nothing more is sent
             return
-        data = self.data
-        data.append(frame)
-        self.data_bytes += len(frame)
-        if len(data) > self.max_messages or self.data_bytes > self.max_bytes:
-            self._trim()
+        n = self.data.put(frame, ch)
+        if n:
+            self.dropped += n
+            self.unreported += n
         self.wake.set()
 
-    def _trim(self):
-        data = self.data
-        n = 0
-        while len(data) > 1 and (len(data) > self.max_messages or self.data_bytes > self.max_bytes):
-            self.data_bytes -= len(data.popleft())
-            n += 1
-        self.dropped += n
-        self.unreported += n
+    def pop_data(self):
+        """The next data frame to send (the sender, in _server, calls this)."""
+        frame = self.data.pop()
+        self.sent += 1
+        return frame
+
+    def dropped_by_topic(self):
+        """{topic: messages dropped} of this client's channels."""
+        return {ch.topic: n for ch, n in self.data.dropped.items() if ch is not None}
 
     def queued(self):
         return len(self.control) + len(self.data)
@@ -223,9 +226,10 @@ class Client:
         """The least time between two messages of ``ch`` sent to this client:
         its own ``max_hz``; for the page (a client of packets), at least the
         channel's (images)."""
+        interval = max(self.min_interval, self.rates.get(ch.id, 0.0))
         if self.packets:
-            return max(self.min_interval, ch.page_interval())
-        return self.min_interval
+            return max(interval, ch.page_interval())
+        return interval
 
     def may_send(self, ch, sub_id, log_time, msg, now):
         """Whether a message of ``ch`` goes out now; if not, it is kept as the
@@ -249,7 +253,7 @@ class Client:
         if item is None or self.closed or self.subs.get(item[0]) is not ch:
             return
         self.last_sent[ch.id] = self.hub.loop.time()
-        self.put_data(self.hub._frame(self, ch, *item))
+        self.put_data(self.hub._frame(self, ch, *item), ch)
 
     # -- drop reports (the sender, in _server, calls these) --
 
@@ -284,9 +288,17 @@ class Hub:
     control requests and series requests, gives the clock (``now()``) and
     greets each new client (``greeting()``: frames after the advertise)."""
 
-    def __init__(self, name, *, queue_messages=1000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
+    def __init__(self, name, *, queue_messages=10_000, queue_bytes=8 << 20, control_bytes=CONTROL_BYTES,
                  capabilities=(), data_range=None, metadata=None, controller=None):
         self.name = name
+        # Request class -> handler(client, request): the capabilities a source offers
+        # (see offer()); a request of a class not here gets an error status.
+        self.handlers = {}
+        # Why this server offers no more than it does, for those error statuses.
+        self.offers_why = "this view shows a recording" if controller is not None else ""
+        self.supported_encodings = []
+        self.detach_hooks = []  # functions of a client, called when it leaves
+        self.greeters = []  # functions of a client, called when it comes (after the advertise)
         self.queue_messages = queue_messages
         self.queue_bytes = queue_bytes
         self.control_bytes = control_bytes
@@ -354,7 +366,8 @@ class Hub:
             now = None
             for client, sub_id in ch.subs.items():
                 # Log lines and configuration versions are never conflated: each one counts.
-                if ch.protocol == "pubsub" and (client.min_interval or (client.packets and ch.kind.image)):
+                if ch.protocol == "pubsub" and (client.min_interval or ch.id in client.rates
+                                                or (client.packets and ch.kind.image)):
                     if now is None:
                         now = self.loop.time()
                     if not client.may_send(ch, sub_id, log_time, msg, now):
@@ -362,15 +375,31 @@ class Hub:
                 if client.packets:
                     if page is None:
                         page = _page_data(ch, msg)
-                    client.put_data(head(sub_id, log_time) + page)
+                    data = page
                 else:
                     if payload is None:
                         payload = msg.payload
-                    client.put_data(head(sub_id, log_time) + payload)
+                    data = payload
+                if len(data) > SPLIT_ABOVE:
+                    client.put_data(SplitFrame(head(sub_id, log_time), data), ch)
+                else:
+                    client.put_data(head(sub_id, log_time) + data, ch)
 
     def _frame(self, client, ch, sub_id, log_time, msg):
         data = _page_data(ch, msg) if client.packets else msg.payload
         return P.message_data(sub_id, log_time, data)
+
+    def offer(self, capability, handlers, encodings=()):
+        """Offers ``capability`` (advertised in serverInfo): ``handlers`` maps
+        request classes (of :mod:`a0py.view._capabilities`) to functions of
+        (client, request) that raise :class:`ProtocolError` for a request they
+        refuse; ``encodings`` join serverInfo's ``supportedEncodings``."""
+        if capability and capability not in self.capabilities:
+            self.capabilities.append(capability)
+        self.handlers.update(handlers)
+        for e in encodings:
+            if e not in self.supported_encodings:
+                self.supported_encodings.append(e)
 
     def broadcast_control(self, frame):
         for client in self.clients:
@@ -387,15 +416,22 @@ class Hub:
         client = Client(self, connection, packets, name, max_hz, farewell)
         client.put_control(P.server_info(
             self.name, self.capabilities, session_id=self.session_id, metadata=self.metadata,
-            data_range=self.data_range))
+            data_range=self.data_range, supported_encodings=self.supported_encodings))
         client.put_control(P.advertise([ch.advert(packets) for ch in self.channels.values()]))
         if self.controller is not None:
             for frame in self.controller.greeting():
                 client.put_control(frame)
+        for greet in self.greeters:
+            greet(client)
         self.clients.add(client)
         return client
 
     def detach(self, client):
+        for hook in self.detach_hooks:
+            try:
+                hook(client)
+            except Exception:  # noqa: BLE001 - one feature's cleanup must not stop the others'
+                _log.exception("view: cleaning up after client %s", client.name)
         client.closed = True
         client.wake.set()
         self.clients.discard(client)
@@ -405,6 +441,7 @@ class Hub:
         client.control.clear()
         client.control_bytes = 0
         client.data.clear()
+        client.rates.clear()
 
     def handle(self, client, message):
         """Applies one client message; a bad one gets an error status back.
@@ -417,7 +454,7 @@ class Hub:
             else:
                 req = P.parse_client_binary(message)
             if isinstance(req, P.Subscribe):
-                self._subscribe(client, req.pairs)
+                self._subscribe(client, req.pairs, req.rates)
             elif isinstance(req, P.Unsubscribe):
                 self._unsubscribe(client, req.ids)
             elif isinstance(req, P.PlaybackControl):
@@ -434,10 +471,15 @@ class Hub:
                     raise P.ProtocolError(f"a0py.fetchSeries: unknown channel id {req.channel_id} (request "
                                           f"{req.request_id})")
                 self.controller.fetch_series(client, ch, req)
+            else:
+                handler = self.handlers.get(type(req))
+                if handler is None:
+                    raise P.ProtocolError(_not_offered(req, self.offers_why))
+                handler(client, req)
         except P.ProtocolError as e:
             client.put_control(P.status(P.STATUS_ERROR, str(e)))
 
-    def _subscribe(self, client, pairs):
+    def _subscribe(self, client, pairs, rates=None):
         errors = []
         for sub_id, channel_id in pairs:
             ch = self.channels.get(channel_id)
@@ -451,14 +493,16 @@ class Hub:
             else:
                 client.subs[sub_id] = ch
                 ch.subs[client] = sub_id
+                if rates and rates.get(sub_id):
+                    client.rates[ch.id] = 1.0 / rates[sub_id]
                 if ch is self.stats_channel:
                     client.put_data(P.message_data(sub_id, self.now(), self._stats_payload(client)))
                 elif ch.backlog:
                     for item in ch.backlog:
-                        client.put_data(self._frame(client, ch, sub_id, *item))
+                        client.put_data(self._frame(client, ch, sub_id, *item), ch)
                 elif ch.latest is not None:
                     # The newest message at once, so a slow topic shows something.
-                    client.put_data(self._frame(client, ch, sub_id, *ch.latest))
+                    client.put_data(self._frame(client, ch, sub_id, *ch.latest), ch)
         if errors:
             raise P.ProtocolError("subscribe: " + "; ".join(errors))
 
@@ -470,6 +514,7 @@ class Hub:
                 unknown.append(sub_id)
             else:
                 ch.subs.pop(client, None)
+                client.rates.pop(ch.id, None)
         if unknown:
             raise P.ProtocolError(f"unsubscribe: unknown subscription ids {unknown}")
 
@@ -498,7 +543,7 @@ class Hub:
         if topics is None:
             topics = self.topic_stats()
         return json.dumps({"time": self.now(), "dropped": client.dropped, "conflated": client.conflated,
-                           "queued": client.queued(),
+                           "queued": client.queued(), "droppedByTopic": client.dropped_by_topic(),
                            "topics": topics}, separators=(",", ":")).encode()
 
     async def run_stats(self):
@@ -513,6 +558,23 @@ class Hub:
             for client, sub_id in list(ch.subs.items()):
                 client.put_data(P.message_data(sub_id, now, self._stats_payload(client, topics)))
             await asyncio.sleep(STATS_PERIOD)
+
+
+# What each capability's requests are called, for the error a server without it sends.
+_REQUEST_CAPABILITY = {
+    "ClientAdvertise": ("advertise", "clientPublish"), "ClientUnadvertise": ("unadvertise", "clientPublish"),
+    "ClientMessage": ("client message data", "clientPublish"),
+    "GetParameters": ("getParameters", "parameters"), "SetParameters": ("setParameters", "parameters"),
+    "ParameterSubscription": ("parameter subscriptions", "parametersSubscribe"),
+    "ServiceCall": ("service calls", "services"),
+    "GraphSubscription": ("connection graph subscriptions", "connectionGraph"),
+}
+
+
+def _not_offered(req, why):
+    what, capability = _REQUEST_CAPABILITY.get(type(req).__name__, (type(req).__name__, "?"))
+    return (f"{what}: not supported by this server (it does not offer the {capability!r} capability"
+            f"{': ' + why if why else ''})")
 
 
 def _page_data(ch, msg):

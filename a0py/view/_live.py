@@ -5,7 +5,8 @@ A topic is found by listing the root (:func:`list_pubsub_topics`, every
 :data:`SCAN_PERIOD` seconds; the one place to swap in ``a0py.Discovery``),
 filtered by the view's globs. Its tap is an :func:`a0py.aio_sub` reader
 started at the most recent packet, so a topic that published before the view
-started shows its latest value at once. The channel is advertised when the
+started shows its latest value at once (a topic made while the view runs is
+read from its oldest packet, so the view sees each of its writers' first). The channel is advertised when the
 first packet tells what the payloads are (JSON or bytes, see
 :mod:`a0py.view._schema`); a topic whose arena is removed is unadvertised and
 its mapping dropped, so a topic made again under the same name is a new
@@ -33,9 +34,9 @@ from ..proto import aio_sub
 from ..proto.cfg import CfgWatcher
 from ..proto.log import LogLevel, LogListener
 from ..proto.packets import TIME_WALL
-from ..proto.pubsub import INIT_MOST_RECENT, ITER_NEXT
+from ..proto.pubsub import INIT_MOST_RECENT, INIT_OLDEST, ITER_NEXT
 from ..proto.schema import topic_schema
-from ..proto.topic import CFG, LOG, PUBSUB, Topic, forget_arena, list_topics, topic_arena
+from ..proto.topic import CFG, LOG, PUBSUB, RPC, Topic, forget_arena, list_topics, topic_arena
 from ._logcfg import LOG_KIND, LogMessage, channel_topic
 from ._schema import kind_of
 from ._typed import kind_of_schema
@@ -83,23 +84,44 @@ class LiveSource:
         self.root = root
         self.match = _matcher(globs)
         self.taps = {}
+        self.scanned = False  # the first scan is done: topics found later are new
+        # Told of each configuration version and of each cfg topic gone
+        # (:class:`a0py.view._params.Parameters`), when the view offers parameters.
+        self.parameters = None
+        # Told of the topics with an rpc arena at each scan (:class:`a0py.view._services.Services`).
+        self.services = None
+        # Told of the pub/sub topics and, while a client watches it, of each packet's
+        # writer (:class:`a0py.view._graph.ConnectionGraph`).
+        self.graph = None
 
     async def run(self):
+        graph = None
+        if self.graph is not None:
+            graph = asyncio.get_running_loop().create_task(self.graph.run())
         try:
             while True:
                 self.scan()
                 await asyncio.sleep(SCAN_PERIOD)
         finally:
+            if graph is not None:
+                graph.cancel()
             for tap in list(self.taps.values()):
                 self._drop(tap)
+            if self.services is not None:
+                self.services.close()
 
     def scan(self):
-        present = {(t, p) for t, protocols in list_topics(self.root).items() if self.match(t)
-                   for p in WATCHED if p in protocols}
+        found = {t: protocols for t, protocols in list_topics(self.root).items() if self.match(t)}
+        present = {(t, p) for t, protocols in found.items() for p in WATCHED if p in protocols}
         for key in present - self.taps.keys():
             self._start(*key)
         for key in self.taps.keys() - present:
             self._drop(self.taps[key])
+        if self.services is not None:
+            self.services.scan([t for t, protocols in found.items() if RPC in protocols])
+        if self.graph is not None:
+            self.graph.topics = {t for t, protocols in found.items() if PUBSUB in protocols}
+        self.scanned = True
 
     def _start(self, name, protocol=PUBSUB):
         topic = Topic(name, root=self.root)
@@ -113,7 +135,10 @@ class LiveSource:
         self.hub.topics[tap.label] = {"channel": None, "rate": 0.0, "bandwidth": 0.0, "count": 0, "missed": 0,
                                       "last": None, "encoding": None, "protocol": protocol}
         if protocol == PUBSUB:
-            tap.task = asyncio.get_running_loop().create_task(self._read(tap))
+            # A topic made while the view runs is read from its first packet (its first
+            # writers are then seen from their first packet: the graph's attribution).
+            init = INIT_OLDEST if self.scanned else INIT_MOST_RECENT
+            tap.task = asyncio.get_running_loop().create_task(self._read(tap, init))
         else:
             try:
                 tap.listener = self._listen(tap)
@@ -132,6 +157,10 @@ class LiveSource:
         if tap.channel is not None:
             self.hub.remove_channel(tap.channel)
             tap.channel = None
+        if tap.protocol == CFG and self.parameters is not None:
+            self.parameters.removed(tap.name)
+        if tap.protocol == PUBSUB and self.graph is not None:
+            self.graph.forget(tap.name)
         forget_arena(tap.topic, tap.protocol)
 
     def _listen(self, tap):
@@ -163,14 +192,19 @@ class LiveSource:
         ch.missed = tap.listener.missed if tap.listener is not None else ch.missed
         msg = LogMessage(pkt, tap.name, log_time) if tap.protocol == LOG else pkt
         hub.publish(ch, log_time, msg, size=len(pkt.payload))
+        if tap.protocol == CFG and self.parameters is not None:
+            self.parameters.changed(tap.name, pkt)
 
-    async def _read(self, tap):
+    async def _read(self, tap, init=INIT_MOST_RECENT):
         # A corrupt frame is logged and skipped by the reader (logger
         # a0py.pubsub), the packets around it delivered.
         hub = self.hub
-        packets = aio_sub(tap.topic, init=INIT_MOST_RECENT, iter=ITER_NEXT)
+        graph = self.graph
+        packets = aio_sub(tap.topic, init=init, iter=ITER_NEXT)
         try:
             async for pkt in packets:
+                if graph is not None and graph.subscribers:
+                    graph.saw(tap.name, pkt)
                 ch = tap.channel
                 if ch is None:
                     ch = tap.channel = hub.add_channel(tap.name, _kind(tap, pkt))

@@ -31,6 +31,11 @@ import math
 import re
 import struct
 
+from . import _capabilities as C
+from ._fields import array as _list
+from ._fields import dumps as _dumps
+from ._fields import short as _short
+from ._fields import uint as _uint
 from .errors import ProtocolError
 
 __all__ = [
@@ -49,8 +54,8 @@ OP_MESSAGE_DATA = 0x01
 OP_TIME = 0x02
 OP_PLAYBACK_STATE = 0x05
 
-CLIENT_OP_MESSAGE_DATA = 0x01
-CLIENT_OP_SERVICE_CALL = 0x02
+CLIENT_OP_MESSAGE_DATA = C.CLIENT_OP_MESSAGE_DATA
+CLIENT_OP_SERVICE_CALL = C.CLIENT_OP_SERVICE_CALL
 CLIENT_OP_PLAYBACK_CONTROL = 0x03
 
 STATUS_INFO = 0
@@ -78,6 +83,9 @@ CAP_PLAYBACK_CONTROL = "playbackControl"
 MIN_SPEED = 0.01
 MAX_SPEED = 100.0
 
+#: The highest rate limit a subscription may ask for (messages a second).
+MAX_RATE_HZ = 1e6
+
 #: The most points a series reply may carry (a client asking for more gets this many).
 MAX_SERIES_POINTS = 100_000
 MAX_SERIES_PATH = 1000
@@ -87,37 +95,28 @@ _TIME = struct.Struct("<BQ")
 _PLAYBACK_STATE = struct.Struct("<BBQfBI")
 _PLAYBACK_CONTROL = struct.Struct("<BfBQI")
 
-_U32_MAX = 0xFFFFFFFF
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
 # A client request bigger than this is refused unread (subscribing to every
 # channel of a large view fits well within it).
 MAX_CLIENT_TEXT = 1 << 20
-_MAX_ITEMS = 10_000
 
-# Operations of protocol v1 this server does not offer (the capability is not
-# advertised), and the capability each one needs.
-_UNSUPPORTED = {
-    "advertise": "clientPublish", "unadvertise": "clientPublish",
-    "getParameters": "parameters", "setParameters": "parameters",
-    "subscribeParameterUpdates": "parametersSubscribe",
-    "unsubscribeParameterUpdates": "parametersSubscribe",
-    "subscribeConnectionGraph": "connectionGraph", "unsubscribeConnectionGraph": "connectionGraph",
-    "fetchAsset": "assets",
-}
-
-
-def _dumps(obj):
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+# Operations of protocol v1 this server never offers, and the capability each one needs.
+_UNSUPPORTED = {"fetchAsset": "assets"}
 
 
 def _timestamp(ns):
     return {"sec": int(ns // 1_000_000_000), "nsec": int(ns % 1_000_000_000)}
 
 
-def server_info(name, capabilities=(), *, session_id=None, metadata=None, data_range=None):
+def server_info(name, capabilities=(), *, session_id=None, metadata=None, data_range=None,
+                supported_encodings=None):
     """The ``serverInfo`` text message. ``data_range``: (start, end) ns of a
-    recording (with the ``playbackControl`` capability)."""
+    recording (with the ``playbackControl`` capability);
+    ``supported_encodings``: the message encodings the server takes from
+    clients (client publish, service calls)."""
     msg = {"op": "serverInfo", "name": name, "capabilities": list(capabilities)}
+    if supported_encodings:
+        msg["supportedEncodings"] = list(supported_encodings)
     if metadata:
         msg["metadata"] = {str(k): str(v) for k, v in metadata.items()}
     if session_id is not None:
@@ -185,12 +184,16 @@ def series(request_id, channel_id, path, start_ns, times, values, messages, stri
 
 
 class Subscribe:
-    """A checked ``subscribe``: ``pairs`` is a list of (subscription id, channel id)."""
+    """A checked ``subscribe``: ``pairs`` is a list of (subscription id,
+    channel id); ``rates`` maps subscription ids to the most messages a second
+    the client asked for (this server's own ``maxHz`` field of a
+    subscription; other servers ignore it)."""
 
-    __slots__ = ("pairs",)
+    __slots__ = ("pairs", "rates")
 
-    def __init__(self, pairs):
+    def __init__(self, pairs, rates=None):
         self.pairs = pairs
+        self.rates = rates or {}
 
 
 class Unsubscribe:
@@ -255,29 +258,9 @@ class PlaybackControl:
         self.request_id = request_id
 
 
-def _uint(value, what, maximum=_U32_MAX):
-    # bool is an int in Python but not a number in JSON's sense here
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
-        raise ProtocolError(f"{what} must be an integer from 0 to {maximum}, got {_short(value)}")
-    return value
-
-
-def _short(value):
-    text = json.dumps(value) if not isinstance(value, (bytes, bytearray)) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _list(msg, key, op):
-    value = msg.get(key)
-    if not isinstance(value, list):
-        raise ProtocolError(f"{op}: field {key!r} must be an array, got {_short(value)}")
-    if len(value) > _MAX_ITEMS:
-        raise ProtocolError(f"{op}: {len(value)} items in {key!r}, at most {_MAX_ITEMS} per message")
-    return value
-
-
 def parse_client_text(text):
-    """A client's text message as :class:`Subscribe` or :class:`Unsubscribe`.
+    """A client's text message as :class:`Subscribe`, :class:`Unsubscribe`,
+    :class:`FetchSeries`, or a request of :mod:`a0py.view._capabilities`.
     Raises :class:`ProtocolError` for anything else (not JSON, no ``op``, an
     operation this server does not offer, bad fields)."""
     if len(text) > MAX_CLIENT_TEXT:
@@ -291,13 +274,20 @@ def parse_client_text(text):
     op = msg.get("op")
     if op == "subscribe":
         pairs = []
+        rates = {}
         for item in _list(msg, "subscriptions", op):
             if not isinstance(item, dict):
                 raise ProtocolError(f"subscribe: each subscription must be an object "
                                     f"{{\"id\": N, \"channelId\": N}}, got {_short(item)}")
             pairs.append((_uint(item.get("id"), "subscribe: subscription 'id'"),
                           _uint(item.get("channelId"), "subscribe: 'channelId'")))
-        return Subscribe(pairs)
+            hz = item.get("maxHz")
+            if hz is not None:
+                if isinstance(hz, bool) or not isinstance(hz, (int, float)) or not 0 < hz <= MAX_RATE_HZ:
+                    raise ProtocolError(f"subscribe: 'maxHz' must be a number of messages a second above 0 "
+                                        f"and at most {MAX_RATE_HZ:g}, got {_short(hz)}")
+                rates[pairs[-1][0]] = float(hz)
+        return Subscribe(pairs, rates)
     if op == "unsubscribe":
         return Unsubscribe([_uint(i, "unsubscribe: each of 'subscriptionIds'")
                             for i in _list(msg, "subscriptionIds", op)])
@@ -313,6 +303,8 @@ def parse_client_text(text):
                            min(max(_uint(max_points, "a0py.fetchSeries: 'maxPoints'"), 1), MAX_SERIES_POINTS))
     if not isinstance(op, str):
         raise ProtocolError(f"text messages need a string field 'op', got {_short(op)}")
+    if op in C.TEXT_OPS:
+        return C.parse_text(op, msg)
     if op in _UNSUPPORTED:
         raise ProtocolError(f"operation {op!r} is not supported by this server (it does not offer the "
                             f"{_UNSUPPORTED[op]!r} capability)")
@@ -320,7 +312,8 @@ def parse_client_text(text):
 
 
 def parse_client_binary(data):
-    """A client's binary message as :class:`PlaybackControl`. Raises
+    """A client's binary message as :class:`PlaybackControl`, or a client
+    message or service call of :mod:`a0py.view._capabilities`. Raises
     :class:`ProtocolError` for anything else."""
     if not data:
         raise ProtocolError("empty binary message (a binary message starts with a one-byte opcode)")
@@ -347,10 +340,6 @@ def parse_client_binary(data):
         except UnicodeDecodeError:
             raise ProtocolError("playback control request: request id is not UTF-8") from None
         return PlaybackControl(command, speed, seek if had_seek else None, rid)
-    if op == CLIENT_OP_MESSAGE_DATA:
-        raise ProtocolError("client message data is not supported by this server (it does not offer "
-                            "the 'clientPublish' capability)")
-    if op == CLIENT_OP_SERVICE_CALL:
-        raise ProtocolError("service calls are not supported by this server (it does not offer the "
-                            "'services' capability)")
+    if op in (CLIENT_OP_MESSAGE_DATA, CLIENT_OP_SERVICE_CALL):
+        return C.parse_binary(op, data)
     raise ProtocolError(f"unknown binary opcode {op:#04x}")

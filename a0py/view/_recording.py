@@ -418,7 +418,6 @@ class RecordingSource:
             if did_seek:
                 client.data.clear()
                 client.pending.clear()
-                client.data_bytes = 0
             client.put_control(frame)
 
     def _send_time(self, force=False):

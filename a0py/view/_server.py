@@ -33,6 +33,7 @@ import urllib.parse
 
 from ..errors import ArgumentError
 from . import _protocol as P
+from ._outbox import SplitFrame
 from .errors import ViewError
 
 __all__ = ["DEFAULT_ORIGINS", "ViewError", "ViewServer"]
@@ -66,6 +67,8 @@ _STATIC_FILES = _static_files()
 # The transport's write buffer: above it a client's sender waits (and its
 # outbox, not the buffer, absorbs or drops what comes meanwhile).
 WRITE_LIMIT = 256 << 10
+#: The largest message a client may send when it may publish or call services.
+MAX_CLIENT_MESSAGE = 16 << 20
 # Frames joined into one socket write (one system call for many small messages).
 _BATCH_BYTES = 64 << 10
 _BATCH_FRAMES = 256
@@ -101,7 +104,7 @@ class ViewServer:
     without ``allow_remote``, or when the port cannot be bound."""
 
     def __init__(self, hub, source, *, host="127.0.0.1", port=8765, allow_remote=False, token=None,
-                 allowed_origins=DEFAULT_ORIGINS):
+                 allowed_origins=DEFAULT_ORIGINS, max_message=None):
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ArgumentError(f"port must be an integer from 0 to 65535 (0: any free port), got {port!r}")
         self.host = host
@@ -116,6 +119,10 @@ class ViewServer:
         self.allowed_origins = {o.rstrip("/").lower() for o in allowed_origins}
         self.hub = hub
         self.source = source
+        # The largest message a client may send (text is refused above
+        # P.MAX_CLIENT_TEXT whatever this is): larger when clients may publish
+        # or call services, whose messages can be images.
+        self.max_message = max_message or P.MAX_CLIENT_TEXT
         self._server = None
         self._tasks = []
         self._closed = None
@@ -153,7 +160,7 @@ class ViewServer:
                 subprotocols=list(P.SUBPROTOCOLS),
                 process_request=self._process_request,
                 compression=None,
-                max_size=P.MAX_CLIENT_TEXT,
+                max_size=self.max_message,
                 write_limit=WRITE_LIMIT,
                 server_header=None,
             )
@@ -350,14 +357,11 @@ def _send_batch(client, protocol):
     size = 0
     n = 0
     while (control or data) and size < _BATCH_BYTES and n < _BATCH_FRAMES:
-        if control:
-            frame = client.pop_control()
-        else:
-            frame = data.popleft()
-            client.data_bytes -= len(frame)
-            client.sent += 1
+        frame = client.pop_control() if control else client.pop_data()
         if isinstance(frame, str):
             protocol.send_text(frame.encode("utf-8"))
+        elif isinstance(frame, SplitFrame):
+            protocol.send_binary(frame.join())
         else:
             protocol.send_binary(frame)
         size += len(frame)

@@ -16,7 +16,12 @@ every message carries its sequence number, and what arrived is counted):
   4kib      one-way 4 KiB, MB/s received, copy-out and zero-copy receive
             shown separately for every peer that has both;
   1mib      one-way 1 MiB, likewise;
-  fanout    one publisher, 4 receivers, 64 B, msgs/s per receiver.
+  fanout    one publisher, 4 receivers, 64 B, msgs/s per receiver;
+  lapped    (only when named in --only) one-way 1 MiB through an 8 MiB
+            buffer, copy-out: a lossy peer's reader is lapped by the
+            writer; MB/s and the delivered fraction (bench/transport.py
+            --only lapped gives a0py's readers as a fraction of their own
+            unlapped rate).
 
 Every workload runs through the same peer object (bench/peers/<peer>.py).
 Each stream workload also reports the delivered fraction (messages received
@@ -61,7 +66,7 @@ def select_peers(spec):
 
 def select_workloads(spec):
     if not spec:
-        return list(WORKLOADS)
+        return [k for k, w in WORKLOADS.items() if not w.opt_in]
     names = [s.strip().lower() for s in spec.split(",") if s.strip()]
     for n in names:
         if n not in WORKLOADS:

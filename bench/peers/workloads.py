@@ -13,9 +13,13 @@ FANOUT = 4
 
 
 class Workload:
-    def __init__(self, key, title, column, size, n_rx, modes, unit):
+    """One workload. `buffer`: the bytes every peer's buffer gets (None: the
+    run's --buffer-mib); `opt_in`: run only when named in --only."""
+
+    def __init__(self, key, title, column, size, n_rx, modes, unit, buffer=None, opt_in=False):
         self.key, self.title, self.column = key, title, column
         self.size, self.n_rx, self.modes, self.unit = size, n_rx, modes, unit
+        self.buffer, self.opt_in = buffer, opt_in
 
 
 WORKLOADS = {w.key: w for w in (
@@ -26,6 +30,10 @@ WORKLOADS = {w.key: w for w in (
     Workload("1mib", "one-way 1 MiB, MB/s", "1 MiB MB/s", MiB, 1, ("copy", "zero-copy"), "MB/s"),
     Workload("fanout", f"fan-out 1 → {FANOUT}, 64 B, msgs/s per receiver",
              f"fan-out 1→{FANOUT} msgs/s per receiver", 64, FANOUT, ("copy",), "msgs/s"),
+    # A writer that laps its reader: 1 MiB messages copied out of a buffer of
+    # 8 (a lossy peer's reader falls a ring behind within milliseconds).
+    Workload("lapped", "lapped reader: one-way 1 MiB through an 8 MiB buffer, copy-out, MB/s",
+             "lapped 1 MiB / 8 MiB MB/s", MiB, 1, ("copy",), "MB/s", buffer=8 * MiB, opt_in=True),
 )}
 
 
@@ -68,7 +76,7 @@ class Case:
             return {"round_trips": n, "p50_us": s["p50_us"], "p99_us": s["p99_us"],
                     "mean_us": s["mean_us"]}
         r = run_stream(self.peer, w.size, w.n_rx, args.seconds, zero_copy=self.mode == "zero-copy",
-                       buffer=args.buffer_mib * MiB)
+                       buffer=w.buffer or args.buffer_mib * MiB)
         rates = [rx["count"] / (rx["t_stop"] - r["t0"]) for rx in r["receivers"]]
         rate = statistics.fmean(rates)
         out = {"sent": r["sent"], "send_rate": r["sent"] / (r["t1"] - r["t0"]),

@@ -26,20 +26,7 @@
 #include "a0_transport.h"
 
 #include "check.h"
-
-#define HDRP(base) ((a0_arena_hdr_t*)(base))
-
-static uint8_t* new_arena(uint64_t size) {
-  uint8_t* base = aligned_alloc(64, (size + 63) & ~(uint64_t)63);
-  if (!base) abort();
-  memset(base, 0, size);
-  if (a0_arena_init(base, size) != A0_OK) abort();
-  return base;
-}
-
-static a0_state_t* committed(uint8_t* base) {
-  return &HDRP(base)->pages[HDRP(base)->state_version & 1];
-}
+#include "ring.h"
 
 /* xorshift64*: a fixed seed makes every run the same. */
 static uint64_t rng_state = 0x9E3779B97F4A7C15u;
@@ -48,16 +35,6 @@ static uint64_t rnd(void) {
   rng_state ^= rng_state << 25;
   rng_state ^= rng_state >> 27;
   return rng_state * 0x2545F4914F6CDD1Du;
-}
-
-static uint8_t fill_byte(uint64_t seq) { return (uint8_t)(seq * 31u + 7u); }
-
-static a0_err_t write_frame(a0_locked_t lk, uint64_t n) {
-  uint8_t* data;
-  a0_err_t err = a0_transport_alloc(lk, n, &data);
-  if (err) return err;
-  memset(data, fill_byte(a0_transport_seq_high(lk)), n);
-  return A0_OK;
 }
 
 static void test_init_and_check(void) {
@@ -615,37 +592,6 @@ static void test_noevict_alloc_waits_for_a_consumer(void) {
 
 /* ---- lock-free reads ------------------------------------------------------ */
 
-static a0_err_t write_commit(a0_transport_t* t, uint64_t n) {
-  a0_locked_t lk;
-  a0_err_t err = a0_transport_lock(t, &lk);
-  if (err) return err;
-  err = write_frame(lk, n);
-  if (!err) err = a0_transport_commit(lk);
-  a0_transport_unlock(lk);
-  return err;
-}
-
-/* Copies a frame read without the lock and validates it. */
-static a0_err_t read_copy(a0_transport_t* t, uint8_t* out, uint64_t cap, uint64_t* seq, uint64_t* n) {
-  a0_read_t r;
-  a0_err_t err = a0_transport_read_begin(t, &r);
-  if (err) return err;
-  if (r.size > cap) return A0_ERR_FRAME_TOO_LARGE;
-  memcpy(out, r.data, r.size);
-  err = a0_transport_read_end(t, &r, &r);
-  if (!err) {
-    *seq = r.seq;
-    *n = r.size;
-  }
-  return err;
-}
-
-static bool filled_with(const uint8_t* p, uint64_t n, uint8_t byte) {
-  for (uint64_t i = 0; i < n; i++)
-    if (p[i] != byte) return false;
-  return true;
-}
-
 static void test_lockfree_reads_in_order_with_gaps(void) {
   const uint64_t size = 4096;
   uint8_t* base = new_arena(size);
@@ -707,32 +653,39 @@ static void test_lockfree_reads_in_order_with_gaps(void) {
 
 /* The interleavings a lock-free reader must survive, driven step by step:
  * a writer evicts the frame (or only the frame whose link the reader
- * followed) between the reader's copy and its check. */
+ * followed) between the reader's copy and its check. Each rejected read
+ * teaches the reader the writer's pace, so its retry lands ahead (see
+ * test_lapped_reader_lands_where_it_can_finish). */
 static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   const uint64_t size = 2048; /* 1536-byte workspace: 4 frames of 300 */
   uint8_t* base = new_arena(size);
-  a0_transport_t w, r;
+  a0_transport_t w, r, r1;
   a0_transport_init(&w, base, size);
   a0_transport_init(&r, base, size);
+  a0_transport_init(&r1, base, size);
   uint8_t buf[2048];
   uint64_t seq, n;
   for (int i = 0; i < 4; i++) CHECK_ERR(write_commit(&w, 300), A0_OK);
 
-  /* 1. From an unplaced cursor: the head frame 1, evicted before the check. */
+  /* 1. From an unplaced cursor: the head frame 1, evicted before the check.
+   * The writer evicted one frame during the read: the retry lands two
+   * frames after the new oldest (2), and an unplaced cursor counts nothing. */
   a0_read_t rd;
-  CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
+  CHECK_ERR(a0_transport_read_begin(&r1, &rd), A0_OK);
   CHECK(rd.seq == 1 && rd.link_seq == 1 && rd.gap == 0);
   memcpy(buf, rd.data, rd.size);
   CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts frame 1 and writes over it */
   CHECK(((const a0_frame_hdr_t*)(rd.data - A0_FRAME_HDR_SIZE))->seq == 5); /* really overwritten */
-  CHECK_ERR(a0_transport_read_end(&r, &rd, &rd), A0_ERR_EVICTED);
-  CHECK(r.cur_seq == 0 && r.missed == 0); /* nothing moved */
-  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
-  CHECK(seq == 2 && filled_with(buf, n, fill_byte(2)));
+  CHECK_ERR(a0_transport_read_end(&r1, &rd, &rd), A0_ERR_EVICTED);
+  CHECK(r1.cur_seq == 0 && r1.missed == 0 && r1.pace == 1); /* nothing moved; one frame evicted */
+  CHECK_ERR(read_copy(&r1, buf, sizeof buf, &seq, &n), A0_OK);
+  CHECK(seq == 4 && r1.missed == 0 && !r1.lapped && filled_with(buf, n, fill_byte(4)));
 
   /* 2. Not evicted during the copy: accepted. read_live says so too,
    * without moving the cursor. */
   bool live = false;
+  CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK); /* pace 0: the oldest */
+  CHECK(seq == 2 && r.pace == 0);
   CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
   CHECK(rd.seq == 3 && rd.link_seq == 2);
   CHECK_ERR(a0_transport_read_live(&r, &rd, &live), A0_OK);
@@ -740,8 +693,9 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   CHECK_ERR(a0_transport_read_end(&r, &rd, &rd), A0_OK);
 
   /* 3. Only the cursor's frame (the link) evicted, the target still live:
-   * the link may have been overwritten, so the read is rejected, then the
-   * retry starts at the new oldest frame, which is that same target. */
+   * the link may have been overwritten, so the read is rejected. The writer
+   * evicted two frames meanwhile, more than half of what is ahead of the
+   * oldest: the retry lands on the newest, the frames passed over missed. */
   CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
   CHECK(rd.seq == 4 && rd.link_seq == 3);
   CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts 2 */
@@ -750,25 +704,32 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   CHECK_ERR(a0_transport_read_live(&r, &rd, &live), A0_OK);
   CHECK(!live && r.cur_seq == 3);
   CHECK_ERR(a0_transport_read_end(&r, &rd, &rd), A0_ERR_EVICTED);
+  CHECK(r.pace == 2);
   CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
-  CHECK(seq == 4 && r.missed == 0 && filled_with(buf, n, fill_byte(4)));
+  CHECK(seq == 7 && r.missed == 3 && r.lapped && filled_with(buf, n, fill_byte(7)));
 
   /* 4. A batch is valid only as a whole: its first link decides. */
+  for (int i = 0; i < 3; i++) CHECK_ERR(write_commit(&w, 300), A0_OK); /* 8..10, evicts 4..6 */
   a0_read_t first, next;
   CHECK_ERR(a0_transport_read_begin(&r, &first), A0_OK);
   CHECK_ERR(a0_transport_read_after(&r, &first, &next), A0_OK);
-  CHECK(first.seq == 5 && next.seq == 6 && next.link_seq == first.link_seq);
+  CHECK(first.seq == 8 && next.seq == 9 && next.link_seq == first.link_seq && first.link_seq == 7);
   CHECK_ERR(a0_transport_read_after(&r, &next, &rd), A0_OK);
-  CHECK_ERR(a0_transport_read_after(&r, &rd, &rd), A0_ERR_NO_FRAME); /* 7 is the newest */
-  CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts 4, the batch's link */
+  CHECK_ERR(a0_transport_read_after(&r, &rd, &rd), A0_ERR_NO_FRAME); /* 10 is the newest */
+  CHECK_ERR(write_commit(&w, 300), A0_OK); /* evicts 7, the batch's link */
   CHECK_ERR(a0_transport_read_end(&r, &first, &next), A0_ERR_EVICTED);
-  CHECK(r.cur_seq == 4);
+  CHECK(r.cur_seq == 7 && r.missed == 3);
+  /* Lapped again without having caught up: the newest, 11, alone. */
   CHECK_ERR(a0_transport_read_begin(&r, &first), A0_OK);
-  CHECK_ERR(a0_transport_read_after(&r, &first, &next), A0_OK);
-  CHECK_ERR(a0_transport_read_end(&r, &first, &next), A0_OK);
-  CHECK(r.cur_seq == 6 && r.missed == 0);
+  CHECK(first.seq == 11 && first.gap == 3);
+  CHECK_ERR(a0_transport_read_after(&r, &first, &next), A0_ERR_NO_FRAME);
+  CHECK_ERR(a0_transport_read_end(&r, &first, &first), A0_OK);
+  CHECK(r.cur_seq == 11 && r.missed == 6);
+  CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_ERR_NO_FRAME); /* caught up */
+  CHECK(!r.lapped);
 
   /* 5. A bad header on a frame that is still live is corruption, not a race. */
+  CHECK_ERR(write_commit(&w, 300), A0_OK);
   a0_frame_hdr_t* cur = (a0_frame_hdr_t*)(base + r.cur_off);
   a0_frame_hdr_t* target = (a0_frame_hdr_t*)(base + cur->off_next);
   CHECK(target->seq == r.cur_seq + 1);
@@ -778,18 +739,6 @@ static void test_lockfree_read_rejects_a_frame_evicted_during_the_copy(void) {
   target->data_size = good;
   CHECK_ERR(a0_transport_read_begin(&r, &rd), A0_OK);
   free(base);
-}
-
-/* A damaged frame header (its seq overwritten) in the middle, at the head,
- * at the tail, and two in a row: every intact frame is still read, in order,
- * and read_skip moves the cursor past exactly the damaged ones. */
-static a0_frame_hdr_t* frame_hdr_of(uint8_t* base, uint64_t size, uint64_t seq) {
-  a0_transport_t t;
-  a0_transport_init(&t, base, size);
-  const a0_state_t* s = committed(base);
-  uint64_t off = s->off_head;
-  for (uint64_t q = s->seq_low; q < seq; q++) off = ((a0_frame_hdr_t*)(base + off))->off_next;
-  return (a0_frame_hdr_t*)(base + off);
 }
 
 /* Reads everything left with r: the seqs read into got[], the seqs skipped
@@ -815,6 +764,9 @@ static void drain_skipping(a0_transport_t* r, uint64_t* got, uint64_t* ngot, uin
   CHECK(!"drain_skipping did not end");
 }
 
+/* A damaged frame header (its seq overwritten) in the middle, at the head,
+ * at the tail, and two in a row: every intact frame is still read, in order,
+ * and read_skip moves the cursor past exactly the damaged ones. */
 static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
   const uint64_t size = 8192;
   uint8_t* base = new_arena(size);
@@ -824,7 +776,7 @@ static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
   for (int i = 0; i < 10; i++) CHECK_ERR(write_commit(&w, 40), A0_OK); /* seqs 1..10 */
 
   /* In the middle: frame 4. */
-  frame_hdr_of(base, size, 4)->seq = 0xdeadbeef;
+  frame_hdr_of(base, 4)->seq = 0xdeadbeef;
   a0_transport_init(&r, base, size);
   drain_skipping(&r, got, &ngot, skipped, &nskipped);
   CHECK(ngot == 9 && nskipped == 1 && skipped[0] == 4);
@@ -840,10 +792,10 @@ static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
   CHECK(first == 0 && last == 0 && r.cur_seq == 11);
 
   /* At the head (a reader from the oldest), and two in a row (7 and 8). */
-  frame_hdr_of(base, size, 4)->seq = 4;
-  frame_hdr_of(base, size, 1)->seq = 99;
-  frame_hdr_of(base, size, 7)->seq = 99;
-  frame_hdr_of(base, size, 8)->seq = 99;
+  frame_hdr_of(base, 4)->seq = 4;
+  frame_hdr_of(base, 1)->seq = 99;
+  frame_hdr_of(base, 7)->seq = 99;
+  frame_hdr_of(base, 8)->seq = 99;
   a0_transport_init(&r, base, size);
   drain_skipping(&r, got, &ngot, skipped, &nskipped);
   CHECK(ngot == 8 && nskipped == 3 && skipped[0] == 1 && skipped[1] == 7 && skipped[2] == 8);
@@ -851,10 +803,10 @@ static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
 
   /* A header zeroed whole (its links too): the frames after it are found
    * from the newest frame back. */
-  frame_hdr_of(base, size, 1)->seq = 1;
-  frame_hdr_of(base, size, 7)->seq = 7;
-  frame_hdr_of(base, size, 8)->seq = 8;
-  a0_frame_hdr_t* five = frame_hdr_of(base, size, 5);
+  frame_hdr_of(base, 1)->seq = 1;
+  frame_hdr_of(base, 7)->seq = 7;
+  frame_hdr_of(base, 8)->seq = 8;
+  a0_frame_hdr_t* five = frame_hdr_of(base, 5);
   a0_frame_hdr_t saved = *five;
   memset(five, 0, sizeof *five);
   a0_transport_init(&r, base, size);
@@ -870,7 +822,7 @@ static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
   uint64_t seq, n;
   for (uint64_t q = 1; q <= 11; q++) CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_OK);
   CHECK_ERR(write_commit(&w, 40), A0_OK); /* 12 */
-  frame_hdr_of(base, size, 12)->seq = 1234;
+  frame_hdr_of(base, 12)->seq = 1234;
   CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_ERR_CORRUPT);
   CHECK_ERR(a0_transport_read_skip(&r, &first, &last), A0_OK);
   CHECK(first == 12 && last == 12 && r.cur_seq == 12);
@@ -878,10 +830,10 @@ static void test_lockfree_reader_skips_a_damaged_frame_header(void) {
   bool ready = true;
   CHECK_ERR(a0_transport_read_ready(&r, &ready), A0_OK);
   CHECK(!ready);
-  frame_hdr_of(base, size, 12)->seq = 12;
+  frame_hdr_of(base, 12)->seq = 12;
   CHECK_ERR(write_commit(&w, 40), A0_OK); /* 13 */
   CHECK_ERR(write_commit(&w, 40), A0_OK); /* 14 */
-  frame_hdr_of(base, size, 13)->seq = 1234;
+  frame_hdr_of(base, 13)->seq = 1234;
   CHECK_ERR(read_copy(&r, buf, sizeof buf, &seq, &n), A0_ERR_CORRUPT);
   CHECK_ERR(a0_transport_read_skip(&r, &first, &last), A0_OK);
   CHECK(first == 13 && last == 13);

@@ -232,8 +232,11 @@ def test_send_after_delivers_in_deadline_order_and_cancel_prevents(system):
     assert wait_for(lambda: len(got) == 3)
     assert got == ["first", "second", "third"]
     assert time.monotonic() - start >= 0.06
-    time.sleep(0.02)
-    assert "cancelled" not in got and not cancelled.fired
+    # timers fire in deadline order and the actor takes its messages in order: once a
+    # message due now has come, the cancelled one (due long before) would have come first
+    system.send_after(0, ref, "now")
+    assert wait_for(lambda: len(got) == 4)
+    assert got[3] == "now" and not cancelled.fired
 
 
 def test_send_at_accepts_a_datetime_and_a_timestamp(system):
@@ -644,7 +647,9 @@ def test_wait_alive_waits_for_a_mailbox_that_another_process_creates_later():
     outcome = []
     waiter = threading.Thread(target=lambda: outcome.append(ArenaRef(name).wait_alive(30)))
     waiter.start()
-    time.sleep(0.2)                           # the waiter finds no mailbox yet
+    # the waiter finds no mailbox yet and goes on waiting (nothing shows that it looked:
+    # a while for a waiter that gave up at once to have returned)
+    waiter.join(0.2)
     assert outcome == []
     with spawn_process({name: Echo}, start_method="fork") as node:
         waiter.join(30)

@@ -293,7 +293,9 @@ def test_cross_process_gather_with_a_recipient_killed_mid_gather(system):
         # No liveness poll at all: only the death watch on the robust locks can see them.
         gather = start_gather(system, "report", refs, timeout=10, retries=3,
                               liveness_interval=None)
-        time.sleep(0.2)                      # the slow ones are now busy answering
+        # the slow ones are now busy answering (a child taking its request leaves no sign
+        # until its next wait: a while for the requests to be taken)
+        time.sleep(0.2)
         killed = time.monotonic()
         os.kill(slow_node.pid, signal.SIGKILL)
         result = gather.result(10)
@@ -353,7 +355,7 @@ def test_concurrent_gathers_share_the_death_watch_and_stay_independent(system):
         other = start_gather(system, "doomed[:1]", d_refs[:1], timeout=10, liveness_interval=None)
         # One watcher per remote actor, however many gathers wait for it.
         assert wait_until(lambda: service.death_watch.threads == len(doomed) + len(steady))
-        time.sleep(0.1)
+        time.sleep(0.1)  # the requests taken (no sign of that: see the test above)
         killed = time.monotonic()
         os.kill(doomed_node.pid, signal.SIGKILL)
         r_doomed = only_doomed.result(10)
@@ -420,7 +422,7 @@ def test_past_the_watcher_cap_the_liveness_poll_still_finds_the_dead(system):
         service.death_watch._limit = 0               # no watcher threads: the poll only
         gather = start_gather(system, "q", list(node.refs.values()), timeout=10,
                               liveness_interval=0.05)
-        time.sleep(0.2)
+        time.sleep(0.2)  # the request taken and a few polls made (no sign of either)
         killed = time.monotonic()
         os.kill(node.pid, signal.SIGKILL)
         result = gather.result(10)

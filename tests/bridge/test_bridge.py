@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 import zenoh  # the test extra has it: nothing here is skipped
-from helpers.procs import REPO
+from helpers.procs import REPO, wait_until
 
 from a0py import (
     A0TimeoutError,
@@ -43,15 +43,16 @@ from a0py.bridge.wire import (
     pubsub_key,
 )
 from a0py.proto import INIT_OLDEST
-from a0py.proto.log import LogListener, log_level
+from a0py.proto.log import Logger, LogListener, log_level
 from a0py.proto.prpc import is_done
 from a0py.proto.rpc import server_pid
-from a0py.proto.topic import Topic, list_topics, unlink_topic
+from a0py.proto.topic import LOG, PUBSUB, Topic, list_topics, unlink_topic
 
 START_S = 20.0   # a bridge process prints its first line within this
 LINK_S = 20.0    # two bridges route a topic within this
 MSG_S = 15.0     # packets cross within this
-QUIET_S = 1.5    # after the expected packets, how long nothing more may arrive
+POLL_S = 0.05    # how often a test looks again at what it waits for
+MARK = "marker"  # the header of the packets settle() sends
 
 
 def free_port():
@@ -145,29 +146,65 @@ def drain(root, name):
         return out
 
 
+def ring(root, name, protocol=PUBSUB):
+    """Every packet of topic `name`'s `protocol` ring under `root` now, oldest first;
+    none if the ring does not exist (nothing is created)."""
+    if not Topic(name, root=root).exists(protocol):
+        return []
+    with _core.PacketReader(Topic(name, root=root).arena(protocol), 0, 0) as reader:
+        return [p for p in reader.read_batch(100_000) if not isinstance(p, Exception)]
+
+
 def wait_for(root, name, count, timeout=MSG_S):
     """The packets of `name` under `root` once there are `count` of them; fails at the
     timeout saying how many came."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = drain(root, name)
-        if len(got) >= count or time.monotonic() > deadline:
-            assert len(got) >= count, f"{len(got)} of {count} packets of {name!r} under {root}"
-            return got
-        time.sleep(0.05)
+    return wait_until(lambda: got if len(got := drain(root, name)) >= count else None,
+                      f"{count} packets of {name!r} under {root}", timeout=timeout, every=POLL_S,
+                      state=lambda: f"{len(drain(root, name))} packets")
 
 
 def link(src, dsts, probe):
     """Publishes on topic `probe` under `src` until a packet of it shows under every root
     of `dsts`: the route from src to each is up."""
-    deadline = time.monotonic() + LINK_S
     with Publisher(Topic(probe, root=src)) as pub:
-        while True:
+        def probed():
             pub.pub(b"probe")
-            if all(drain(d, probe) for d in dsts):
-                return
-            assert time.monotonic() < deadline, f"no route from {src} to {dsts} within {LINK_S} s"
-            time.sleep(0.1)
+            return all(drain(d, probe) for d in dsts)
+
+        wait_until(probed, f"a route from {src} to {dsts}", timeout=LINK_S, every=0.1)
+
+
+def settle(src, dsts, *names, protocol=PUBSUB):
+    """Sends a marker (a packet with the header MARK, or a log message) on each topic of
+    `names` under `src`, from this process, and waits until each shows under every root
+    of `dsts`; returns the markers' header values.
+
+    How a test sees that nothing more is coming (a packet sent back, a duplicate) without
+    waiting a while for it: a bridge reads a ring in order and only when a local packet
+    wakes it, and sends a topic's packets in that order on one key. So once the marker
+    has crossed, the bridge of `src` has looked at every packet before it in the ring,
+    the imported ones too (which it must not send), and whatever it sent of them has
+    landed. Tests leave the markers out of what they count (:func:`unmarked`)."""
+    tokens = {name: uuid.uuid4().hex for name in names}
+    for name, token in tokens.items():
+        if protocol == LOG:
+            with Logger(Topic(name, root=src)) as log:
+                log.info("marker", headers=[(MARK, token)])
+        else:
+            with Publisher(Topic(name, root=src)) as pub:
+                pub.pub(b"marker", headers=[(MARK, token)])
+    for dst in dsts:
+        for name, token in tokens.items():
+            wait_until(lambda d=dst, n=name, t=token: any(
+                p.headers.get(MARK) == t for p in ring(d, n, protocol)),
+                f"the marker sent on {name!r} ({protocol}) under {src} to show under {dst}",
+                timeout=MSG_S, every=POLL_S)
+    return list(tokens.values())
+
+
+def unmarked(packets):
+    """`packets` less the markers :func:`settle` sent."""
+    return [p for p in packets if MARK not in p.headers]
 
 
 PUBLISHER = """
@@ -207,26 +244,27 @@ def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bri
         assert g.headers[HOST] == socket.gethostname()
         assert g.headers[SEQ] == str(i + 1)
         assert len(theirs) == len(s.headers) + 3
-    # nothing came back to A, nothing on B went out again
-    time.sleep(QUIET_S)
-    assert len(drain(a, "robot/data")) == 300
-    assert len(drain(b, "robot/data")) == 300
+    # nothing came back to A, nothing on B went out again: B's bridge, woken by a marker
+    # on B, passes over the 300 it imported and sends the marker alone
+    settle(b, [a], "robot/data")
+    assert len(unmarked(drain(a, "robot/data"))) == 300
+    assert len(unmarked(drain(b, "robot/data"))) == 300
     # each side's `a0py info` shows what its bridge carried of the topic, while it runs
-    deadline = time.monotonic() + MSG_S
-    while "imported 300" not in (info_b := cli(b, "info", "robot/data")):
-        assert time.monotonic() < deadline, info_b
-        time.sleep(0.2)
+    info_b = wait_until(
+        lambda: out if "exported 1, imported 300" in (out := cli(b, "info", "robot/data")) else None,
+        "B's status to count the 300 packets and the marker", timeout=MSG_S, every=0.2,
+        state=lambda: cli(b, "info", "robot/data"))
     assert f"bridge     {bb.id} on " in info_b and "(running" in info_b
-    assert "pubsub: exported 0, imported 300; undelivered: none" in info_b
+    assert "pubsub: exported 1, imported 300; undelivered: none" in info_b
     sa, sb = ba.stop(), bb.stop()
     info_a = cli(a, "info", "robot/data")
-    assert "pubsub: exported 300, imported 0; undelivered: none" in info_a and "(stopped" in info_a
+    assert "pubsub: exported 300, imported 1; undelivered: none" in info_a and "(stopped" in info_a
     assert ls_row(a, "robot/data")[-1] == "0" and ls_row(b, "robot/data")[-1] == "0"
     assert ls_row(a, "robot/probe")[-1] == "0"
     assert sa["topics"]["robot/data"]["exported"] == 300
     assert sb["topics"]["robot/data"]["imported"] == 300
     assert sb["topics"]["robot/data"]["lost"] == 0
-    assert sb["topics"]["robot/data"]["exported"] == 0  # imported packets are never re-exported
+    assert sb["topics"]["robot/data"]["exported"] == 1  # the marker: imported packets are never re-exported
 
 
 def test_a_topic_present_before_the_bridge_starts_is_bridged_from_its_next_packet(machines, bridges):
@@ -237,12 +275,13 @@ def test_a_topic_present_before_the_bridge_starts_is_bridged_from_its_next_packe
         bridges(a, ["robot/**"], "--listen", endpoint(port))
         bridges(b, ["robot/**"], "--connect", endpoint(port))
         link(a, [b], "robot/probe")
-        deadline = time.monotonic() + LINK_S
+
         # the bridge's subscriber to robot/old may come a moment after the probe's route
-        while not drain(b, "robot/old"):
+        def after():
             pub.pub(b"after")
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+            return drain(b, "robot/old")
+
+        wait_until(after, "robot/old to be bridged", timeout=LINK_S, every=0.1)
     assert all(p.payload == b"after" for p in drain(b, "robot/old"))
 
 
@@ -266,18 +305,22 @@ def test_log_messages_cross_with_their_levels_in_order(machines, bridges):
     try:
         subprocess.run([sys.executable, "-c", LOGGER, "robot/arm", "40"], check=True, timeout=60,
                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
-        deadline = time.monotonic() + MSG_S
-        while len(got) < 40:
-            assert time.monotonic() < deadline, f"{len(got)} of 40 log messages crossed"
-            time.sleep(0.05)
-        time.sleep(QUIET_S)
+        wait_until(lambda: len(got) >= 40, "40 log messages to cross", timeout=MSG_S, every=POLL_S,
+                   state=lambda: len(got))
+        # nothing more comes: B's bridge passed over the 40 it imported (its marker reached
+        # A), then A's over all A holds (its marker reached this listener)
+        settle(b, [a], "robot/arm", protocol=LOG)
+        (last,) = settle(a, [b], "robot/arm", protocol=LOG)
+        wait_until(lambda: any(p.headers.get(MARK) == last for p in got), "A's marker to reach the listener",
+                   timeout=MSG_S, every=POLL_S)
     finally:
         listener.close()
+    got = unmarked(got)
     assert [p.payload for p in got] == [f"message {i}".encode() for i in range(40)]
     assert [log_level(p).name for p in got] == ["INFO", "WARN"] * 20
     assert all(p.headers[ORIGIN] == ba.id for p in got)
-    assert bb.stop()["logs"]["robot/arm"]["imported"] == 40
-    assert ba.stop()["logs"]["robot/arm"]["exported"] == 40
+    assert bb.stop()["logs"]["robot/arm"]["imported"] == 40 + 1  # and A's marker
+    assert ba.stop()["logs"]["robot/arm"]["exported"] == 40 + 1
 
 
 
@@ -312,43 +355,42 @@ def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(ma
     versions = []
     watcher = CfgWatcher(Topic("robot/cfg", root=b), lambda pkt: versions.append(pkt.json()))
     try:
-        deadline = time.monotonic() + MSG_S
-        while not versions:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_until(lambda: versions, "B's configuration to reach the watcher", timeout=MSG_S, every=POLL_S)
         assert versions == [{"side": "b"}]
         # The bridge's exporter on A may subscribe a moment after the probe's route is up:
         # set until the first change shows on B, then a series of patches.
-        deadline = time.monotonic() + LINK_S
         n = 0
-        while len(versions) < 2:
+
+        def set_n():
+            nonlocal n
             n += 1
             cli(a, "cfg", "robot/cfg", "set", "/n", str(n))
-            assert time.monotonic() < deadline, "no cfg change crossed"
-            time.sleep(0.2)
+            return len(versions) >= 2
+
+        wait_until(set_n, "a cfg change to cross", timeout=LINK_S, every=0.2)
         for k in range(1, 6):
             cli(a, "cfg", "robot/cfg", "patch", json.dumps({f"k{k}": k}))
-        deadline = time.monotonic() + MSG_S
-        while versions[-1].get("k5") != 5:
-            assert time.monotonic() < deadline, f"the patches did not all cross: {versions[-1]}"
-            time.sleep(0.05)
-        time.sleep(0.3)
+        wait_until(lambda: versions[-1].get("k5") == 5, "the patches to cross", timeout=MSG_S,
+                   every=POLL_S, state=lambda: versions[-1])
+        last = {"side": "a", "n": n, **{f"k{k}": k for k in range(1, 6)}}
+        # a change made on B goes back to A, merged into what B had; the watcher stays
+        # open meanwhile: nothing comes between A's last patch and B's own change, on B
+        # until B's bridge has sent B's change (after all it had imported)
+        with Cfg(Topic("robot/cfg", root=b)) as cfg_b:
+            cfg_b.mergepatch({"from": "b"})
+        with Cfg(Topic("robot/cfg", root=a)) as cfg_a:
+            wait_until(lambda: cfg_a.read().json().get("from") == "b", "the change on B to reach A",
+                       timeout=MSG_S, every=POLL_S)
+            assert cfg_a.read().json() == {**last, "from": "b"}
+        wait_until(lambda: versions[-1].get("from") == "b", "the watcher to see B's change",
+                   timeout=MSG_S, every=POLL_S)
     finally:
         watcher.close()
     # in order: each version a superset of the one before (patches only add)
     later = [v for v in versions if v.get("n") == n]
     for older, newer in itertools.pairwise(later):
         assert set(older.items()) <= set(newer.items()), (older, newer)
-    assert versions[-1] == {"side": "a", "n": n, **{f"k{k}": k for k in range(1, 6)}}
-    # a change made on B goes back to A, merged into what B had
-    with Cfg(Topic("robot/cfg", root=b)) as cfg_b:
-        cfg_b.mergepatch({"from": "b"})
-    deadline = time.monotonic() + MSG_S
-    with Cfg(Topic("robot/cfg", root=a)) as cfg_a:
-        while cfg_a.read().json().get("from") != "b":
-            assert time.monotonic() < deadline, "the change on B never reached A"
-            time.sleep(0.05)
-        assert cfg_a.read().json() == {**versions[-1], "from": "b"}
+    assert versions[-2:] == [last, {**last, "from": "b"}]
     assert bb.stop()["cfgs"]["robot/cfg"]["duplicates"] == 0
 
 
@@ -363,25 +405,28 @@ def test_imported_topics_are_created_at_a_size_that_fits(machines, bridges):
     sent = 0
     with Publisher(Topic("robot/big", root=a, size="16M")) as p_big, \
             Publisher(Topic("robot/sized/x", root=a)) as p_sized:
-        deadline = time.monotonic() + LINK_S
-        # (polled without opening them: a reader would create them at the default size)
-        while not (Topic("robot/big", root=b).exists("pubsub")
-                   and Topic("robot/sized/x", root=b).exists("pubsub")):
+        def published():
+            nonlocal sent
+            # (polled without opening them: a reader would create them at the default size)
+            if Topic("robot/big", root=b).exists("pubsub") and Topic("robot/sized/x", root=b).exists("pubsub"):
+                return True
             p_big.pub(big)
             sent += 1
             p_sized.pub(b"small")
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+            return False
+
+        wait_until(published, "B's bridge to create both topics", timeout=LINK_S, every=0.2)
     assert wait_for(b, "robot/big", 1)[0].payload == big
     assert Topic("robot/sized/x", root=b).arena("pubsub").size == 32 << 20
     assert Topic("robot/big", root=b).arena("pubsub").size >= 4 * len(big)
-    # B's exporter passes over the large packets its importer wrote: none comes back to A
-    time.sleep(QUIET_S)
-    back = drain(a, "robot/big")
+    # B's exporter passes over the large packets its importer wrote (a marker on B wakes
+    # it): none comes back to A
+    settle(b, [a], "robot/big")
+    back = unmarked(drain(a, "robot/big"))
     assert 0 < len(back) <= sent and not any(ORIGIN in p.headers for p in back)
     status = bb.stop()
     assert status["topics"]["robot/big"]["too_large"] == 0
-    assert status["topics"]["robot/big"]["exported"] == 0
+    assert status["topics"]["robot/big"]["exported"] == 1  # the marker alone
 
 
 PACED = """
@@ -405,11 +450,15 @@ def tagged(root, name, tag):
     return [p for p in drain(root, name) if p.headers.get("tag") == tag]
 
 
-def wait_until(what, cond, timeout=MSG_S):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
+def local_sleeper(root, name):
+    """Whether a waiter has armed topic `name`'s ``notify_local`` word under `root` (its
+    SLEEPERS bit, csrc/a0_sync.h): it sleeps on it, or is about to, having counted every
+    wake-up before. Only a bridge's export loop waits on that word. Where MultiWait polls
+    (no futex_waitv) nothing is armed, and nothing is pending once the loop has read
+    what woke it: True."""
+    if _core.multiwait_mode() == "poll":
+        return True
+    return bool(_core.Transport(Topic(name, root=root).arena(PUBSUB)).notify_local_count & 1)
 
 
 def test_imports_do_not_wake_the_bridges_own_export_loop_and_local_packets_still_leave(
@@ -429,18 +478,22 @@ def test_imports_do_not_wake_the_bridges_own_export_loop_and_local_packets_still
         publish(a, "robot/stream", 1, "first")  # B's importer creates the topic
         wait_for(b, "robot/stream", 1)
         # B's exporter of the topic is up once a local packet of B reaches A
-        wait_until("B's exporter never sent robot/stream", lambda: (
-            publish(b, "robot/stream", 1, "hello") or True) and tagged(a, "robot/stream", "hello"),
-            timeout=LINK_S)
+        wait_until(lambda: (publish(b, "robot/stream", 1, "hello") or True)
+                   and tagged(a, "robot/stream", "hello"), "B's exporter to send robot/stream",
+                   timeout=LINK_S, every=POLL_S)
         hellos = len(tagged(b, "robot/stream", "hello"))
-        time.sleep(QUIET_S)  # what is in flight lands
+        # Every wake-up the hellos caused is counted (their publishers have exited): B's
+        # exporter sent them all, and its loop has armed the ring's word again since.
+        wait_until(lambda: bb.status()["topics"]["robot/stream"]["exported"] == hellos
+                   and local_sleeper(b, "robot/stream"), "B's export loop to send the hellos and sleep",
+                   timeout=MSG_S, state=lambda: bb.status()["topics"]["robot/stream"])
         imported = bb.status()["topics"]["robot/stream"]["imported"]
         woken = bb.export_wakeups
 
         # 1. a steady stream from A, one sample a packet: B's export loop is not woken
         assert publish_paced(a, "robot/stream", 1000, "stream", 0.001).wait(60) == 0
-        wait_until("the stream did not reach B", lambda: (
-            bb.status()["topics"]["robot/stream"]["imported"] >= imported + 1000))
+        wait_until(lambda: bb.status()["topics"]["robot/stream"]["imported"] >= imported + 1000,
+                   "the stream to reach B", timeout=MSG_S, every=POLL_S)
         assert bb.export_wakeups == woken
         assert len(drain(b, "robot/stream")) < 1000  # the ring wrapped: imports were overwritten
 
@@ -449,8 +502,9 @@ def test_imports_do_not_wake_the_bridges_own_export_loop_and_local_packets_still
         remote = publish_paced(a, "robot/stream", 1000, "stream2", 0.001)
         local = publish_paced(b, "robot/stream", 100, "local", 0.01)
         assert local.wait(60) == 0 and remote.wait(60) == 0
-        wait_until("B's local packets did not all reach A",
-                   lambda: len(tagged(a, "robot/stream", "local")) >= 100)
+        wait_until(lambda: len(tagged(a, "robot/stream", "local")) >= 100,
+                   "B's local packets to reach A", timeout=MSG_S, every=POLL_S,
+                   state=lambda: len(tagged(a, "robot/stream", "local")))
         got = tagged(a, "robot/stream", "local")
         assert [p.headers["i"] for p in got] == [str(i) for i in range(100)]
         assert all(ORIGIN in p.headers for p in got)
@@ -459,13 +513,15 @@ def test_imports_do_not_wake_the_bridges_own_export_loop_and_local_packets_still
         # then differs from what the loop saw: it looks again, finds nothing new). The
         # 2000 imported samples meanwhile wake it not once.
         assert 1 <= bb.export_wakeups - woken <= 200
-        wait_until("the second stream did not reach B", lambda: (
-            bb.status()["topics"]["robot/stream"]["imported"] >= imported + 2000))
-        time.sleep(QUIET_S)
+        # what A sent is all in: A's bridge, woken by a marker, sent what it had before
+        # it (the marker, imported, moves the count after it is written)
+        settle(a, [b], "robot/stream")
+        wait_until(lambda: bb.status()["topics"]["robot/stream"]["imported"] >= imported + 2001,
+                   "the second stream and the marker to be counted on B", timeout=MSG_S, every=POLL_S)
         counts = bb.status()["topics"]["robot/stream"]
         assert counts["exported"] == hellos + 100
         assert counts["missed_local"] == 0
-        assert counts["imported"] == imported + 2000 and counts["lost"] == 0
+        assert counts["imported"] == imported + 2000 + 1 and counts["lost"] == 0
     assert len(tagged(a, "robot/stream", "local")) == 100  # none twice
 
 
@@ -483,9 +539,9 @@ def test_three_bridges_in_a_triangle_deliver_each_packet_once_and_never_loop(mac
 def triangle_traffic(roots, procs, n=60):
     """Three machines' bridges, linked: one topic written on every machine and one per
     machine, `n` packets each. Every packet arrives once everywhere, in the order
-    published, and nothing more comes after a quiet period (a loop or a duplicate
-    would); the bridges stop with no duplicate or loss counted. Returns their final
-    statuses."""
+    published, and nothing more comes (a loop or a duplicate would) before each
+    machine's marker on each topic has reached the two others; the bridges stop with no
+    duplicate or loss counted. Returns their final statuses."""
     for i, r in enumerate(roots):
         link(r, [o for o in roots if o != r], f"robot/probe{i}")
     for i, r in enumerate(roots):
@@ -495,15 +551,17 @@ def triangle_traffic(roots, procs, n=60):
         wait_for(r, "robot/shared", 3 * n)
         for i in range(3):
             wait_for(r, f"robot/only{i}", n)
-    time.sleep(QUIET_S)  # loops or duplicates would show up as more packets meanwhile
+    topics = ["robot/shared", *(f"robot/only{i}" for i in range(3))]
+    for r in roots:  # every bridge has passed over what it imported, and what it sent landed
+        settle(r, [o for o in roots if o != r], *topics)
     for r in roots:
-        shared = drain(r, "robot/shared")
+        shared = unmarked(drain(r, "robot/shared"))
         assert len(shared) == 3 * n and len({p.id for p in shared}) == 3 * n, r
         for i in range(3):
             # each machine's packets on the shared topic arrived once, in order
             mine = [p.headers["i"] for p in shared if p.headers["tag"] == f"m{i}"]
             assert mine == [str(k) for k in range(n)], (r, i)
-            only = drain(r, f"robot/only{i}")
+            only = unmarked(drain(r, f"robot/only{i}"))
             assert len(only) == n and len({p.id for p in only}) == n, (r, i)
             assert [p.headers["i"] for p in only] == [str(k) for k in range(n)], (r, i)
     statuses = []
@@ -525,14 +583,17 @@ def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines
     good = Packet([("k", "v")], b"real").to_bytes()
     origin = uuid.uuid4().bytes
     with _session(port) as s:
-        deadline = time.monotonic() + LINK_S
         seq = 0
-        # until the route is up: numbered good packets from a made-up bridge
-        while not drain(b, "robot/good"):
+
+        def put_good():  # until the route is up: numbered good packets from a made-up bridge
+            nonlocal seq
+            if drain(b, "robot/good"):
+                return True
             seq += 1
             s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq, "h").encode())
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+            return False
+
+        wait_until(put_good, "a route to B", timeout=LINK_S, every=0.1)
         s.put(pubsub_key("a0py", "robot/good"), good)  # no attachment
         s.put(pubsub_key("a0py", "robot/good"), good, attachment=b"junk")
         s.put("a0py/pubsub/robot/-bad", good, attachment=Attachment(origin, 1, "h").encode())
@@ -551,10 +612,8 @@ def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines
         s.put(pubsub_key("a0py", "robot/good"), framed + FRAME_PREFIX.pack(2, 3) + b"bad" + framed,
               attachment=BatchAttachment(origin, seq + 8, 3, "h").encode())
         s.put(pubsub_key("a0py", "robot/good"), framed, attachment=BatchAttachment(origin, 0, 1, "h").encode())
-        deadline = time.monotonic() + MSG_S
-        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 10):
-            assert time.monotonic() < deadline, "the good packet after the bad ones never came"
-            time.sleep(0.05)
+        wait_until(lambda: drain(b, "robot/good")[-1].headers[SEQ] == str(seq + 10),
+                   "the good packet after the bad ones", timeout=MSG_S, every=POLL_S)
     status = bb.stop()
     assert status["bad_samples"] == 4
     # the two refused single packets, the cut batch (1), the lying one (3), the bad packet (1)
@@ -578,24 +637,23 @@ def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, b
 
     try:
         with _session(port) as s:
-            deadline = time.monotonic() + LINK_S
             first = 0
-            while not drain(b, "robot/lossy"):
+
+            def put_first():  # until the route is up
+                nonlocal first
+                if drain(b, "robot/lossy"):
+                    return True
                 first += 1
                 put(s, first)
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
+                return False
+
+            wait_until(put_first, "a route to B", timeout=LINK_S, every=0.1)
             for seq in (first + 1, first + 1, first + 4, first + 2, first + 5):  # dup, gap of 2, late
                 put(s, seq)
-            deadline = time.monotonic() + MSG_S
-            while drain(b, "robot/lossy")[-1].payload != str(first + 5).encode():
-                assert time.monotonic() < deadline
-                time.sleep(0.05)
+            wait_until(lambda: drain(b, "robot/lossy")[-1].payload == str(first + 5).encode(),
+                       f"packet {first + 5} on B", timeout=MSG_S, every=POLL_S)
             got = drain(b, "robot/lossy")
-            deadline = time.monotonic() + MSG_S
-            while not logs:
-                assert time.monotonic() < deadline, "no WARN on the bridge's log topic"
-                time.sleep(0.05)
+            wait_until(lambda: logs, "a WARN on the bridge's log topic", timeout=MSG_S, every=POLL_S)
         status = bb.stop()
     finally:
         listener.close()
@@ -623,9 +681,9 @@ def test_a_restarted_bridge_resumes_without_duplicates(machines, bridges):
     bridges(b, ["robot/**"], "--connect", endpoint(port))
     link(a, [b], "robot/probe2")
     publish(a, "robot/data", 50, "second")
-    got = wait_for(b, "robot/data", 100)
-    time.sleep(QUIET_S)
-    got = drain(b, "robot/data")
+    wait_for(b, "robot/data", 100)
+    settle(a, [b], "robot/data")  # what A's bridge sent before its marker has landed
+    got = unmarked(drain(b, "robot/data"))
     assert len({p.id for p in got}) == len(got)
     tags = [p.headers["tag"] for p in got]
     assert tags.count("first") == 50 and tags.count("second") == 50
@@ -660,8 +718,11 @@ def test_a_second_bridge_on_a_root_is_refused_and_every_packet_arrives_once(mach
     bridges(b, ["robot/**"], "--connect", endpoint(port))
     link(a, [b], "robot/probe")
     publish(a, "robot/once", 5, "A")
-    time.sleep(QUIET_S)
-    assert len(wait_for(b, "robot/once", 5)) == 5 and len(drain(a, "robot/once")) == 5
+    wait_for(b, "robot/once", 5)
+    # A's one bridge has sent all it had, and B's, woken, has sent nothing back
+    settle(a, [b], "robot/once")
+    settle(b, [a], "robot/once")
+    assert len(unmarked(drain(b, "robot/once"))) == 5 and len(unmarked(drain(a, "robot/once"))) == 5
     # the holder killed: its root is free at once (a robust lock, no timeout)
     ba.kill()
     with ZenohBridge(["robot/**"], root=a):
@@ -758,20 +819,36 @@ def test_a_bridge_that_meets_no_other_says_what_to_check_and_one_that_meets_one_
              "nobody": start(c, "--connect", endpoint(nobody)),
              "listen": start(d, "--listen", endpoint(met)),
              "connect": start(e, "--connect", endpoint(met))}
-    time.sleep(NO_PEER_S + 3)
+    hint = f"a0py bridge: no other bridge met in {NO_PEER_S:g} s"
+    up = {name: rf"^a0py bridge: peer bridge [0-9a-f]{{32}} on \S+ \(root {there}, pid \d+\) up$"
+          for name, there in (("listen", e), ("connect", d))}
+    said = dict.fromkeys(procs, b"")
+
+    def heard():
+        """Whether each of the three that meet no bridge has said so (after NO_PEER_S),
+        and each of the two that meet has said that. Once a peer is up, the timer's
+        hint says nothing: the two have no hint to wait for."""
+        ready, _, _ = select.select([p.stderr for p in procs.values()], [], [], 0)
+        for name, proc in procs.items():
+            if proc.stderr in ready:
+                said[name] += os.read(proc.stderr.fileno(), 1 << 16)
+        text = {name: out.decode() for name, out in said.items()}
+        return (all(re.search(re.escape(hint) + ".*\n", text[name]) for name in ("x", "y", "nobody"))
+                and all(re.search(up[name], text[name], re.MULTILINE) for name in up))
+
+    wait_until(heard, "each bridge to say whether it met another", timeout=NO_PEER_S + START_S + LINK_S,
+               every=0.1, state=lambda: said)
     err = {}
     for name, proc in procs.items():
         proc.send_signal(signal.SIGTERM)
-        err[name] = proc.communicate(timeout=20)[1]
-    hint = f"a0py bridge: no other bridge met in {NO_PEER_S:g} s"
+        err[name] = said[name].decode() + proc.communicate(timeout=20)[1]
     assert f"{hint} (connecting to {endpoint(mismatched)}): a Zenoh session is connected, but it is not " \
         "an a0py bridge with prefix 'y': give both bridges the same --prefix" in err["y"]
     assert "with prefix 'x'" in err["x"]
     assert f"{hint} (connecting to {endpoint(nobody)}): nothing answered there yet" in err["nobody"]
-    for name, there in (("listen", e), ("connect", d)):
+    for name in up:
         assert hint not in err[name] and "Traceback" not in err[name]
-        assert re.search(rf"^a0py bridge: peer bridge [0-9a-f]{{32}} on \S+ \(root {there}, pid \d+\) up$",
-                         err[name], re.MULTILINE), err[name]
+        assert re.search(up[name], err[name], re.MULTILINE), err[name]
 
 
 # --- RPC and PRPC across
@@ -802,9 +879,7 @@ def rpc_servers():
 
 def rpc_ring_ids(root, name):
     """The ids of the requests in topic `name`'s rpc ring under `root`."""
-    with _core.PacketReader(Topic(name, root=root).arena("rpc"), 0, 0) as reader:
-        return {p.id for p in reader.read_batch(10_000)
-                if not isinstance(p, Exception) and p.headers.get("a0_rpc_type") == "request"}
+    return {p.id for p in ring(root, name, "rpc") if p.headers.get("a0_rpc_type") == "request"}
 
 
 def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_servers):
@@ -874,10 +949,8 @@ def test_a_request_waiting_when_the_remote_server_dies_is_served_by_the_next(
     blocked = client.send(b"block")  # accepted; its handler never returns
     wait_for(b, "svc/next/held", 1)
     waiting = client.send(b"echo:served")  # queued behind it, not accepted
-    deadline = time.monotonic() + MSG_S
-    while waiting.request_id not in rpc_ring_ids(b, "svc/next"):  # it reached the server's ring
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    wait_until(lambda: waiting.request_id in rpc_ring_ids(b, "svc/next"),
+               "the waiting request to reach the server's ring", timeout=MSG_S, every=POLL_S)
     server.kill()
     with pytest.raises(RpcServerDiedError):
         blocked.result(MSG_S)
@@ -995,13 +1068,8 @@ def wait_status(root, pred, what, timeout=LINK_S):
     timeout naming `what`."""
     from a0py.bridge.counts import read_status
 
-    deadline = time.monotonic() + timeout
-    while True:
-        status = read_status(root)
-        if status is not None and pred(status):
-            return status
-        assert time.monotonic() < deadline, f"{what} within {timeout} s; last status: {status}"
-        time.sleep(0.1)
+    return wait_until(lambda: status if (status := read_status(root)) is not None and pred(status) else None,
+                      what, timeout=timeout, every=0.1, state=lambda: read_status(root))
 
 
 def peer_of(status, root):
@@ -1010,19 +1078,21 @@ def peer_of(status, root):
 
 
 def log_events(root):
-    """The bridge's link-state messages in its log topic under `root`: [(event, peer id,
-    level)], oldest first."""
-    got = []
-    listener = LogListener(Topic("a0py/bridge", root=root), "DBG", got.append, init=INIT_OLDEST)
-    try:
-        deadline = time.monotonic() + QUIET_S
-        n = -1
-        while n != len(got) and time.monotonic() < deadline:  # until it stops growing
-            n = len(got)
-            time.sleep(0.2)
-    finally:
-        listener.close()
-    return [(p.headers["event"], p.headers["peer"], log_level(p).name) for p in got if "event" in p.headers]
+    """The bridge's link-state messages in its log topic under `root` now: [(event, peer
+    id, level)], oldest first."""
+    return [(p.headers["event"], p.headers["peer"], log_level(p).name)
+            for p in ring(root, "a0py/bridge", LOG) if "event" in p.headers]
+
+
+def wait_events(root, names):
+    """The link-state messages under `root` (:func:`log_events`) once the last ones are
+    the events `names`, in that order."""
+    def logged():
+        got = log_events(root)
+        return got if [e for e, _, _ in got][-len(names):] == names else None
+
+    return wait_until(logged, f"the events {names} in the log under {root}", timeout=MSG_S, every=0.1,
+                      state=lambda: log_events(root))
 
 
 def test_a_killed_peer_bridge_is_reported_gone_with_its_time_and_back_when_restarted(machines, bridges):
@@ -1051,11 +1121,8 @@ def test_a_killed_peer_bridge_is_reported_gone_with_its_time_and_back_when_resta
     ls = subprocess.run([sys.executable, "-m", "a0py", "ls"], capture_output=True, text=True, timeout=60,
                         env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
     assert "gone since" not in ls.stderr
-    deadline = time.monotonic() + MSG_S
-    while [e for e, _, _ in log_events(a)][-3:] != ["up", "gone", "back"]:
-        assert time.monotonic() < deadline, log_events(a)
-        time.sleep(0.1)
-    assert log_events(a)[-3:] == [("up", bb.id, "INFO"), ("gone", bb.id, "WARN"), ("back", bb2.id, "INFO")]
+    assert wait_events(a, ["up", "gone", "back"])[-3:] == [
+        ("up", bb.id, "INFO"), ("gone", bb.id, "WARN"), ("back", bb2.id, "INFO")]
 
 
 def test_a_peer_bridge_stopped_cleanly_is_reported_stopped_not_gone(machines, bridges):
@@ -1073,11 +1140,7 @@ def test_a_peer_bridge_stopped_cleanly_is_reported_stopped_not_gone(machines, br
                         env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
     assert "gone since" not in ls.stderr  # a stopped peer is not a lost link
     assert f"peer {bb.id} on {socket.gethostname()} (root {b}): stopped since" in cli(a, "info", "robot/probe")
-    deadline = time.monotonic() + MSG_S
-    while [e for e, _, _ in log_events(a)][-2:] != ["up", "stopped"]:
-        assert time.monotonic() < deadline, log_events(a)
-        time.sleep(0.1)
-    assert log_events(a)[-2:] == [("up", bb.id, "INFO"), ("stopped", bb.id, "INFO")]
+    assert wait_events(a, ["up", "stopped"])[-2:] == [("up", bb.id, "INFO"), ("stopped", bb.id, "INFO")]
     # served again: back
     bb2 = bridges(b, ["robot/**"], "--connect", endpoint(port))
     back = wait_status(a, lambda s: peer_of(s, b)["state"] == "up", "B reported back")
@@ -1156,7 +1219,7 @@ def test_a_link_down_is_reported_within_the_lease_on_both_sides_and_traffic_resu
             wait_status(here, lambda s, t=there: peer_of(s, t)["state"] == "up",
                         f"{here}: the peer on {there} reported back", timeout=30)
         link(a, [b], "robot/probe_after")
-        assert [e for e, _, _ in log_events(a)][-2:] == ["gone", "back"]
+        wait_events(a, ["gone", "back"])
     finally:
         for proc in procs:
             proc.kill()
@@ -1217,31 +1280,38 @@ def test_a_bundling_bridge_carries_20_topics_in_order_nothing_lost_or_duplicated
     ba = bridges(a, ["robot/**"], "--listen", endpoint(port), "--bundle", "--linger", "0.0005", "--reliable")
     bb = bridges(b, ["robot/**"], "--connect", endpoint(port), "--reliable")  # importer in the default mode
     link(a, [b], "robot/probe")
-    keys = set()
-    with _session(port) as s:  # what goes over Zenoh, seen by a session of the test's own
-        s.declare_subscriber("a0py/**", lambda sample: keys.add(str(sample.key_expr)))
-        time.sleep(1.0)  # the subscriber's declaration reaches the bridge
+    samples = []  # (key, payload size): what goes over Zenoh, seen by a session of the test's own
+    with _session(port) as s, Publisher(Topic("robot/probe", root=a)) as probe:
+        s.declare_subscriber("a0py/**", lambda sample: samples.append(
+            (str(sample.key_expr), len(sample.payload.to_bytes()))))
+
+        def probed():  # A's bridge sends to the test's subscriber: it knows of it
+            probe.pub(b"probe")
+            return samples
+
+        wait_until(probed, "A's bridge to send to the test's subscriber", timeout=LINK_S, every=0.1)
         n, topics = 100, 20
         subprocess.run([sys.executable, "-c", MANY_TOPICS, str(n), str(topics), "50"], check=True, timeout=60,
                        env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
         got = {k: wait_for(b, f"robot/t{k}", n) for k in range(topics)}
-        time.sleep(QUIET_S)
+        settle(a, [b], *(f"robot/t{k}" for k in range(topics)))  # nothing more is on its way
     for k in range(topics):
-        packets = drain(b, f"robot/t{k}")
-        sent = drain(a, f"robot/t{k}")
+        packets = unmarked(drain(b, f"robot/t{k}"))
+        sent = unmarked(drain(a, f"robot/t{k}"))
         assert [p.id for p in packets] == [p.id for p in sent], k  # all, once, in order
         assert [p.headers[SEQ] for p in packets] == [str(i + 1) for i in range(n)]
         assert all(p.headers[ORIGIN] == ba.id for p in packets)
         assert got[k][0].payload == f"{k}-0".encode()
     assert got[0][50].payload == b"B" * 100_000
-    # every packet went in bundles, the big one too (in order with the others: one key)
-    assert f"a0py/bundle/{ba.id}" in keys
-    assert not [k for k in keys if k.startswith("a0py/pubsub/")]
+    # every packet went in bundles, the big one too (in a bundle of its own, in order with
+    # the others: one key)
+    assert any(key == f"a0py/bundle/{ba.id}" and size > 100_000 for key, size in samples)
+    assert not [key for key, _ in samples if key.startswith("a0py/pubsub/")]
     sa, sb = ba.stop(), bb.stop()
     for k in range(topics):
-        assert sa["topics"][f"robot/t{k}"]["exported"] == n
+        assert sa["topics"][f"robot/t{k}"]["exported"] == n + 1  # and the marker
         counts = sb["topics"][f"robot/t{k}"]
-        assert (counts["imported"], counts["lost"], counts["duplicates"], counts["corrupt"]) == (n, 0, 0, 0)
+        assert (counts["imported"], counts["lost"], counts["duplicates"], counts["corrupt"]) == (n + 1, 0, 0, 0)
     assert sb["bad_samples"] == 0
     assert ls_row(b, "robot/t7")[-1] == "0"
 
@@ -1262,13 +1332,13 @@ with Publisher("robot/keep/x") as keep, Publisher("robot/drop/y") as drop:
         keep.pub(str(i)); drop.pub(str(i))
 """], check=True, timeout=60, env=dict(os.environ, A0PY_ROOT=a, PYTHONPATH=REPO), cwd=REPO)
     wait_for(b, "robot/keep/x", 90)
-    time.sleep(QUIET_S)
-    assert [p.payload for p in drain(b, "robot/keep/x")] == [str(i).encode() for i in range(30)] * 3
+    settle(a, [b], "robot/keep/x")  # B has taken in every bundle sent before the marker's
+    assert [p.payload for p in unmarked(drain(b, "robot/keep/x"))] == [str(i).encode() for i in range(30)] * 3
     assert "robot/drop/y" not in list_topics(b)  # never created, never written
     sa, sb = ba.stop(), bb.stop()
     assert sa["topics"]["robot/drop/y"]["exported"] == 90
     assert "robot/drop/y" not in sb["topics"]  # skipped: not counted, not a loss
-    assert sb["topics"]["robot/keep/x"]["imported"] == 90 and sb["topics"]["robot/keep/x"]["lost"] == 0
+    assert sb["topics"]["robot/keep/x"]["imported"] == 90 + 1 and sb["topics"]["robot/keep/x"]["lost"] == 0
     assert sb["bad_samples"] == 0
 
 
@@ -1298,13 +1368,17 @@ def test_hostile_bundles_are_counted_and_the_bridge_goes_on(machines, bridges):
         return BundleAttachment(origin, sections, "h").encode()
 
     with _session(port) as s:
-        deadline = time.monotonic() + LINK_S
         seq = 0
-        while not drain(b, "robot/good"):  # until the route is up
+
+        def put_good():  # until the route is up
+            nonlocal seq
+            if drain(b, "robot/good"):
+                return True
             seq += 1
             s.put(key, bundle_payload([("robot/good", seq, [good])]), attachment=att(1))
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+            return False
+
+        wait_until(put_good, "a route to B", timeout=LINK_S, every=0.1)
         whole = bundle_payload([("robot/good", seq + 1, [good]), ("robot/other", 1, [good])])
         s.put(key, whole)                                    # no attachment
         s.put(key, whole, attachment=b"junk")                # not a bundle's
@@ -1316,10 +1390,8 @@ def test_hostile_bundles_are_counted_and_the_bridge_goes_on(machines, bridges):
         # one section's batch holds a packet that is not one: counted on its topic, the rest written
         s.put(key, bundle_payload([("robot/good", seq + 1, [good, b"not a packet", good])]), attachment=att(1))
         s.put(key, bundle_payload([("robot/good", seq + 4, [good])]), attachment=att(1))
-        deadline = time.monotonic() + MSG_S
-        while drain(b, "robot/good")[-1].headers[SEQ] != str(seq + 4):
-            assert time.monotonic() < deadline, "the good bundle after the bad ones never came"
-            time.sleep(0.05)
+        wait_until(lambda: drain(b, "robot/good")[-1].headers[SEQ] == str(seq + 4),
+                   "the good bundle after the bad ones", timeout=MSG_S, every=POLL_S)
     status = bb.stop()
     assert status["bad_samples"] == 6
     assert status["topics"]["robot/good"]["corrupt"] == 1 and status["topics"]["robot/good"]["lost"] == 0

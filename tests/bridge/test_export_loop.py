@@ -7,12 +7,13 @@ to Zenoh; across real bridge processes, tests/bridge/test_bridge.py."""
 import threading
 import time
 
+from helpers.procs import wait_until
+
 from a0py import Arena, Packet, _core
 from a0py.bridge.exporting import ExportLoop
 from a0py.bridge.wire import ORIGIN
 
 WAIT_S = 15.0   # what the loop was woken for is read within this
-QUIET_S = 1.0   # after which nothing more may be read
 PACKET = Packet([("k", "v")], b"x" * 64).to_bytes()
 
 
@@ -46,10 +47,21 @@ class CountingExporter:
 
 
 def wait_read(exporter, n):
-    deadline = time.monotonic() + WAIT_S
-    while exporter.read < n:
-        assert time.monotonic() < deadline, f"{exporter.name}: read {exporter.read} of {n}"
-        time.sleep(0.01)
+    wait_until(lambda: exporter.read >= n, f"{exporter.name}: {n} packets read", timeout=WAIT_S,
+               every=0.01, state=lambda: exporter.read)
+
+
+def settle(marker):
+    """Returns once the loop has taken in every change made before the call (an exporter
+    added or removed, a packet written): two packets on `marker`'s ring, the second
+    written after the first was read, so read in a later pass of the loop, which took
+    the changes in at its start and then looked at every ring it watches (changed()
+    reads their words in watch order, so one pass's look may miss a write that a later
+    ring's read shows; the next pass's does not)."""
+    for _ in range(2):
+        n = marker.read + 1
+        marker.write(1)
+        wait_read(marker, n)
 
 
 def test_topics_added_while_the_loop_runs_are_read_and_a_removed_one_no_more():
@@ -71,11 +83,9 @@ def test_topics_added_while_the_loop_runs_are_read_and_a_removed_one_no_more():
         wait_read(second, 5)
         wait_read(third, 7)
         loop.remove(second)
-        time.sleep(QUIET_S)  # the loop has taken the removal in
+        settle(third)  # the loop has taken the removal in
         second.write(3)
-        third.write(1)
-        wait_read(third, 8)
-        time.sleep(QUIET_S)
+        settle(third)  # and would have read second's packets, were it still watched
         assert second.read == 5
         assert first.read == 2010
     finally:
@@ -105,13 +115,14 @@ def test_with_a_linger_a_steady_stream_is_read_by_the_timer_not_by_a_wake_up_per
     n = 300
     try:
         loop.add(topic)
-        time.sleep(0.05)
-        woken = loop.wakeups
         writer = _core.Transport(topic.arena)
+        writer.write(PACKET)
+        wait_read(topic, 1)  # the loop watches the ring; the wake-up that read the packet is counted
+        woken = loop.wakeups
         for _ in range(n):
             writer.write(PACKET)
-            time.sleep(0.001)
-        wait_read(topic, n)
+            time.sleep(0.001)  # the steady stream under test
+        wait_read(topic, 1 + n)
         assert loop.wakeups - woken < n // 10, (loop.wakeups - woken, topic.pumps)
     finally:
         loop.close()

@@ -38,6 +38,7 @@ BAD_VALUES = [
     (("rpc", "t", "x", "--timeout", "-inf"), "'--timeout'"),
     (("pub", "t", "x", "--rate", "nan"), "'--rate'"),
     (("pub", "t", "x", "--rate", "1e-300"), "'--rate'"),
+    (("pub", "t", "x", "--size", "1.5M"), "'1.5M' is not a size"),
     (("echo", "t", "--timeout", "nan"), "'--timeout'"),
     (("echo", "t", "-n", "-1"), "'-n'"),
     (("cfg", "t", "watch", "--timeout", "inf"), "'--timeout'"),
@@ -122,6 +123,9 @@ def test_seconds_rate_and_counts_keep_to_their_ranges():
     with pytest.raises(TypeError):
         BoundedInt(2, None)
     assert _convert(ByteSize(), "16M") == 16 << 20
+    # The grammar Topic(size=) and A0PY_TOPIC_SIZES read (a0py.proto.sizes): T too, any case.
+    for text in ("64kib", "16m", "2T", "3 GB"):
+        assert _convert(ByteSize(), text) == tp.parse_size(text)
     with pytest.raises(click.BadParameter, match="too large"):
         _convert(ByteSize(), "99999999999999G")
 

@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from helpers.procs import REPO
+from helpers.procs import REPO, maps, wait_until
 from mcap.reader import make_reader
 
 import a0py
@@ -73,6 +73,11 @@ class Recording:
             self.seen += self.proc.stderr.readline()
         return self.seen
 
+    def opened(self, topic):
+        """Waits until the recorder has opened `topic`: it records all it holds from then
+        on, the frames still in the ring when it stops included."""
+        wait_until(lambda: maps(self.proc.pid, topic), f"the recorder to open {topic.name}", every=0.01)
+
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
         out, err = self.proc.communicate(timeout=RUN_S)
@@ -114,7 +119,7 @@ def test_record_says_it_waits_and_records_a_late_topic_from_its_first_packet(roo
     assert "late/t" in line
     assert list_topics(root) == {}  # waiting created nothing
     publish(root, "late/t", 5)  # created and written at once: nothing for the recorder to miss
-    time.sleep(0.5)
+    rec.opened(a0py.Topic("late/t", root=root))
     stdout = rec.stop()
     assert "late/t: 5 frames" in stdout and "0 gaps" in stdout
     got = [(t, seq, data[-8:]) for path in segments(out) for t, seq, data in messages(path) if t == "late/t"]
@@ -140,7 +145,7 @@ def test_a_publishers_size_request_is_honoured_after_record_started(root, tmp_pa
     publish(root, "nu/bigcam", 3, size="64M", payload=5_000_000)
     assert os.path.getsize("/dev/shm/" + a0py.Topic("nu/bigcam", root=root).location(PUBSUB).lstrip("/")) \
         == 64 << 20
-    time.sleep(0.5)
+    rec.opened(a0py.Topic("nu/bigcam", root=root))
     assert "nu/bigcam: 3 frames" in rec.stop()
 
 
@@ -234,7 +239,7 @@ def test_max_duration_leaves_no_empty_segment_while_idle(root, tmp_path):
     publish(root, "idle/t", 1)
     time.sleep(1.5)  # several max-durations with nothing published
     publish(root, "idle/t", 1)
-    time.sleep(0.5)
+    time.sleep(0.5)  # and more max-durations after a packet: the behaviour under test
     rec.stop()
     found = segments(out)
     assert found

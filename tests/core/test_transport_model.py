@@ -18,6 +18,12 @@ writers run -- evicting and overwriting those very frames, or only the frame
 whose link it followed -- *between its copy and its check*, and the model
 says exactly which outcome is right: accepted with the model's bytes, or
 refused as evicted (never a torn frame accepted), with the gap counted.
+
+Both readers follow the landing rule (``Reader`` below): from a cursor whose
+frame was evicted, a lock-free read lands twice the writer's pace after the
+oldest frame, or on the newest while the reader stays lapped; the C reader's
+pace and lapped flag are compared after every read, and the writes between
+its copy and its check are what teach it the pace.
 """
 
 import ctypes
@@ -82,17 +88,82 @@ class State:
         return self.seq_low == self.seq_high + 1
 
 
+# Frames a lock-free batch read (read_many) copies before it validates them.
+READ_BATCH = 64
+
+
+@dataclass
+class Reader:
+    """A reader's own state, as specified (docs/transport.md, "A reader slower
+    than its writer"): its cursor, the frames it did not read, and what its
+    landings go by: `pace`, the frames the writer evicted while its recent
+    lock-free reads were in flight, and `lapped`, set by a landing from an
+    evicted cursor until a read finds nothing left."""
+
+    cursor: int = 0
+    missed: int = 0
+    pace: int = 0
+    lapped: bool = False
+
+    def landing(self, s):
+        """Where a lock-free read lands in committed state `s` from a cursor
+        whose frame is gone: the newest if lapped (or if twice the pace
+        reaches past it), else twice the pace after the oldest."""
+        if self.lapped or 2 * self.pace > s.seq_high - s.seq_low:
+            return s.seq_high
+        return s.seq_low + 2 * self.pace
+
+    def begin(self, s):
+        """read_begin on committed state `s`: (seq, link, gap), or None when
+        there is nothing after the cursor (the reader has caught up)."""
+        if s.empty or self.cursor >= s.seq_high:
+            self.lapped = False
+            return None
+        if self.cursor < s.seq_low:
+            seq = link = self.landing(s)
+            if self.cursor:
+                self.lapped = True
+        else:
+            seq, link = self.cursor + 1, self.cursor
+        return seq, link, (seq - self.cursor - 1 if self.cursor else 0)
+
+    def end(self, first, last_seq, snap_low, s):
+        """read_end of a batch first..last_seq located when the oldest frame
+        was `snap_low`, checked against committed state `s`: accepted (the
+        cursor moves, the gap is missed) or refused; the pace learns either way."""
+        _, link, gap = first
+        moved = max(0, s.seq_low - snap_low)
+        self.pace = moved if moved >= self.pace else self.pace - (self.pace - moved + 3) // 4
+        if not s.seq_low <= link <= s.seq_high:
+            return False
+        self.cursor = last_seq
+        self.missed += gap
+        return True
+
+
 class Ring:
     """The ring as specified. `work` is what the lock holder sees,
-    `committed` what the arena's committed page holds."""
+    `committed` what the arena's committed page holds; `reader` is the
+    Transport's own cursor (shared by its locked and lock-free reads)."""
 
     def __init__(self, size):
         self.size = size
         self.committed = State([], 1, 0, 0)
         self.work = self.committed.copy()
         self.pending = 0
-        self.cursor = 0
-        self.missed = 0  # frames the lock-free reads of the Transport skipped
+        self.reader = Reader()
+
+    @property
+    def cursor(self):
+        return self.reader.cursor
+
+    @cursor.setter
+    def cursor(self, seq):
+        self.reader.cursor = seq
+
+    @property
+    def missed(self):
+        return self.reader.missed
 
     @property
     def max_frame(self):
@@ -191,12 +262,30 @@ class Ring:
         self.cursor = max(self.cursor + 1, self.work.seq_low)
 
     def read_next(self):
-        """next() as a lock-free read does it: a jump over frames removed
-        since the last read (after the first read) counts as missed."""
-        before = self.cursor
-        self.next()
-        if before and self.cursor > before + 1:
-            self.missed += self.cursor - before - 1
+        """A lock-free read of the Transport (no writer runs between its copy
+        and its check): the seq it reads, or None."""
+        c = self.committed
+        first = self.reader.begin(c)
+        if first is None:
+            return None
+        self.reader.end(first, first[0], c.seq_low, c)
+        return first[0]
+
+    def read_many(self, limit):
+        """Transport.read_many(limit): batches of up to READ_BATCH frames,
+        each validated once; the seqs read."""
+        seqs, left = [], -1 if limit is None else limit
+        while left != 0:
+            c = self.committed
+            first = self.reader.begin(c)
+            if first is None:
+                break
+            n = min(c.seq_high - first[0] + 1, READ_BATCH, left if left > 0 else READ_BATCH)
+            self.reader.end(first, first[0] + n - 1, c.seq_low, c)
+            seqs.extend(range(first[0], first[0] + n))
+            if left > 0:
+                left -= n
+        return seqs
 
     def prev(self):
         if not self.has_prev():
@@ -270,8 +359,7 @@ class TransportMachine(RuleBasedStateMachine):
             ffi, lib = self.core
             self.rt = ffi.new("a0_transport_t*")
             assert lib.a0_transport_init(self.rt, ffi.cast("void*", self.base), size) == lib.A0_OK
-            self.r_cursor = 0
-            self.r_missed = 0
+            self.c_reader = Reader()
 
     def teardown(self):
         if self.lk is not None:
@@ -518,27 +606,15 @@ class TransportMachine(RuleBasedStateMachine):
     @rule()
     def read_next(self):
         r = self.ring
-        r.lock()
-        if r.has_next():
-            r.read_next()
-            f = r.frame(r.cursor)
-            expected = (f.seq, payload(f.seq, f.n))
-        else:
-            expected = None
-        r.unlock()
+        seq = r.read_next()
+        expected = None if seq is None else (seq, payload(seq, r.frame(seq).n))
         assert self.tr.read_next(timeout=0) == expected
 
     @precondition(lambda self: not self.locked())
     @rule(limit=st.one_of(st.none(), st.integers(0, 3)))
     def read_many(self, limit):
         r = self.ring
-        r.lock()
-        expected = []
-        while (limit is None or len(expected) < limit) and r.has_next():
-            r.read_next()
-            f = r.frame(r.cursor)
-            expected.append((f.seq, payload(f.seq, f.n)))
-        r.unlock()
+        expected = [(seq, payload(seq, r.frame(seq).n)) for seq in r.read_many(limit)]
         assert self.tr.read_many(limit) == expected
 
     @precondition(lambda self: not self.locked() and self.core is not None)
@@ -547,19 +623,23 @@ class TransportMachine(RuleBasedStateMachine):
         """One lock-free read by the C reader, with writes (which may evict
         what it reads) between its copy and its check."""
         ffi, lib = self.core
-        c = self.ring.committed
+        rd, c = self.c_reader, self.ring.committed
+        snap_low = c.seq_low
+        expected = rd.begin(c)
         first = ffi.new("a0_read_t*")
         rc = lib.a0_transport_read_begin(self.rt, first)
-        if c.empty or self.r_cursor >= c.seq_high:
+        if expected is None:
             assert rc == lib.A0_ERR_NO_FRAME
+            assert not self.rt.lapped
             return
         assert rc == lib.A0_OK
-        if self.r_cursor < c.seq_low:  # its frame is gone: the oldest, via the state page
-            seq, link = c.seq_low, c.seq_low
-            gap = seq - self.r_cursor - 1 if self.r_cursor else 0
-        else:  # via its frame's link
-            seq, link, gap = self.r_cursor + 1, self.r_cursor, 0
-        assert (first.seq, first.link_seq, first.gap) == (seq, link, gap)
+        # From an evicted cursor it lands where the rule says, relying on that
+        # frame alone; else it follows the cursor frame's link.
+        assert (first.seq, first.link_seq, first.gap) == expected
+        if expected[1] == expected[0]:
+            event("lock-free read landed " + ("on the newest" if expected[0] == c.seq_high
+                                              else "ahead of the oldest" if expected[0] > c.seq_low
+                                              else "on the oldest"))
         reads = [first]
         while len(reads) < batch:
             nxt = ffi.new("a0_read_t*")
@@ -569,24 +649,23 @@ class TransportMachine(RuleBasedStateMachine):
                 break
             assert rc == lib.A0_OK and nxt.seq == reads[-1].seq + 1
             reads.append(nxt)
-        copies = [bytes(ffi.buffer(rd.data, rd.size)) for rd in reads]
+        copies = [bytes(ffi.buffer(r.data, r.size)) for r in reads]
         # The writers run now: between the reader's copy and its check.
         for spec in specs:
             self.write(spec)
         rc = lib.a0_transport_read_end(self.rt, reads[0], reads[-1])
-        if link >= self.ring.committed.seq_low:
+        if rd.end(expected, reads[-1].seq, snap_low, self.ring.committed):
             # Still live: accepted, and the copy is exactly the model's frames.
             assert rc == lib.A0_OK
-            for rd, data in zip(reads, copies):
-                assert data == payload(rd.seq, rd.size)
-            self.r_cursor = reads[-1].seq
-            self.r_missed += gap
-            event("lock-free read accepted" + (" after a gap" if gap else ""))
+            for r, data in zip(reads, copies):
+                assert data == payload(r.seq, r.size)
+            event("lock-free read accepted" + (" after a gap" if expected[2] else ""))
         else:
             # Evicted (possibly overwritten) before the check: refused.
             assert rc == lib.A0_ERR_EVICTED
             event("lock-free read refused: evicted between copy and check")
-        assert (self.rt.cur_seq, self.rt.missed) == (self.r_cursor, self.r_missed)
+        assert (self.rt.cur_seq, self.rt.missed) == (rd.cursor, rd.missed)
+        assert (self.rt.pace, bool(self.rt.lapped)) == (rd.pace, rd.lapped)
 
     # ---- invariants ------------------------------------------------------
 

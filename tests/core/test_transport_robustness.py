@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from helpers.procs import REPO
+from helpers.procs import REPO, asleep_in_futex, wait_until
 
 import a0py
 from a0py import A0OSError, A0TimeoutError, ArgumentError, ClosedError
@@ -162,7 +162,7 @@ def test_ctrl_c_interrupts_blocking_calls(blocking_call):
     p = start_child(code, stderr=subprocess.PIPE)
     try:
         assert p.stdout.readline().strip() == "ready"
-        time.sleep(0.2)  # let it block
+        wait_until(lambda: asleep_in_futex(p.pid), "the child to block")
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=5)
         assert p.returncode == 3, err
@@ -196,7 +196,7 @@ def test_ctrl_c_interrupts_deadman_wait_released_while_another_process_holds_it(
             sys.exit(1)
         """)
         assert waiter.stdout.readline().strip() == "ready"
-        time.sleep(0.2)
+        wait_until(lambda: asleep_in_futex(waiter.pid), "the waiter to block")
         waiter.send_signal(signal.SIGINT)
         assert waiter.wait(timeout=5) == 3
         assert a0py.Deadman(arena).is_taken()  # the holder was not disturbed
@@ -275,6 +275,8 @@ def test_close_while_another_thread_waits_defers_the_unmap_until_it_returns():
     t = threading.Thread(target=waiter)
     t.start()
     started.wait()
+    # in the wait (a thread of this process waiting for the GIL also sleeps on a futex,
+    # so no sign tells it apart: a moment)
     time.sleep(0.1)
     arena.close()
     assert arena.closed

@@ -3,8 +3,9 @@ namespace (a private /dev/shm): a bridge on the default root, plus a publisher (
 ``pub``) or a subscriber (side ``sub``). The sides agree over the bridge itself: ``pub``
 publishes on robot/probe until ``sub`` answers on robot/ack, then publishes N packets on
 robot/data; ``sub`` prints each one as a JSON line, calls the RPC server that ``pub``
-runs on robot/rpc (printing the reply), and answers on robot/done. Every wait
-is bounded; the exit status says whether the side finished.
+runs on robot/rpc (printing the reply), answers on robot/done and stops once the
+``pub`` side has stopped (its bridge says so). Every wait is bounded; the exit status
+says whether the side finished.
 
 ``python bridge_machine.py pub|sub N --listen EP | --connect EP``"""
 
@@ -61,7 +62,12 @@ def main():
                       flush=True)
                 with Publisher("robot/done") as done:
                     done.pub(b"done")
-                    time.sleep(1.0)  # for the bridge to carry it before it stops
+                # The pub side stops once "done" has reached it, and its bridge says so as
+                # it stops: this bridge has carried it.
+                while all(p["state"] == "up" for p in bridge.status()["peers"]):
+                    if time.monotonic() > deadline:
+                        return 1
+                    time.sleep(0.05)
     return 0
 
 

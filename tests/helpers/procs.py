@@ -35,13 +35,47 @@ def join_ok(p, timeout=JOIN_S):
     assert p.exitcode == 0, f"child {p.pid} exited with {p.exitcode}"
 
 
-def wait_until(pred, what="condition", timeout=WAIT_S):
-    """Polls ``pred`` until true; fails the test naming ``what`` after ``timeout`` s."""
+def wait_until(pred, what="condition", timeout=WAIT_S, every=0.002, state=None):
+    """Polls ``pred()`` every ``every`` s until it returns something true, and returns
+    that. After ``timeout`` s fails the test naming ``what`` and, if given,
+    ``state()``: what was seen last (a count, a status), to say how far it got.
+
+    A poll that acts as well as looks (publish a probe, then look for it) puts the
+    action in ``pred`` and spaces its polls with ``every``."""
     deadline = time.monotonic() + timeout
-    while not pred():
+    while not (got := pred()):
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting for {what}")
-        time.sleep(0.002)
+            seen = "" if state is None else f"; last seen: {state()!r}"
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}{seen}")
+        time.sleep(every)
+    return got
+
+
+def maps(pid, topic, protocol="pubsub"):
+    """Whether process `pid` has the `protocol` arena of `topic` (an a0py Topic) mapped:
+    for a recorder or a reader in another process, the sign that it has opened it."""
+    where = topic.location(protocol)
+    path = "/dev/shm" + where if topic.root.kind == "shm" else where
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return any(line.rstrip("\n").endswith(" " + path) for line in f)
+    except FileNotFoundError:  # the process is gone
+        return False
+
+
+def asleep_in_futex(pid):
+    """Whether the main thread of process `pid` sleeps in the kernel on a futex: for a
+    single-threaded child blocked in an a0py wait (a lock, a notify word), the sign
+    that it is in there rather than on its way. Where the kernel does not say where a
+    thread sleeps (wchan "0"), the sleeping state has to do."""
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read().strip()
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):  # the process is gone
+        return False
+    return state == "S" if wchan in ("", "0") else "futex" in wchan
 
 
 def child_env(**extra):

@@ -1,14 +1,22 @@
-"""Helpers of the view tests (tests/test_view*.py): recordings to view, a
+"""Helpers of the view tests (tests/view/): recordings to view, a
 subprocess running ``a0py view``, a Foxglove-protocol client."""
 
+import asyncio
 import json
 import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import time
 
+import pytest
+from websockets.asyncio.client import connect
+
+from a0py.view import _protocol as P
+
+MSG_S = 10.0
 _TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 T0_NS = 1_700_000_000_000_000_000
 PERIOD_NS = 10_000_000  # 100 Hz
@@ -162,6 +170,23 @@ for line in sys.stdin:
             delay = start + k * period - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+    elif op == "camera_and_imu":
+        # a large topic and a small fast one at once, for `seconds`: frames of `size` bytes
+        # (their first 8 the frame's number) at cam_hz, {"i": k} at imu_hz
+        cam, imu = pub(cmd["camera"]), pub(cmd["imu"])
+        start = time.monotonic()
+        frames = ticks = 0
+        while time.monotonic() - start < cmd["seconds"]:
+            now = time.monotonic() - start
+            if frames <= now * cmd["cam_hz"]:
+                cam.pub(frames.to_bytes(8, "little") + bytes(cmd["size"] - 8))
+                frames += 1
+            if ticks <= now * cmd["imu_hz"]:
+                imu.pub_json({"i": ticks})
+                ticks += 1
+            time.sleep(min(1 / cmd["cam_hz"], 1 / cmd["imu_hz"]) / 2)
+        print(json.dumps({"frames": frames, "ticks": ticks}), flush=True)
+        continue
     elif op == "image":
         from helpers.view import image_payload
         t = cmd["topic"]
@@ -191,6 +216,80 @@ for line in sys.stdin:
         a0py.Topic(cmd["topic"]).unlink()
     print("ok", flush=True)
 '''
+
+
+_RPC_SERVERS = r'''
+import os, sys
+sys.path.insert(0, sys.argv[1])  # tests/: helpers.view
+import a0py
+from a0py.view import declare_service
+from helpers.view import ADD_REPLY, ADD_REQUEST
+servers = []
+for name in sys.argv[2:]:
+    if name.endswith("add"):
+        declare_service(name, a0py.Schema.json_schema("AddRequest", ADD_REQUEST),
+                        a0py.Schema.json_schema("AddReply", ADD_REPLY))
+        def on_add(req):
+            q = req.pkt.json()
+            req.reply_json({"sum": q["a"] + q["b"]})
+        servers.append(a0py.RpcServer(name, on_add))
+    elif name.endswith("slow"):
+        servers.append(a0py.RpcServer(name, lambda req: None))  # never replies
+    elif name.endswith("count"):
+        calls = a0py.Publisher(name + "/calls")  # every request it gets, published
+        servers.append(a0py.RpcServer(name, lambda req, calls=calls: (calls.pub(req.pkt.payload),
+                                                                      req.reply(b"counted"))))
+    else:
+        servers.append(a0py.RpcServer(name, lambda req: req.reply(bytes(req.pkt.payload)[::-1])))
+print("ready", flush=True)
+for line in sys.stdin:
+    if line.strip() == "die":
+        os._exit(3)
+'''
+
+#: The JSON Schemas the RPC server process declares for its ``*add`` services.
+ADD_REQUEST = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+               "required": ["a", "b"]}
+ADD_REPLY = {"type": "object", "properties": {"sum": {"type": "number"}}}
+
+
+class RpcServerProcess:
+    """RPC servers in another process, one per topic given: a topic ending in
+    ``add`` answers ``{"a", "b"}`` with ``{"sum"}`` (schemas declared with
+    :func:`a0py.view.declare_service`), one ending in ``slow`` never answers,
+    one ending in ``count`` publishes each request to ``TOPIC/calls``, any
+    other replies with its request's bytes reversed (no schemas).
+    :meth:`kill` makes it exit at once (a dead server)."""
+
+    def __init__(self, *topics, env=None):
+        e = dict(os.environ)
+        e.update(env or {})
+        self.proc = subprocess.Popen([sys.executable, "-c", _RPC_SERVERS, _TESTS, *topics], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=e)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.proc.kill()
+            raise RuntimeError(f"the RPC server process did not start (exit {self.proc.wait()})")
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("die\n")
+            self.proc.stdin.flush()
+            self.proc.wait(10)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 #: The colours (RGB) of the quadrants of the test images: top left, top right,
@@ -307,3 +406,152 @@ class PublisherProcess:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class Client:
+    """A Foxglove protocol client over `websockets` that sorts what it gets."""
+
+    def __init__(self, ws):
+        self.ws = ws
+        self.channels = {}
+        self.unadvertised = []
+        self.statuses = []
+        self.states = []
+        self.times = []
+        self.services = {}  # name -> service, as advertised (and not unadvertised since)
+        self.server_info = None
+
+    @classmethod
+    async def open(cls, url, **kw):
+        ws = await connect(url, subprotocols=[P.SUBPROTOCOL], max_size=None, **kw)
+        c = cls(ws)
+        c.server_info = await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "serverInfo")
+        return c
+
+    def _sort(self, m):
+        if isinstance(m, str):
+            m = json.loads(m)
+            if m["op"] == "advertise":
+                for ch in m["channels"]:
+                    self.channels[ch["id"]] = ch
+            elif m["op"] == "unadvertise":
+                self.unadvertised += m["channelIds"]
+            elif m["op"] == "status":
+                self.statuses.append(m)
+            elif m["op"] == "advertiseServices":
+                self.services.update({s["name"]: s for s in m["services"]})
+            elif m["op"] == "unadvertiseServices":
+                gone = set(m["serviceIds"])
+                self.services = {n: s for n, s in self.services.items() if s["id"] not in gone}
+            return m
+        if m[0] == P.OP_PLAYBACK_STATE:
+            self.states.append(struct.unpack_from("<BQfB", m, 1))
+        elif m[0] == P.OP_TIME:
+            self.times.append(struct.unpack_from("<Q", m, 1)[0])
+        return m
+
+    async def next(self, timeout=MSG_S):
+        return self._sort(await asyncio.wait_for(self.ws.recv(), timeout))
+
+    async def expect(self, pred, timeout=MSG_S, what="a message"):
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                pytest.fail(f"timed out waiting for {what}")
+            try:
+                m = await self.next(left)
+            except TimeoutError:
+                pytest.fail(f"timed out waiting for {what}")
+            if pred(m):
+                return m
+
+    async def until(self, cond, what, timeout=MSG_S):
+        """Reads messages until ``cond()`` holds (checked first)."""
+        if not cond():
+            await self.expect(lambda m: cond(), timeout, what)
+
+    async def stats_until(self, sub_id, cond, what, timeout=MSG_S):
+        """Subscribes ``sub_id`` to the stats channel and reads it until
+        ``cond(topics)`` holds (``topics``: the stats of each topic)."""
+        stats = await self.channel("/a0py/view/stats")
+        await self.subscribe([(sub_id, stats["id"])])
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not cond(json.loads((await self.data(sub_id))[2])["topics"]):
+            if asyncio.get_running_loop().time() > deadline:
+                pytest.fail(f"timed out waiting for {what}")
+
+    async def channel(self, topic):
+        for ch in self.channels.values():
+            if ch["topic"] == topic:
+                return ch
+        await self.expect(lambda m: any(c["topic"] == topic for c in self.channels.values()),
+                          what=f"the advertisement of {topic}")
+        return await self.channel(topic)
+
+    async def subscribe(self, pairs):
+        await self.ws.send(json.dumps({"op": "subscribe", "subscriptions": [
+            {"id": s, "channelId": c} for s, c in pairs]}))
+
+    async def data(self, sub_id=None, timeout=MSG_S):
+        m = await self.expect(lambda m: isinstance(m, bytes) and m[0] == P.OP_MESSAGE_DATA
+                              and (sub_id is None or struct.unpack_from("<I", m, 1)[0] == sub_id),
+                              timeout, "message data")
+        sid, log = struct.unpack_from("<IQ", m, 1)
+        return sid, log, m[13:]
+
+    async def error(self):
+        m = await self.expect(lambda m: isinstance(m, dict) and m.get("op") == "status", what="a status")
+        return m
+
+    async def send(self, op, **fields):
+        await self.ws.send(json.dumps({"op": op, **fields}))
+
+    async def reply(self, op, timeout=MSG_S, **match):
+        """The next text message ``op`` whose fields include ``match``."""
+        return await self.expect(lambda m: isinstance(m, dict) and m.get("op") == op
+                                 and all(m.get(k) == v for k, v in match.items()), timeout, f"a {op}")
+
+    async def close(self):
+        await self.ws.close()
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+class GraphState:
+    """The graph as a client rebuilds it from connectionGraphUpdate messages."""
+
+    def __init__(self):
+        self.published, self.subscribed, self.services = {}, {}, {}
+        self.updates = 0
+        self.fields = set()  # the fields of every update
+
+    def apply(self, m):
+        self.fields |= set(m)
+        for e in m["publishedTopics"]:
+            self.published[e["name"]] = set(e["publisherIds"])
+        for e in m["subscribedTopics"]:
+            self.subscribed[e["name"]] = set(e["subscriberIds"])
+        for e in m["advertisedServices"]:
+            self.services[e["name"]] = set(e["providerIds"])
+        for t in m["removedTopics"]:
+            self.published.pop(t, None)
+            self.subscribed.pop(t, None)
+        for s in m["removedServices"]:
+            self.services.pop(s, None)
+        self.updates += 1
+
+    def snapshot(self):
+        """(published, subscribed, services): {name: sorted ids}, without empty entries."""
+        return tuple({k: sorted(v) for k, v in d.items() if v}
+                     for d in (self.published, self.subscribed, self.services))
+
+    async def until(self, c, cond, what):
+        def check(m):
+            if isinstance(m, dict) and m.get("op") == "connectionGraphUpdate":
+                self.apply(m)
+            return cond(self)
+        if not cond(self):
+            await c.expect(check, what=what)

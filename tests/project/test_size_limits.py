@@ -27,22 +27,9 @@ FOLDERS = ("a0py", "jvm")
 SUFFIXES = {".py", ".pyx", ".pxi", ".pxd", ".java", ".js", ".mjs"}
 SKIPPED_DIRS = {"__pycache__", "node_modules", "build"}
 
-# The offenders of the day the limits were written down, each being split by
-# another change of issue 29; skipped here so that this test holds everything
-# else meanwhile. Emptied as those changes land: an entry is never added.
-CURRENT_OFFENDERS = {
-    # files over MAX_FILE_LINES
-    "a0py/binding/packet.pxi",
-    "a0py/binding/transport.pxi",
-    "a0py/recording/reader.py",
-    "jvm/src/a0py/spark/jvm/A0PartitionReader.java",
-    "jvm/src/a0py/spark/jvm/McapLayout.java",
-    # functions over MAX_FUNCTION_LINES (path::name)
-    "a0py/bridge/_ingest.pyx::_write",
-    "jvm/src/a0py/spark/jvm/A0PartitionReader.java::readChunk",
-    "jvm/src/a0py/spark/jvm/McapLayout.java::readSummary",
-    "jvm/src/a0py/spark/jvm/McapLayout.java::scan",
-}
+# Files or functions allowed past the limits, with the reason beside each: none
+# since issue 29's splits landed. An entry is a decision, never a convenience.
+CURRENT_OFFENDERS: set[str] = set()
 
 
 def sources():

@@ -447,7 +447,9 @@ def test_close_waits_for_a_running_callback_and_stops_delivery(root):
     assert entered.wait(MSG_S)
     closer = threading.Thread(target=sub.close)
     closer.start()
-    time.sleep(0.05)
+    # (no sign tells "close() is waiting" from "close() has not got there yet": a short
+    # while for a close that did not wait to have returned)
+    closer.join(0.05)
     assert closer.is_alive()  # blocked until the callback returns
     release.set()
     closer.join(MSG_S)
@@ -671,9 +673,10 @@ def test_one_publisher_shared_by_threads_numbers_packets_in_seq_order(root):
 
 def test_one_sync_subscriber_used_by_two_threads_at_once_is_a_lock_error(root):
     sub = a0py.SubscriberSync("threads")
-    blocked = threading.Thread(target=lambda: sub.read_blocking(timeout=2))
+    blocked = threading.Thread(target=lambda: sub.read_blocking(timeout=MSG_S))
     blocked.start()
-    time.sleep(0.1)
+    arena = a0py._core.Transport(tp.topic_arena("threads", "pubsub"))
+    wait_until(lambda: arena.waiter_count, "the other thread to sleep in read_blocking")
     with pytest.raises(a0py.LockError, match="in use by another thread"):
         sub.read()
     a0py.Publisher("threads").pub(b"x")

@@ -19,7 +19,7 @@ import pytest
 from helpers.procs import CTX, MSG_S, join_ok, recv, run_python, wait_until
 
 import a0py
-from a0py import A0TimeoutError, ArgumentError, LockError
+from a0py import A0TimeoutError, ArgumentError, LockError, _core
 from a0py.proto import rpc
 
 pytestmark = pytest.mark.slow
@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 
 def _server(topic, conn, max_age=10.0):
-    """Echoes '<pid>:<payload>'; 'block' blocks forever, 'raise' raises, 'slow' takes
-    1.5 s, 'hold' replies only when told (or the client cancels)."""
+    """Echoes '<pid>:<payload>'; 'block' blocks forever, 'raise' raises, 'hold' replies
+    only when told (or the client cancels)."""
     held = {}
 
     def on_request(req):
@@ -40,8 +40,6 @@ def _server(topic, conn, max_age=10.0):
             time.sleep(3600)
         if p == b"raise":
             raise ValueError("no such thing")
-        if p == b"slow":
-            time.sleep(1.5)
         if p == b"hold":
             held["req"] = req
             return
@@ -76,8 +74,12 @@ class ServerChild:
     def next(self, timeout=MSG_S):
         return self.early.pop(0) if self.early else recv(self.conn, timeout)
 
-    def quiet(self, seconds):
-        return not self.early and not self.conn.poll(seconds)
+    def handled_nothing_else(self, client):
+        """Whether a request sent now by `client` is the next one the handler gets: a
+        server hands requests to its handler one at a time, oldest first, so nothing
+        before it is still to come (a positive sign instead of a while of silence)."""
+        assert client.send_blocking(b"after", timeout=MSG_S).payload.endswith(b":after")
+        return self.next() == ("got", b"after")
 
 
 def start_server(spawn, topic, **kw):
@@ -95,6 +97,13 @@ def stop_server(p, srv):
 def kill(p):
     os.kill(p.pid, signal.SIGKILL)
     p.join(MSG_S)
+
+
+def request_ids(topic):
+    """The ids of the requests in `topic`'s rpc arena now."""
+    with _core.PacketReader(a0py.Topic(topic).arena("rpc"), 0, 0) as reader:
+        return {p.id for p in reader.read_batch(10_000)
+                if not isinstance(p, Exception) and p.headers.get("a0_rpc_type") == "request"}
 
 
 # ------------------------------------------------------------------ routing
@@ -150,7 +159,7 @@ def test_request_sent_before_the_server_exists_is_served_when_it_starts(root, sp
     blocking = {}
     t = threading.Thread(target=lambda: blocking.update(r=c.send_blocking(b"second", timeout=30)))
     t.start()
-    time.sleep(0.3)  # both requests are in the arena, no server yet
+    wait_until(lambda: len(request_ids("early")) == 2, "both requests in the arena")  # no server yet
     assert not future.done()
     srv, sconn = start_server(spawn, "early")
     assert future.result(MSG_S).payload == b"%d:first" % srv.pid
@@ -200,7 +209,7 @@ def test_server_sigkilled_then_restarted_fails_the_request_in_progress_and_serve
     t1.start()
     assert oconn.next() == ("got", b"block")  # the handler is running (and never returns)
     waiting = c.send(b"waiting", timeout=60)  # queued behind it: not accepted
-    time.sleep(0.2)
+    assert waiting.request_id in request_ids("restart")
     kill(old)
     t1.join(MSG_S)
     assert isinstance(results["inprogress"], a0py.RpcServerDiedError), results
@@ -209,7 +218,7 @@ def test_server_sigkilled_then_restarted_fails_the_request_in_progress_and_serve
     new, nconn = start_server(spawn, "restart")
     assert waiting.result(MSG_S) .payload == b"%d:waiting" % new.pid
     assert nconn.next() == ("got", b"waiting")  # 'block' was not run again
-    assert nconn.quiet(0.3)
+    assert nconn.handled_nothing_else(c)
     stop_server(new, nconn)
 
 
@@ -224,7 +233,7 @@ def test_quick_restart_is_seen_through_the_start_packet(root, spawn):
     new, nconn = start_server(spawn, "quick")
     with pytest.raises(a0py.RpcServerDiedError):
         future.result(MSG_S)
-    assert nconn.quiet(0.3)  # the new server did not run it
+    assert nconn.handled_nothing_else(c)  # the new server did not run it
     stop_server(new, nconn)
 
 
@@ -292,8 +301,11 @@ def test_timeout_cancels_the_request_at_the_server(root, spawn):
     assert time.monotonic() - t0 < MSG_S
     assert sconn.next() == ("got", b"hold")
     assert sconn.next()[0] == "cancel"
+    # the same through a future: it fails at its timeout, and the cancel reaches the server
     with pytest.raises(A0TimeoutError):
-        c.send(b"slow", timeout=0.3).result(MSG_S)
+        c.send(b"hold", timeout=0.3).result(MSG_S)
+    assert sconn.next() == ("got", b"hold")
+    assert sconn.next()[0] == "cancel"
     stop_server(srv, sconn)
 
 

@@ -89,7 +89,7 @@ def test_size_order_topic_then_topic_sizes_then_protocol_env_then_env_then_defau
 
 @pytest.mark.parametrize("var, value, match", [
     ("A0PY_ARENA_SIZE", "100", "A0PY_ARENA_SIZE must be at least"),
-    ("A0PY_ARENA_SIZE", "lots", "cannot read 'lots' as a size"),
+    ("A0PY_ARENA_SIZE", "lots", "A0PY_ARENA_SIZE: 'lots' is not a size"),
     ("A0PY_TOPIC_SIZES", "nosize", "TOPIC=SIZE"),
     ("A0PY_TOPIC_SIZES", "bad name=1M", "topic name"),
 ])

@@ -89,6 +89,33 @@ def test_remember_layout_keeps_only_one_block_buffers(root):
         pub._remember_layout(np.arange(4.0), "head")
 
 
+def test_a_layout_token_matches_by_identity_and_shape(root):
+    # The writer remembers a dtype object, not a format string: an equal dtype
+    # made anew (another object) goes to the encoder, an int64 array of the same
+    # itemsize and shape never takes a float64 layout's prefix.
+    pub = a0py.Publisher("token")
+    f8 = np.dtype(np.float64)
+    same_f8 = f8.newbyteorder("=")  # equal, another object
+    assert same_f8 == f8 and same_f8 is not f8
+    sent = [np.arange(6.0), np.arange(6.0) + 1, np.arange(6.0).view(same_f8) + 2,
+            np.arange(6, dtype=np.int64), np.arange(6.0).reshape(2, 3), np.arange(6.0) + 3,
+            np.arange(6, dtype=">i4"), np.arange(6, dtype=">i4") + 1]
+    for value in sent:
+        pub.pub(value)
+    got = _payloads("token")
+    assert got == [_encoded(value) for value in sent]
+
+
+def test_remember_layout_with_a_token_checks_its_attribute(root):
+    pub = a0py.Publisher("token_attr")
+    assert pub._remember_layout(np.arange(4.0), b"head", "dtype") is True
+    assert pub._remember_layout(np.arange(8.0)[::2], b"head", "dtype") is False  # strided
+    with pytest.raises(ArgumentError, match="has no attribute 'nope'"):
+        pub._remember_layout(np.arange(4.0), b"head", "nope")
+    with pytest.raises(ArgumentError, match="token_attr must be a str"):
+        pub._remember_layout(np.arange(4.0), b"head", 3)
+
+
 def test_the_reader_views_known_layouts_in_compiled_code(root):
     assert arrays.compiled_module() is not None  # built here (numpy at build time)
     pub = a0py.Publisher("viewer")

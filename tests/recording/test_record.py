@@ -15,7 +15,7 @@ import time
 
 import pytest
 from helpers.mcap_data import table_frames, table_gaps
-from helpers.procs import REPO
+from helpers.procs import REPO, maps, wait_until
 from mcap.reader import make_reader
 
 import a0py
@@ -67,6 +67,18 @@ def start_cli_recorder(*args, env=None):
     return p
 
 
+def opened(rec):
+    """Waits until the recorder `rec` (in this process) has opened every topic it names."""
+    wait_until(lambda: not rec.waiting_for(), "the recorder to open its topics", state=rec.waiting_for)
+
+
+def cli_opened(rec, *names):
+    """Waits until the recorder process `rec` has opened the topics `names`: it drains
+    them when it stops."""
+    for name in names:
+        wait_until(lambda n=name: maps(rec.pid, a0py.Topic(n)), f"the recorder to open {name}", every=0.01)
+
+
 def frames_by_topic(table):
     out = {}
     for (topic, seq), (headers, payload, _w, _m) in table_frames(table).items():
@@ -81,7 +93,7 @@ def test_frames_of_several_publishing_processes_are_recorded_whole(root, tmp_pat
     procs = [publish(t, 3000, wait=False) for t in ("p/a", "p/b", "p/c")]
     for p in procs:
         assert p.wait(timeout=120) == 0
-    time.sleep(0.3)
+    opened(rec)  # stop() drains what they hold
     stats = rec.stop()
     assert {t: s.frames for t, s in stats.items()} == {"p/a": 3000, "p/b": 3000, "p/c": 3000}
     assert all(s.gaps == 0 for s in stats.values())
@@ -109,7 +121,7 @@ def test_frames_evicted_while_the_recorder_is_stopped_become_a_gap(root, tmp_pat
         publish("ev", 3000, env=env)  # a 64 KiB arena holds a few hundred of these
         os.kill(rec.pid, signal.SIGCONT)
         publish("ev", 20, start=3000, env=env)
-        time.sleep(1.0)
+        cli_opened(rec, "ev")
     finally:
         os.kill(rec.pid, signal.SIGCONT)
         rec.send_signal(signal.SIGINT)
@@ -131,7 +143,8 @@ def test_a_sigkilled_recorder_leaves_a_readable_segment_and_resume_continues_it(
     out = tmp_path / "rec"
     rec = start_cli_recorder("k", "--out", str(out))
     publish("k", 400, gap=0.004)
-    time.sleep(1.6)  # chunks close after a second
+    # a chunk closes after a second: killed once one is on disk
+    wait_until(lambda: frames_by_topic(read_table(str(out))).get("k"), "a chunk on disk", every=0.1)
     rec.kill()
     rec.wait(timeout=30)
     seg = out / "a0py_00000.mcap"
@@ -154,7 +167,7 @@ def test_segments_rotate_by_size_and_each_is_complete(root, tmp_path):
     rec = Recorder(["rot"], out=str(out), max_bytes=48 << 10, chunk_bytes=8 << 10, compression="lz4").start()
     rec.wait_ready(30)
     publish("rot", 3000)
-    time.sleep(0.3)
+    opened(rec)
     rec.stop()
     assert len(rec.segments) >= 3
     spans = []
@@ -180,7 +193,7 @@ def test_uncompressed_segments_and_the_json_copy_for_foxglove(root, tmp_path):
     pub.pub(b"not json")
     pub.pub(b'{"x": 2}')
     pub.pub(b"[1, 2]")  # JSON, but not an object: Foxglove plots objects
-    time.sleep(0.3)
+    opened(rec)
     rec.stop()
     pub.close()
     with open(rec.segments[0], "rb") as f:
@@ -200,7 +213,7 @@ def test_replay_publishes_the_same_packets_at_the_original_timing(root, tmp_path
     procs = [publish("r/a", 20, gap=0.05, wait=False), publish("r/b", 200, wait=False)]
     for p in procs:
         assert p.wait(timeout=60) == 0
-    time.sleep(0.3)
+    opened(rec)
     rec.stop()
     recorded = frames_by_topic(read_table(str(out)))
     subs = {t: a0py.SubscriberSync(t, init=a0py.INIT_OLDEST) for t in ("live/a", "live/b")}
@@ -255,7 +268,7 @@ def test_the_commands_as_a_user_runs_them(root, tmp_path):
     rec = start_cli_recorder("c/one", "c/two", "--out", str(out))
     publish("c/one", 50)
     publish("c/two", 30)
-    time.sleep(0.5)
+    cli_opened(rec, "c/one", "c/two")
     rec.send_signal(signal.SIGINT)
     stdout, stderr = rec.communicate(timeout=60)
     assert rec.returncode == 0, stderr

@@ -12,12 +12,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 # The test extra brings these; a missing one fails the tests (make test installs it).
 import mcap_protobuf.decoder as mcap_protobuf  # noqa: E402
 import pytest
-from helpers.procs import REPO
+from helpers.procs import REPO, wait_until
 from mcap.reader import make_reader
 
 import a0py
@@ -306,19 +305,18 @@ def test_a_topic_found_before_its_schema_is_recorded_on_its_typed_channel_only(r
 
     from a0py.recording.recorder import Recorder
 
+    passes = []  # the recording loop reports after each pass (progress_period=0)
     with a0py.Publisher("ty/late") as pub:  # the arena, no schema yet
-        rec = Recorder(["ty/late"], out=str(tmp_path / "rec"), init="oldest").start()
+        rec = Recorder(["ty/late"], out=str(tmp_path / "rec"), init="oldest", progress_period=0,
+                       on_progress=lambda stats: passes.append(stats["ty/late"].frames)).start()
         try:
             assert rec.wait_ready(30)
-            deadline = time.monotonic() + 5
-            while rec.stats()["ty/late"].frames == 0 and time.monotonic() < deadline:
-                time.sleep(0.2)  # passes of the recorder over the topic while it has no frame
-            assert pub.schema is None
+            # passes of the recorder over the topic (open from the start) while it has no frame
+            wait_until(lambda: len(passes) >= 3, "three passes of the recorder")
+            assert set(passes) == {0} and pub.schema is None
             for i in range(5):
                 pub.pub_image(np.full((4, 6, 3), i, np.uint8), frame_id=f"f{i}")
-            deadline = time.monotonic() + 30
-            while rec.stats()["ty/late"].frames < 5 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: rec.stats()["ty/late"].frames >= 5, "5 frames recorded", every=0.05)
         finally:
             stats = rec.stop()
     assert stats["ty/late"].frames == 5

@@ -16,7 +16,8 @@ from helpers import foreign
 
 from a0py.recording import RecordingFormatError, RecordingOptionError, bag_info
 from a0py.recording import rosbag2 as rb2
-from a0py.recording.reader import expand_paths, read_layout
+from a0py.recording.paths import expand_paths
+from a0py.recording.reader import read_layout
 
 pytest.importorskip("rosbags")  # the ros extra (in the test extra): a missing one skips only these
 

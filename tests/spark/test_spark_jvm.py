@@ -16,7 +16,7 @@ import time
 
 import pytest
 from helpers.mcap_data import cut, write_segment
-from helpers.procs import REPO
+from helpers.procs import REPO, maps, wait_until
 
 import a0py
 from a0py.proto.topic import list_topics, unlink_topic
@@ -167,7 +167,8 @@ def test_a_recorders_segment_with_evictions_reads_the_same_through_both(spark, p
         subprocess.run([sys.executable, "-c", PUBLISH, "ev", "0", "3000"], env=env, check=True, timeout=120)
         os.kill(rec.pid, signal.SIGCONT)
         subprocess.run([sys.executable, "-c", PUBLISH, "ev", "3000", "40"], env=env, check=True, timeout=120)
-        time.sleep(1.0)
+        # open, it drains all the ring holds when it stops
+        wait_until(lambda: maps(rec.pid, a0py.Topic("ev", root=spec)), "the recorder to open ev", every=0.01)
     finally:
         os.kill(rec.pid, signal.SIGCONT)
         rec.send_signal(signal.SIGINT)

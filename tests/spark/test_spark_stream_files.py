@@ -166,7 +166,9 @@ def test_a_half_written_file_is_read_only_once_its_writer_closes_it(spark, tmp_p
             assert os.path.getsize(d / "b.mcap") > 10_000
             n_before = len(sink.got)
             q.processAllAvailable()
-            time.sleep(1.0)  # a few more triggers see the half file
+            # a few more triggers see the half file (one that finds no new data leaves no
+            # progress event or batch to wait for: a while of them)
+            time.sleep(1.0)
             assert all(r[0] != "/half" for r in sink.all_rows())
             w.finish()
         q.processAllAvailable()

@@ -1,12 +1,14 @@
-"""Settings of the view tests: ``root`` (tests/conftest.py) makes 4 MiB arenas.
-The view and publisher processes and the recordings are in helpers/view.py;
-``browser`` and ``page`` are the browser tests' headless Chromium (see
-test_view_browser.py)."""
+"""Settings of the view tests: ``root`` (tests/conftest.py) makes 4 MiB arenas;
+``view(*args)`` starts an ``a0py view ARGS`` process in it (a
+helpers.view.ViewProcess, closed after the test). The publisher processes
+and the recordings are in helpers/view.py; ``browser`` and ``page`` are the
+browser tests' headless Chromium (see test_view_browser.py)."""
 
 import os
 import shutil
 
 import pytest
+from helpers.view import ViewProcess
 
 CHROMIUM = os.environ.get("A0PY_CHROMIUM", "/usr/bin/chromium")
 
@@ -14,6 +16,20 @@ CHROMIUM = os.environ.get("A0PY_CHROMIUM", "/usr/bin/chromium")
 @pytest.fixture
 def arena_size():
     return "4M"
+
+
+@pytest.fixture
+def view(root):
+    views = []
+
+    def start(*args):
+        v = ViewProcess(*args)
+        views.append(v)
+        return v
+
+    yield start
+    for v in views:
+        v.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,17 @@ import struct
 import time
 
 import pytest
-from helpers.view import PERIOD_NS, T0_NS, PublisherProcess, ViewProcess, odom, write_recording
+from helpers.view import (
+    MSG_S,
+    PERIOD_NS,
+    T0_NS,
+    Client,
+    PublisherProcess,
+    ViewProcess,
+    odom,
+    run,
+    write_recording,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
@@ -23,126 +33,12 @@ from a0py.proto import topic as tp
 from a0py.view import _protocol as P
 from a0py.view._schema import BYTES_ENCODING, JSON_ENCODING, infer_schema, kind_of
 
-MSG_S = 10.0
-
-
-@pytest.fixture
-def view(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
-
 
 @pytest.fixture
 def publisher(root):
     p = PublisherProcess()
     yield p
     p.close()
-
-
-class Client:
-    """A Foxglove protocol client over `websockets` that sorts what it gets."""
-
-    def __init__(self, ws):
-        self.ws = ws
-        self.channels = {}
-        self.unadvertised = []
-        self.statuses = []
-        self.states = []
-        self.times = []
-        self.server_info = None
-
-    @classmethod
-    async def open(cls, url, **kw):
-        ws = await connect(url, subprotocols=[P.SUBPROTOCOL], max_size=None, **kw)
-        c = cls(ws)
-        c.server_info = await c.expect(lambda m: isinstance(m, dict) and m.get("op") == "serverInfo")
-        return c
-
-    def _sort(self, m):
-        if isinstance(m, str):
-            m = json.loads(m)
-            if m["op"] == "advertise":
-                for ch in m["channels"]:
-                    self.channels[ch["id"]] = ch
-            elif m["op"] == "unadvertise":
-                self.unadvertised += m["channelIds"]
-            elif m["op"] == "status":
-                self.statuses.append(m)
-            return m
-        if m[0] == P.OP_PLAYBACK_STATE:
-            self.states.append(struct.unpack_from("<BQfB", m, 1))
-        elif m[0] == P.OP_TIME:
-            self.times.append(struct.unpack_from("<Q", m, 1)[0])
-        return m
-
-    async def next(self, timeout=MSG_S):
-        return self._sort(await asyncio.wait_for(self.ws.recv(), timeout))
-
-    async def expect(self, pred, timeout=MSG_S, what="a message"):
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                pytest.fail(f"timed out waiting for {what}")
-            try:
-                m = await self.next(left)
-            except TimeoutError:
-                pytest.fail(f"timed out waiting for {what}")
-            if pred(m):
-                return m
-
-    async def until(self, cond, what, timeout=MSG_S):
-        """Reads messages until ``cond()`` holds (checked first)."""
-        if not cond():
-            await self.expect(lambda m: cond(), timeout, what)
-
-    async def stats_until(self, sub_id, cond, what, timeout=MSG_S):
-        """Subscribes ``sub_id`` to the stats channel and reads it until
-        ``cond(topics)`` holds (``topics``: the stats of each topic)."""
-        stats = await self.channel("/a0py/view/stats")
-        await self.subscribe([(sub_id, stats["id"])])
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not cond(json.loads((await self.data(sub_id))[2])["topics"]):
-            if asyncio.get_running_loop().time() > deadline:
-                pytest.fail(f"timed out waiting for {what}")
-
-    async def channel(self, topic):
-        for ch in self.channels.values():
-            if ch["topic"] == topic:
-                return ch
-        await self.expect(lambda m: any(c["topic"] == topic for c in self.channels.values()),
-                          what=f"the advertisement of {topic}")
-        return await self.channel(topic)
-
-    async def subscribe(self, pairs):
-        await self.ws.send(json.dumps({"op": "subscribe", "subscriptions": [
-            {"id": s, "channelId": c} for s, c in pairs]}))
-
-    async def data(self, sub_id=None, timeout=MSG_S):
-        m = await self.expect(lambda m: isinstance(m, bytes) and m[0] == P.OP_MESSAGE_DATA
-                              and (sub_id is None or struct.unpack_from("<I", m, 1)[0] == sub_id),
-                              timeout, "message data")
-        sid, log = struct.unpack_from("<IQ", m, 1)
-        return sid, log, m[13:]
-
-    async def error(self):
-        m = await self.expect(lambda m: isinstance(m, dict) and m.get("op") == "status", what="a status")
-        return m
-
-    async def close(self):
-        await self.ws.close()
-
-
-def run(coro):
-    return asyncio.run(coro)
 
 
 # ------------------------------------------------------------ protocol
@@ -156,7 +52,9 @@ def test_server_info_then_advertise_of_a_topic_published_by_another_process(view
     async def main():
         c = await Client.open(v.ws_url)
         assert c.ws.subprotocol == "foxglove.sdk.v1"
-        assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == []
+        # live, without flags: what clients may read (publishing is off: not offered)
+        assert c.server_info["name"] == "a0py view" and c.server_info["capabilities"] == [
+            "parameters", "parametersSubscribe", "services", "connectionGraph"]
         # the page's packet codec takes every size and offset from here (the C header's)
         assert json.loads(c.server_info["metadata"]["a0py.packetLayout"]) == PACKET_LAYOUT
         odom_ch = await c.channel("robot/odom")
@@ -278,10 +176,11 @@ BAD_MESSAGES = [
     ('{"op": "subscribe", "subscriptions": [{"id": 1, "channelId": 999999}]}', "unknown channel id 999999"),
     ('{"op": "unsubscribe", "subscriptionIds": [42]}', "unknown subscription ids [42]"),
     ('{"op": "advertise", "channels": []}', "clientPublish"),
-    ('{"op": "getParameters", "parameterNames": []}', "parameters"),
+    ('{"op": "getParameters", "parameterNames": "all"}', "must be an array"),
+    ('{"op": "setParameters", "parameters": [{"name": "x.y", "value": 1}]}', "nothing was set"),
     (b"", "empty binary message"),
     (b"\x01\x00\x00\x00\x00hello", "clientPublish"),
-    (b"\x02", "services"),
+    (b"\x02", "service call request of 1 bytes is too short"),
     (b"\x09abc", "unknown binary opcode 0x09"),
     (b"\x03\x00\x00\x00\x80\x3f\x00" + bytes(8) + b"\x00\x00\x00\x00", "not a recording"),
 ]

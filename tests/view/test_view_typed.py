@@ -61,10 +61,10 @@ async def _adverts(url, topics, packets=False):
     return {ch["topic"]: ch for ch in c.channels.values()}
 
 
-def test_typed_topics_are_advertised_as_foxglove_sdks_server_advertises_them(publisher, view_proc):
+def test_typed_topics_are_advertised_as_foxglove_sdks_server_advertises_them(publisher, view):
     foxglove = pytest.importorskip("foxglove", reason="foxglove-sdk (pip install 'a0py[foxglove]') is the reference")
     topics = _typed_topics(publisher)
-    v = view_proc()
+    v = view()
     ours = run(_adverts(v.ws_url, topics))
     server = foxglove.start_server(name="reference", port=0)
     channels = []
@@ -87,11 +87,11 @@ def test_typed_topics_are_advertised_as_foxglove_sdks_server_advertises_them(pub
     assert ours["odom"]["encoding"] == "json" and json.loads(ours["odom"]["schema"])["type"] == "object"
 
 
-def test_foxglove_clients_get_the_bytes_and_the_page_gets_fields(publisher, view_proc):
+def test_foxglove_clients_get_the_bytes_and_the_page_gets_fields(publisher, view):
     from foxglove_schemas_protobuf.Log_pb2 import Log
 
     _typed_topics(publisher)
-    v = view_proc()
+    v = view()
 
     async def main():
         fox = await Client.open(v.ws_url)
@@ -121,12 +121,12 @@ def test_foxglove_clients_get_the_bytes_and_the_page_gets_fields(publisher, view
     run(main())
 
 
-def test_the_page_gets_images_at_a_bounded_rate_and_the_newest_frame(publisher, view_proc):
+def test_the_page_gets_images_at_a_bounded_rate_and_the_newest_frame(publisher, view):
     from foxglove_schemas_protobuf.RawImage_pb2 import RawImage
 
     n = 200
     assert publisher.call(op="image", topic="cam", kind="rgb8", w=16, h=8) == "ok"
-    v = view_proc()
+    v = view()
 
     async def main():
         fox = await Client.open(v.ws_url)
@@ -276,20 +276,6 @@ def test_foreign_recordings_list_every_channel_with_its_schema_and_send_their_me
                 await page.close()
 
             run(main(written, path, schemas))
-
-
-@pytest.fixture
-def view_proc(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
 
 
 def test_a_protobuf_message_that_does_not_decode_shows_as_its_error_never_raises():

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ...proto.protobuf_types import message_descriptor
+from ...proto.schema import Schema
 from ..errors import RecordingFormatError
 from .base import TIMESTAMP, UINT64, Decoder
 
@@ -21,25 +23,6 @@ _JSON_TYPES = {"google.protobuf.Struct", "google.protobuf.Value", "google.protob
                "google.protobuf.Any"}
 _WRAPPERS = {f"google.protobuf.{n}Value" for n in
              ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")}
-
-
-def _pool(schema_data):
-    from google.protobuf import descriptor_pb2, descriptor_pool
-
-    fds = descriptor_pb2.FileDescriptorSet.FromString(bytes(schema_data))
-    pool = descriptor_pool.DescriptorPool()
-    pending = list(fds.file)
-    added = set()
-    while pending:  # dependencies first, whatever order the set lists them in
-        ready = [f for f in pending if all(d in added for d in f.dependency)]
-        if not ready:
-            missing = sorted({d for f in pending for d in f.dependency if d not in added})
-            raise ValueError(f"the descriptor set lacks {', '.join(missing)}")
-        for f in ready:
-            pool.Add(f)
-            added.add(f.name)
-        pending = [f for f in pending if f.name not in added]
-    return pool
 
 
 def _scalar(field):
@@ -139,8 +122,8 @@ class ProtobufDecoder(Decoder):
         try:
             from google.protobuf import message_factory
 
-            pool = _pool(schema_data)
-            descriptor = pool.FindMessageTypeByName(schema_name)
+            # The descriptor pool the subscribers' decoder builds (and caches) too.
+            descriptor = message_descriptor(Schema(schema_name, "protobuf", bytes(schema_data)))
             self._cls = message_factory.GetMessageClass(descriptor)
             self._message = _Message(descriptor)
             if not pa.types.is_struct(self._message.type):

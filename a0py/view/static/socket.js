@@ -11,13 +11,17 @@
 export const SUBPROTOCOLS = ["foxglove.sdk.v1", "foxglove.websocket.v1"];
 
 // Server to client: opcodes, and each message's fields by their offsets.
-export const SERVER_OP = { MESSAGE_DATA: 1, TIME: 2, PLAYBACK_STATE: 5 };
+export const SERVER_OP = { MESSAGE_DATA: 1, TIME: 2, SERVICE_CALL_RESPONSE: 3, PLAYBACK_STATE: 5 };
 const MESSAGE_DATA = { subscriptionId: 1, logTime: 5, data: 13 };
+// ...then the encoding (encodingLength bytes), then the payload
+const SERVICE_CALL_RESPONSE = { serviceId: 1, callId: 5, encodingLength: 9, encoding: 13 };
 const TIME = { timestamp: 1, size: 9 };
 const PLAYBACK_STATE = { status: 1, currentTime: 2, speed: 10, didSeek: 14, size: 19 };
 
 // Client to server.
-export const CLIENT_OP = { PLAYBACK_CONTROL: 3 };
+export const CLIENT_OP = { MESSAGE_DATA: 1, SERVICE_CALL: 2, PLAYBACK_CONTROL: 3 };
+const CLIENT_MESSAGE_DATA = { channelId: 1, data: 5 };
+const SERVICE_CALL = { serviceId: 1, callId: 5, encodingLength: 9, encoding: 13 };
 const PLAYBACK_CONTROL = { command: 1, speed: 2, hadSeek: 6, seekTime: 7, requestIdLength: 15, requestId: 19 };
 export const PLAYBACK_COMMAND = { PLAY: 0, PAUSE: 1 };
 // The playback states' names, by their number.
@@ -27,7 +31,8 @@ export const STATUS_ENDED = 3;
 
 // A binary message from the server as an object: {op: "messageData",
 // subscriptionId, logNs, dataOffset} (the data is buf[dataOffset:]),
-// {op: "time", timeNs}, {op: "playbackState", status, timeNs, speed, didSeek};
+// {op: "time", timeNs}, {op: "playbackState", status, timeNs, speed, didSeek},
+// {op: "serviceCallResponse", serviceId, callId, encoding, dataOffset};
 // null for any other or a message too short for its opcode. Times are BigInt ns.
 export function parseBinary(buf) {
   const dv = new DataView(buf);
@@ -39,6 +44,14 @@ export function parseBinary(buf) {
   }
   if (op === SERVER_OP.TIME && dv.byteLength >= TIME.size) {
     return { op: "time", timeNs: dv.getBigUint64(TIME.timestamp, true) };
+  }
+  if (op === SERVER_OP.SERVICE_CALL_RESPONSE && dv.byteLength >= SERVICE_CALL_RESPONSE.encoding) {
+    const n = dv.getUint32(SERVICE_CALL_RESPONSE.encodingLength, true);
+    if (dv.byteLength < SERVICE_CALL_RESPONSE.encoding + n) return null;
+    return { op: "serviceCallResponse", serviceId: dv.getUint32(SERVICE_CALL_RESPONSE.serviceId, true),
+             callId: dv.getUint32(SERVICE_CALL_RESPONSE.callId, true),
+             encoding: new TextDecoder().decode(new Uint8Array(buf, SERVICE_CALL_RESPONSE.encoding, n)),
+             dataOffset: SERVICE_CALL_RESPONSE.encoding + n };
   }
   if (op === SERVER_OP.PLAYBACK_STATE && dv.byteLength >= PLAYBACK_STATE.size) {
     return { op: "playbackState", status: dv.getUint8(PLAYBACK_STATE.status),
@@ -61,6 +74,30 @@ export function playbackControlRequest(command, speed, seekNs, requestId) {
   dv.setBigUint64(PLAYBACK_CONTROL.seekTime, seekNs === undefined ? 0n : seekNs, true);
   dv.setUint32(PLAYBACK_CONTROL.requestIdLength, rid.length, true);
   new Uint8Array(b, PLAYBACK_CONTROL.requestId).set(rid);
+  return b;
+}
+
+// The bytes of a client message on the page's channel channelId (data: a Uint8Array).
+export function clientMessageData(channelId, data) {
+  const b = new ArrayBuffer(CLIENT_MESSAGE_DATA.data + data.length);
+  const dv = new DataView(b);
+  dv.setUint8(0, CLIENT_OP.MESSAGE_DATA);
+  dv.setUint32(CLIENT_MESSAGE_DATA.channelId, channelId, true);
+  new Uint8Array(b, CLIENT_MESSAGE_DATA.data).set(data);
+  return b;
+}
+
+// The bytes of a service call request (data: a Uint8Array, encoding: a string).
+export function serviceCallRequest(serviceId, callId, encoding, data) {
+  const enc = new TextEncoder().encode(encoding);
+  const b = new ArrayBuffer(SERVICE_CALL.encoding + enc.length + data.length);
+  const dv = new DataView(b);
+  dv.setUint8(0, CLIENT_OP.SERVICE_CALL);
+  dv.setUint32(SERVICE_CALL.serviceId, serviceId, true);
+  dv.setUint32(SERVICE_CALL.callId, callId, true);
+  dv.setUint32(SERVICE_CALL.encodingLength, enc.length, true);
+  new Uint8Array(b, SERVICE_CALL.encoding).set(enc);
+  new Uint8Array(b, SERVICE_CALL.encoding + enc.length).set(data);
   return b;
 }
 

@@ -43,7 +43,23 @@ export const state = {
   dataRangeNs: null,        // the same in ns (BigInt): the clock's text is exact
   seriesRequests: new Map(), // a0py.fetchSeries request id -> series
   nextRequest: 1,
-  dirty: { topics: true, messages: true, plot: true, fields: true, legend: true },
+  // What this page may change, from serverInfo's metadata (a0py.allowPublish,
+  // a0py.allowSet, a0py.allowCall): the globs each flag of `a0py view` allows.
+  allow: { publish: [], set: [], call: [] },
+  droppedByTopic: {},       // topic -> messages the server dropped for this page
+  tab: "messages",          // the panel shown on the right
+  clientChannels: new Map(), // topic -> {id, schemaName, schema}: what this page advertised to publish
+  nextClientChannel: 1,
+  published: 0,             // messages this page published
+  params: new Map(),        // parameter name -> {value, type} (cfg topics' values)
+  paramsSubscribed: new Set(),
+  services: new Map(),      // service id -> service (as advertised)
+  nextCall: 1,
+  calls: new Map(),         // call id -> {serviceId, sentMs}
+  callResult: null,         // {ok, text, ms, serviceId}
+  graph: { published: new Map(), subscribed: new Map(), services: new Map(), watching: false },
+  dirty: { topics: true, messages: true, plot: true, fields: true, legend: true,
+           publish: true, params: true, services: true, graph: true },
   latency: new Float64Array(LATENCY_SAMPLES), latencyN: 0,
   shown: new Float64Array(LATENCY_SAMPLES), shownN: 0,
   frames: 0, frameJsMs: 0,  // frames drawn, and the JavaScript time they took

@@ -1,5 +1,6 @@
-// The topic list panel: one row a topic with its rate, bandwidth and missed
-// count (from the server's stats channel); a click selects the topic.
+// The topic list panel: one row a topic with its rate, bandwidth, missed
+// count and the messages the server dropped for this page (from the server's
+// stats channel); a click selects the topic.
 
 import { describe, updateSubscriptions } from "./channels.js";
 import { STATS_TOPIC, state } from "./state.js";
@@ -17,7 +18,7 @@ export function select(name) {
 function newRow(name) {
   const row = el("tr", { class: "topic", "data-topic": name, tabindex: "0" },
                  el("td", { class: "name", title: name }, name), el("td", { class: "rate" }),
-                 el("td", { class: "bw" }), el("td", { class: "missed" }));
+                 el("td", { class: "bw" }), el("td", { class: "missed" }), el("td", { class: "drops" }));
   row.onclick = () => select(name);
   row.onkeydown = (e) => { if (e.key === "Enter") select(name); };
   return row;
@@ -30,6 +31,10 @@ function updateRow(row, name) {
   row.cells[2].textContent = st ? fmtBandwidth(st.bandwidth) : "–";
   row.cells[3].textContent = st ? String(st.missed) : "–";
   row.cells[3].classList.toggle("some", !!(st && st.missed));
+  const drops = state.droppedByTopic[name] || 0;
+  row.cells[4].textContent = String(drops);
+  row.cells[4].classList.toggle("some", drops > 0);
+  row.dataset.drops = String(drops);
   row.dataset.rate = st ? String(st.rate) : "0";
   row.classList.toggle("selected", name === state.selected);
   row.classList.toggle("idle", !ch);

@@ -15,19 +15,27 @@
 //   channels.js, content.js            channels and subscriptions; what a message holds
 //   series.js                          numeric fields and the plotted series
 //   topics.js, image.js, messages.js,  the panels: the topic list, an image, the messages,
-//   plot.js, player.js                 the plot, the player of a recording
+//   plot.js, player.js                 the plot, the player of a recording,
+//   access.js, publish.js, params.js,  what the page may change (the view's --allow-* flags);
+//   services.js, graph.js              the publish box, parameters, service calls, the graph
 // A new kind of panel is a module of its own, rendered from the frame loop
 // when its part of state.dirty is set; a new server message, a case in onText
 // or onBinary.
 
+import { readAllowed } from "./access.js";
 import { addChannel, channelOfSubscription, removeChannel, resetChannels, updateSubscriptions } from "./channels.js";
+import { onGraphUpdate, renderGraph, resetGraph, watchGraph } from "./graph.js";
 import { imageCanvas } from "./image.js";
 import { renderMessages } from "./messages.js";
 import { packetCodec } from "./packet.js";
+import { onParameterValues, renderParams, requestParameters, resetParameters } from "./params.js";
 import { applySpeed, playOrPause, seekToFraction, setPlaybackTime, showSource, togglePause, updateClock,
          updatePlayer } from "./player.js";
 import { drawPlot, renderFields, renderLegend } from "./plot.js";
+import { publish, renderPublish, resetPublish } from "./publish.js";
 import { addSeries, onSeries, plotMessage, requestSeries, restartSeries } from "./series.js";
+import { callService, onAdvertiseServices, onServiceFailure, onServiceResponse, onUnadvertiseServices, renderServices,
+         resetServices } from "./services.js";
 import { connect, parseBinary } from "./socket.js";
 import { KEEP_IMAGES, KEEP_MESSAGES, LATENCY_SAMPLES, recordSample, state } from "./state.js";
 import { renderTopics, select } from "./topics.js";
@@ -74,6 +82,8 @@ function onServerInfo(msg) {
     showStatus(`this page cannot read the server's packets: ${e.message}`, 2);
   }
   state.recording = (msg.capabilities || []).includes("playbackControl");
+  readAllowed(meta);
+  state.dirty.publish = state.dirty.params = state.dirty.services = true;
   if (msg.dataStartTime && msg.dataEndTime) {
     state.dataRangeNs = [tsNs(msg.dataStartTime), tsNs(msg.dataEndTime)];
     state.dataRange = state.dataRangeNs.map(nsToMs);
@@ -97,10 +107,17 @@ function onText(text) {
     case "advertise":
       for (const ch of msg.channels || []) addChannel(ch);
       updateSubscriptions(); requestSeries();
+      if ((msg.channels || []).some((ch) => ch.a0pyProtocol === "cfg")) requestParameters();
+      state.dirty.publish = true;
       break;
     case "unadvertise": for (const id of msg.channelIds || []) removeChannel(id); break;
     case "status": onStatus(msg); break;
     case "a0py.series": onSeries(msg); break;
+    case "parameterValues": onParameterValues(msg); break;
+    case "advertiseServices": onAdvertiseServices(msg); break;
+    case "unadvertiseServices": onUnadvertiseServices(msg); break;
+    case "serviceCallFailure": onServiceFailure(msg); break;
+    case "connectionGraphUpdate": onGraphUpdate(msg); break;
     default: break;
   }
 }
@@ -114,6 +131,7 @@ function onStats(buf, offset, recvMs) {
     state.clockOffsetMs = state.clockOffsetMs === null ? off : Math.max(state.clockOffsetMs, off);
   }
   if (typeof s.dropped === "number" && s.dropped > state.dropped) setDropped(s.dropped);
+  state.droppedByTopic = s.droppedByTopic || {};
   state.dirty.topics = true;
 }
 
@@ -156,13 +174,19 @@ function onBinary(buf) {
     state.dirty.plot = true; updateClock();
   } else if (m.op === "playbackState") {
     onPlaybackState(m);
+  } else if (m.op === "serviceCallResponse") {
+    onServiceResponse(m, buf);
   }
 }
 
 function onConnectionState(s) {
   state.connected = s === "connected";
   setConn(s);
-  if (s === "disconnected") resetChannels();
+  if (s === "disconnected") {
+    resetChannels(); resetPublish(); resetParameters(); resetServices(); resetGraph();
+  }
+  if (s === "connected" && state.tab === "graph") watchGraph(true);
+  state.dirty.publish = state.dirty.services = true;
 }
 
 function onConnectionError() {
@@ -176,6 +200,10 @@ function frame() {
   const began = performance.now();
   if (state.dirty.topics) { state.dirty.topics = false; renderTopics(); }
   if (state.dirty.legend) { state.dirty.legend = false; renderLegend(); }
+  if (state.tab === "publish" && state.dirty.publish) { state.dirty.publish = false; renderPublish(); }
+  if (state.tab === "params" && state.dirty.params) { state.dirty.params = false; renderParams(); }
+  if (state.tab === "services" && state.dirty.services) { state.dirty.services = false; renderServices(); }
+  if (state.tab === "graph" && state.dirty.graph) { state.dirty.graph = false; renderGraph(); }
   if (!state.paused) {
     // Held while the pointer is over the messages, so they can be read and clicked.
     if (state.dirty.messages && !state.hoverMessages) { state.dirty.messages = false; renderMessages(); }
@@ -190,6 +218,19 @@ function frame() {
   requestAnimationFrame(frame);
 }
 
+// Shows one panel on the right (the messages and plot, or a control panel).
+function showTab(tab) {
+  state.tab = tab;
+  for (const b of document.querySelectorAll("#tabs button")) b.setAttribute("aria-selected", String(b.dataset.tab === tab));
+  for (const p of document.querySelectorAll(".pane")) p.hidden = p.dataset.pane !== tab;
+  if (tab === "publish" && !$("pub-topic").value && state.selected && !state.selected.includes(":")) {
+    $("pub-topic").value = state.selected;
+  }
+  if (tab === "params") requestParameters();
+  watchGraph(tab === "graph");
+  state.dirty[tab] = true;
+}
+
 function init() {
   $("pause").onclick = togglePause;
   $("play").onclick = playOrPause;
@@ -198,6 +239,13 @@ function init() {
   slider.oninput = () => { state.sliding = true; };
   slider.onchange = () => { state.sliding = false; seekToFraction(Number(slider.value) / 1000); };
   $("filter").oninput = () => { state.dirty.topics = true; };
+  for (const b of document.querySelectorAll("#tabs button")) b.onclick = () => showTab(b.dataset.tab);
+  $("pub-topic").oninput = () => { state.dirty.publish = true; };
+  $("pub-send").onclick = publish;
+  $("svc-select").onchange = () => { state.dirty.services = true; };
+  $("svc-call").onclick = callService;
+  // The parameters change by themselves (updates); a full read now and then finds new ones.
+  setInterval(() => { if (state.tab === "params" && state.connected) requestParameters(); }, 2000);
   $("render-mode").onchange = $("keep").onchange = () => { state.dirty.messages = true; };
   $("window").onchange = () => { state.dirty.plot = true; };
   $("add-field").onclick = () => { const f = $("field").value; if (f && state.selected) addSeries(state.selected, f); };
@@ -216,6 +264,7 @@ function init() {
 window.a0pyView = {
   state,
   select,
+  showTab,
   imageCanvas,
   addSeries,
   seekToFraction,

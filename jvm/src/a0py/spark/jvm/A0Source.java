@@ -39,7 +39,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * (through Spark's own PythonDataSourceV2), so one name serves every read.
  */
 public final class A0Source implements TableProvider, DataSourceRegister {
-  private static final byte[] MCAP_MAGIC = McapLayout.MAGIC;
+  private static final byte[] MCAP_MAGIC = McapRecords.MAGIC;
 
   @Override
   public String shortName() {
@@ -121,7 +121,7 @@ public final class A0Source implements TableProvider, DataSourceRegister {
     try (FileChannel ch = McapLayout.open(path)) {
       byte[] head = McapLayout.pread(ch, MCAP_MAGIC.length, 0, path);
       return head.length == MCAP_MAGIC.length && !Arrays.equals(head, MCAP_MAGIC)
-          && McapLayout.le64(head, 0) == 0x4e45524159503041L;
+          && LittleEndian.le64(head, 0) == 0x4e45524159503041L;
     } catch (IOException | RuntimeException e) {
       return false;
     }
