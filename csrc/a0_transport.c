@@ -548,8 +548,9 @@ static void fill_read(const a0_transport_t* t, const a0_frame_hdr_t* f, uint64_t
  *    loses little more than what was evicted, and finishes its copy before
  *    the writer gets there. Having seen no eviction (pace 0): the oldest.
  * The frames passed over count in missed, as evicted ones do. t->lapped is
- * set by a landing from an evicted cursor and cleared by a read that finds
- * nothing left to read; t->pace is measured by every read_end. */
+ * set by a landing from an evicted cursor that passes frames over, and
+ * cleared by a read that finds nothing left to read; t->pace is measured by
+ * every read_end. */
 static uint64_t landing_seq(const a0_transport_t* t, const a0_state_t* s) {
   uint64_t ahead = s->seq_high - s->seq_low;
   if (t->lapped || t->pace > ahead / 2) return s->seq_high;
@@ -680,7 +681,10 @@ a0_err_t a0_transport_read_begin(a0_transport_t* t, a0_read_t* r) {
     if (err) return err;
     fill_read(t, &f, off, link_seq, s.seq_low, r);
     if (t->cur_seq && r->seq > t->cur_seq + 1) r->gap = r->seq - t->cur_seq - 1;
-    if (landing && t->cur_seq) t->lapped = 1;
+    /* Lapped only if the landing passed frames over: a cursor whose frame is
+     * gone while the next one lives (its reader dropped what it had read, as
+     * an arena queue's does) lands on that next frame and has lost nothing. */
+    if (landing && t->cur_seq && r->seq > t->cur_seq + 1) t->lapped = 1;
     return A0_OK;
   }
   return A0_ERR_BUSY;
@@ -730,7 +734,7 @@ a0_err_t a0_transport_read_skip(a0_transport_t* t, uint64_t* first, uint64_t* la
     if (err) return err;
     if (!live) continue;
     if (t->cur_seq && want > t->cur_seq + 1) t->missed += want - t->cur_seq - 1;
-    if (!placed && t->cur_seq) t->lapped = 1;
+    if (!placed && t->cur_seq && want > t->cur_seq + 1) t->lapped = 1;
     t->cur_seq = to;
     t->cur_off = to_off; /* the skipped frame: the next read follows its link, or the tail walk */
     *first = want;

@@ -121,7 +121,7 @@ class Reader:
             return None
         if self.cursor < s.seq_low:
             seq = link = self.landing(s)
-            if self.cursor:
+            if self.cursor and seq > self.cursor + 1:  # frames passed over
                 self.lapped = True
         else:
             seq, link = self.cursor + 1, self.cursor
