@@ -300,7 +300,7 @@ def test_the_installed_wheel_runs_pub_sub_and_offers_record_once_its_extra_is_in
     assert result.returncode == 0, "offline install of the record extra: " + result.stderr[-3000:]
     listed = _a0py(venv, "--help", cwd=where, env=env)
     unavailable = [line.split()[0] for line in listed.stdout.splitlines() if "(unavailable:" in line]
-    assert unavailable == ["bridge"] and re.search(r"^  record\s+Record live TOPICS", listed.stdout,
+    assert unavailable == ["bridge", "ros2"] and re.search(r"^  record\s+Record live TOPICS", listed.stdout,
                                                     re.MULTILINE), listed.stdout
     rec = where / "rec"
     recorder = _start(venv, "record", "inst/chat", "--out", str(rec), "--duration", "30", cwd=where, env=env)
