@@ -362,27 +362,6 @@ def test_the_jar_is_in_the_package_and_the_session_helper_uses_it(spark):
     assert session() is spark  # the suite's session already has the jar: returned as is
 
 
-FALLBACK = textwrap.dedent("""
-    import sys
-    from pyspark.sql import SparkSession
-    from a0py.spark import reader_in_use
-    spark = (SparkSession.builder.master("local[1]").config("spark.driver.host", "127.0.0.1")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false").getOrCreate())
-    df = spark.read.format("a0").load(sys.argv[1])
-    print(reader_in_use(spark), reader_in_use(df), df.count())
-    spark.stop()
-""")
-
-
-def test_without_the_jar_the_name_a0_is_the_python_source(recordings):
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
-    r = subprocess.run([sys.executable, "-c", FALLBACK, os.path.join(recordings["mixed"], "a0py_00002.mcap")],
-                       env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert r.stdout.split()[-3:] == ["python", "python", "120"]
-
-
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_random_damage_is_rows_or_an_error_naming_the_file_never_a_dead_jvm(spark, tmp_path, compression):
     import random
@@ -426,27 +405,48 @@ def test_session_jars_warn_and_leave_the_jar_out_when_it_is_not_built(monkeypatc
         assert _jvm.session_jars({"spark.jars": "/x/other.jar"}) == (None, ["/x/other.jar"])
 
 
-def test_session_without_the_jar_reads_with_the_python_reader(tmp_path):
+# Both checks of an install without the jar run in one Python process (one
+# JVM start, the slowest part): first a0py.spark.session() with the jar
+# missing, then a plain SparkSession that never heard of a0py's jar.
+NO_JAR = textwrap.dedent("""
+    import sys, warnings
+    from a0py.spark import RecordingOptionError
+    import a0py.spark._jvm as jvm
+
+    def missing():
+        raise RecordingOptionError("a0py-spark.jar: the a0py JVM reader is not built")
+
+    jvm.jar_path = missing
+    import a0py.spark
+    from a0py.spark import reader_in_use
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spark = a0py.spark.session("local[1]")
+    assert [w.category.__name__ for w in caught] == ["JarMissingWarning"], caught
+    df = spark.read.format("a0").load(sys.argv[1])
+    print("session", df.count(), reader_in_use(df))
+    spark.stop()
+
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[1]").config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.ui.enabled", "false").getOrCreate())
+    df = spark.read.format("a0").load(sys.argv[2])
+    print("plain", reader_in_use(spark), reader_in_use(df), df.count())
+    spark.stop()
+""")
+
+
+def test_without_the_jar_session_warns_and_the_name_a0_is_the_python_source(tmp_path, recordings):
     """An install with no jar (pip built it where javac or pyspark was missing):
-    session() warns and gives a session whose format("a0") reads the rows."""
+    session() warns and gives a session whose format("a0") reads the rows, and
+    a plain SparkSession's format("a0") is the Python source."""
     exp = write_segment(str(tmp_path / "seg.mcap"), {"a": 30})
-    script = textwrap.dedent(f"""
-        import warnings
-        from a0py.spark import RecordingOptionError
-        import a0py.spark._jvm as jvm
-        def missing():
-            raise RecordingOptionError("a0py-spark.jar: the a0py JVM reader is not built")
-        jvm.jar_path = missing
-        import a0py.spark
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            spark = a0py.spark.session("local[1]")
-        assert [w.category.__name__ for w in caught] == ["JarMissingWarning"], caught
-        df = spark.read.format("a0").load({str(tmp_path)!r})
-        print("rows", df.count(), a0py.spark.reader_in_use(df))
-        spark.stop()
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240,
-                         cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    out = subprocess.run([sys.executable, "-c", NO_JAR, str(tmp_path),
+                          os.path.join(recordings["mixed"], "a0py_00002.mcap")],
+                         capture_output=True, text=True, timeout=300, cwd=REPO, env=env)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert f"rows {len(exp.frames)} python" in out.stdout
+    lines = out.stdout.splitlines()
+    assert f"session {len(exp.frames)} python" in lines
+    assert "plain python python 120" in lines
