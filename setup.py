@@ -52,13 +52,21 @@ CYTHON_CFLAGS = ["-Wno-unused-function", "-Wno-unreachable-code", *OPT]
 
 
 class BuildExtStrictCore(build_ext):
-    """Compile the C core with warnings as errors, then the Cython modules."""
+    """Compile the C core with warnings as errors, then the Cython modules:
+    one module per CPU at once (``_core`` alone is most of the build; the
+    others compile beside it), each module's core objects in a folder of its
+    own so that two modules never write the same object file."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:
+            self.parallel = os.cpu_count() or 1
 
     def build_extension(self, ext):
         if ext.name in CORE_USERS:
             objects = self.compiler.compile(
                 CORE_USERS[ext.name],
-                output_dir=self.build_temp,
+                output_dir=os.path.join(self.build_temp, ext.name),
                 include_dirs=["csrc"],
                 extra_postargs=CORE_CFLAGS,
                 depends=glob.glob("csrc/*.[ch]"),
@@ -142,6 +150,7 @@ setup(
         extensions(),
         compiler_directives={"language_level": "3", "embedsignature": True},
         quiet=True,
+        nthreads=os.cpu_count() or 1,
     ),
     cmdclass={"build_ext": BuildExtStrictCore, "build_py": BuildPyWithJar},
 )
