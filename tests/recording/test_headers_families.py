@@ -17,15 +17,15 @@ import uuid
 import mcap_protobuf.decoder as mcap_protobuf
 import pytest
 from helpers.procs import REPO
+from helpers.typed_segments import new_and_old_segments
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory as Ros2DecoderFactory
 from mcap_ros2.reader import read_ros2_messages
 
 import a0py
-from a0py.recording import DecoderFactory, SegmentWriter
-from a0py.recording import writer as writer_module
+from a0py.recording import DecoderFactory
 from a0py.recording.format import HEADERS_TOPIC_PREFIX, join_packet
-from a0py.recording.headers import FORMAT_CDR, FORMAT_PACKET, FORMAT_PROTOBUF, cut_packet, headers_channel_for
+from a0py.recording.headers import FORMAT_CDR, FORMAT_PROTOBUF, cut_packet
 from a0py.spark import read_table
 
 N = 12
@@ -207,31 +207,15 @@ def test_go_mcap_cli_reads_the_recordings_whole(recordings):
 # -- a0py's readers: the new headers channels read as the old ones -----------
 
 
-def _segment(path, old):
-    """A segment of a protobuf, a ROS 2 and a JSON topic: headers channels in
-    their payloads' family, or (``old``) all a0py packets as before."""
-    from a0py.proto.protobuf_wire import NDARRAY_DESCRIPTOR_SET
-
-    schemas = {"s/pb": a0py.Schema("a0py.NDArray", "protobuf", NDARRAY_DESCRIPTOR_SET),
-               "s/ros": a0py.Schema.ros2("std_msgs/msg/String"),
-               "s/js": a0py.Schema.json_schema("s.J", {"type": "object", "properties": {"x": {"type": "number"}}})}
-    with SegmentWriter(path) as w:
-        for i, (topic, schema) in enumerate(schemas.items()):
-            w.add_typed_topic(topic, schema)
-            frames = [a0py.Packet({"k": f"{topic} {j}", "n": "é"}, b"payload %d" % j).to_bytes() for j in range(5)]
-            w.write_frames(topic, frames, 1000 + i, seqs=[10 * i + j for j in range(5)])
-        if old:
-            assert set(w._headers_format.values()) == {FORMAT_PACKET}
-        else:
-            assert sorted(set(w._headers_format.values())) == [FORMAT_PACKET, FORMAT_PROTOBUF, FORMAT_CDR]
-    return path
-
-
 @pytest.fixture
 def new_and_old(tmp_path, monkeypatch):
-    new = _segment(tmp_path / "new.mcap", old=False)
-    monkeypatch.setattr(writer_module, "headers_channel_for", lambda enc: headers_channel_for("json"))
-    old = _segment(tmp_path / "old.mcap", old=True)
+    new, old = new_and_old_segments(tmp_path, monkeypatch)
+    with open(new, "rb") as f:
+        assert {c.message_encoding for c in make_reader(f).get_summary().channels.values()} == {
+            "protobuf", "cdr", "json", "a0py/packet"}
+    with open(old, "rb") as f:
+        assert {c.message_encoding for c in make_reader(f).get_summary().channels.values()
+                if c.topic.startswith(HEADERS_TOPIC_PREFIX)} == {"a0py/packet"}
     return new, old
 
 
