@@ -16,11 +16,11 @@ import uuid
 
 import mcap_protobuf.decoder as mcap_protobuf
 import pytest
-from helpers.procs import REPO
 from helpers.typed_segments import new_and_old_segments
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory as Ros2DecoderFactory
 from mcap_ros2.reader import read_ros2_messages
+from test_record_typed import _env, _go_mcap
 
 import a0py
 from a0py.recording import DecoderFactory
@@ -47,12 +47,6 @@ PUBLISH = textwrap.dedent("""
         raw.pub(b"raw%d" % i, headers=h)
         ros.pub({"data": f"ros {i}"}, headers=h)
 """)
-
-
-def _env():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
-    return env
 
 
 def _publish(start, n):
@@ -179,8 +173,6 @@ def test_mixed_recording_decodes_whole_with_a0py_protobuf_and_ros2_factories(rec
 
 
 def test_go_mcap_cli_reads_the_recordings_whole(recordings):
-    from test_record_typed import _go_mcap
-
     tool = _go_mcap()
     for name in ("mixed", "protobuf", "ros2"):
         path = str(recordings[name])
