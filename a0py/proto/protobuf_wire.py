@@ -1,5 +1,7 @@
 """The protobuf wire format, by hand, for the two messages a0py writes and reads in
-place: ``a0py.NDArray`` (a numpy array) and ``foxglove.RawImage`` (an image). No
+place: ``a0py.NDArray`` (a numpy array) and ``foxglove.RawImage`` (an image); and
+the FileDescriptorSets of a0py's own messages (``a0py.NDArray``, and
+``a0py.PacketHeaders`` of recordings: :func:`message_descriptor_set`). No
 protobuf library is needed for them, and neither side copies the array: the writer
 puts a few bytes of fields before the array's bytes, the reader finds where they
 start and views them.

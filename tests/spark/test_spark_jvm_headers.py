@@ -3,11 +3,16 @@ their payloads' family (protobuf, CDR) as with ``a0py/packet`` ones (the
 format recordings had before): the same rows as the Python source, for
 both."""
 
+import re
+
 import pytest
 from helpers.typed_segments import new_and_old_segments
 from test_spark_jvm import both
 
+from a0py.recording import headers
 from a0py.spark import register
+
+JAVA = "jvm/src/a0py/spark/jvm/HeadersMessage.java"
 
 
 @pytest.fixture(scope="module")
@@ -32,3 +37,21 @@ def test_jvm_filters_by_seq_and_prunes_columns_on_new_headers_channels(spark, py
     query = lambda df: df.select("topic", "seq", "headers").filter("seq % 3 = 0")  # noqa: E731
     got = [both(spark, python_source, str(p), query=query) for p in (new, old)]
     assert got[0][0][1] and got[0][0][1] == got[0][1][1] == got[1][0][1] == got[1][1][1]
+
+
+def test_the_jvm_reads_headers_messages_at_the_offsets_headers_py_writes_them():
+    from helpers.procs import REPO
+
+    with open(f"{REPO}/{JAVA}") as f:
+        java = f.read()
+
+    def ints(name):
+        m = re.search(rf"static final int(?:\[\])? {name} = \{{?([^;}}]*)\}}?;", java)
+        return [int(x) for x in m.group(1).split(",")]
+
+    names = [n for n, _, _ in headers.FIELDS]
+    assert ints("PB_AT") == [headers.PB_AT[n] for n in names]
+    assert ints("CDR_AT") == [headers.CDR_AT[n] for n in names]
+    assert ints("SIZE") == [s for _, s, _ in headers.FIELDS]
+    assert ints("PB_BLOCK_KEY_AT") == [headers.PB_FIXED] and headers.PB_BLOCK_KEY == bytes([0x4A])
+    assert ints("CDR_BLOCK_AT") == [headers.CDR_BLOCK_AT]

@@ -10,7 +10,7 @@ import java.util.Arrays;
  * {@code a0py_msgs/msg/PacketHeaders} (CDR), turned back into the packet cut at its payload that
  * the readers join (the bytes a headers channel of {@code a0py/packet} holds as they are). The
  * fields sit at fixed offsets in the messages a0py writes; every key, length and size is checked.
- * tests/spark/test_spark_jvm.py holds these offsets to headers.py's.
+ * tests/spark/test_spark_jvm_headers.py holds these offsets to headers.py's.
  */
 final class HeadersMessage {
   static final byte PACKET = 0;
