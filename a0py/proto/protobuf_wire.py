@@ -1,5 +1,7 @@
 """The protobuf wire format, by hand, for the two messages a0py writes and reads in
-place: ``a0py.NDArray`` (a numpy array) and ``foxglove.RawImage`` (an image). No
+place: ``a0py.NDArray`` (a numpy array) and ``foxglove.RawImage`` (an image); and
+the FileDescriptorSets of a0py's own messages (``a0py.NDArray``, and
+``a0py.PacketHeaders`` of recordings: :func:`message_descriptor_set`). No
 protobuf library is needed for them, and neither side copies the array: the writer
 puts a few bytes of fields before the array's bytes, the reader finds where they
 start and views them.
@@ -26,14 +28,15 @@ from .. import _core
 
 __all__ = [
     "NDARRAY_DESCRIPTOR_SET", "NDARRAY_NAME", "PAD_FIELD", "aligned_prefix", "fields",
-    "key", "length_delimited", "packed_varints", "read_varint", "unpack_varints", "varint",
+    "TYPE_BYTES", "TYPE_FIXED32", "TYPE_FIXED64", "key", "length_delimited", "message_descriptor_set",
+    "packed_varints", "read_varint", "unpack_varints", "varint",
 ]
 
 #: Field number of the padding field (wire type 2) written before an array's bytes:
 #: high enough that neither ``a0py.NDArray`` nor ``foxglove.RawImage`` will use it.
 PAD_FIELD = 2047
 
-VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
+VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5  # wire types
 
 _PAD_KEY_SIZE = 2  # varint(2047 << 3 | 2) takes two bytes
 # Where a packet's payload starts in its frame is aligned to this (docs/format.md).
@@ -157,7 +160,8 @@ def aligned_prefix(head, data_field, data_size):
 
 NDARRAY_NAME = "a0py.NDArray"
 
-_TYPE_INT64, _TYPE_UINT64, _TYPE_STRING, _TYPE_BYTES = 3, 4, 9, 12
+# FieldDescriptorProto.Type
+_TYPE_INT64, _TYPE_UINT64, TYPE_FIXED64, TYPE_FIXED32, _TYPE_STRING, TYPE_BYTES = 3, 4, 6, 7, 9, 12
 _LABEL_OPTIONAL, _LABEL_REPEATED = 1, 3
 
 
@@ -168,18 +172,26 @@ def _field_descriptor(name, number, label, type_):
             + length_delimited(10, name.encode()))
 
 
-def _ndarray_descriptor_set():
-    message = length_delimited(1, b"NDArray") + b"".join(
-        length_delimited(2, _field_descriptor(*f)) for f in (
-            ("dtype", 1, _LABEL_OPTIONAL, _TYPE_STRING),
-            ("shape", 2, _LABEL_REPEATED, _TYPE_UINT64),
-            ("strides", 3, _LABEL_REPEATED, _TYPE_INT64),
-            ("data", 4, _LABEL_OPTIONAL, _TYPE_BYTES)))
+def _descriptor_set(file_name, package, message_name, field_descriptors):
+    message = length_delimited(1, message_name.encode()) + b"".join(
+        length_delimited(2, _field_descriptor(*f)) for f in field_descriptors)
     # FileDescriptorProto: name = 1, package = 2, message_type = 4, syntax = 12
-    file = (length_delimited(1, b"a0py/NDArray.proto") + length_delimited(2, b"a0py")
+    file = (length_delimited(1, file_name.encode()) + length_delimited(2, package.encode())
             + length_delimited(4, message) + length_delimited(12, b"proto3"))
     return length_delimited(1, file)  # FileDescriptorSet: file = 1
 
 
+def message_descriptor_set(file_name, package, message_name, field_types):
+    """The FileDescriptorSet (proto3) of one file ``file_name`` in ``package``
+    holding one message ``message_name`` of optional scalar fields
+    ``field_types``: ``[(name, number, TYPE_...)]``."""
+    return _descriptor_set(file_name, package, message_name,
+                           [(name, number, _LABEL_OPTIONAL, type_) for name, number, type_ in field_types])
+
+
 #: The FileDescriptorSet of ``a0py.NDArray`` (the data of its protobuf schema).
-NDARRAY_DESCRIPTOR_SET = _ndarray_descriptor_set()
+NDARRAY_DESCRIPTOR_SET = _descriptor_set("a0py/NDArray.proto", "a0py", "NDArray", (
+    ("dtype", 1, _LABEL_OPTIONAL, _TYPE_STRING),
+    ("shape", 2, _LABEL_REPEATED, _TYPE_UINT64),
+    ("strides", 3, _LABEL_REPEATED, _TYPE_INT64),
+    ("data", 4, _LABEL_OPTIONAL, TYPE_BYTES)))

@@ -3,7 +3,9 @@
 * :class:`Recorder` drains live topics into MCAP segments (``a0py record``);
 * :class:`Player` publishes a recording back into live topics (``a0py play``);
 * :func:`bag_info` describes recordings (``a0py bag info``);
-* :class:`SegmentWriter` writes one segment of a0py packets.
+* :class:`SegmentWriter` writes one segment of a0py packets;
+* :class:`DecoderFactory` lets the ``mcap`` package's ``iter_decoded_messages``
+  decode a0py's own channels (with the protobuf and ROS 2 factories: all).
 
 The public modules the other layers build on: :mod:`.format` (MCAP's
 constants, its record layouts and a0py's channels), :mod:`.reader` (the
@@ -28,9 +30,10 @@ _LAZY = {
     "bag_info": (".baginfo", "bag_info"),
     "format_bag_info": (".baginfo", "format_bag_info"),
     "SegmentWriter": (".writer", "SegmentWriter"),
+    "DecoderFactory": (".mcap_decoders", "DecoderFactory"),
 }
 
-__all__ = ["EmptyRecordingError", "PlayStats", "Player", "Recorder", "RecordingError", "RecordingFormatError",
+__all__ = ["DecoderFactory", "EmptyRecordingError", "PlayStats", "Player", "Recorder", "RecordingError", "RecordingFormatError",
            "RecordingOptionError",
            "SegmentWriter", "TopicStats", "bag_info", "format_bag_info"]
 

@@ -37,5 +37,8 @@ def record_frames(
 ) -> list[bytes]: ...
 def split_records(
     buf: bytes | bytearray | memoryview, offsets: np.ndarray, payload_channel: int, headers_channel: int,
-    payload_out: bytearray | None = None, headers_out: bytearray | None = None,
+    payload_out: bytearray | None = None, headers_out: bytearray | None = None, headers_format: int = 0,
 ) -> tuple[bytearray, int, np.ndarray, np.ndarray, bytearray, int, np.ndarray]: ...
+def headers_records(
+    buf: bytes | bytearray | memoryview, offsets: np.ndarray, fmt: int,
+) -> tuple[bytearray, np.ndarray, np.ndarray]: ...

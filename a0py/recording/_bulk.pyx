@@ -49,7 +49,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.long cimport PyLong_AsLongLong
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, strcmp
+from libc.string cimport memcmp, memcpy, memset, strcmp
 
 from ..includes.a0_arena cimport a0_check_info_t
 from ..includes.a0_err cimport A0_OK
@@ -104,6 +104,8 @@ cdef const char* K_MONO = STD_KEYS  # a0_time_mono
 cdef const char* K_WALL = K_MONO + STD_KEY_LEN[0]  # a0_time_wall
 cdef const char* K_SEQ = K_WALL + STD_KEY_LEN[1] + STD_KEY_LEN[2] + STD_KEY_LEN[3]  # a0_transport_seq
 cdef uint64_t TOP_BIT = (<uint64_t>1) << 63
+
+include "_headers.pxi"
 
 
 cdef inline uint64_t rd64(const uint8_t* p) noexcept nogil:
@@ -533,17 +535,21 @@ def record_frames(const uint8_t[::1] buf, int64_t start, int64_t nbytes, Py_ssiz
 
 
 def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payload_channel,
-                  int headers_channel, bytearray payload_out=None, bytearray headers_out=None):
+                  int headers_channel, bytearray payload_out=None, bytearray headers_out=None,
+                  int headers_format=0):
     """Splits the packet message records of a closed chunk (``buf``, each
     record at ``offsets``, as :func:`index_records` found them and with their
     publish times filled in) into the records of a typed topic's two channels:
     ``payload_channel`` gets each packet's payload as its data, and
     ``headers_channel`` the packet cut at its payload (``payload_size`` 0):
-    its id, standard block and headers, an a0py packet with an empty payload.
-    Both keep the record's sequence, log time and publish time.
+    its id, standard block and headers, an a0py packet with an empty payload
+    (``headers_format`` ``headers.FORMAT_PACKET``), or those fields as an
+    ``a0py.PacketHeaders`` (``FORMAT_PROTOBUF``) or CDR
+    ``a0py_msgs/msg/PacketHeaders`` (``FORMAT_CDR``). Both keep the record's
+    sequence, log time and publish time.
 
-    A frame that is not a valid packet goes whole to ``headers_channel`` and
-    gives no payload record. ``payload_out``, ``headers_out``: bytearrays to
+    A frame that is not a valid packet goes whole to ``headers_channel`` (in
+    a headers message flagged ``NOT_A_PACKET``) and gives no payload record. ``payload_out``, ``headers_out``: bytearrays to
     write the records into (grown if too small; a writer passes the same ones
     for every chunk, so their pages are not faulted in anew each time), new
     ones if None. Returns ``(payload_records, payload_used, payload_offsets,
@@ -568,9 +574,11 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
             raise ValueError(f"record at {pos} runs past the chunk")
         if a0_packet_view(base + pos + MSG_FIXED, <uint64_t>size, &v, NULL) == A0_OK:
             psize += MSG_FIXED + <int64_t>v.payload_size
-            hsize += MSG_FIXED + <int64_t>(v.payload - v.base)
+            keep = <int64_t>(v.payload - v.base)
+            hsize += MSG_FIXED + (keep if headers_format == F_PACKET else headers_msg_size(headers_format,
+                                                                                              keep - INDEX_OFF))
         else:
-            hsize += MSG_FIXED + size
+            hsize += MSG_FIXED + (size if headers_format == F_PACKET else headers_msg_size(headers_format, size))
     pay = _room(payload_out, psize)
     hdr = _room(headers_out, hsize)
     poff_a = np.empty(n, np.int64)
@@ -584,6 +592,8 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
     cdef uint16_t pch = <uint16_t>payload_channel, hch = <uint16_t>headers_channel
     cdef int64_t pp = 0, hp = 0
     cdef uint64_t zero = 0
+    if headers_format != F_PACKET and headers_format != F_PROTOBUF and headers_format != F_CDR:
+        raise ValueError(f"headers format {headers_format} is not one a0py writes")
     with nogil:
         for i in range(n):
             pos = offsets[i]
@@ -599,13 +609,20 @@ def split_records(const uint8_t[::1] buf, const int64_t[::1] offsets, int payloa
                 np_ += 1
                 pp += MSG_FIXED + <int64_t>v.payload_size
                 keep = <int64_t>(v.payload - v.base)
-                memcpy(hb + hp, base + pos, MSG_FIXED + keep)
-                length = <uint64_t>(MSG_FIXED - HDR + keep)
-                memcpy(hb + hp + 1, &length, 8)
-                memcpy(hb + hp + MSG_FIXED + PACKET_PAYLOAD_SIZE_AT, &zero, 8)
-            else:
+                if headers_format == F_PACKET:
+                    memcpy(hb + hp, base + pos, MSG_FIXED + keep)
+                    memcpy(hb + hp + MSG_FIXED + PACKET_PAYLOAD_SIZE_AT, &zero, 8)
+                else:
+                    memcpy(hb + hp, base + pos, MSG_FIXED)
+                    keep = write_headers_msg(hb + hp + MSG_FIXED, headers_format, base + pos + MSG_FIXED, keep, True)
+            elif headers_format == F_PACKET:
                 keep = size
                 memcpy(hb + hp, base + pos, MSG_FIXED + keep)
+            else:
+                memcpy(hb + hp, base + pos, MSG_FIXED)
+                keep = write_headers_msg(hb + hp + MSG_FIXED, headers_format, base + pos + MSG_FIXED, size, False)
+            length = <uint64_t>(MSG_FIXED - HDR + keep)
+            memcpy(hb + hp + 1, &length, 8)
             memcpy(hb + hp + AT_CHANNEL, &hch, 2)
             ho[nh] = hp
             nh += 1

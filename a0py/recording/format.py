@@ -226,9 +226,11 @@ PACKET_FIXED = PACKET_LAYOUT["header_size"]
 PACKET_PAYLOAD_SIZE_AT = PACKET_LAYOUT["payload_size_off"]
 
 # A typed topic (one with a schema) is two channels: TOPIC, its payloads with
-# their real schema and message encoding, and /a0py/headers/TOPIC, its packets
-# cut at the payload (a0py packets with an empty payload: id, times, seqs,
-# writer, user headers), paired message for message by sequence.
+# their real schema and message encoding, and /a0py/headers/TOPIC, the rest of
+# its packets (id, times, seqs, writer, user headers), paired message for
+# message by sequence. The headers channel is in the family of the payloads
+# (a0py.recording.headers: protobuf, CDR, or a0py packets cut at the payload),
+# and is told apart by its a0py.payloads metadata whatever its encoding.
 HEADERS_TOPIC_PREFIX = "/a0py/headers/"
 # Channel metadata: the a0py topic of a channel; on a typed topic's payload
 # channel, the topic of its headers channel; on a headers channel, the topic
@@ -252,9 +254,9 @@ def channel_kind(channel):
     topic, ``KIND_TYPED`` for its payload channel, ``KIND_FOREIGN`` for any
     other (a0py's JSON copies among them: :func:`is_json_copy` tells them
     apart)."""
+    if PAYLOADS_KEY in channel.metadata:
+        return KIND_HEADERS
     if channel.message_encoding == PACKET_ENCODING:
-        if PAYLOADS_KEY in channel.metadata:
-            return KIND_HEADERS
         return KIND_PACKET
     if HEADERS_KEY in channel.metadata:
         return KIND_TYPED
@@ -278,10 +280,10 @@ def headers_topic(channel):
 
 
 def join_packet(headers, payload):
-    """The packet a typed topic's recorded messages were cut from: the
-    headers channel's message ``headers`` (the packet up to its payload, with
-    ``payload_size`` 0) and the payload channel's message of the same
-    sequence. Raises ValueError if ``headers`` is too short to be a packet."""
+    """The packet a typed topic's recorded messages were cut from: ``headers``,
+    the packet up to its payload with ``payload_size`` 0 (the headers
+    channel's message as ``headers.cut_packet`` gives it back), and the
+    payload channel's message of the same sequence. Raises ValueError if ``headers`` is too short to be a packet."""
     if len(headers) < PACKET_FIXED:
         raise ValueError(f"a packet's headers are at least {PACKET_FIXED} bytes, not {len(headers)}")
     out = bytearray(headers)

@@ -33,7 +33,8 @@ from .format import (
     headers_topic,
     parse_gap,
 )
-from .packets import transport_seqs
+from .headers import FORMAT_PACKET, headers_format
+from .packets import cut_packet_records, transport_seqs
 
 # a0py's channels; any other (JSON copies, foreign channels, whatever
 # channel_kind calls them) holds no frame of a topic.
@@ -96,14 +97,18 @@ def recorded_seqs(path, topics=None, validate_crc=False, layout=None):
 
 
 def _seq_channel(ch, kind):
-    """(topic, kind) under which a channel's seqs count: a typed topic's
-    headers channel counts as its topic's packets (they carry the standard
-    block), its payload channel not at all (the same frames again)."""
+    """(topic, kind, headers format) under which a channel's seqs count: a
+    typed topic's headers channel counts as its topic's packets (they carry
+    the standard block), its payload channel not at all (the same frames
+    again)."""
     if kind == KIND_HEADERS:
-        return headers_topic(ch), KIND_PACKET
+        try:
+            return headers_topic(ch), KIND_PACKET, headers_format(ch)
+        except ValueError as e:
+            raise RecordingFormatError(str(e)) from None
     if kind == KIND_TYPED:
-        return None, None
-    return ch.topic, kind
+        return None, None, FORMAT_PACKET
+    return ch.topic, kind, FORMAT_PACKET
 
 
 def _add_chunk(topics, records, offs, channels, where):
@@ -113,14 +118,17 @@ def _add_chunk(topics, records, offs, channels, where):
     length = u64[offs + RECORD_LENGTH_AT].astype(np.int64)
     chan = u16[offs + MESSAGE_CHANNEL_AT]
     for cid in np.unique(chan).tolist():
-        topic, kind = channels.get(cid, (None, None))
+        topic, kind, fmt = channels.get(cid, (None, None, None))
         if kind is None:
             continue
         rows = np.nonzero(chan == cid)[0]
         if kind == KIND_PACKET:
-            starts = offs[rows] + MESSAGE_FIXED
-            lengths = length[rows] - (MESSAGE_FIXED - RECORD_HEADER)
-            seqs = transport_seqs(records, starts, lengths, u32[offs[rows] + MESSAGE_SEQUENCE_AT],
+            recs, roffs, rlens = records, offs[rows], length[rows]
+            if fmt != FORMAT_PACKET:  # a headers channel in its payloads' family: back to cut packets
+                recs, roffs, rlens = cut_packet_records(records, roffs, fmt, where)
+            starts = roffs + MESSAGE_FIXED
+            lengths = rlens - (MESSAGE_FIXED - RECORD_HEADER)
+            seqs = transport_seqs(recs, starts, lengths, u32[offs[rows] + MESSAGE_SEQUENCE_AT],
                                   lambda i, rows=rows: f"{where}, message {int(rows[i])}")
             t = topics.setdefault(topic, TopicSeqs())
             t.frames += len(rows)

@@ -7,7 +7,8 @@ core's own packet decoder (see its invariants): :func:`scan` checks and
 indexes, :func:`gather` copies headers and payloads into the buffers of
 Arrow arrays (the Spark source builds its columns from them), and
 :func:`gather_slices` any byte ranges (the data of messages a0py did not
-write). This module turns a failed check into a :class:`RecordingFormatError` naming where the
+write); :func:`cut_packet_records` turns a typed topic's headers messages
+back into the packets they were cut from. This module turns a failed check into a :class:`RecordingFormatError` naming where the
 packet lies.
 """
 
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._bulk import gather, gather_slices, scan
+from ._bulk import gather, gather_slices, headers_records, scan
 from .errors import RecordingFormatError
 
-__all__ = ["check_and_index", "gather", "gather_slices", "scan", "transport_seqs", "wall_times"]
+__all__ = ["check_and_index", "cut_packet_records", "gather", "gather_slices", "scan", "transport_seqs",
+           "wall_times"]
 
 
 def check_and_index(buf, starts, lengths, where):
@@ -49,3 +51,18 @@ def wall_times(buf, starts, lengths):
     _err, _valid, _c, _s, _sh, _m, _mh, wall, wallh = scan(
         buf, np.ascontiguousarray(starts, np.int64), np.ascontiguousarray(lengths, np.int64), False, False)
     return wall, wallh.view(bool)
+
+
+def cut_packet_records(records, offsets, fmt, where):
+    """The message records at ``offsets`` in ``records`` (a typed topic's
+    headers channel, format ``fmt``: ``headers.FORMAT_*``) with their data
+    the packets cut at the payload that they hold, every other field kept:
+    ``(records, offsets, lengths)`` (a bytearray, the int64 offsets of its
+    records, their body lengths), as :func:`reader.message_offsets` and
+    the record's length field give them. Raises
+    :class:`RecordingFormatError` (after ``where``) for a message a0py did
+    not write."""
+    try:
+        return headers_records(records, np.ascontiguousarray(offsets, np.int64), fmt)
+    except ValueError as e:
+        raise RecordingFormatError(f"{where}: {e}") from None

@@ -69,6 +69,7 @@ from .format import (
     headers_topic,
     join_packet,
 )
+from .headers import cut_packet, headers_format
 from .paths import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
@@ -347,6 +348,7 @@ class Player:
                     self.stats.empty_files += 1
                 continue
             channels = {}
+            formats = {}  # headers channel id -> the format of its messages
             wanted = set()
             for ch in layout.channels.values():
                 kind = bag_channel_kind(ch)
@@ -363,6 +365,11 @@ class Player:
                     continue
                 topic = headers_topic(ch) if kind == KIND_HEADERS else ch.topic
                 channels[ch.id] = (topic, kind)
+                if kind == KIND_HEADERS:
+                    try:
+                        formats[ch.id] = headers_format(ch)
+                    except ValueError as e:
+                        raise RecordingFormatError(f"{path}: {e}") from None
                 if kind == KIND_TYPED and ch.schema_id in layout.schemas:
                     s = layout.schemas[ch.schema_id]
                     self._schemas[topic] = Schema(s.name, s.encoding, s.data, message_encoding=ch.message_encoding)
@@ -408,7 +415,11 @@ class Player:
                         payload = self._payloads.pop((cur.topics[i], int(cur.seqs[i])), None)
                         if payload is None:
                             continue  # its payload was not recorded (not a whole packet): nothing to replay
-                        frame = join_packet(frame, payload)
+                        try:
+                            frame = join_packet(cut_packet(formats[cid], frame), payload)
+                        except ValueError as e:
+                            raise RecordingFormatError(f"{path}: topic {cur.topics[i]!r}, headers message of "
+                                                       f"sequence {int(cur.seqs[i])}: {e}") from None
                     elif kind == KIND_FOREIGN:
                         ch = layout.channels.get(cid)
                         meta = (int(cur.logs[i]), int(cur.publish[i]), int(cur.seqs[i]),

@@ -114,6 +114,7 @@ from .format import (
     chunk_range,
     gap_message,
 )
+from .headers import headers_channel_for
 from .packets import wall_times
 
 _FIRST_ROOM = 64 << 10  # a new chunk's buffer; doubled up to chunk_bytes as it fills
@@ -218,6 +219,8 @@ class SegmentWriter:
         self._topic_channel = {}  # topic -> packet channel id
         self._json_channel = {}
         self._headers_channel = {}  # typed topic's payload channel id -> its headers channel id
+        self._headers_format = {}  # headers channel id -> the format of its messages (headers.FORMAT_*)
+        self._headers_schema = {}  # headers.FORMAT_* -> its schema id in this segment
         self._split_counts = {}  # messages written to a typed topic's two channels (background thread)
         self._open = {}  # channel id -> _OpenChunk
         self._chunk_indexes = []  # written by the background thread
@@ -366,7 +369,9 @@ class SegmentWriter:
         channel ``topic`` with ``schema`` (an ``a0py.Schema``: its name,
         encoding and data, and its message encoding), whose messages are the
         packets' payloads, and beside it channel ``/a0py/headers/TOPIC`` of
-        the packets cut at their payload. Frames read for ``topic`` from now
+        the rest of each packet, in the family of the payloads (protobuf or
+        CDR messages of the packet's fields, else the packets cut at their
+        payload: :mod:`.headers`). Frames read for ``topic`` from now
         on are split between the two (its open chunk of whole packets, if
         any, is closed first). Raises ValueError for a schema with no message
         encoding (raw bytes are recorded as whole packets)."""
@@ -381,8 +386,13 @@ class SegmentWriter:
         sid = self._add_schema(schema.name, schema.encoding, bytes(schema.data))
         cid = self._add_channel(topic, schema.message_encoding, sid,
                                 {TOPIC_KEY: topic, HEADERS_KEY: HEADERS_TOPIC_PREFIX + topic})
-        hid = self._add_channel(HEADERS_TOPIC_PREFIX + topic, PACKET_ENCODING, self._packet_schema,
-                                {TOPIC_KEY: topic, PAYLOADS_KEY: topic})
+        fmt, encoding, hname, hencoding, hdata = headers_channel_for(schema.message_encoding)
+        hsid = self._headers_schema.get(fmt)
+        if hsid is None:
+            hsid = self._headers_schema[fmt] = (self._packet_schema if hname is None else
+                                                self._add_schema(hname, hencoding, hdata))
+        hid = self._add_channel(HEADERS_TOPIC_PREFIX + topic, encoding, hsid, {TOPIC_KEY: topic, PAYLOADS_KEY: topic})
+        self._headers_format[hid] = fmt
         self._topic_channel[topic] = cid
         self._headers_channel[cid] = hid
         return cid
@@ -596,7 +606,8 @@ class SegmentWriter:
             # halves (the payload records are those of the frames that are packets).
             with memoryview(records) as whole, whole[:used] as view:
                 pay, pay_used, pay_offs, pay_idx, hdr, hdr_used, hdr_offs = _bulk.split_records(
-                    view, offsets, job.cid, job.headers, self._split_out[0], self._split_out[1])
+                    view, offsets, job.cid, job.headers, self._split_out[0], self._split_out[1],
+                    self._headers_format[job.headers])
             if len(records) == self.chunk_bytes and len(self._pool) < _POOL:
                 self._pool.append(records)
             if len(pay_idx) == len(offsets):

@@ -64,7 +64,8 @@ from ..recording.format import (
     RECORD_HEADER,
     parse_gap,
 )
-from ..recording.packets import check_and_index, gather, gather_slices
+from ..recording.headers import FORMAT_PACKET
+from ..recording.packets import check_and_index, cut_packet_records, gather, gather_slices
 from ..recording.reader import u_views
 
 FRAME_COLUMNS = ("topic", "seq", "time_mono", "time_wall", "headers", "payload")
@@ -109,13 +110,15 @@ class Chan(NamedTuple):
     """What the reader needs of a channel: its row topic (a typed topic's
     headers channel: the a0py topic), kind (``format.KIND_*``), schema name
     (None: no schema), message encoding, and for a typed topic's payload
-    channel the id of its headers channel (and the reverse)."""
+    channel the id of its headers channel (and the reverse); a headers
+    channel's format (``recording.headers.FORMAT_*``)."""
 
     topic: str
     kind: str
     schema_name: str | None = None
     message_encoding: str = ""
     partner: int | None = None
+    headers_format: int = FORMAT_PACKET
 
 
 def binary_slices(buf, starts, lengths):
@@ -247,7 +250,11 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
         for c in kinds.get(KIND_HEADERS, ()):
             if predicate.topic_ok(channels[c].topic):
                 rows = np.nonzero(chan == c)[0]
-                stash[c] = _stash_headers(stash.get(c), (records, offs[rows], length[rows], seq32[rows], where))
+                recs, hoffs, hlen = records, offs[rows], length[rows]
+                fmt = channels[c].headers_format
+                if fmt != FORMAT_PACKET:  # in its payloads' family (protobuf, CDR): back to cut packets
+                    recs, hoffs, hlen = cut_packet_records(records, hoffs, fmt, where)
+                stash[c] = _stash_headers(stash.get(c), (recs, hoffs, hlen, seq32[rows], where))
     for c in kinds.get(KIND_TYPED, ()):
         ch = channels[c]
         headers = None

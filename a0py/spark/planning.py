@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .. import _core
 from ..proto.topic import check_topic_name
-from ..recording.errors import RecordingOptionError
+from ..recording.errors import RecordingFormatError, RecordingOptionError
 from ..recording.format import (
     HEADERS_KEY,
     KIND_FOREIGN,
@@ -32,6 +32,7 @@ from ..recording.format import (
     headers_topic,
     is_json_copy,
 )
+from ..recording.headers import FORMAT_PACKET, headers_format
 from ..recording.reader import SHM_PREFIX, ChunkRef, expand_paths, read_layout_or_skip
 from .batches import Chan
 from .options import ReadOptions
@@ -102,7 +103,13 @@ def channel_info(ch, schemas):
         return None
     schema = schemas.get(ch.schema_id) if ch.schema_id else None
     topic = headers_topic(ch) if kind == KIND_HEADERS else ch.topic
-    return Chan(topic, kind, schema.name if schema is not None else None, ch.message_encoding)
+    fmt = FORMAT_PACKET
+    if kind == KIND_HEADERS:
+        try:
+            fmt = headers_format(ch)
+        except ValueError as e:
+            raise RecordingFormatError(str(e)) from None
+    return Chan(topic, kind, schema.name if schema is not None else None, ch.message_encoding, headers_format=fmt)
 
 
 def wanted_channels(channels, predicate, options):

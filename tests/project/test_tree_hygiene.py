@@ -48,6 +48,7 @@ NOT_REPOSITORY_PATHS = {
     # descriptor, not a file of this repository.
     ("a0py/proto/protobuf_wire.py", "a0py/NDArray.proto"): "a descriptor's file name",
     ("docs/format.md", "a0py/NDArray.proto"): "a descriptor's file name",
+    ("a0py/recording/headers.py", "a0py/PacketHeaders.proto"): "a descriptor's file name",
     # The layout test builds a package of its own in a temporary directory.
     ("tests/project/test_layout.py", "a0py/two/user.py"): "a module of the test's own tree",
 }

@@ -22,6 +22,7 @@ from mcap.reader import make_reader
 import a0py
 from a0py.recording import Player, bag_info, format_bag_info
 from a0py.recording.format import HEADERS_TOPIC_PREFIX, join_packet
+from a0py.recording.headers import cut_packet, headers_format
 
 TOPICS = ["ty/log", "ty/json", "ty/cam", "ty/raw"]
 N = 30
@@ -138,11 +139,14 @@ def test_typed_topic_packets_are_recovered_from_headers_channel_by_sequence(reco
         headers = raw[HEADERS_TOPIC_PREFIX + topic]
         assert len(payloads) == len(headers) == N
         for (_, pm), (hch, hm) in zip(payloads, headers):
-            assert hch.message_encoding == "a0py/packet" and hch.metadata["a0py.topic"] == topic
+            # in the payloads' family: protobuf headers for protobuf topics, a0py packets for JSON ones
+            assert hch.message_encoding == ("a0py/packet" if topic == "ty/json" else "protobuf")
+            assert hch.metadata["a0py.topic"] == topic
             assert (pm.sequence, pm.publish_time, pm.log_time) == (hm.sequence, hm.publish_time, hm.log_time)
-            cut = a0py.Packet.from_bytes(hm.data)  # an a0py packet, payload cut off
+            cut_bytes = cut_packet(headers_format(hch), hm.data)
+            cut = a0py.Packet.from_bytes(cut_bytes)  # an a0py packet, payload cut off
             assert cut.payload == b""
-            whole = a0py.Packet.from_bytes(join_packet(hm.data, pm.data))
+            whole = a0py.Packet.from_bytes(join_packet(cut_bytes, pm.data))
             assert whole.payload == pm.data
             assert whole.id == cut.id
             assert int(whole.headers["a0_transport_seq"]) == pm.sequence
@@ -325,6 +329,6 @@ def test_a_topic_found_before_its_schema_is_recorded_on_its_typed_channel_only(r
         reader = make_reader(f)
         channels = {c.id: (c.topic, c.message_encoding) for c in reader.get_summary().channels.values()}
         got = [(channels[ch.id], msg.data) for _, ch, msg in reader.iter_messages()]
-    assert sorted(channels.values()) == [(HEADERS_TOPIC_PREFIX + "ty/late", "a0py/packet"),
+    assert sorted(channels.values()) == [(HEADERS_TOPIC_PREFIX + "ty/late", "protobuf"),  # the payloads' family
                                          ("ty/late", "protobuf")]
     assert [c for c, _ in got].count(("ty/late", "protobuf")) == 5

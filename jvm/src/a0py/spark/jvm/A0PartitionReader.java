@@ -99,6 +99,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private boolean loadedNear;
   private byte[] foundHdrBuf; // set by findHeaders
   private int foundHdrOff;
+  // Headers messages in their payloads' family, turned back into message records of cut packets:
+  // only ever appended to (rows point into it), a new array once full.
+  private byte[] cutRecs = new byte[0];
+  private int cutUsed;
 
   A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema) {
     this.part = part;
@@ -375,9 +379,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     }
     Integer ho = ownHeaders.get(key);
     if (ho != null) {
-      foundHdrBuf = recs;
-      foundHdrOff = ho;
-      return true;
+      return found(recs, ho, key, path);
     }
     if (near == null) {
       return false;
@@ -387,12 +389,46 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       Companion comp = companion(path, c);
       ho = comp.index.get(key);
       if (ho != null) {
-        foundHdrBuf = comp.recs;
-        foundHdrOff = ho;
-        return true;
+        return found(comp.recs, ho, key, path);
       }
     }
     return false;
+  }
+
+  /**
+   * The headers message at recs[o] into foundHdrBuf and foundHdrOff: as it is (a0py packets), or
+   * turned into a message record of the cut packet it holds (HeadersMessage), appended to cutRecs.
+   */
+  private boolean found(byte[] recs, int o, long key, String path) {
+    RowChannel ch = channels.get((int) (key >>> 32));
+    byte fmt = ch.headersFormat;
+    if (fmt == HeadersMessage.PACKET) {
+      foundHdrBuf = recs;
+      foundHdrOff = o;
+      return true;
+    }
+    String where = path + ": headers channel " + ch.topic + ", sequence " + MessageRecords.sequence(recs, o);
+    if (fmt < 0) {
+      throw new RecordingFormatException(where + ": a message encoding a0py does not write there");
+    }
+    int m = MessageRecords.data(o);
+    long block = HeadersMessage.block(recs, m, MessageRecords.dataSize(recs, o), fmt, where);
+    int cut = HeadersMessage.cutSize(recs, m, fmt, block);
+    int need = McapRecords.Message.DATA + cut;
+    if (cutRecs.length - cutUsed < need) {
+      cutRecs = new byte[Math.max(1 << 16, 2 * need)];
+      cutUsed = 0;
+    }
+    System.arraycopy(recs, o, cutRecs, cutUsed, McapRecords.Message.DATA);
+    long length = McapRecords.Message.DATA - McapRecords.RECORD_HEADER + cut;
+    for (int i = 0; i < 8; i++) {
+      cutRecs[cutUsed + McapRecords.RECORD_LENGTH + i] = (byte) (length >>> (8 * i));
+    }
+    HeadersMessage.writeCut(recs, m, fmt, block, cutRecs, cutUsed + McapRecords.Message.DATA, where);
+    foundHdrBuf = cutRecs;
+    foundHdrOff = cutUsed;
+    cutUsed += need;
+    return true;
   }
 
   private Companion companion(String path, McapLayout.Ref ref) {

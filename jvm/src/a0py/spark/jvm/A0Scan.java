@@ -516,8 +516,11 @@ final class A0Scan implements Scan, Batch {
 
   /** The kind of a channel (format.channel_kind's rule), 0 for a JSON copy (never read: it repeats packet rows). */
   static byte kindOf(McapLayout.Channel ch) {
+    if (ch.metadata.containsKey(PAYLOADS_KEY)) {
+      return KIND_HEADERS; // in its payloads' family (HeadersMessage), or a0py packets
+    }
     if (PACKET_ENCODING.equals(ch.encoding)) {
-      return ch.metadata.containsKey(PAYLOADS_KEY) ? KIND_HEADERS : KIND_PACKET;
+      return KIND_PACKET;
     }
     if (ch.metadata.containsKey(HEADERS_KEY)) {
       return KIND_TYPED;

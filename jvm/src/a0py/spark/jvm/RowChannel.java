@@ -10,6 +10,7 @@ final class RowChannel {
   final byte[] schemaName; // null: no schema
   final byte[] encoding;
   final int headersId; // a typed channel's headers channel, else -1
+  final byte headersFormat; // a headers channel's HeadersMessage format (-1: one a0py does not write)
 
   RowChannel(String topic, byte kind, String schemaName, String encoding, int headersId) {
     this.topicBytes = topic.getBytes(StandardCharsets.UTF_8);
@@ -18,5 +19,6 @@ final class RowChannel {
     this.schemaName = schemaName == null ? null : schemaName.getBytes(StandardCharsets.UTF_8);
     this.encoding = encoding.getBytes(StandardCharsets.UTF_8);
     this.headersId = headersId;
+    this.headersFormat = kind == A0Scan.KIND_HEADERS ? HeadersMessage.format(encoding) : HeadersMessage.PACKET;
   }
 }
