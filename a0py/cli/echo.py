@@ -18,7 +18,6 @@ from a0py.cli._common import (
     PUBSUB,
     SECONDS,
     TOPIC,
-    CliError,
     Count,
     CountedReads,
     TopicTarget,
