@@ -8,26 +8,8 @@ loaded on first use, so pure-Python subpackages (``a0py.dataspace``,
 an :class:`Arena`.
 """
 
-from .errors import (
-    A0Error,
-    A0OSError,
-    A0TimeoutError,
-    ArenaCorruptError,
-    ArenaExistsError,
-    ArenaFormatError,
-    ArenaNotFoundError,
-    ArenaPermissionError,
-    ArgumentError,
-    BufferTooSmallError,
-    ClosedError,
-    EmptyError,
-    FrameEvictedError,
-    FrameTooLargeError,
-    LockError,
-    NoFrameError,
-    PacketCorruptError,
-    SeqNotFoundError,
-)
+from . import errors as _errors
+from .errors import *  # noqa: F403 - the errors are a0py's names (errors.__all__ lists them)
 
 __version__ = "0.1.0"
 
@@ -45,20 +27,7 @@ _PROTO_NAMES = ("Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic",
                 "Schema", "SchemaError", "SchemaConflictError", "DecodeError",
                 "ExtraNotInstalledError")
 
-__all__ = [  # noqa: RUF022 - errors first, then the core names
-    "A0Error", "A0OSError", "A0TimeoutError", "ArgumentError", "ArenaCorruptError", "BufferTooSmallError",
-    "ArenaExistsError", "ArenaFormatError", "ArenaNotFoundError", "ArenaPermissionError", "ClosedError", "EmptyError",
-    "FrameEvictedError", "FrameTooLargeError", "LockError", "NoFrameError", "SeqNotFoundError",
-    "Arena", "Transport", "LockedTransport", "Frame", "ReadView", "FramePrefix", "FORMAT_VERSION",
-    "PacketCorruptError", "Packet", "Headers", "STANDARD_HEADERS",
-    "Publisher", "Subscriber", "SubscriberSync", "aio_sub", "Topic", "TopicSizeWarning", "INIT_OLDEST",
-    "INIT_MOST_RECENT", "INIT_AWAIT_NEW", "INIT_FIRST", "ITER_NEXT", "ITER_NEWEST",
-    "RpcServer", "RpcClient", "RpcRequest", "RpcError", "RpcCancelledError", "RpcServerDiedError",
-    "RpcRemoteError", "PrpcServer", "PrpcClient", "PrpcConnection", "Logger", "LogLevel",
-    "LogListener", "LogHandler", "Cfg", "CfgWatcher", "CfgView", "CfgError", "Deadman",
-    "DeadmanState", "Discovery", "Schema", "SchemaError", "SchemaConflictError", "DecodeError",
-    "ExtraNotInstalledError",
-]
+__all__ = [*_errors.__all__, *_CORE_NAMES, *_PACKET_NAMES, *_PROTO_NAMES]
 
 
 def __getattr__(name):

@@ -3,7 +3,19 @@
 The C core returns error codes; the binding maps each code to one of these
 classes and adds what it knows (the arena's name, the field, the sizes), so a
 message always names what was wrong.
+
+``__all__`` is the one list of them: :mod:`a0py` takes its names from it
+(``from .errors import *``). The compiled core imports them by name (Cython
+must see each name, and its ``import *`` would assign the cimported C
+globals too); tests/project/test_error_modules.py holds it to this list.
 """
+
+__all__ = [
+    "A0Error", "A0OSError", "A0TimeoutError", "ArenaCorruptError", "ArenaExistsError",
+    "ArenaFormatError", "ArenaNotFoundError", "ArenaPermissionError", "ArgumentError",
+    "BufferTooSmallError", "ClosedError", "EmptyError", "FrameEvictedError", "FrameTooLargeError",
+    "LockError", "NoFrameError", "PacketCorruptError", "SeqNotFoundError",
+]
 
 
 class A0Error(Exception):

@@ -74,9 +74,15 @@ from ..proto.reqrep_wire import (
     T_START,
     THROUGH,
     TYPE,
+    accept_headers,
+    cancel_headers,
+    forget_taken,
     header_int,
     live_server_pid,
     past_deadline,
+    reply_headers,
+    request_age_s,
+    start_headers,
 )
 from ..proto.topic import PRPC, Topic, topic_arena
 from .wire import (
@@ -203,7 +209,7 @@ class _LocalServerTopic(_BridgedRpcTopic):
     def on_cancel(self, rid):
         with self.lock:
             if self.calls.pop(rid, None) is not None:
-                self.writer.pub(b"", [(TYPE, T_CANCEL), (REQ, rid)])
+                self.writer.pub(b"", cancel_headers(rid))
 
     def on_packet(self, pkt, h):
         kind = h.get(TYPE)
@@ -315,12 +321,8 @@ class _RemoteServerStandIn(_BridgedRpcTopic):
             call = self.forwarded.pop(rid, None)
             if call is not None:
                 self.send(CALL_CHUNK, call[3], K_CANCEL, _core.Packet([(REQ, rid)], b"").to_bytes())
-        elif kind == T_REPLY:
-            self.pending.pop(h.get(REQ), None)  # another server answered it
-        elif kind == T_ACCEPT:
-            through = header_int(h.get(THROUGH))
-            for rid in [rid for rid, p in self.pending.items() if p.seq <= through]:
-                del self.pending[rid]
+        else:
+            forget_taken(self.pending, kind, h)  # another server took them
 
     def tick(self):
         if self.scanning and not self.reader.can_read():
@@ -338,18 +340,16 @@ class _RemoteServerStandIn(_BridgedRpcTopic):
             self.taking = False
             return  # a local server (or another stand-in) serves the topic
         self.server = server
-        self.writer.pub(b"", [(TYPE, T_START), (SERVER, f"bridge {self.forwarder.id_hex} pid {os.getpid()}")])
+        self.writer.pub(b"", start_headers(f"bridge {self.forwarder.id_hex} pid {os.getpid()}"))
         now = time.monotonic_ns()
         pending, self.pending = self.pending, {}
         for rid, pkt in pending.items():
             h = pkt.headers
             if past_deadline(h, now):
                 continue
-            age_s = (now - header_int(h.get("a0_time_mono"), now)) / 1e9
+            age_s = request_age_s(h, now)
             if age_s > DEFAULT_MAX_AGE_S:
-                reply = [(TYPE, T_REPLY), (REQ, rid), (STATUS, S_EXPIRED)]
-                if self.protocol == PRPC:
-                    reply.append((DONE, "1"))
+                reply = reply_headers(rid, S_EXPIRED, True if self.protocol == PRPC else None)
                 self.writer.pub(f"request {rid} was {age_s:.1f} s old when the bridge found a server "
                                 f"for it (at most {DEFAULT_MAX_AGE_S} s)", reply)
                 continue
@@ -412,11 +412,11 @@ class _RemoteServerStandIn(_BridgedRpcTopic):
                         call[2] = True
                         through = max(through, call[0])
                 if through:
-                    self.writer.pub(b"", [(TYPE, T_ACCEPT), (THROUGH, str(through))])
+                    self.writer.pub(b"", accept_headers(through))
             elif kind == K_START:
                 self.forwarded = {rid: c for rid, c in self.forwarded.items()
                                   if not (c[2] and c[3] == sender_hex)}
-                self.writer.pub(b"", [(TYPE, T_START), (SERVER, h.get(SERVER, "?"))])
+                self.writer.pub(b"", start_headers(h.get(SERVER, "?")))
             elif kind == K_GONE:
                 self.servers.pop(self.server, None)
                 self._release()

@@ -149,15 +149,11 @@ def cli():
 def main(argv=None, prog_name="a0py"):
     """Run the command line on ``argv`` (default ``sys.argv[1:]``) and return
     the exit status; errors are printed, never raised."""
+    from a0py.cli.errors import run_command
+
     try:
-        status = cli.main(args=argv, prog_name=prog_name, standalone_mode=False)
+        status = run_command(cli, argv, prog_name)
         sys.stdout.flush()
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except click.Abort:
-        click.echo("a0py: interrupted", err=True)
-        return 130
     except ImportError as e:
         # An unbuilt checkout shadowing the installed a0py fails wherever the
         # compiled core is first imported (a command's options convert through
@@ -174,4 +170,4 @@ def main(argv=None, prog_name="a0py"):
         # quietly, and keep the interpreter's final flush from complaining.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    return status if isinstance(status, int) else 0
+    return status

@@ -26,6 +26,7 @@ from a0py.cli.types import (  # noqa: F401  (the types every command uses, re-ex
     SECONDS,
     BoundedInt,
     ByteSize,
+    CheckedValue,
     Count,
     FiniteFloat,
     RootSpec,
@@ -38,7 +39,6 @@ from a0py.errors import (
     ArenaFormatError,
     ArenaNotFoundError,
     ArenaPermissionError,
-    ArgumentError,
     FrameTooLargeError,
     PacketCorruptError,
 )
@@ -140,19 +140,16 @@ def errors_about(target, *, missing_hint=None):
 # -- topics
 
 
-class TopicName(click.ParamType):
+class TopicName(CheckedValue):
     """A topic name, checked (and a leading ``/`` dropped) as a0py.Topic does;
     a bad one is a usage error naming what is wrong."""
 
     name = "TOPIC"
 
-    def convert(self, value, param, ctx):
+    def check(self, value):
         from a0py.proto.topic import check_topic_name
 
-        try:
-            return check_topic_name(value)
-        except ArgumentError as e:
-            self.fail(str(e), param, ctx)
+        return check_topic_name(value)
 
     def shell_complete(self, ctx, param, incomplete):
         """The topics under the command's root (``--root`` if already given, else
@@ -302,6 +299,44 @@ def wait_for_topic(target, protocol, timeout, waiting_for):
             return False
         time.sleep(APPEAR_POLL_S)
     return True
+
+
+@dataclass(frozen=True)
+class CountedReads:
+    """What a command that reads a topic as it is written (``echo``, ``log``,
+    ``cfg watch``) was asked for: ``count`` items (None: until Ctrl-C), each
+    within ``timeout`` seconds (None: no limit). When nothing comes in time, a
+    command that asked for a count fails naming what it got; one that did not
+    ends quietly."""
+
+    target: TopicTarget
+    count: int | None
+    timeout: float | None
+
+    def topic_appears(self, protocol, waiting_for, failure):
+        """:func:`wait_for_topic`; False when it gave up, or :class:`CliError`
+        ``failure`` when a count was asked for."""
+        if wait_for_topic(self.target, protocol, self.timeout, waiting_for):
+            return True
+        if self.count is not None:
+            raise CliError(failure)
+        return False
+
+    def items(self, receive, silence, what, hint=""):
+        """Yield what ``receive(timeout)`` returns, up to the count; ``receive``
+        raises ``silence`` when nothing came within the timeout, which ends it
+        (or fails: "no ``what`` within ... (got G of N)``hint``")."""
+        got = 0
+        while self.count is None or got < self.count:
+            try:
+                item = receive(self.timeout)
+            except silence:
+                if self.count is not None:
+                    raise CliError(f"{self.target.label}: no {what} within {self.timeout} s "
+                                   f"(got {got} of {self.count}){hint}") from None
+                return
+            got += 1
+            yield item
 
 
 @dataclass(frozen=True)

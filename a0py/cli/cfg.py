@@ -18,10 +18,10 @@ from a0py.cli._common import (
     TOPIC,
     CliError,
     Count,
+    CountedReads,
     TopicTarget,
     errors_about_topic,
     root_option,
-    wait_for_topic,
 )
 from a0py.errors import EmptyError
 
@@ -163,26 +163,17 @@ def watch(target, pointer, count, timeout):
     from a0py import CfgWatcher
     from a0py.proto.cfg import CfgError, resolve_pointer
 
+    reads = CountedReads(target, count, timeout)
     versions = queue.Queue()
     watcher = None
-    got = 0
     try:
-        if not wait_for_topic(target, CFG, timeout, "a configuration to be written"):
-            if count is not None:
-                raise CliError(f"{target.label}: no configuration written within {timeout} s; "
-                               + _set_hint(target))
+        if not reads.topic_appears(CFG, "a configuration to be written",
+                                   f"{target.label}: no configuration written within {timeout} s; "
+                                   + _set_hint(target)):
             return
         with errors_about_topic(target, CFG):
             watcher = CfgWatcher(target.topic(), versions.put)
-        while count is None or got < count:
-            try:
-                pkt = versions.get(timeout=timeout)
-            except queue.Empty:
-                if count is not None:
-                    raise CliError(f"{target.label}: no new configuration within {timeout} s "
-                                   f"(got {got} of {count})") from None
-                return
-            got += 1
+        for pkt in reads.items(lambda wait: versions.get(timeout=wait), queue.Empty, "new configuration"):
             try:
                 value = resolve_pointer(pkt.json(), pointer, target.label)
             except ValueError as e:  # not JSON, or CfgError: nothing at the pointer

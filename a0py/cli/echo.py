@@ -18,13 +18,12 @@ from a0py.cli._common import (
     PUBSUB,
     SECONDS,
     TOPIC,
-    CliError,
     Count,
+    CountedReads,
     TopicTarget,
     errors_about_topic,
     packet_format_options,
     root_option,
-    wait_for_topic,
 )
 from a0py.cli._output import counted, escape_text, print_packet, show_packet, warn
 from a0py.cli.ros2 import ros2_document, show_ros2_packet
@@ -159,29 +158,26 @@ def echo(topic, root, init, newest, count, once, timeout, field, fmt):
     # A topic that appears after the command started holds nothing older than
     # the command: all of it is new, from its first packet on.
     start = INITS[init] if target.topic().exists(PUBSUB) else INIT_FIRST
+    reads = CountedReads(target, count, timeout)
     try:
-        if not wait_for_topic(target, PUBSUB, timeout, "a publisher to create it"):
-            if count is not None:
-                raise CliError(f"{target.label} did not appear within {timeout} s ({target.where}): start its publisher, "
-                               "or check the name with `a0py ls`")
+        if not reads.topic_appears(PUBSUB, "a publisher to create it",
+                                   f"{target.label} did not appear within {timeout} s ({target.where}): "
+                                   "start its publisher, or check the name with `a0py ls`"):
             return
         iter_ = ITER_NEWEST if newest else ITER_NEXT
         with errors_about_topic(target), \
                 SubscriberSync(target.topic(), init=start, iter=iter_) as sub:
-            got = 0
-            while count is None or got < count:
-                try:
-                    pkt = sub.read_blocking(timeout=timeout)
-                except A0TimeoutError:
-                    if count is not None:
-                        raise CliError(f"{target.label}: no packet within {timeout} s (got {got} of {count}); "
-                                       f"is a publisher running? `a0py info {target.name}` shows the "
-                                       "processes that have the topic open") from None
-                    return
-                except PacketCorruptError as e:
-                    warn(f"{e} (skipped)")
-                    continue
-                got += 1
+
+            def receive(wait):
+                while True:
+                    try:
+                        return sub.read_blocking(timeout=wait)
+                    except PacketCorruptError as e:
+                        warn(f"{e} (skipped)")
+
+            for pkt in reads.items(receive, A0TimeoutError, "packet",
+                                   f"; is a publisher running? `a0py info {target.name}` shows the "
+                                   "processes that have the topic open"):
                 if field is None:
                     if not show_ros2_packet(pkt, target.label, fmt):
                         show_packet(pkt, target.label, fmt)

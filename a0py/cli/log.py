@@ -14,12 +14,12 @@ from a0py.cli._common import (
     INITS,
     SECONDS,
     TOPIC,
-    CliError,
+    CheckedValue,
     Count,
+    CountedReads,
     TopicTarget,
     errors_about_topic,
     root_option,
-    wait_for_topic,
 )
 from a0py.cli._output import escape_text
 
@@ -27,19 +27,15 @@ LOG = "log"
 _COLOURS = {"CRIT": ("red", True), "ERR": ("red", False), "WARN": ("yellow", False), "DBG": ("bright_black", False)}
 
 
-class _Level(click.ParamType):
+class _Level(CheckedValue):
     """A log level: crit, err, warn, info, dbg (or critical, error, warning, debug)."""
 
     name = "LEVEL"
 
-    def convert(self, value, param, ctx):
-        from a0py.errors import ArgumentError
+    def check(self, value):
         from a0py.proto.log import parse_level
 
-        try:
-            return parse_level(value)
-        except ArgumentError as e:
-            self.fail(str(e), param, ctx)
+        return parse_level(value)
 
 
 @click.command()
@@ -64,29 +60,20 @@ def log(topic, root, level, init, count, timeout):
     from a0py.proto.log import format_line, log_level
 
     target = TopicTarget(topic, root)
+    reads = CountedReads(target, count, timeout)
     colour = sys.stdout.isatty()
     messages = queue.Queue()
     listener = None
-    got = 0
     # A log that appears after the command started is all new: from its first message.
     start = INITS[init] if target.topic().exists(LOG) else INIT_FIRST
     try:
-        if not wait_for_topic(target, LOG, timeout, "a program to log to it"):
-            if count is not None:
-                raise CliError(f"{target.label}: nothing logged within {timeout} s: start the program "
-                               "that logs, or check the name with `a0py ls`")
+        if not reads.topic_appears(LOG, "a program to log to it",
+                                   f"{target.label}: nothing logged within {timeout} s: start the "
+                                   "program that logs, or check the name with `a0py ls`"):
             return
         with errors_about_topic(target, LOG):
             listener = LogListener(target.topic(), level, messages.put, init=start)
-        while count is None or got < count:
-            try:
-                pkt = messages.get(timeout=timeout)
-            except queue.Empty:
-                if count is not None:
-                    raise CliError(f"{target.label}: no log message within {timeout} s (got {got} of "
-                                   f"{count})") from None
-                return
-            got += 1
+        for pkt in reads.items(lambda wait: messages.get(timeout=wait), queue.Empty, "log message"):
             if pkt.missed:
                 click.echo(f"a0py: {target.label}: {pkt.missed} log messages missed before seq {pkt.seq} "
                            "(evicted before they were read)", err=True)

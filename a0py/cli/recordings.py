@@ -33,7 +33,7 @@ from a0py.cli._common import (
     root_option,
     size_warnings_on_stderr,
 )
-from a0py.cli.errors import CliError
+from a0py.cli.errors import CliError, run_command
 from a0py.cli.types import MAX_RATE, unusable_directory
 from a0py.errors import A0Error
 
@@ -288,15 +288,7 @@ main.add_command(bag)
 
 def run(argv=None):
     """Runs the commands on ``argv``; returns the exit status."""
-    try:
-        main.main(args=argv, prog_name="a0py", standalone_mode=False)
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except click.Abort:
-        click.echo("a0py: interrupted", err=True)
-        return 130
-    return 0
+    return run_command(main, argv, "a0py")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ option and what is wrong), never a traceback or a command that runs forever:
 * :class:`RootSpec` — where topics live, in ``A0PY_ROOT`` syntax, checked as
   :meth:`a0py.proto.topic.Root.parse` checks it (``shm:`` with no prefix and
   ``shm:a/b`` are refused).
+* :class:`CheckedValue` — the base of the types whose values a function of a0py
+  checks (its ArgumentError is the usage error).
 * :class:`GlobValue` — ``GLOB=VALUE``, a setting for the topics a glob matches
   (``--size camera/*=64M``).
 
@@ -35,7 +37,7 @@ import click
 from a0py.errors import ArgumentError
 
 __all__ = [
-    "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "Count",
+    "MAX_COUNT", "MAX_RATE", "MAX_SECONDS", "RATE", "SECONDS", "BoundedInt", "ByteSize", "CheckedValue", "Count",
     "FiniteFloat", "GlobValue", "RootSpec",
 ]
 
@@ -89,43 +91,53 @@ class Count(BoundedInt):
         return f"x>={self.min}" if self.max == MAX_COUNT else super()._describe_range()
 
 
-class ByteSize(click.ParamType):
+class CheckedValue(click.ParamType):
+    """A value that a0py checks as it converts it (:meth:`check`, which raises
+    :class:`a0py.errors.ArgumentError` naming what is wrong): that message is
+    the usage error."""
+
+    def check(self, value):
+        """``value`` converted; ArgumentError when it is bad."""
+        raise NotImplementedError
+
+    def convert(self, value, param, ctx):
+        try:
+            return self.check(value)
+        except ArgumentError as e:
+            self.fail(str(e), param, ctx)
+
+
+class ByteSize(CheckedValue):
     """A size in bytes: ``65536``, or with a binary unit ``64K``, ``16M``, ``1G``,
     ``2T`` (either case, an optional ``B``/``iB``: docs/cli.md)."""
 
     name = "BYTES"
 
-    def convert(self, value, param, ctx):
+    def check(self, value):
         if isinstance(value, int):
             return value
         from a0py.proto.sizes import read_size
 
-        try:
-            return read_size(str(value))
-        except ArgumentError as e:
-            self.fail(str(e), param, ctx)
+        return read_size(str(value))
 
 
-class RootSpec(click.ParamType):
+class RootSpec(CheckedValue):
     """Where topics live, in ``A0PY_ROOT`` syntax (``shm:PREFIX`` or a
     directory); converts to an :class:`a0py.proto.topic.Root`."""
 
     name = "ROOT"
 
-    def convert(self, value, param, ctx):
+    def check(self, value):
         from a0py.proto.topic import Root
 
         if isinstance(value, Root):
             return value
-        try:
-            root = Root.parse(value)
-        except ArgumentError as e:
-            self.fail(str(e), param, ctx)
+        root = Root.parse(value)
         if root.kind == "dir":
             problem = unusable_directory(root.location)
             if problem:
-                self.fail(f"{value!r} {problem}: give a directory (it is made if missing) or "
-                          "shm:PREFIX", param, ctx)
+                raise ArgumentError(f"{value!r} {problem}: give a directory (it is made if missing) or "
+                                    "shm:PREFIX")
         return root
 
 

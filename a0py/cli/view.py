@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from a0py.cli.errors import CliError
+from a0py.cli.errors import CliError, run_command
 from a0py.cli.types import BoundedInt, ByteSize, RootSpec
 from a0py.errors import A0Error
 
@@ -113,14 +113,8 @@ def view(sources, port, host, allow_remote, origins, root, queue_messages, queue
 
 
 def main(argv=None):
-    try:
-        view.main(args=argv, prog_name="a0py view", standalone_mode=False)
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    except click.Abort:
-        return 0
-    return 0
+    """Runs the command on ``argv``; returns the exit status (0 when Ctrl-C stops it)."""
+    return run_command(view, argv, "a0py view", quiet_interrupt=True)
 
 
 if __name__ == "__main__":

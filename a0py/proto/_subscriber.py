@@ -16,19 +16,29 @@ from . import _dispatch
 from .lifetime import Closeable
 from .topic import Topic
 
-__all__ = ["ProtocolSubscriber", "ReaderCounts", "WatchedReader", "reader_start"]
+__all__ = ["ProtocolSubscriber", "ReaderCounts", "WatchedReader", "iter_code", "reader_start"]
 
 _BATCH = 64
 INIT_CODES = {"oldest": 0, "most_recent": 1, "await_new": 2, "first": 3}
 ITER_CODES = {"next": 0, "newest": 1}
 
 
-def init_code(init):
-    code = INIT_CODES.get(init) if isinstance(init, str) else None
+def _code(codes, value, what):
+    """The reader's code of ``value``, a key of ``codes``; ArgumentError saying
+    ``what`` it must be otherwise."""
+    code = codes.get(value) if isinstance(value, str) else None
     if code is None:
-        raise ArgumentError(f"init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, INIT_AWAIT_NEW, "
-                            f"INIT_FIRST ({', '.join(map(repr, INIT_CODES))}), not {init!r}")
+        raise ArgumentError(f"{what} ({', '.join(map(repr, codes))}), not {value!r}")
     return code
+
+
+def init_code(init):
+    return _code(INIT_CODES, init, "init must be one of a0py.INIT_OLDEST, INIT_MOST_RECENT, "
+                                   "INIT_AWAIT_NEW, INIT_FIRST")
+
+
+def iter_code(iter):
+    return _code(ITER_CODES, iter, "iter must be a0py.ITER_NEXT or ITER_NEWEST")
 
 
 def reader_start(topic, protocol, init):

@@ -39,7 +39,7 @@ import warnings
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
 from . import _dispatch
-from ._subscriber import ReaderCounts, WatchedReader, reader_start
+from ._subscriber import ReaderCounts, WatchedReader, iter_code, reader_start
 from .schema import Schema, declare_schema
 from .sizes import PACKET_OVERHEAD, power_of_two_size, size_text
 from .topic import PUBSUB, Topic, topic_arena
@@ -58,7 +58,6 @@ INIT_FIRST = "first"
 ITER_NEXT = "next"
 ITER_NEWEST = "newest"
 
-_ITER_CODES = {ITER_NEXT: 0, ITER_NEWEST: 1}
 
 # Packets a callback subscriber copies out under one lock before calling back.
 _BATCH = 64
@@ -121,14 +120,6 @@ def _size_warning(topic, arena_size, packet_size):
             f"Topic({name!r}, size={spec!r}), A0PY_TOPIC_SIZES='{name}={spec}' or "
             f"`a0py pub --size {spec}`; an existing topic keeps its size until removed "
             f"(`a0py rm {name}`)")
-
-
-def _iter_code(iter):
-    code = _ITER_CODES.get(iter) if isinstance(iter, str) else None
-    if code is None:
-        raise ArgumentError(f"iter must be a0py.ITER_NEXT or ITER_NEWEST "
-                            f"({', '.join(map(repr, _ITER_CODES))}), not {iter!r}")
-    return code
 
 
 def _label(topic):
@@ -288,9 +279,9 @@ class SubscriberSync(_core.PacketReader):
 
     def __init__(self, topic, init=INIT_AWAIT_NEW, iter=ITER_NEXT):
         self.topic = Topic.of(topic)
-        iter_code = _iter_code(iter)
+        step = iter_code(iter)
         arena, start = reader_start(self.topic, PUBSUB, init)
-        self._bind(arena, start, iter_code, _label(self.topic))
+        self._bind(arena, start, step, _label(self.topic))
         self._set_typing(typing_for(self.topic))
 
     @property
@@ -332,9 +323,9 @@ class Subscriber(WatchedReader):
         self.topic = Topic.of(topic)
         self.evicted = 0
         self._callback = callback
-        iter_code = _iter_code(iter)
+        step = iter_code(iter)
         arena, start = reader_start(self.topic, PUBSUB, init)
-        self._reader = _core.PacketReader(arena, start, iter_code, _label(self.topic))
+        self._reader = _core.PacketReader(arena, start, step, _label(self.topic))
         self._reader._set_typing(typing_for(self.topic))
         self._watch = _dispatch.watch(self._reader.arena,
                                       self._deliver_views if zero_copy else self._deliver)

@@ -52,6 +52,7 @@ from .reqrep_wire import (
     T_START,
     THROUGH,
     TYPE,
+    cancel_headers,
     check_seconds,
     describe_topic,
     header_int,
@@ -172,7 +173,7 @@ class ClientEndpoint:
 
     def write_cancel(self, rid):
         try:
-            self.writer.pub(b"", [(TYPE, T_CANCEL), (REQ, rid)])
+            self.writer.pub(b"", cancel_headers(rid))
         except A0Error:
             _log.exception("%s: could not write the cancel of request %s", self.label, rid)
 

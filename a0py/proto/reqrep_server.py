@@ -31,7 +31,6 @@ from .errors import RpcError
 from .lifetime import Closeable
 from .reqrep_wire import (
     DEFAULT_MAX_AGE_S,
-    DONE,
     READ_BATCH,
     READER_INIT_OLDEST,
     READER_ITER_NEXT,
@@ -39,20 +38,19 @@ from .reqrep_wire import (
     S_ERROR,
     S_EXPIRED,
     S_OK,
-    SERVER,
-    STATUS,
-    T_ACCEPT,
     T_CANCEL,
-    T_REPLY,
     T_REQUEST,
     T_START,
-    THROUGH,
     TYPE,
+    accept_headers,
     check_seconds,
     describe_topic,
-    header_int,
+    forget_taken,
     message_parts,
     past_deadline,
+    reply_headers,
+    request_age_s,
+    start_headers,
     user_headers,
 )
 from .topic import Topic
@@ -168,7 +166,7 @@ class RequestServer(Closeable):
             self._writer = _core.PacketWriter(self.arena, self._label)
             self._reader = _core.PacketReader(self.arena, READER_INIT_OLDEST, READER_ITER_NEXT,
                                               self._label)
-            self._start_seq = self._writer.pub(b"", [(TYPE, T_START), (SERVER, str(os.getpid()))])
+            self._start_seq = self._writer.pub(b"", start_headers(str(os.getpid())))
         except BaseException:
             keeper_call(self._deadman.release)
             raise
@@ -200,15 +198,11 @@ class RequestServer(Closeable):
                     self._cancelled(rid)
             elif not self._scanning:
                 continue
-            elif kind == T_REPLY:
-                self._pending.pop(h.get(REQ), None)
-            elif kind == T_ACCEPT:
-                through = header_int(h.get(THROUGH))
-                for rid in [rid for rid, p in self._pending.items() if p.seq <= through]:
-                    del self._pending[rid]
             elif kind == T_START and pkt.seq == self._start_seq:
                 self._scanning = False
                 serve.update(self._decide_pending())
+            else:
+                forget_taken(self._pending, kind, h)
         if serve and not self._closed:
             if self._executor is None:
                 # One at a time: a request is accepted only when its handler is about to
@@ -228,7 +222,7 @@ class RequestServer(Closeable):
         return len(batch) >= READ_BATCH
 
     def _accept(self, through):
-        self._writer.pub(b"", [(TYPE, T_ACCEPT), (THROUGH, str(through))])
+        self._writer.pub(b"", accept_headers(through))
 
     def _decide_pending(self):
         """The requests waiting when this server started that it serves; replies
@@ -240,7 +234,7 @@ class RequestServer(Closeable):
             h = pkt.headers
             if past_deadline(h, now):
                 continue  # its client has given up
-            age_s = (now - header_int(h.get("a0_time_mono"), now)) / 1e9
+            age_s = request_age_s(h, now)
             if self.max_age is not None and age_s > self.max_age:
                 self._write_reply(rid, f"request {rid} was {age_s:.1f} s old when the server started "
                                        f"(its max_age is {self.max_age} s)", S_EXPIRED, [])
@@ -319,9 +313,7 @@ class RequestServer(Closeable):
             raise
 
     def _write_reply(self, rid, payload, status, headers, done=True):
-        proto = [(TYPE, T_REPLY), (REQ, rid), (STATUS, status)]
-        if self.streaming:
-            proto.append((DONE, "1" if done else "0"))
+        proto = reply_headers(rid, status, done if self.streaming else None)
         return self._writer.pub(payload, proto + headers)
 
     # --- lifetime

@@ -37,7 +37,8 @@ __all__ = [
     "READER_INIT_AWAIT_NEW", "READER_INIT_OLDEST", "READER_ITER_NEXT", "READ_BATCH", "REQ",
     "RESERVED_PREFIX", "SERVER", "STATUS", "S_ERROR", "S_EXPIRED", "S_OK", "THROUGH", "TYPE",
     "T_ACCEPT", "T_CANCEL", "T_REPLY", "T_REQUEST", "T_START", "check_seconds", "describe_topic",
-    "header_int", "json_bytes", "live_server_pid", "message_parts", "past_deadline", "server_pid",
+    "accept_headers", "cancel_headers", "forget_taken", "header_int", "json_bytes", "live_server_pid",
+    "message_parts", "past_deadline", "reply_headers", "request_age_s", "server_pid", "start_headers",
     "user_headers",
 ]
 
@@ -134,6 +135,48 @@ def past_deadline(headers, now=None):
     if deadline is None:
         return False
     return (time.monotonic_ns() if now is None else now) >= header_int(deadline, 1 << 63)
+
+
+def start_headers(server):
+    """The headers of a start packet: a server (``server``: its pid, or who stands in) started."""
+    return [(TYPE, T_START), (SERVER, server)]
+
+
+def accept_headers(through):
+    """The headers of an accept packet: every request up to seq ``through`` is taken."""
+    return [(TYPE, T_ACCEPT), (THROUGH, str(through))]
+
+
+def cancel_headers(rid):
+    """The headers of a cancel packet: the client gave up request ``rid``."""
+    return [(TYPE, T_CANCEL), (REQ, rid)]
+
+
+def reply_headers(rid, status, done=None):
+    """The protocol's headers of a reply to request ``rid``; ``done`` (PRPC only:
+    whether it is the last reply) adds ``a0_rpc_done``."""
+    headers = [(TYPE, T_REPLY), (REQ, rid), (STATUS, status)]
+    if done is not None:
+        headers.append((DONE, "1" if done else "0"))
+    return headers
+
+
+def request_age_s(headers, now):
+    """How old the request with these headers is at ``now`` (CLOCK_MONOTONIC ns), in
+    seconds; 0 if its write time is missing or not a number."""
+    return (now - header_int(headers.get("a0_time_mono"), now)) / 1e9
+
+
+def forget_taken(pending, kind, headers):
+    """Drop from ``pending`` (request id -> request packet: the requests no server has
+    taken) those that the control packet of type ``kind`` says another server took: a
+    reply answers its request, an accept takes every request up to its seq."""
+    if kind == T_REPLY:
+        pending.pop(headers.get(REQ), None)
+    elif kind == T_ACCEPT:
+        through = header_int(headers.get(THROUGH))
+        for rid in [rid for rid, p in pending.items() if p.seq <= through]:
+            del pending[rid]
 
 
 def live_server_pid(deadman):

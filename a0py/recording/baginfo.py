@@ -28,8 +28,6 @@ from .format import (
     KIND_HEADERS,
     KIND_PACKET,
     KIND_TYPED,
-    MESSAGE_CHANNEL_AT,
-    MESSAGE_LOG_TIME_AT,
     PACKET_ENCODING,
     PACKET_SCHEMA,
     SEGMENT_METADATA,
@@ -38,6 +36,7 @@ from .format import (
     is_json_copy,
 )
 from .frames import recorded_seqs
+from .message_fields import MessageFields
 from .paths import SHM_PREFIX, expand_paths
 
 # What a channel is, in bag info's words: a0py's kinds (format.channel_kind),
@@ -124,11 +123,11 @@ def _channel_counts(layout):
             offs, _ = reader.message_offsets(records, idx, layout.path, ref.offset)
             if not len(offs):
                 continue
-            u16, _, u64 = reader.u_views(records)
-            ids, n = np.unique(u16[offs + MESSAGE_CHANNEL_AT], return_counts=True)
+            fields = MessageFields(records)
+            ids, n = np.unique(fields.channel_id(offs), return_counts=True)
             for cid, k in zip(ids.tolist(), n.tolist()):
                 counts[cid] = counts.get(cid, 0) + k
-            logs = u64[offs + MESSAGE_LOG_TIME_AT]
+            logs = fields.log_time(offs)
             lo, hi = int(logs.min()), int(logs.max())
             start = lo if start is None else min(start, lo)
             end = hi if end is None else max(end, hi)

@@ -24,16 +24,12 @@ from .format import (
     KIND_HEADERS,
     KIND_PACKET,
     KIND_TYPED,
-    MESSAGE_CHANNEL_AT,
-    MESSAGE_FIXED,
-    MESSAGE_SEQUENCE_AT,
-    RECORD_HEADER,
-    RECORD_LENGTH_AT,
     channel_kind,
     headers_topic,
     parse_gap,
 )
 from .headers import FORMAT_PACKET, headers_format
+from .message_fields import DATA_AFTER_LENGTH, MessageFields
 from .packets import cut_packet_records, transport_seqs
 
 # a0py's channels; any other (JSON copies, foreign channels, whatever
@@ -114,9 +110,9 @@ def _seq_channel(ch, kind):
 def _add_chunk(topics, records, offs, channels, where):
     if not len(offs):
         return
-    u16, u32, u64 = reader.u_views(records)
-    length = u64[offs + RECORD_LENGTH_AT].astype(np.int64)
-    chan = u16[offs + MESSAGE_CHANNEL_AT]
+    fields = MessageFields(records)
+    length = fields.body_length(offs)
+    chan = fields.channel_id(offs)
     for cid in np.unique(chan).tolist():
         topic, kind, fmt = channels.get(cid, (None, None, None))
         if kind is None:
@@ -126,9 +122,9 @@ def _add_chunk(topics, records, offs, channels, where):
             recs, roffs, rlens = records, offs[rows], length[rows]
             if fmt != FORMAT_PACKET:  # a headers channel in its payloads' family: back to cut packets
                 recs, roffs, rlens = cut_packet_records(records, roffs, fmt, where)
-            starts = roffs + MESSAGE_FIXED
-            lengths = rlens - (MESSAGE_FIXED - RECORD_HEADER)
-            seqs = transport_seqs(recs, starts, lengths, u32[offs[rows] + MESSAGE_SEQUENCE_AT],
+            starts = fields.data_start(roffs)
+            lengths = rlens - DATA_AFTER_LENGTH
+            seqs = transport_seqs(recs, starts, lengths, fields.sequence(offs[rows]),
                                   lambda i, rows=rows: f"{where}, message {int(rows[i])}")
             t = topics.setdefault(topic, TopicSeqs())
             t.frames += len(rows)
@@ -137,11 +133,9 @@ def _add_chunk(topics, records, offs, channels, where):
             t.first = lo if t.first is None else min(t.first, lo)
             t.last = hi if t.last is None else max(t.last, hi)
         elif kind == KIND_GAP:
-            mv = memoryview(records)
             for i in rows.tolist():
-                o = int(offs[i])
                 try:
-                    gap_topic, first, last = parse_gap(mv[o + MESSAGE_FIXED:o + RECORD_HEADER + int(length[i])])
+                    gap_topic, first, last = parse_gap(fields.data(int(offs[i]), int(length[i])))
                 except ValueError as e:
                     raise RecordingFormatError(f"{where}, gap message {i}: {e}") from None
                 t = topics.setdefault(gap_topic, TopicSeqs())

@@ -58,18 +58,12 @@ from .format import (
     KIND_HEADERS,
     KIND_PACKET,
     KIND_TYPED,
-    MESSAGE_CHANNEL_AT,
-    MESSAGE_FIXED,
-    MESSAGE_LOG_TIME_AT,
-    MESSAGE_PUBLISH_TIME_AT,
-    MESSAGE_SEQUENCE_AT,
-    RECORD_HEADER,
-    RECORD_LENGTH_AT,
     chunk_ranges,
     headers_topic,
     join_packet,
 )
 from .headers import cut_packet, headers_format
+from .message_fields import MessageFields
 from .paths import SHM_PREFIX, expand_paths
 
 REPLAY_SOURCE = "a0_replay_source"
@@ -164,27 +158,27 @@ class _ChunkCursor:
     __slots__ = ("chan", "frames", "gap", "i", "logs", "pub", "publish", "seqs", "source", "topics")
 
     def __init__(self, source, records, offs, channels, wanted, payloads=None):
-        u16, u32, u64 = reader.u_views(records)
-        chan = u16[offs + MESSAGE_CHANNEL_AT]
-        pub = u64[offs + MESSAGE_PUBLISH_TIME_AT].astype(np.int64)
-        length = u64[offs + RECORD_LENGTH_AT].astype(np.int64)
+        fields = MessageFields(records)
+        chan = fields.channel_id(offs)
+        pub = fields.publish_time(offs).astype(np.int64)
+        length = fields.body_length(offs)
         keep = np.isin(chan, list(wanted)) if wanted is not None else np.ones(len(offs), bool)
         offs, chan, pub, length = offs[keep], chan[keep], pub[keep], length[keep]
         foreign = [c for c, (_, kind) in channels.items() if kind == KIND_FOREIGN]
         if foreign:  # timed by their log time (publish_time is often 0 in other writers' files)
-            pub = np.where(np.isin(chan, foreign), u64[offs + MESSAGE_LOG_TIME_AT].astype(np.int64), pub)
+            pub = np.where(np.isin(chan, foreign), fields.log_time(offs).astype(np.int64), pub)
         order = np.argsort(pub, kind="stable")
         self.pub = pub[order]
         offs, chan, length = offs[order], chan[order], length[order]
-        self.logs = u64[offs + MESSAGE_LOG_TIME_AT]
-        self.publish = u64[offs + MESSAGE_PUBLISH_TIME_AT]
+        self.logs = fields.log_time(offs)
+        self.publish = fields.publish_time(offs)
         mv = memoryview(records)
-        start = offs + MESSAGE_FIXED
-        stop = offs + RECORD_HEADER + length
+        start = fields.data_start(offs)
+        stop = fields.data_end(offs, length)
         self.frames = [mv[a:b] for a, b in zip(start.tolist(), stop.tolist())]
         self.topics = [channels[int(c)][0] for c in chan]
         self.gap = [channels[int(c)][1] == KIND_GAP for c in chan]
-        self.seqs = u32[offs + MESSAGE_SEQUENCE_AT]
+        self.seqs = fields.sequence(offs)
         if payloads is not None and any(channels[int(c)][1] == KIND_TYPED for c in chan):
             # A typed topic's payloads wait for their headers (same topic, same sequence).
             typed = np.array([channels[int(c)][1] == KIND_TYPED for c in chan], bool)

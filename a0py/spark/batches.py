@@ -55,18 +55,12 @@ from ..recording.format import (
     KIND_HEADERS,
     KIND_PACKET,
     KIND_TYPED,
-    MESSAGE_CHANNEL_AT,
-    MESSAGE_FIXED,
-    MESSAGE_LOG_TIME_AT,
-    MESSAGE_PUBLISH_TIME_AT,
-    MESSAGE_SEQUENCE_AT,
     PACKET_SCHEMA,
-    RECORD_HEADER,
     parse_gap,
 )
 from ..recording.headers import FORMAT_PACKET
+from ..recording.message_fields import DATA_AFTER_LENGTH, MessageFields
 from ..recording.packets import check_and_index, cut_packet_records, gather, gather_slices
-from ..recording.reader import u_views
 
 FRAME_COLUMNS = ("topic", "seq", "time_mono", "time_wall", "headers", "payload")
 GAP_COLUMNS = ("is_gap", "gap_first", "gap_last")
@@ -208,16 +202,16 @@ def records_to_batches(records, offs, channels, predicate, options, schema, wher
     ``decoders`` (``decode=true``): channel id -> its decoder, or None."""
     if not len(offs):
         return
-    u16, u32, u64 = u_views(records)
-    length = u64[offs + 1].astype(np.int64)
-    short = np.nonzero(length < MESSAGE_FIXED - RECORD_HEADER)[0]
+    fields = MessageFields(records)
+    length = fields.body_length(offs)
+    short = np.nonzero(length < DATA_AFTER_LENGTH)[0]
     if len(short):
         raise RecordingFormatError(f"{where}: message {short[0]}: record of {length[short[0]]} bytes, "
                                    f"shorter than a message's fixed fields")
-    chan = u16[offs + MESSAGE_CHANNEL_AT]
-    seq32 = u32[offs + MESSAGE_SEQUENCE_AT].astype(np.int64)
-    pub = _clip64(u64[offs + MESSAGE_PUBLISH_TIME_AT])
-    log_us = _clip64(u64[offs + MESSAGE_LOG_TIME_AT]) // 1000
+    chan = fields.channel_id(offs)
+    seq32 = fields.sequence(offs).astype(np.int64)
+    pub = _clip64(fields.publish_time(offs))
+    log_us = _clip64(fields.log_time(offs)) // 1000
     wall_us = pub // 1000
     ids = np.array([chan[0]]) if (chan == chan[0]).all() else np.unique(chan)
     kinds = {}
@@ -293,7 +287,7 @@ def _stash_headers(prev, cur):
         return cur
     pbuf, poffs, plen, pseq, _ = prev
     buf, offs, length, seq, where = cur
-    ends = poffs + RECORD_HEADER + plen
+    ends = MessageFields.data_end(poffs, plen)
     parts = [bytes(memoryview(pbuf)[int(a):int(b)]) for a, b in zip(poffs, ends, strict=True)]
     head = b"".join(parts)
     sizes = (ends - poffs).astype(np.int64)
@@ -325,7 +319,7 @@ class _Records:
 
     def data(self, rows):
         """(starts, lengths) of the data of messages ``rows``."""
-        return self.offs[rows] + MESSAGE_FIXED, self.length[rows] - (MESSAGE_FIXED - RECORD_HEADER)
+        return MessageFields.data_start(self.offs[rows]), self.length[rows] - DATA_AFTER_LENGTH
 
     def mcap(self, rows):
         """The MCAP columns of messages ``rows``, from their records and channels."""
@@ -394,7 +388,7 @@ def _typed_batch(rec, rows, headers, predicate, schema):
             seq[~seq_have] = fallback[~seq_have]
             return predicate.seq_mask(seq) if seq_bound else None
 
-        dec = decode(hbuf, hoffs[hidx] + MESSAGE_FIXED, hlen[hidx] - (MESSAGE_FIXED - RECORD_HEADER),
+        dec = decode(hbuf, MessageFields.data_start(hoffs[hidx]), hlen[hidx] - DATA_AFTER_LENGTH,
                      lambda i: f"{hwhere}, headers message of sequence {int(fallback[i])}", keep)
         kept = m_at[dec.rows]
     else:
@@ -569,10 +563,10 @@ def assemble(schema, topics, seq, mono, wall_us, wall_valid, headers, payload, g
 
 def _gap_batch(records, offs, length, pub, predicate, schema, where, log_us, seq32):
     topics, firsts, lasts, walls, keep = [], [], [], [], []
-    mv = memoryview(records)
+    fields = MessageFields(records)
     for i, (o, ln, t) in enumerate(zip(offs.tolist(), length.tolist(), pub.tolist())):
         try:
-            topic, first, last = parse_gap(mv[o + MESSAGE_FIXED:o + RECORD_HEADER + ln])
+            topic, first, last = parse_gap(fields.data(o, ln))
         except ValueError as e:
             raise RecordingFormatError(f"{where}, gap message {i}: {e}") from None
         wall = t // 1000

@@ -217,33 +217,28 @@ def push_filter(predicate, f):
     if col == "seq":
         if isinstance(f, In) and all(_is_int(v) for v in value):
             return predicate.and_seq(values=value)
-        if not _is_int(value):
-            return None
-        if isinstance(f, (EqualTo, EqualNullSafe)):
-            return predicate.and_seq(lo=value, hi=value)
-        if isinstance(f, GreaterThan):
-            return predicate.and_seq(lo=value + 1)
-        if isinstance(f, GreaterThanOrEqual):
-            return predicate.and_seq(lo=value)
-        if isinstance(f, LessThan):
-            return predicate.and_seq(hi=value - 1)
-        if isinstance(f, LessThanOrEqual):
-            return predicate.and_seq(hi=value)
-        return None
+        bounds = _int_bounds(f, value) if _is_int(value) else None
+        return None if bounds is None else predicate.and_seq(*bounds)
     if col == "time_wall":
         us = _micros(value)
-        if us is None:
-            return None
-        if isinstance(f, (EqualTo, EqualNullSafe)):
-            return predicate.and_wall(lo=us, hi=us)
-        if isinstance(f, GreaterThan):
-            return predicate.and_wall(lo=us + 1)
-        if isinstance(f, GreaterThanOrEqual):
-            return predicate.and_wall(lo=us)
-        if isinstance(f, LessThan):
-            return predicate.and_wall(hi=us - 1)
-        if isinstance(f, LessThanOrEqual):
-            return predicate.and_wall(hi=us)
+        bounds = None if us is None else _int_bounds(f, us)
+        return None if bounds is None else predicate.and_wall(*bounds)
+    return None
+
+
+def _int_bounds(f, value):
+    """The (lo, hi) range, both ends included (None: open), of the integers that
+    comparison ``f`` with integer ``value`` keeps; None if ``f`` is no comparison."""
+    if isinstance(f, (EqualTo, EqualNullSafe)):
+        return value, value
+    if isinstance(f, GreaterThan):
+        return value + 1, None
+    if isinstance(f, GreaterThanOrEqual):
+        return value, None
+    if isinstance(f, LessThan):
+        return None, value - 1
+    if isinstance(f, LessThanOrEqual):
+        return None, value
     return None
 
 

@@ -272,17 +272,23 @@ def _arena_file_topic(path):
     return name
 
 
+def _recording_layouts(spec):
+    """The layouts of the MCAP files ``spec`` names (live topics, file arenas and
+    files that :func:`read_layout_or_skip` skips left out)."""
+    for src in expand_paths(spec):
+        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
+            continue
+        layout = read_layout_or_skip(src)
+        if layout is not None:
+            yield layout
+
+
 def selects_mcap_channels(spec, predicate=Predicate()):  # noqa: B008 - frozen
     """Does a read of ``spec`` with ``predicate``'s topics select a channel
     that a0py did not write, or a typed topic's payloads? (What
     ``mcapColumns=auto`` decides by; from the files' summaries, or a scan of
     a file without one. Live topics and file arenas hold a0py packets.)"""
-    for src in expand_paths(spec):
-        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
-            continue
-        layout = read_layout_or_skip(src)
-        if layout is None:
-            continue
+    for layout in _recording_layouts(spec):
         for c in file_channels(layout).values():
             if c.kind in (KIND_FOREIGN, KIND_TYPED) and predicate.topic_ok(c.topic):
                 return True
@@ -296,12 +302,7 @@ def _selected_types(spec, predicate):
     encoding, data, message encoding) -> a topic of it)."""
     types = {}
     schemas = {}
-    for src in expand_paths(spec):
-        if src.startswith(SHM_PREFIX) or _is_arena_file(src):
-            continue
-        layout = read_layout_or_skip(src)
-        if layout is None:
-            continue
+    for layout in _recording_layouts(spec):
         for cid, c in file_channels(layout).items():
             if c.kind not in (KIND_FOREIGN, KIND_TYPED) or not predicate.topic_ok(c.topic):
                 continue

@@ -26,6 +26,7 @@ Invariant: nothing a client sends is trusted. :func:`parse_client_text` and
 raise anything else, whatever the bytes.
 """
 
+import dataclasses
 import json
 import math
 import re
@@ -183,40 +184,34 @@ def series(request_id, channel_id, path, start_ns, times, values, messages, stri
                    "startNs": str(start_ns), "t": times, "v": values, "messages": messages, "stride": stride})
 
 
+@dataclasses.dataclass(slots=True)
 class Subscribe:
     """A checked ``subscribe``: ``pairs`` is a list of (subscription id,
     channel id); ``rates`` maps subscription ids to the most messages a second
     the client asked for (this server's own ``maxHz`` field of a
     subscription; other servers ignore it)."""
 
-    __slots__ = ("pairs", "rates")
-
-    def __init__(self, pairs, rates=None):
-        self.pairs = pairs
-        self.rates = rates or {}
+    pairs: list
+    rates: dict = dataclasses.field(default_factory=dict)
 
 
+@dataclasses.dataclass(slots=True)
 class Unsubscribe:
     """A checked ``unsubscribe``: ``ids`` is a list of subscription ids."""
 
-    __slots__ = ("ids",)
-
-    def __init__(self, ids):
-        self.ids = ids
+    ids: list
 
 
+@dataclasses.dataclass(slots=True)
 class FetchSeries:
     """A checked ``a0py.fetchSeries``: ``path`` is a list of keys (str) and
     indexes (int), ``text`` the path as sent."""
 
-    __slots__ = ("channel_id", "max_points", "path", "request_id", "text")
-
-    def __init__(self, request_id, channel_id, text, path, max_points):
-        self.request_id = request_id
-        self.channel_id = channel_id
-        self.text = text
-        self.path = path
-        self.max_points = max_points
+    request_id: int
+    channel_id: int
+    text: str
+    path: list
+    max_points: int
 
 
 _PATH_KEY = re.compile(r"[^.\[\]]+")
@@ -246,16 +241,14 @@ def parse_field_path(text):
     return parts
 
 
+@dataclasses.dataclass(slots=True)
 class PlaybackControl:
     """A checked playback control request."""
 
-    __slots__ = ("command", "request_id", "seek_time", "speed")
-
-    def __init__(self, command, speed, seek_time, request_id):
-        self.command = command  # PLAY or PAUSE
-        self.speed = speed
-        self.seek_time = seek_time  # ns, or None
-        self.request_id = request_id
+    command: int  # PLAY or PAUSE
+    speed: float
+    seek_time: int | None  # ns, or None
+    request_id: str
 
 
 def parse_client_text(text):

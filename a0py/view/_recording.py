@@ -47,20 +47,13 @@ Invariants:
 
 import asyncio
 import collections
+import dataclasses
 import glob
 import itertools
 import os
 import time
 
-from ..recording.format import (
-    KIND_HEADERS,
-    MESSAGE_CHANNEL_AT,
-    MESSAGE_FIXED,
-    MESSAGE_LOG_TIME_AT,
-    PACKET_ENCODING,
-    RECORD_HEADER,
-    channel_kind,
-)
+from ..recording.format import KIND_HEADERS, PACKET_ENCODING, channel_kind
 from . import _protocol as P
 from ._schema import kind_of
 from ._typed import kind_of_schema
@@ -145,18 +138,16 @@ class _Raw:
         return self.payload
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class _Decoded:
     """A chunk's messages sorted by log time: numpy arrays ``log``,
     ``chan`` (hub channel index), ``start``, ``stop`` into ``records``."""
 
-    __slots__ = ("chan", "log", "records", "start", "stop")
-
-    def __init__(self, records, log, chan, start, stop):
-        self.records = records
-        self.log = log
-        self.chan = chan
-        self.start = start
-        self.stop = stop
+    records: object
+    log: object
+    chan: object
+    start: object
+    stop: object
 
 
 class RecordingSource:
@@ -260,10 +251,12 @@ class RecordingSource:
             records = b""
         offs = np.asarray(offs, dtype=np.int64)
         if len(offs):
-            u16, _u32, u64 = mcap.u_views(records)
-            mcap_chan = u16[offs + MESSAGE_CHANNEL_AT]
-            log = u64[offs + MESSAGE_LOG_TIME_AT].astype(np.int64)
-            length = u64[offs + 1].astype(np.int64)
+            from ..recording.message_fields import MessageFields  # needs numpy, as reader does
+
+            fields = MessageFields(records)
+            mcap_chan = fields.channel_id(offs)
+            log = fields.log_time(offs).astype(np.int64)
+            length = fields.body_length(offs)
             slot_map = np.full(int(mcap_chan.max()) + 1, -1, np.int64)
             for (f, cid), slot in self._slot_of.items():
                 if f == fi and cid < len(slot_map):
@@ -271,8 +264,8 @@ class RecordingSource:
             chan = slot_map[mcap_chan]
             order = np.argsort(log, kind="stable")
             keep = order[chan[order] >= 0]
-            dec = _Decoded(records, log[keep], chan[keep], (offs + MESSAGE_FIXED)[keep],
-                           (offs + RECORD_HEADER + length)[keep])
+            dec = _Decoded(records, log[keep], chan[keep], fields.data_start(offs)[keep],
+                           fields.data_end(offs, length)[keep])
         else:
             e = np.empty(0, np.int64)
             dec = _Decoded(records, e, e, e, e)

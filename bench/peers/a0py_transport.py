@@ -1,6 +1,6 @@
 """a0py's transport: one shm arena, Transport.write → read_next."""
 
-from .harness import Missing, Peer, unique
+from .harness import Peer, unique
 
 
 class A0pyTransport(Peer):
@@ -16,18 +16,12 @@ class A0pyTransport(Peer):
     zero_copy = "read_view"
     notes = ("one shm arena of {buffer} shared by every receiver; `Transport.write` → "
              "`read_next(timeout=None)` (zero-copy: `with read_view(timeout=None) as frame`)")
+    needs = (("a0py._core", "a0py not built ({e}); run `make build`"),)
 
     def __init__(self, spin=None):
         self.spin = spin
         if spin is not None:
             self.label = f"a0py spin={spin}"
-
-    def check(self, size, n_rx):
-        try:
-            import a0py  # noqa: F401
-            from a0py import _core  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"a0py not built ({e}); run `make build`") from None
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         import a0py

@@ -2,7 +2,7 @@
 
 import os
 
-from .harness import Missing, Peer, unique, unlink_quietly
+from .harness import Peer, unique, unlink_quietly
 
 
 class AlephZero(Peer):
@@ -20,13 +20,7 @@ class AlephZero(Peer):
     notes = ("one topic of {buffer}; `Publisher.pub(Packet(bytes))` → "
              "`SubscriberSync(INIT_OLDEST, ITER_NEXT).read_blocking().payload` "
              "(zero-copy: `ReaderSyncZeroCopy.read_blocking(fn)` on the topic's file)")
-
-    def check(self, size, n_rx):
-        try:
-            import a0  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"alephzero not installed ({e}); `pip install alephzero` builds it "
-                          "in ~1 min") from None
+    needs = (("a0", "alephzero not installed ({e}); `pip install alephzero` builds it in ~1 min"),)
 
     @staticmethod
     def _topic(state):

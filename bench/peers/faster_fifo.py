@@ -1,6 +1,6 @@
 """faster-fifo: Queue.put → Queue.get."""
 
-from .harness import JOIN_S, Missing, Peer
+from .harness import JOIN_S, Peer
 
 
 class FasterFifo(Peer):
@@ -11,12 +11,7 @@ class FasterFifo(Peer):
     key = "faster-fifo"
     label = "faster-fifo"
     notes = "one `Queue(max_size_bytes={buffer} / receivers)` per receiver; `put` → `get`"
-
-    def check(self, size, n_rx):
-        try:
-            import faster_fifo  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"faster-fifo not installed ({e})") from None
+    needs = (("faster_fifo", "faster-fifo not installed ({e})"),)
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         import faster_fifo

@@ -41,6 +41,7 @@ warm-up of at least one pass over that buffer before the timed round trips.
 
 import multiprocessing as mp
 import multiprocessing.connection
+import importlib
 import os
 import platform
 import statistics
@@ -123,10 +124,16 @@ class Peer:
     lossy = False          # may drop or overwrite: repeat the end marker
     zero_copy = None       # how its zero-copy receive reads, or None
     pull = True            # has a pull-style receiver (recv()), not only callbacks
+    needs = ()             # (module, message) pairs: Missing(message, {e} the ImportError) if it fails
 
     def check(self, size, n_rx):
-        """Raises Missing (not installed here) or Unsupported (not this size
-        or number of receivers)."""
+        """Raises Missing (not installed here: by default, a module of `needs`
+        does not import) or Unsupported (not this size or number of receivers)."""
+        for module, message in self.needs:
+            try:
+                importlib.import_module(module)
+            except ImportError as e:
+                raise Missing(message.format(e=e)) from None
 
     def drops(self, state):
         """Whether this run may lose messages (then the sender repeats the

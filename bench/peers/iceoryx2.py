@@ -4,7 +4,7 @@ import os
 import shutil
 import uuid
 
-from .harness import RUN_TAG, Missing, Peer, unique
+from .harness import RUN_TAG, Peer, unique
 
 # iceoryx2 listeners wait in cycles, as iceoryx2's own examples do
 # (timed_wait in a loop, receive() after each return). Under load,
@@ -58,12 +58,7 @@ class Iceoryx2(Peer):
              "/ receivers; the sender `notify()`s an event service after each `send()`, the "
              "receiver sleeps in `Listener.timed_wait` when `receive()` finds nothing "
              "(copy: `ctypes.string_at`; zero-copy: reads the sample in place)")
-
-    def check(self, size, n_rx):
-        try:
-            import iceoryx2  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"iceoryx2 not installed ({e})") from None
+    needs = (("iceoryx2", "iceoryx2 not installed ({e})"),)
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         state = super().setup(size, n_rx, buffer, pingpong)

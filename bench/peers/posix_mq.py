@@ -1,6 +1,6 @@
 """POSIX message queues (posix_ipc): send → receive."""
 
-from .harness import Missing, Peer, Unsupported, unique
+from .harness import Peer, Unsupported, unique
 
 MAX_MESSAGES = 10      # the kernel's default limits for an unprivileged user
 MAX_MESSAGE = 8192
@@ -13,12 +13,10 @@ class PosixMq(Peer):
     key = "posix-mq"
     label = "POSIX mq (posix_ipc)"
     notes = "one queue per receiver (at most 10 messages of 8 KiB here); `send` → `receive`"
+    needs = (("posix_ipc", "posix_ipc not installed ({e})"),)
 
     def check(self, size, n_rx):
-        try:
-            import posix_ipc  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"posix_ipc not installed ({e})") from None
+        super().check(size, n_rx)
         if size > MAX_MESSAGE:
             raise Unsupported("POSIX message queues here carry at most 8 KiB a message")
 

@@ -1,6 +1,6 @@
 """pyzmq over ipc://: PUSH → PULL, or PUB → SUB for a fan-out."""
 
-from .harness import Missing, Peer, unique, unlink_quietly
+from .harness import Peer, unique, unlink_quietly
 
 
 class Pyzmq(Peer):
@@ -15,12 +15,7 @@ class Pyzmq(Peer):
     zero_copy = "recv(copy=False) Frame.buffer"
     notes = ("ipc://, PUSH → PULL for one receiver, PUB → SUB for a fan-out, default "
              "high-water marks; `send(copy=True)` → `recv()` (zero-copy: `recv(copy=False)`)")
-
-    def check(self, size, n_rx):
-        try:
-            import zmq  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"pyzmq not installed ({e})") from None
+    needs = (("zmq", "pyzmq not installed ({e})"),)
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         state = super().setup(size, n_rx, buffer, pingpong)

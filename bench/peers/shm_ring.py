@@ -1,6 +1,6 @@
 """The baseline: a ring of slots in POSIX shared memory and two semaphores."""
 
-from .harness import Missing, Peer, unique
+from .harness import Peer, unique
 
 
 class ShmRing(Peer):
@@ -16,12 +16,7 @@ class ShmRing(Peer):
     zero_copy = "struct.unpack_from on the mmap, in place"
     notes = ("one ring of fixed-size slots ({buffer} / receivers) and two POSIX semaphores per "
              "receiver; the reader copies a slot out with `mmap[a:b]` (zero-copy: reads in place)")
-
-    def check(self, size, n_rx):
-        try:
-            import posix_ipc  # noqa: F401
-        except ImportError as e:
-            raise Missing(f"posix_ipc not installed ({e})") from None
+    needs = (("posix_ipc", "posix_ipc not installed ({e})"),)
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         import posix_ipc

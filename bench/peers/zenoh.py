@@ -5,7 +5,7 @@ import os
 import time
 import uuid
 
-from .harness import JOIN_S, Missing, Peer, unique, unlink_quietly
+from .harness import JOIN_S, Peer, unique, unlink_quietly
 
 KEY = "a0bench"
 
@@ -72,12 +72,7 @@ class Zenoh(Peer):
     shm = False
     notes = ("peer-mode sessions over unix sockets, default transport, "
              "`CongestionControl.BLOCK`; `put(bytes)` → `Subscriber.recv().payload.to_bytes()`")
-
-    def check(self, size, n_rx):
-        try:
-            import zenoh  # noqa: F401  (this process only checks it imports)
-        except ImportError as e:
-            raise Missing(f"eclipse-zenoh not installed ({e})") from None
+    needs = (("zenoh", "eclipse-zenoh not installed ({e})"),)  # this process only checks it imports
 
     def setup(self, size, n_rx, buffer, pingpong=False):
         state = super().setup(size, n_rx, buffer, pingpong)

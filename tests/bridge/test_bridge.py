@@ -17,7 +17,7 @@ import uuid
 
 import pytest
 import zenoh  # the test extra has it: nothing here is skipped
-from helpers.procs import REPO, wait_until
+from helpers.procs import REPO, ended_after, wait_until
 
 from a0py import (
     A0TimeoutError,
@@ -124,17 +124,13 @@ class BridgeProc:
 @pytest.fixture
 def bridges():
     """start(root, globs, *args): a BridgeProc, killed at teardown if still running."""
-    started = []
+    with ended_after(BridgeProc, _kill_if_running) as start:
+        yield start
 
-    def start(root, globs, *args):
-        b = BridgeProc(root, globs, *args)
-        started.append(b)
-        return b
 
-    yield start
-    for b in started:
-        if b.proc.poll() is None:
-            b.kill()
+def _kill_if_running(bridge):
+    if bridge.proc.poll() is None:
+        bridge.kill()
 
 
 def drain(root, name):
@@ -225,9 +221,7 @@ def publish(root, name, n, tag):
 
 def test_every_packet_crosses_in_order_with_its_headers_and_origin(machines, bridges):
     a, b = machines(2)
-    port = free_port()
-    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
-    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    ba, bb = bridge_pair(bridges, a, b, ["robot/**"])
     link(a, [b], "robot/probe")
     # robot/data is created after both bridges started: discovered, exported from its first packet.
     publish(a, "robot/data", 300, "A")
@@ -296,9 +290,7 @@ with Logger(sys.argv[1]) as log:
 
 def test_log_messages_cross_with_their_levels_in_order(machines, bridges):
     a, b = machines(2)
-    port = free_port()
-    ba = bridges(a, ["robot/**"], "--listen", endpoint(port))
-    bb = bridges(b, ["robot/**"], "--connect", endpoint(port))
+    ba, bb = bridge_pair(bridges, a, b, ["robot/**"])
     link(a, [b], "robot/probe")
     got = []
     listener = LogListener(Topic("robot/arm", root=b), "DBG", got.append, init=INIT_OLDEST)
@@ -397,9 +389,7 @@ def test_cfg_changes_reach_a_watcher_on_the_other_side_in_order_and_come_back(ma
 
 def test_imported_topics_are_created_at_a_size_that_fits(machines, bridges):
     a, b = machines(2)
-    port = free_port()
-    bridges(a, ["robot/**"], "--listen", endpoint(port))
-    bb = bridges(b, ["robot/**"], "--connect", endpoint(port), "--size", "robot/sized/*=32M")
+    _, bb = bridge_pair(bridges, a, b, ["robot/**"], "--size", "robot/sized/*=32M")
     link(a, [b], "robot/probe")
     big = b"x" * (3 << 20)  # does not fit a default (4 MiB) arena's four frames
     sent = 0
@@ -576,6 +566,31 @@ def _session(port):
     return zenoh.open(zenoh_config(zenoh, connect=[endpoint(port)]))
 
 
+def bridge_pair(bridges, listening, connecting, globs, *more):
+    """A bridge of ``globs`` on root ``listening`` that listens on a free port, and one on
+    ``connecting`` that connects to it (``more``: its further arguments); both, in that order."""
+    port = free_port()
+    first = bridges(listening, globs, "--listen", endpoint(port))
+    return first, bridges(connecting, globs, "--connect", endpoint(port), *more)
+
+
+def put_until_routed(root, name, put):
+    """Calls ``put(n)`` for n = 1, 2, ... until topic ``name`` under ``root`` holds a
+    packet (the route to it is up); returns the last n."""
+    sent = 0
+
+    def probe():
+        nonlocal sent
+        if drain(root, name):
+            return True
+        sent += 1
+        put(sent)
+        return False
+
+    wait_until(probe, "a route to B", timeout=LINK_S, every=0.1)
+    return sent
+
+
 def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines, bridges):
     (b,) = machines(1)
     port = free_port()
@@ -583,17 +598,9 @@ def test_bad_samples_on_bridged_keys_are_counted_and_the_bridge_goes_on(machines
     good = Packet([("k", "v")], b"real").to_bytes()
     origin = uuid.uuid4().bytes
     with _session(port) as s:
-        seq = 0
-
-        def put_good():  # until the route is up: numbered good packets from a made-up bridge
-            nonlocal seq
-            if drain(b, "robot/good"):
-                return True
-            seq += 1
-            s.put(pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, seq, "h").encode())
-            return False
-
-        wait_until(put_good, "a route to B", timeout=LINK_S, every=0.1)
+        # Numbered good packets from a made-up bridge until the route is up.
+        seq = put_until_routed(b, "robot/good", lambda n: s.put(
+            pubsub_key("a0py", "robot/good"), good, attachment=Attachment(origin, n, "h").encode()))
         s.put(pubsub_key("a0py", "robot/good"), good)  # no attachment
         s.put(pubsub_key("a0py", "robot/good"), good, attachment=b"junk")
         s.put("a0py/pubsub/robot/-bad", good, attachment=Attachment(origin, 1, "h").encode())
@@ -637,17 +644,7 @@ def test_gaps_and_duplicates_from_the_network_are_counted_and_logged(machines, b
 
     try:
         with _session(port) as s:
-            first = 0
-
-            def put_first():  # until the route is up
-                nonlocal first
-                if drain(b, "robot/lossy"):
-                    return True
-                first += 1
-                put(s, first)
-                return False
-
-            wait_until(put_first, "a route to B", timeout=LINK_S, every=0.1)
+            first = put_until_routed(b, "robot/lossy", lambda n: put(s, n))
             for seq in (first + 1, first + 1, first + 4, first + 2, first + 5):  # dup, gap of 2, late
                 put(s, seq)
             wait_until(lambda: drain(b, "robot/lossy")[-1].payload == str(first + 5).encode(),
@@ -884,9 +881,7 @@ def rpc_ring_ids(root, name):
 
 def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_servers):
     a, b = machines(2)
-    port = free_port()
-    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
-    ba = bridges(a, ["svc/**"], "--connect", endpoint(port))
+    bb, ba = bridge_pair(bridges, b, a, ["svc/**"])
     rpc_servers(b, "svc/math")
     topic = Topic("svc/math", root=a)
     client = RpcClient(topic, wait_for_server=LINK_S)
@@ -911,9 +906,7 @@ def test_rpc_and_prpc_calls_cross_the_bridge_as_locally(machines, bridges, rpc_s
 def test_remote_timeouts_cancels_and_server_death_reach_the_client_as_locally(
         machines, bridges, rpc_servers):
     a, b = machines(2)
-    port = free_port()
-    bridges(b, ["svc/**"], "--listen", endpoint(port))
-    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    bridge_pair(bridges, b, a, ["svc/**"])
     server = rpc_servers(b, "svc/hold")
     client = RpcClient(Topic("svc/hold", root=a), wait_for_server=LINK_S)
     assert bytes(client.send_blocking(b"echo:up", timeout=MSG_S).payload) == b"up"
@@ -941,9 +934,7 @@ def test_remote_timeouts_cancels_and_server_death_reach_the_client_as_locally(
 def test_a_request_waiting_when_the_remote_server_dies_is_served_by_the_next(
         machines, bridges, rpc_servers):
     a, b = machines(2)
-    port = free_port()
-    bridges(b, ["svc/**"], "--listen", endpoint(port))
-    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    bridge_pair(bridges, b, a, ["svc/**"])
     server = rpc_servers(b, "svc/next")
     client = RpcClient(Topic("svc/next", root=a), wait_for_server=LINK_S)
     blocked = client.send(b"block")  # accepted; its handler never returns
@@ -961,9 +952,7 @@ def test_a_request_waiting_when_the_remote_server_dies_is_served_by_the_next(
 
 def test_the_server_side_bridge_killed_fails_an_accepted_call(machines, bridges, rpc_servers):
     a, b = machines(2)
-    port = free_port()
-    bb = bridges(b, ["svc/**"], "--listen", endpoint(port))
-    bridges(a, ["svc/**"], "--connect", endpoint(port))
+    bb, _ = bridge_pair(bridges, b, a, ["svc/**"])
     rpc_servers(b, "svc/far")
     client = RpcClient(Topic("svc/far", root=a), wait_for_server=LINK_S)
     accepted = client.send(b"hold")
@@ -1368,17 +1357,8 @@ def test_hostile_bundles_are_counted_and_the_bridge_goes_on(machines, bridges):
         return BundleAttachment(origin, sections, "h").encode()
 
     with _session(port) as s:
-        seq = 0
-
-        def put_good():  # until the route is up
-            nonlocal seq
-            if drain(b, "robot/good"):
-                return True
-            seq += 1
-            s.put(key, bundle_payload([("robot/good", seq, [good])]), attachment=att(1))
-            return False
-
-        wait_until(put_good, "a route to B", timeout=LINK_S, every=0.1)
+        seq = put_until_routed(b, "robot/good", lambda n: s.put(
+            key, bundle_payload([("robot/good", n, [good])]), attachment=att(1)))
         whole = bundle_payload([("robot/good", seq + 1, [good]), ("robot/other", 1, [good])])
         s.put(key, whole)                                    # no attachment
         s.put(key, whole, attachment=b"junk")                # not a bundle's

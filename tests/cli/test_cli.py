@@ -3,8 +3,6 @@ running the installed ``a0py`` script and ``python -m a0py``, checking what
 they print and their exit status. The arenas they touch are checked with
 the library."""
 
-import os
-import pty
 import signal
 import subprocess
 import sys
@@ -12,7 +10,7 @@ import threading
 import time
 
 import pytest
-from helpers.cli import SCRIPT, assert_fails_cleanly
+from helpers.cli import SCRIPT, assert_fails_cleanly, on_terminal
 
 import a0py
 
@@ -198,21 +196,7 @@ def test_info_on_an_empty_arena_says_it_is_empty(shm_name):
 
 def test_info_on_a_terminal_prints_the_same_fields(shm_name):
     make_arena(shm_name, b"a")
-    controller, terminal = pty.openpty()
-    with subprocess.Popen([str(SCRIPT), "info", "--shm", shm_name], stdout=terminal, stderr=subprocess.PIPE) as proc:
-        os.close(terminal)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:  # EIO: the terminal's other end closed
-                break
-            if not chunk:
-                break
-            output += chunk
-        assert proc.wait(timeout=60) == 0, proc.stderr.read()
-    os.close(controller)
-    text = output.decode()
+    text = on_terminal("info", "--shm", shm_name)
     for field in ("arena", "size", "format", "frames", "used", "notify", "deadman"):
         assert field in text
     assert "seq 1..1 (1 live)" in text

@@ -4,14 +4,12 @@ subprocesses, publishers and subscribers in other processes, checking what
 the commands print and their exit status."""
 
 import os
-import pty
 import re
 import signal
-import subprocess
 import time
 
 import pytest
-from helpers.cli import SCRIPT, Running, a0, assert_fails_cleanly, python
+from helpers.cli import Running, a0, assert_fails_cleanly, on_terminal, python
 from helpers.procs import wait_until
 
 import a0py
@@ -465,21 +463,7 @@ def test_help_lists_every_command_of_the_table(root):
 
 def test_ls_on_a_terminal_is_a_table_with_the_same_columns(root):
     a0("pub", "cam", "x")
-    controller, terminal = pty.openpty()
-    with subprocess.Popen([str(SCRIPT), "ls"], stdout=terminal, stderr=subprocess.PIPE) as proc:
-        os.close(terminal)
-        output = b""
-        while True:
-            try:
-                chunk = os.read(controller, 4096)
-            except OSError:  # EIO: the terminal's other end closed
-                break
-            if not chunk:
-                break
-            output += chunk
-        assert proc.wait(timeout=60) == 0, proc.stderr.read()
-    os.close(controller)
-    text = output.decode()
+    text = on_terminal("ls")
     for column in ("TOPIC", "PROTOCOLS", "SIZE", "PACKETS", "NEWEST", "PROCESSES", "cam", "pubsub", "4 MiB"):
         assert column in text, text
 

@@ -1,6 +1,7 @@
 """Fixtures of the dataspace tests."""
 
 import pytest
+from helpers.dataspace import compiled, interpreted
 
 
 @pytest.fixture(params=["compiled", "interpreted"])
@@ -9,13 +10,9 @@ def mod(request):
     ``a0py.dataspace._compiled`` and interpreted ``a0py.dataspace._interpreted``. A missing compiled build
     fails the test (it is part of ``make test``), never skips it."""
     if request.param == "interpreted":
-        from a0py.dataspace import _interpreted
-
-        return _interpreted
-    try:
-        from a0py.dataspace import _compiled
-    except ImportError:
+        return interpreted
+    if compiled is None:
         pytest.fail("a0py.dataspace._compiled is not built")
-    return _compiled
+    return compiled
 
 

@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.dataspace import compiled, interpreted
 
 from a0py.dataspace import (
     MAX_DEPTH,
@@ -22,13 +23,7 @@ from a0py.dataspace import (
     decode,
     encode,
 )
-from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
-
-try:
-    from a0py.dataspace import _compiled as compiled
-except ImportError:  # pragma: no cover - the build is part of `make test`
-    compiled = None
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from helpers.dataspace import compiled, interpreted
 
 import a0py.dataspace as ds
 from a0py.dataspace import (
@@ -25,13 +26,7 @@ from a0py.dataspace import (
     capture,
     parse,
 )
-from a0py.dataspace import _interpreted as interpreted
 from a0py.errors import A0Error
-
-try:
-    from a0py.dataspace import _compiled as compiled
-except ImportError:  # pragma: no cover - the build is part of `make test`
-    compiled = None
 
 
 def test_package_uses_the_compiled_build():

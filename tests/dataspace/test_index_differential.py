@@ -15,16 +15,11 @@ patches must give the same events, per step, as a multiset, on both builds.
 from collections import Counter
 
 import pytest
+from helpers.dataspace import compiled, interpreted
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from a0py.dataspace import DISCARD, Capture, NotAssertedError, encode
-from a0py.dataspace import _interpreted as interpreted
-
-try:
-    from a0py.dataspace import _compiled as compiled
-except ImportError:  # pragma: no cover
-    compiled = None
 
 BUILDS = [m for m in (compiled, interpreted) if m is not None]
 
@@ -124,16 +119,22 @@ ATOMS = [0, 1, True, False, 1.0, 0.0, -0.0, "x", "y", b"x", None, float("nan")]
 LABELS = ["a", "b"]
 
 
-def value_specs(depth=2):
-    atom = st.sampled_from(ATOMS).map(lambda a: ("atom", a))
+def _nested(leaf, depth, more=lambda sub: ()):
+    """``leaf``, or records and tuples of what this gives at ``depth - 1`` (and what
+    ``more(sub)`` adds), down to ``depth`` levels."""
     if depth == 0:
-        return atom
-    sub = value_specs(depth - 1)
+        return leaf
+    sub = _nested(leaf, depth - 1, more)
     return st.one_of(
-        atom,
+        leaf,
         st.tuples(st.just("rec"), st.sampled_from(LABELS), st.lists(sub, max_size=2)),
         st.tuples(st.just("tup"), st.lists(sub, max_size=2)),
+        *more(sub),
     )
+
+
+def value_specs(depth=2):
+    return _nested(st.sampled_from(ATOMS).map(lambda a: ("atom", a)), depth)
 
 
 def pattern_specs(depth=2):
@@ -142,15 +143,7 @@ def pattern_specs(depth=2):
         st.just(("_",)),
         st.just(("$",)),
     )
-    if depth == 0:
-        return leaf
-    sub = pattern_specs(depth - 1)
-    return st.one_of(
-        leaf,
-        st.tuples(st.just("rec"), st.sampled_from(LABELS), st.lists(sub, max_size=2)),
-        st.tuples(st.just("tup"), st.lists(sub, max_size=2)),
-        st.tuples(st.just("$:"), sub),
-    )
+    return _nested(leaf, depth, lambda sub: [st.tuples(st.just("$:"), sub)])
 
 
 def build(spec, R):

@@ -33,6 +33,29 @@ def _env():
     return env
 
 
+
+def on_terminal(*args):
+    """Run the ``a0py`` script to completion with its standard output on a
+    pseudo-terminal (as a user at a shell sees it); what it wrote there, as
+    text. Fails the test if it exits non-zero (with its stderr)."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    with subprocess.Popen([str(SCRIPT), *args], stdout=terminal, stderr=subprocess.PIPE) as proc:
+        os.close(terminal)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the terminal's other end closed
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert proc.wait(timeout=RUN_S) == 0, proc.stderr.read()
+    os.close(controller)
+    return output.decode()
+
 def a0(*args, input=None, timeout=RUN_S):
     """Run the ``a0py`` script to completion (bounded); the result has text
     ``out`` and ``err``."""

@@ -1,7 +1,9 @@
 """The checkout's paths and helpers for tests with child processes: the fork
 context, bounded receives and joins, waiting on a condition, and environments
-that make children import this checkout's a0py."""
+that make children import this checkout's a0py, and the processes a fixture starts
+for a test (``ended_after``)."""
 
+import contextlib
 import multiprocessing as mp
 import os
 import subprocess
@@ -51,6 +53,29 @@ def wait_until(pred, what="condition", timeout=WAIT_S, every=0.002, state=None):
     return got
 
 
+def _close(thing):
+    thing.close()
+
+
+@contextlib.contextmanager
+def ended_after(make, end=_close):
+    """Yields ``start(*args, **kwargs)``: it calls ``make`` with them and returns what
+    that made; when the block ends, each made is given to ``end`` (by default closed),
+    in the order made. The body of a fixture that starts processes for its test."""
+    made = []
+
+    def start(*args, **kwargs):
+        thing = make(*args, **kwargs)
+        made.append(thing)
+        return thing
+
+    try:
+        yield start
+    finally:
+        for thing in made:
+            end(thing)
+
+
 def maps(pid, topic, protocol="pubsub"):
     """Whether process `pid` has the `protocol` arena of `topic` (an a0py Topic) mapped:
     for a recorder or a reader in another process, the sign that it has opened it."""
@@ -96,3 +121,29 @@ def example_env():
     """(root, env) for running an example program in a root of its own."""
     root = f"shm:a0pyt-ex-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     return root, child_env(A0PY_ROOT=root, A0PY_ARENA_SIZE="64k")
+
+
+@contextlib.contextmanager
+def example_running(script, *args, topic, **popen):
+    """Starts ``examples/<script> args`` in a root of its own (:func:`example_env`),
+    its stdout piped as text (``popen``: more of Popen's arguments), and yields
+    (process, env). At the end it is killed if still running, and ``topic`` is
+    removed from the root."""
+    from a0py.proto.topic import Topic, unlink_topic
+
+    root, env = example_env()
+    proc = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, script), *args], env=env,
+                            stdout=subprocess.PIPE, text=True, **popen)
+    try:
+        yield proc, env
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        unlink_topic(Topic(topic, root=root))
+
+
+def run_example(env, script, *args):
+    """``examples/<script> args`` run to its end (60 s at most) in ``env``; its output as text."""
+    return subprocess.run([sys.executable, os.path.join(EXAMPLES, script), *args], env=env,
+                          capture_output=True, text=True, timeout=60)

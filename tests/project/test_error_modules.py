@@ -27,3 +27,13 @@ def test_the_exceptions_of_a_package_are_in_its_errors_module(package):
              for path in sorted((PACKAGE / package).rglob("*.py")) if path != home
              for names in [error_classes(path)] if names}
     assert not stray, f"exceptions outside a0py/{package}/errors.py: {stray}"
+
+
+def test_the_core_error_list_names_every_core_exception_and_a0py_exports_it():
+    import a0py
+    from a0py import _core, errors
+
+    assert sorted(errors.__all__) == sorted(error_classes(PACKAGE / "errors.py"))
+    for name in errors.__all__:
+        assert getattr(a0py, name) is getattr(errors, name) is getattr(_core, name), name
+        assert name in a0py.__all__, name

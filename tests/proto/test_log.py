@@ -4,9 +4,9 @@ logging.Handler in a child writing records with their source, levels and their n
 and bad arguments."""
 
 import logging
-import threading
 
 import pytest
+from helpers.collect import Collector
 from helpers.procs import CTX, MSG_S, join_ok, recv, wait_until
 
 import a0py
@@ -16,17 +16,7 @@ from a0py.proto.log import LogLevel, format_line, log_level, parse_level
 pytestmark = pytest.mark.slow
 
 
-class Gather:
-    def __init__(self, until):
-        self.pkts = []
-        self.until = until
-        self.done = threading.Event()
-
-    def __call__(self, pkt):
-        self.pkts.append(pkt)
-        if pkt.payload == self.until:
-            self.done.set()
-
+class Gather(Collector):
     def texts(self):
         return [(log_level(p).name, p.payload.decode()) for p in self.pkts]
 

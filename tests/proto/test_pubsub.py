@@ -19,6 +19,7 @@ import threading
 import time
 
 import pytest
+from helpers.collect import Collector
 from helpers.procs import CTX, JOIN_S, MSG_S, join_ok, recv, run_python, wait_until
 
 import a0py
@@ -30,23 +31,6 @@ pytestmark = pytest.mark.slow
 
 
 # ------------------------------------------------------------ fixtures and helpers
-
-
-class Collector:
-    """A callback that records payloads and sets an event at a given payload."""
-
-    def __init__(self, until=None):
-        self.pkts = []
-        self.until = until
-        self.done = threading.Event()
-
-    def __call__(self, pkt):
-        self.pkts.append(pkt)
-        if pkt.payload == self.until:
-            self.done.set()
-
-    def payloads(self):
-        return [p.payload.decode() for p in self.pkts]
 
 
 # ------------------------------------------------------------ init x iter

@@ -1,26 +1,22 @@
 """The RPC examples run as a user would run them: the client started first (its
 requests wait for the server), then the server; both as separate programs."""
 
-import os
 import subprocess
-import sys
 
 import pytest
-from helpers.procs import EXAMPLES, example_env
+from helpers.procs import example_env, example_running, run_example
 
 from a0py.proto import topic as tp
 
 pytestmark = pytest.mark.slow
 
+
 @pytest.mark.parametrize("mode", ["blocking", "async"])
 def test_client_started_before_the_server_gets_its_answers(mode):
-    root, env = example_env()
-    client = subprocess.Popen([sys.executable, os.path.join(EXAMPLES, "rpc_client.py"), "--mode", mode],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with example_running("rpc_client.py", "--mode", mode, topic="demo/calc",
+                         stderr=subprocess.PIPE) as (client, env):
         count = "4" if mode == "blocking" else "3"
-        server = subprocess.run([sys.executable, os.path.join(EXAMPLES, "rpc_server.py"), "--count", count],
-                                env=env, capture_output=True, text=True, timeout=60)
+        server = run_example(env, "rpc_server.py", "--count", count)
         out, err = client.communicate(timeout=60)
         assert client.returncode == 0, err
         assert server.returncode == 0, server.stderr
@@ -30,18 +26,12 @@ def test_client_started_before_the_server_gets_its_answers(mode):
         if mode == "blocking":
             assert "pow failed: the handler raised ValueError: unknown op 'pow'" in out
         assert f"served {count} requests" in server.stdout
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait()
-        tp.unlink_topic(tp.Topic("demo/calc", root=root))
 
 
 def test_client_without_a_server_gives_up_naming_the_topic():
     root, env = example_env()
     try:
-        r = subprocess.run([sys.executable, os.path.join(EXAMPLES, "rpc_client.py"), "--wait", "0.3"],
-                           env=env, capture_output=True, text=True, timeout=60)
+        r = run_example(env, "rpc_client.py", "--wait", "0.3")
         assert r.returncode != 0
         assert "rpc topic 'demo/calc': no server alive for 0.3 s" in r.stderr
     finally:

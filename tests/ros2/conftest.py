@@ -15,6 +15,7 @@ importing ``ros/**`` and exporting ``a0/**`` for every test of the module).
 import os
 
 import pytest
+from helpers.procs import ended_after
 
 pytest.importorskip("rclpy", reason="the ros2 extra (ROS 2 Kilted's rclpy wheels) is not installed")
 
@@ -33,15 +34,8 @@ def time_limit_s():
 def nodes():
     from ros2_procs import Node
 
-    started = []
-
-    def start(*args, **kwargs):
-        node = Node(*args, **kwargs)
-        started.append(node)
-        return node
-    yield start
-    for node in started:
-        node.close()
+    with ended_after(Node) as start:
+        yield start
 
 
 @pytest.fixture(scope="module")

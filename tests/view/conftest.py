@@ -8,6 +8,7 @@ import os
 import shutil
 
 import pytest
+from helpers.procs import ended_after
 from helpers.view import ViewProcess
 
 CHROMIUM = os.environ.get("A0PY_CHROMIUM", "/usr/bin/chromium")
@@ -20,16 +21,8 @@ def arena_size():
 
 @pytest.fixture
 def view(root):
-    views = []
-
-    def start(*args):
-        v = ViewProcess(*args)
-        views.append(v)
-        return v
-
-    yield start
-    for v in views:
-        v.close()
+    with ended_after(ViewProcess) as start:
+        yield start
 
 
 @pytest.fixture(scope="module")
