@@ -22,6 +22,7 @@ from mcap.reader import make_reader
 import a0py
 from a0py.recording import RecordingFormatError
 from a0py.recording.format import HEADERS_TOPIC_PREFIX, join_packet
+from a0py.recording.headers import cut_packet, headers_format
 from a0py.recording.reader import read_layout
 from a0py.spark import read_table, register
 from a0py.spark.options import ReadOptions
@@ -273,7 +274,8 @@ def recorded_packets(path):
     with open(path, "rb") as f:
         for schema, ch, m in make_reader(f).iter_messages(log_time_order=False):
             if ch.topic.startswith(HEADERS_TOPIC_PREFIX):
-                heads[(ch.topic[len(HEADERS_TOPIC_PREFIX):], m.sequence)] = m.data
+                # in its payloads' family (protobuf, CDR) or an a0py packet: back to the cut packet
+                heads[(ch.topic[len(HEADERS_TOPIC_PREFIX):], m.sequence)] = cut_packet(headers_format(ch), m.data)
             elif ch.message_encoding == "a0py/packet":
                 pkt = a0py.Packet.from_bytes(m.data)
                 out[(ch.topic, int(pkt.headers["a0_transport_seq"]))] = (
