@@ -889,16 +889,18 @@ static bool cpus_to_spare(void) {
 }
 
 /* Spins until `budget` ns after `start`: up to A0_SPIN_MAX_NS whatever the
- * load, then on in steps of A0_SPIN_MAX_NS for as long as cpus_to_spare()
- * says that nobody waits for a CPU. */
+ * load; the rest only if cpus_to_spare() says then that nobody waits for a
+ * CPU. Asked once a wait, not again during the spin: the peer this waiter
+ * waits for becomes runnable just before it writes, and a spin that stopped
+ * when it saw that would stop exactly when it was about to pay. A spin that
+ * goes on while the machine fills up is bounded by spin_max_ns and yields
+ * between polls (spin_for), so a task that wants this core gets it. */
 static bool spin_long(const uint32_t* word, uint32_t seen, uint64_t start, uint64_t budget,
                       uint64_t yield_after, uint64_t* took, bool* shared) {
-  uint64_t until = budget < A0_SPIN_MAX_NS ? budget : A0_SPIN_MAX_NS;
-  for (;;) {
-    if (spin_for(word, seen, start, until, yield_after, took, shared)) return true;
-    if (until >= budget || !cpus_to_spare()) return false;
-    until = budget - until > A0_SPIN_MAX_NS ? until + A0_SPIN_MAX_NS : budget;
-  }
+  uint64_t first = budget < A0_SPIN_MAX_NS ? budget : A0_SPIN_MAX_NS;
+  if (spin_for(word, seen, start, first, yield_after, took, shared)) return true;
+  if (first >= budget || !cpus_to_spare()) return false;
+  return spin_for(word, seen, start, budget, yield_after, took, shared);
 }
 
 /* The adaptive budget learns from a wait that the word moved `took` ns after

@@ -83,8 +83,8 @@ typedef struct a0_transport_s {
   uint32_t spin_yield;  /* adaptive: 1 when the last hit came after a yield in which another thread
                            ran on this core (the peer shares it): the next spin yields at once */
   uint32_t spin_max_ns; /* adaptive: the longest spin, ns (A0_SPIN_MAX_NS by default; 0: never
-                           spin). Beyond A0_SPIN_MAX_NS a spin goes on only while no other task
-                           waits for a CPU (see a0_transport_wait_change) */
+                           spin). Beyond A0_SPIN_MAX_NS a spin goes on only if no other task
+                           waits for a CPU then (see a0_transport_wait_change) */
   uint64_t spins;       /* waits of this transport that spun before sleeping or returning */
   uint64_t sleeps;      /* waits of this transport that slept on the futex */
   uint32_t locked;

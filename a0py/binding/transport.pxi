@@ -113,9 +113,10 @@ cdef class Transport:
         while waits end soon after they begin (caught by the spin, or woken
         within spin_max of the wait's start) and falls to nothing while they
         do not. The first 50 µs of a spin run whatever the machine's load;
-        a longer spin goes on only while every runnable task of the machine
-        has a CPU (/proc/loadavg), so it takes time from nobody. At most 1
-        second. Used while :attr:`spin` is None (adaptive)."""
+        a longer spin goes on only if, then, every runnable task of the
+        machine has a CPU (/proc/loadavg), and it yields the CPU between
+        polls, so a task that wants this core gets it. At most 1 second.
+        Used while :attr:`spin` is None (adaptive)."""
         return self.t.spin_max_ns / 1e9
 
     @spin_max.setter

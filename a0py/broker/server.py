@@ -123,8 +123,8 @@ class Broker:
     ``spin``: the longest spin, in seconds, of the broker's wait for the next request
     before it sleeps (default :data:`a0py.broker.wire.SPIN`, 2 ms; ``0``: never spin).
     The wait is the transport's adaptive one (:attr:`a0py.Transport.spin_max`): it spins
-    only while requests have been coming within that time, and past 50 µs only while
-    every runnable task of the machine has a CPU. Raises (at once)
+    only while requests have been coming within that time, and past 50 µs only if every
+    runnable task of the machine has a CPU then. Raises (at once)
     :class:`BrokerTypeError` for a spin that is not a number, :class:`ValueError` for
     one out of 0 to 1 s.
     """

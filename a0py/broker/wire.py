@@ -119,8 +119,8 @@ CLIENT_ARENA_SIZE = 4 << 20
 #: The longest spin (seconds) of the broker's wait for requests and of a client's wait for
 #: replies, by default (``Broker(spin=)``, ``BrokerClient(spin=)``; docs/broker.md,
 #: "Latency and the spin"): long enough to span the gap between requests of a client that
-#: sends a thousand a second. Past the transport's first 50 µs a spin goes on only while
-#: every runnable task of the machine has a CPU (:attr:`a0py.Transport.spin_max`).
+#: sends a thousand a second. Past the transport's first 50 µs a spin goes on only if every
+#: runnable task of the machine has a CPU then (:attr:`a0py.Transport.spin_max`).
 SPIN = 2e-3
 #: The most ``spin`` may be (the transport's limit).
 SPIN_LIMIT = 1.0
