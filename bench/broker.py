@@ -15,6 +15,8 @@
    batches of B claims per request (B = 1 and 100), then pings; claims/s is N over the
    time until the ping returns (every claim applied, every notification written). Also
    the engine alone, in one process (no IPC, no codec), for the bound.
+   ``--workload claimer`` times the claimer's own part of that path (make the tick,
+   ``batch()``, retract, claim, send), paced as there and back to back.
 3. **The floor** (``--workload floor``): the same three processes and the same
    transports with nothing of the broker in between: a claimer writes 16-byte frames
    (its clock and a count) to a request arena as the client writes requests (no
@@ -170,6 +172,40 @@ def idle_cpu(broker_pid, seconds=3.0):
     c0, t0 = _cpu_seconds(broker_pid), time.perf_counter()
     time.sleep(seconds)
     return (_cpu_seconds(broker_pid) - c0) / (time.perf_counter() - t0)
+
+
+def claimer_part(name, n=3000, rate=1000.0):
+    """The claimer's own share of the latency: p50 µs of the latency workload's batch
+    block (make the tick, retract the previous one, claim, send), timed in pieces, at
+    ``rate`` a second (sleeping between, as the latency workload does) and back to back;
+    the broker runs in its own process and answers nobody."""
+    out = {}
+    with BrokerClient(name, **_spin()) as c:
+        for label, period in (("paced", 1.0 / rate), ("back_to_back", None)):
+            pieces = [[] for _ in range(4)]
+            prev = None
+            for i in range(n):
+                t0 = time.monotonic_ns()
+                tick = Record("tick", i, t0)
+                block = c.batch()
+                block.__enter__()
+                t1 = time.monotonic_ns()
+                if prev is not None:
+                    c.retract(prev)
+                c.claim(tick)
+                t2 = time.monotonic_ns()
+                block.__exit__(None, None, None)
+                t3 = time.monotonic_ns()
+                for k, d in enumerate((t1 - t0, t2 - t1, t3 - t2, t3 - t0)):
+                    pieces[k].append(d)
+                prev = tick
+                if period is not None:
+                    time.sleep(period)
+            out[label] = {k: statistics.median(xs) / 1e3 for k, xs in
+                          zip(("tick_and_enter_us", "retract_claim_us", "send_us", "total_us"),
+                              pieces)}
+        c.retract(parse("_"))
+    return out
 
 
 # ---------------------------------------------------------------- throughput
@@ -423,7 +459,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
     ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
-    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor", "gc"],
+    ap.add_argument("--workload", choices=["all", "latency", "claimer", "throughput", "engine", "floor",
+                                           "gc"],
                     default="all")
     ap.add_argument("--gc-threshold", type=int, default=None,
                     help="the broker's gc_threshold (default: Broker's own, GC_THRESHOLD; "
@@ -442,7 +479,7 @@ def main():
     report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs, "load_before": os.getloadavg()}
     print(f"{os.cpu_count()} cpus, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           flush=True)
-    if todo & {"latency", "throughput"}:
+    if todo & {"latency", "throughput", "claimer"}:
         proc = _start_broker(name, args.gc_threshold)
         try:
             if "latency" in todo:
@@ -468,6 +505,15 @@ def main():
                       f"subscriber {L['subscriber_cpu_per_s']:.2f}; broker idle "
                       f"{report['broker_idle_cpu_per_s']:.3f}; spin "
                       f"{_spin().get('spin', 'default')}; load {load():.2f}", flush=True)
+            if "claimer" in todo:
+                runs = [claimer_part(name) for _ in range(args.runs)]
+                report["claimer"] = runs
+                for label in ("paced", "back_to_back"):
+                    m = {k: statistics.median(r[label][k] for r in runs) for k in runs[0][label]}
+                    print(f"claimer's part, {label.replace('_', ' ')}: {m['total_us']:.1f} us p50 "
+                          f"(tick + batch() {m['tick_and_enter_us']:.1f}, retract + claim "
+                          f"{m['retract_claim_us']:.1f}, send {m['send_us']:.1f}); "
+                          f"load {load():.2f}", flush=True)
             if "throughput" in todo:
                 ctx = mp.get_context("spawn")
                 ready, stop = ctx.Event(), ctx.Event()

@@ -895,11 +895,13 @@ static bool cpus_to_spare(void) {
  * when it saw that would stop exactly when it was about to pay. A spin that
  * goes on while the machine fills up is bounded by spin_max_ns and yields
  * between polls (spin_for), so a task that wants this core gets it. */
-static bool spin_long(const uint32_t* word, uint32_t seen, uint64_t start, uint64_t budget,
-                      uint64_t yield_after, uint64_t* took, bool* shared) {
+static bool spin_long(a0_transport_t* t, const uint32_t* word, uint32_t seen, uint64_t start,
+                      uint64_t budget, uint64_t yield_after, uint64_t* took, bool* shared) {
   uint64_t first = budget < A0_SPIN_MAX_NS ? budget : A0_SPIN_MAX_NS;
   if (spin_for(word, seen, start, first, yield_after, took, shared)) return true;
-  if (first >= budget || !cpus_to_spare()) return false;
+  if (first >= budget) return false;
+  t->spin_refused = !cpus_to_spare();
+  if (t->spin_refused) return false;
   return spin_for(word, seen, start, budget, yield_after, took, shared);
 }
 
@@ -944,8 +946,8 @@ static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen
   bool shared = false;
   uint64_t took = 0;
   if (budget > cap_ns) /* the deadline's, not a lesson */
-    return spin_long(word, seen, start, cap_ns, yield_after, &took, &shared);
-  if (spin_long(word, seen, start, budget, yield_after, &took, &shared)) {
+    return spin_long(t, word, seen, start, cap_ns, yield_after, &took, &shared);
+  if (spin_long(t, word, seen, start, budget, yield_after, &took, &shared)) {
     t->spin_yield = shared;
     spin_hit(t, took);
     return true;
@@ -984,9 +986,14 @@ a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct
     /* Woken within what a spin of MAX would have waited: a spin would have
      * caught it, so the budget is a hit's (one slow wake does not leave the
      * waiter sleeping at once for the next PROBE_EVERY waits). Later
-     * wake-ups, e.g. from a writer that is idle, leave it as it is. */
+     * wake-ups, e.g. from a writer that is idle, leave it as it is; so do
+     * those past A0_SPIN_MAX_NS while the last long spin found no CPU to
+     * spare (a spin would have stopped there): on a busy machine a long
+     * spin_max costs what the default does, and a probe finds out when
+     * CPUs are free again. */
     uint64_t took = now_ns() - start;
-    if (took <= t->spin_max_ns) spin_hit(t, took);
+    uint64_t within = t->spin_refused && t->spin_max_ns > A0_SPIN_MAX_NS ? A0_SPIN_MAX_NS : t->spin_max_ns;
+    if (took <= within) spin_hit(t, took);
   }
   return A0_OK;
 }

@@ -85,6 +85,8 @@ typedef struct a0_transport_s {
   uint32_t spin_max_ns; /* adaptive: the longest spin, ns (A0_SPIN_MAX_NS by default; 0: never
                            spin). Beyond A0_SPIN_MAX_NS a spin goes on only if no other task
                            waits for a CPU then (see a0_transport_wait_change) */
+  uint32_t spin_refused; /* adaptive: the last spin that lasted A0_SPIN_MAX_NS found no CPU to
+                            spare, so it stopped there: a wake later than that teaches nothing */
   uint64_t spins;       /* waits of this transport that spun before sleeping or returning */
   uint64_t sleeps;      /* waits of this transport that slept on the futex */
   uint32_t locked;
