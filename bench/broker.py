@@ -15,6 +15,8 @@
    batches of B claims per request (B = 1 and 100), then pings; claims/s is N over the
    time until the ping returns (every claim applied, every notification written). Also
    the engine alone, in one process (no IPC, no codec), for the bound.
+   ``--workload claimer`` times the claimer's own part of that path (make the tick,
+   ``batch()``, retract, claim, send), paced as there and back to back.
 3. **The floor** (``--workload floor``): the same three processes and the same
    transports with nothing of the broker in between: a claimer writes 16-byte frames
    (its clock and a count) to a request arena as the client writes requests (no
@@ -32,7 +34,10 @@
    collecting (``gc.callbacks``).
 
 Every result line ends with the load average (1 min) when it was taken; the 2-core
-machines here are shared, and the figures move with it.
+machines here are shared, and the figures move with it. The latency line also gives the
+CPU seconds per second that the broker and the subscriber spent at 1000 ticks a second,
+and the broker's with one idle client: what the waits' spin costs (``--spin 0`` turns it
+off: ``Broker(spin=0)``, ``BrokerClient(spin=0)``).
 
 Targets: p50 below 50 µs; at least 100 k claims/s.
 """
@@ -56,8 +61,20 @@ from a0py.dataspace import Record, decode, encode, parse
 from a0py.proto.queue import ArenaQueue
 
 
+_SPIN_ENV = "A0PY_BENCH_BROKER_SPIN"
+
+
+def _spin():
+    """``spin=`` for Broker and BrokerClient when ``--spin`` was given (it reaches the
+    spawned processes through the environment); nothing otherwise, so that the bench
+    also runs against a build without the argument."""
+    spin = os.environ.get(_SPIN_ENV)
+    return {} if spin is None else {"spin": float(spin)}
+
+
 def _broker_main(name, ready, gc_threshold):
-    b = Broker(name) if gc_threshold is None else Broker(name, gc_threshold=gc_threshold)
+    kw = _spin() if gc_threshold is None else {**_spin(), "gc_threshold": gc_threshold}
+    b = Broker(name, **kw)
     b.start()
     ready.set()
     try:
@@ -98,25 +115,29 @@ def _latency_subscriber(name, n, out, ready):
             if row["i"] == n - 1:
                 finished.set()
 
-    with BrokerClient(name) as c:
+    with BrokerClient(name, **_spin()) as c:
         c.subscribe(parse("tick($i, $t)"), callback=callback).wait(30)
         samples.clear()
+        cpu0 = time.process_time()
         ready.set()
         finished.wait(300)
-    out.put(samples)
+        cpu = time.process_time() - cpu0
+    out.put((samples, cpu))
 
 
-def latency(name, n=5000, rate=1000.0):
+def latency(name, broker_pid, n=5000, rate=1000.0):
     """Ticks the subscriber never saw (two in one drain of the broker: the retract of the
     first undoes its claim, so nobody is notified) are not samples; the count says how
-    many were."""
+    many were. Also the CPU seconds per second of the broker and of the subscriber
+    (all its threads) while the ticks flow: what their waits' spinning costs."""
     ctx = mp.get_context("spawn")
     out, ready = ctx.Queue(), ctx.Event()
     sub = ctx.Process(target=_latency_subscriber, args=(name, n, out, ready))
     sub.start()
     ready.wait(60)
     period = 1.0 / rate
-    with BrokerClient(name) as c:
+    broker_cpu0, t0 = _cpu_seconds(broker_pid), time.perf_counter()
+    with BrokerClient(name, **_spin()) as c:
         prev = None
         next_t = time.perf_counter()
         for i in range(n):
@@ -130,7 +151,9 @@ def latency(name, n=5000, rate=1000.0):
             delay = next_t - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)     # not a spin: on 2 cores it would starve the others
-        samples = out.get(timeout=300)
+        samples, sub_cpu = out.get(timeout=300)
+        wall = time.perf_counter() - t0
+        broker_cpu = _cpu_seconds(broker_pid) - broker_cpu0
         c.retract(prev)
     sub.join(30)
     samples.sort()
@@ -139,7 +162,50 @@ def latency(name, n=5000, rate=1000.0):
         "p99_us": samples[int(len(samples) * 0.99)] / 1e3,
         "samples": len(samples),
         "sent": n,
+        "broker_cpu_per_s": broker_cpu / wall,
+        "subscriber_cpu_per_s": sub_cpu / wall,
     }
+
+
+def idle_cpu(broker_pid, seconds=3.0):
+    """CPU seconds per second of a broker with one idle client (nothing sent)."""
+    c0, t0 = _cpu_seconds(broker_pid), time.perf_counter()
+    time.sleep(seconds)
+    return (_cpu_seconds(broker_pid) - c0) / (time.perf_counter() - t0)
+
+
+def claimer_part(name, n=3000, rate=1000.0):
+    """The claimer's own share of the latency: p50 µs of the latency workload's batch
+    block (make the tick, retract the previous one, claim, send), timed in pieces, at
+    ``rate`` a second (sleeping between, as the latency workload does) and back to back;
+    the broker runs in its own process and answers nobody."""
+    out = {}
+    with BrokerClient(name, **_spin()) as c:
+        for label, period in (("paced", 1.0 / rate), ("back_to_back", None)):
+            pieces = [[] for _ in range(4)]
+            prev = None
+            for i in range(n):
+                t0 = time.monotonic_ns()
+                tick = Record("tick", i, t0)
+                block = c.batch()
+                block.__enter__()
+                t1 = time.monotonic_ns()
+                if prev is not None:
+                    c.retract(prev)
+                c.claim(tick)
+                t2 = time.monotonic_ns()
+                block.__exit__(None, None, None)
+                t3 = time.monotonic_ns()
+                for k, d in enumerate((t1 - t0, t2 - t1, t3 - t2, t3 - t0)):
+                    pieces[k].append(d)
+                prev = tick
+                if period is not None:
+                    time.sleep(period)
+            out[label] = {k: statistics.median(xs) / 1e3 for k, xs in
+                          zip(("tick_and_enter_us", "retract_claim_us", "send_us", "total_us"),
+                              pieces)}
+        c.retract(parse("_"))
+    return out
 
 
 # ---------------------------------------------------------------- throughput
@@ -177,7 +243,7 @@ def _throughput_subscriber(name, ready, stop):
     def callback(result):
         counts[0] += 1
 
-    with BrokerClient(name) as c:
+    with BrokerClient(name, **_spin()) as c:
         subs = [c.subscribe(*ps, callback=callback) for ps in subscription_patterns()]
         for s in subs:
             s.wait(60)
@@ -197,7 +263,7 @@ def throughput(name, n, batch, run, broker_pid, subscriber_pid):
     process), the broker and the subscriber."""
     values = facts(n, run)
     pids = (os.getpid(), broker_pid, subscriber_pid)
-    with BrokerClient(name) as c:
+    with BrokerClient(name, **_spin()) as c:
         c.claim(*setpoints())
         c.ping(30)
         time.sleep(0.2)                       # the subscriber is done with the setpoints
@@ -393,13 +459,19 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=50000, help="claims per throughput run")
     ap.add_argument("--samples", type=int, default=5000, help="latency samples per run")
-    ap.add_argument("--workload", choices=["all", "latency", "throughput", "engine", "floor", "gc"],
+    ap.add_argument("--workload", choices=["all", "latency", "claimer", "throughput", "engine", "floor",
+                                           "gc"],
                     default="all")
     ap.add_argument("--gc-threshold", type=int, default=None,
                     help="the broker's gc_threshold (default: Broker's own, GC_THRESHOLD; "
                          "700 is CPython's)")
+    ap.add_argument("--spin", type=float, default=None,
+                    help="Broker(spin=) and BrokerClient(spin=) in seconds (default: theirs; "
+                         "0 never spins)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    if args.spin is not None:
+        os.environ[_SPIN_ENV] = repr(args.spin)
     todo = {"latency", "throughput", "engine", "floor"} if args.workload == "all" else {args.workload}
     # (gc runs only when asked: it measures one setting, not the broker as it is)
 
@@ -407,20 +479,41 @@ def main():
     report = {"machine": f"{os.cpu_count()} cpus", "runs": args.runs, "load_before": os.getloadavg()}
     print(f"{os.cpu_count()} cpus, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
           flush=True)
-    if todo & {"latency", "throughput"}:
+    if todo & {"latency", "throughput", "claimer"}:
         proc = _start_broker(name, args.gc_threshold)
         try:
             if "latency" in todo:
-                lat = [latency(name, args.samples) for _ in range(args.runs)]
+                lat = [latency(name, proc.pid, args.samples) for _ in range(args.runs)]
+                med = statistics.median
                 report["latency"] = {
-                    "p50_us": statistics.median(r["p50_us"] for r in lat),
-                    "p99_us": statistics.median(r["p99_us"] for r in lat),
+                    "p50_us": med(r["p50_us"] for r in lat),
+                    "p99_us": med(r["p99_us"] for r in lat),
+                    "broker_cpu_per_s": med(r["broker_cpu_per_s"] for r in lat),
+                    "subscriber_cpu_per_s": med(r["subscriber_cpu_per_s"] for r in lat),
                     "runs": lat,
                 }
-                print(f"claim -> notification: p50 {report['latency']['p50_us']:.1f} us, "
-                      f"p99 {report['latency']['p99_us']:.1f} us (median of {args.runs} runs; "
+                with BrokerClient(name, **_spin()) as idle:
+                    idle.ping()
+                    report["broker_idle_cpu_per_s"] = idle_cpu(proc.pid)
+                L = report["latency"]
+                p50s = ", ".join(f"{r['p50_us']:.1f}" for r in lat)
+                print(f"claim -> notification: p50 {L['p50_us']:.1f} us "
+                      f"(runs {p50s}), "
+                      f"p99 {L['p99_us']:.1f} us (median of {args.runs} runs; "
                       f"{sum(r['samples'] for r in lat)} of {sum(r['sent'] for r in lat)} ticks "
-                      f"seen; load {load():.2f})", flush=True)
+                      f"seen); CPU s per s at 1000 ticks/s: broker {L['broker_cpu_per_s']:.2f}, "
+                      f"subscriber {L['subscriber_cpu_per_s']:.2f}; broker idle "
+                      f"{report['broker_idle_cpu_per_s']:.3f}; spin "
+                      f"{_spin().get('spin', 'default')}; load {load():.2f}", flush=True)
+            if "claimer" in todo:
+                runs = [claimer_part(name) for _ in range(args.runs)]
+                report["claimer"] = runs
+                for label in ("paced", "back_to_back"):
+                    m = {k: statistics.median(r[label][k] for r in runs) for k in runs[0][label]}
+                    print(f"claimer's part, {label.replace('_', ' ')}: {m['total_us']:.1f} us p50 "
+                          f"(tick + batch() {m['tick_and_enter_us']:.1f}, retract + claim "
+                          f"{m['retract_claim_us']:.1f}, send {m['send_us']:.1f}); "
+                          f"load {load():.2f}", flush=True)
             if "throughput" in todo:
                 ctx = mp.get_context("spawn")
                 ready, stop = ctx.Event(), ctx.Event()

@@ -22,9 +22,9 @@
  *     state they publish. */
 #include "a0_transport.h"
 
-#include <sched.h>
 #include <string.h>
 
+#include "a0_spin.h"
 #include "a0_sync.h"
 
 #define HDR(t) ((a0_arena_hdr_t*)(t)->base)
@@ -130,6 +130,7 @@ a0_err_t a0_transport_init(a0_transport_t* t, void* base, uint64_t size) {
   t->size = size;
   t->spin_adaptive = 1;
   t->spin_ns = A0_SPIN_START_NS;
+  t->spin_max_ns = A0_SPIN_MAX_NS;
   return A0_OK;
 }
 
@@ -785,111 +786,12 @@ a0_err_t a0_transport_read_ready(const a0_transport_t* t, bool* ready) {
   return A0_OK;
 }
 
-/* ---- waiting ---------------------------------------------------------------- */
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Online CPUs: with one, a spinning waiter only delays the writer it waits
- * for. (Not this process's affinity: a process pinned to a core of its own
- * is where spinning pays most; two processes pinned to one core are handled
- * by the adaptive budget, whose spins there never hit.) */
-static long online_cpus(void) {
-  static _Atomic long cached;
-  long n = atomic_load_explicit(&cached, memory_order_relaxed);
-  if (!n) {
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 2; /* unknown: assume spinning may pay */
-    atomic_store_explicit(&cached, n, memory_order_relaxed);
-  }
-  return n;
-}
-
-/* Busy-polls the word; true if it moved within the budget. */
-static bool spin_fixed(const uint32_t* word, uint32_t seen, uint32_t iterations) {
-  for (uint32_t i = 0; i < iterations; i++) {
-    if (atomic_load_explicit((_Atomic uint32_t*)word, memory_order_relaxed) != seen) return true;
-    a0_cpu_relax();
-  }
-  return false;
-}
-
-/* Polls the word for up to budget_ns. After yield_after_ns it also yields
- * the CPU between polls: if the writer it waits for is runnable on this
- * very core, it gets to run (then a shared-core round trip costs two
- * context switches instead of two futex wake-ups); if nothing else is, the
- * yield returns at once. *shared tells whether the hit came after a yield
- * that took long enough for another thread to have run in it. */
-#define A0_SPIN_YIELD_AFTER_NS 1000u
-#define A0_SPIN_SHARED_NS 2000u
-static bool spin_for(const uint32_t* word, uint32_t seen, uint64_t budget_ns, uint64_t yield_after_ns,
-                     uint64_t* took_ns, bool* shared) {
-  uint64_t start = now_ns(), now = start;
-  bool long_yield = false;
-  while (now - start < budget_ns) {
-    for (int i = 0; i < 16; i++) {
-      if (atomic_load_explicit((_Atomic uint32_t*)word, memory_order_relaxed) != seen) {
-        *took_ns = now_ns() - start;
-        *shared = long_yield;
-        return true;
-      }
-      a0_cpu_relax();
-    }
-    now = now_ns();
-    if (now - start >= yield_after_ns) {
-      sched_yield();
-      uint64_t after = now_ns();
-      long_yield = after - now >= A0_SPIN_SHARED_NS;
-      now = after;
-    }
-  }
-  return false;
-}
-
-/* The adaptive spin. A hit (the word moved while spinning) keeps the
- * budget at least twice what the hit took (START to MAX); a miss takes a
- * quarter off it, and below MIN it is 0. From then on only every
- * A0_SPIN_PROBE_EVERY-th wait spins, for MAX: long enough to outlast a
- * peer's futex wake-up, which is what breaks the equilibrium of two
- * processes that both sleep because the other one does (each side's probe
- * then finds the other answering fast, and both stay spinning while it
- * pays). Probes are under 1 % of waits, so when spinning never pays (both
- * processes on one core) they stay out of the p99 and cost about
- * MAX / PROBE_EVERY per wait. Misses decay slowly because on a busy machine
- * a peer that usually answers within microseconds is sometimes preempted. */
-static bool spin_adaptive(a0_transport_t* t, const uint32_t* word, uint32_t seen, uint64_t cap_ns) {
-  if (online_cpus() < 2) return false;
-  uint64_t budget = t->spin_ns;
-  if (budget == 0) {
-    if (++t->spin_probe < A0_SPIN_PROBE_EVERY) return false;
-    t->spin_probe = 0;
-    budget = A0_SPIN_MAX_NS;
-  }
-  /* A peer that answered last time while this thread yielded shares its
-   * core: polling before yielding would only delay it. */
-  uint64_t yield_after = t->spin_yield ? 0 : A0_SPIN_YIELD_AFTER_NS;
-  bool shared = false;
-  if (budget > cap_ns) /* the deadline's, not a lesson */
-    return spin_for(word, seen, cap_ns, yield_after, &(uint64_t){0}, &shared);
-  uint64_t took = 0;
-  if (spin_for(word, seen, budget, yield_after, &took, &shared)) {
-    t->spin_yield = shared;
-    uint64_t want = 2 * took > A0_SPIN_START_NS ? 2 * took : A0_SPIN_START_NS;
-    if (want > A0_SPIN_MAX_NS) want = A0_SPIN_MAX_NS;
-    if (want > t->spin_ns) t->spin_ns = (uint32_t)want;
-    return true;
-  }
-  uint64_t left = t->spin_ns - t->spin_ns / 4;
-  t->spin_ns = left < A0_SPIN_MIN_NS ? 0 : (uint32_t)left;
-  return false;
-}
+/* ---- waiting (the spin before a sleep: a0_spin.c) ----------------------------- */
 
 a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct timespec* deadline) {
   uint32_t* word = notify_word(t);
   uint64_t cap_ns = UINT64_MAX; /* a spin never runs past the deadline */
+  uint64_t start = a0_spin_now_ns();
   if (deadline) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -897,13 +799,15 @@ a0_err_t a0_transport_wait_change(a0_transport_t* t, uint32_t seen, const struct
     cap_ns = (uint64_t)(deadline->tv_sec - now.tv_sec) * 1000000000u + (uint64_t)deadline->tv_nsec -
              (uint64_t)now.tv_nsec;
   }
-  bool moved = t->spin_adaptive ? spin_adaptive(t, word, seen, cap_ns) : spin_fixed(word, seen, t->spin);
-  if (moved) return A0_OK;
+  if (a0_spin_before_sleep(t, word, seen, start, cap_ns)) return A0_OK;
   uint32_t armed;
   if (!a0_notify_arm(word, seen, &armed)) return A0_OK; /* moved meanwhile */
+  t->sleeps++;
   int rc = a0_futex_wait(word, armed, deadline);
   if (rc == ETIMEDOUT || (deadline && a0_deadline_passed(deadline))) return A0_ERR_TIMEOUT;
-  return rc == EINTR ? A0_ERR_INTERRUPTED : A0_OK;
+  if (rc == EINTR) return A0_ERR_INTERRUPTED;
+  a0_spin_after_wake(t, start);
+  return A0_OK;
 }
 
 a0_err_t a0_transport_wait_readable(a0_transport_t* t, const struct timespec* deadline) {

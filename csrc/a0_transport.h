@@ -82,6 +82,13 @@ typedef struct a0_transport_s {
   uint32_t spin_probe;  /* adaptive: waits left before a budget of 0 is tried again */
   uint32_t spin_yield;  /* adaptive: 1 when the last hit came after a yield in which another thread
                            ran on this core (the peer shares it): the next spin yields at once */
+  uint32_t spin_max_ns; /* adaptive: the longest spin, ns (A0_SPIN_MAX_NS by default; 0: never
+                           spin). Beyond A0_SPIN_MAX_NS a spin goes on only if no other task
+                           waits for a CPU then (see a0_transport_wait_change) */
+  uint32_t spin_refused; /* adaptive: the last spin that lasted A0_SPIN_MAX_NS found no CPU to
+                            spare, so it stopped there: a wake later than that teaches nothing */
+  uint64_t spins;       /* waits of this transport that spun before sleeping or returning */
+  uint64_t sleeps;      /* waits of this transport that slept on the futex */
   uint32_t locked;
   uint32_t pending;     /* frames allocated but not committed */
   uint32_t recovered;   /* the last lock found the previous owner dead */
@@ -121,10 +128,15 @@ typedef bool (*a0_pred_fn)(a0_locked_t lk, void* ctx);
 /* Spinning before sleeping. Adaptive (the default, spin_adaptive = 1):
  * spin while recent waits were satisfied during the spin, with a budget in
  * time that grows to twice what a hit took and loses a quarter on a miss,
- * down to nothing (then a probe of MAX every A0_SPIN_PROBE_EVERY waits);
- * never on a machine of one CPU. Fixed (spin_adaptive = 0): `spin` pause
- * iterations (0: sleep at once). */
+ * down to nothing (then a probe of spin_max_ns every A0_SPIN_PROBE_EVERY
+ * waits); a sleep woken within spin_max_ns of the wait's start counts as a
+ * hit (a spin that long would have caught it); never on a machine of one
+ * CPU. Fixed (spin_adaptive = 0): `spin` pause iterations (0: sleep at
+ * once). A0_SPIN_MAX_NS is spin_max_ns's default, and the part of any spin
+ * that runs whatever the machine's load; A0_SPIN_MAX_LIMIT_NS the most
+ * spin_max_ns may be. */
 #define A0_SPIN_MAX_NS 50000u
+#define A0_SPIN_MAX_LIMIT_NS 1000000000u
 #define A0_SPIN_MIN_NS 1000u
 #define A0_SPIN_START_NS 16000u
 #define A0_SPIN_PROBE_EVERY 256u

@@ -107,6 +107,41 @@ cdef class Transport:
         self.t.spin_adaptive = 0
 
     @property
+    def spin_max(self):
+        """The longest spin of the adaptive waiter, in seconds (default
+        50e-6; 0: never spin, sleep at once). The budget grows toward it
+        while waits end soon after they begin (caught by the spin, or woken
+        within spin_max of the wait's start) and falls to nothing while they
+        do not. The first 50 µs of a spin run whatever the machine's load;
+        a longer spin goes on only if, then, every runnable task of the
+        machine has a CPU (/proc/loadavg), and it yields the CPU between
+        polls, so a task that wants this core gets it. At most 1 second.
+        Used while :attr:`spin` is None (adaptive)."""
+        return self.t.spin_max_ns / 1e9
+
+    @spin_max.setter
+    def spin_max(self, value):
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+            raise ArgumentError(f"{self.arena._describe()}: spin_max must be a number of seconds, "
+                                f"not {value!r}")
+        cdef double secs = float(value)
+        if not (0 <= secs <= A0_SPIN_MAX_LIMIT_NS / 1e9):  # also rejects NaN
+            raise ArgumentError(f"{self.arena._describe()}: spin_max must be between 0 and "
+                                f"{A0_SPIN_MAX_LIMIT_NS / 1e9:g} seconds, got {value!r}")
+        self.t.spin_max_ns = <uint32_t>(secs * 1e9 + 0.5)
+
+    @property
+    def spins(self):
+        """How many waits of this Transport spun before they slept or
+        returned (a count, for tests and benchmarks)."""
+        return self.t.spins
+
+    @property
+    def sleeps(self):
+        """How many waits of this Transport slept on the futex."""
+        return self.t.sleeps
+
+    @property
     def cursor_seq(self):
         """Seq the cursor stands on: the last frame read (0 before the first)."""
         return self.t.cur_seq

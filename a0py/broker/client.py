@@ -106,14 +106,21 @@ class BrokerClient(Closeable):
     changed stays in this client's state, which goes whole to the broker with the next
     request (or within a fraction of a second, once it drains).
 
+    ``spin``: the longest spin, in seconds, of the reader thread's wait for the broker's
+    next reply or notification before it sleeps (default :data:`a0py.broker.wire.SPIN`,
+    2 ms; ``0``: never spin), as ``Broker(spin=)`` for the broker's side (docs/broker.md,
+    "Latency and the spin").
+
     Raises :class:`BrokerNameError` (bad or taken names), :class:`BrokerTypeError` (a
-    timeout that is not a positive number) and :class:`a0py.A0Error` from the shared
-    memory.
+    timeout that is not a positive number, a spin that is not a number),
+    :class:`ValueError` (a spin out of 0 to 1 s) and :class:`a0py.A0Error` from the
+    shared memory.
     """
 
     def __init__(self, name, *, client=None, arena_size=None, on_revoked=None,
-                 timeout=DEFAULT_TIMEOUT, root=None):
+                 timeout=DEFAULT_TIMEOUT, root=None, spin=wire.SPIN):
         wire.check_name(name)
+        self.spin = wire.check_spin(spin)
         self.root = wire.root_of(root)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             raise BrokerTypeError(f"timeout must be a number of seconds > 0, got {timeout!r}")
@@ -139,6 +146,7 @@ class BrokerClient(Closeable):
         self._resync_due = False
         self.resyncs = 0
         self.gaps = 0
+        self._reply_transport = None   # the reader thread's (its spins and sleeps count)
         self._requests = wire.hold_request_arena(name, root=self.root)
         self._queue = wire.request_queue(name, root=self.root)
         try:
@@ -568,7 +576,8 @@ class BrokerClient(Closeable):
             self._reader_error = exc
             self._ready.set()
             return
-        tr = _core.Transport(self._arena)
+        tr = self._reply_transport = _core.Transport(self._arena)
+        tr.spin_max = self.spin
         self._ready.set()
         last = None
         try:

@@ -119,10 +119,20 @@ class Broker:
     found when :meth:`run` returns. Raises (at once) :class:`BrokerTypeError` for a
     threshold that is not an int, :class:`ValueError` for one below 1 (0 would turn
     automatic collection off, and reference cycles would pile up while the broker runs).
+
+    ``spin``: the longest spin, in seconds, of the broker's wait for the next request
+    before it sleeps (default :data:`a0py.broker.wire.SPIN`, 2 ms; ``0``: never spin).
+    The wait is the transport's adaptive one (:attr:`a0py.Transport.spin_max`): it spins
+    only while requests have been coming within that time, and past 50 µs only if every
+    runnable task of the machine has a CPU then. Raises (at once)
+    :class:`BrokerTypeError` for a spin that is not a number, :class:`ValueError` for
+    one out of 0 to 1 s.
     """
 
-    def __init__(self, name, *, arena_size=None, gc_threshold=GC_THRESHOLD, root=None):
+    def __init__(self, name, *, arena_size=None, gc_threshold=GC_THRESHOLD, root=None,
+                 spin=wire.SPIN):
         wire.check_name(name)
+        self.spin = wire.check_spin(spin)
         self.root = wire.root_of(root)
         if gc_threshold is not None:
             if type(gc_threshold) is not int:
@@ -164,6 +174,7 @@ class Broker:
                 raise BrokerRunningError(
                     f"a broker named {self.name!r} is already running (pid {queue.reader_pid})")
             serving = True
+            queue.reader.spin_max = self.spin
             self._ready.set()
             log.info("broker %r serving (request arena %s)", self.name, arena.name)
             self._serve(queue)

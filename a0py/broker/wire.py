@@ -57,7 +57,7 @@ import re
 from a0py.dataspace import decode
 
 from ._build_choice import framing_build as _framing
-from .errors import BrokerError, BrokerNameError, WireError  # noqa: F401 - re-exported
+from .errors import BrokerError, BrokerNameError, BrokerTypeError, WireError  # noqa: F401 - re-exported
 
 # The frame layout and codec (a0py/broker/framing.py, compiled): re-exported, so that
 # ``wire`` stays the one module the broker and its clients meet through.
@@ -116,6 +116,14 @@ BROKER = "broker"
 BROKER_CLIENT = "broker_client"
 REQUEST_ARENA_SIZE = 8 << 20
 CLIENT_ARENA_SIZE = 4 << 20
+#: The longest spin (seconds) of the broker's wait for requests and of a client's wait for
+#: replies, by default (``Broker(spin=)``, ``BrokerClient(spin=)``; docs/broker.md,
+#: "Latency and the spin"): long enough to span the gap between requests of a client that
+#: sends a thousand a second. Past the transport's first 50 µs a spin goes on only if every
+#: runnable task of the machine has a CPU then (:attr:`a0py.Transport.spin_max`).
+SPIN = 2e-3
+#: The most ``spin`` may be (the transport's limit).
+SPIN_LIMIT = 1.0
 # A name is one segment of a topic name (the arenas are named as topics are).
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,99}\Z")
 
@@ -128,6 +136,17 @@ def check_name(name, what="broker name"):
             f"{what} must be 1 to 100 characters of [A-Za-z0-9_.-], not starting with '.' or "
             f"'-', got {name!r}")
     return name
+
+
+def check_spin(spin):
+    """Return ``spin`` (seconds, a number from 0 to :data:`SPIN_LIMIT`) as a float; raise
+    :class:`BrokerTypeError` for what is not a number, ``ValueError`` for one out of range."""
+    if isinstance(spin, bool) or not isinstance(spin, (int, float)):
+        raise BrokerTypeError(f"spin must be a number of seconds (0 turns spinning off), got "
+                              f"{type(spin).__name__} {spin!r}")
+    if not 0 <= spin <= SPIN_LIMIT:   # also NaN
+        raise ValueError(f"spin must be from 0 (no spinning) to {SPIN_LIMIT:g} seconds, got {spin!r}")
+    return float(spin)
 
 
 def root_of(root=None):

@@ -26,7 +26,7 @@ import click
 
 from a0py.cli._common import TOPIC
 from a0py.cli.errors import CliError
-from a0py.cli.types import SECONDS, Count, RootSpec
+from a0py.cli.types import SECONDS, Count, FiniteFloat, RootSpec
 from a0py.dataspace import ParseError, Record, format_term, parse
 
 DEFAULT_BROKER = "default"
@@ -127,7 +127,10 @@ def _errors():
 @click.argument("name", required=False, type=TOPIC)
 @root_option
 @click.option("--quiet", "-q", is_flag=True, help="Do not log clients coming and going.")
-def broker(name, root, quiet):
+@click.option("--spin", type=FiniteFloat(0, 1), default=None,
+              help="Longest spin (seconds) of the wait for requests before sleeping "
+                   "(default 0.002; 0: never spin). See docs/broker.md.")
+def broker(name, root, quiet, spin):
     """Run the fact broker NAME (default: $A0PY_BROKER or 'default') until Ctrl-C.
 
     Clients find it by name under the same root; clients that were running
@@ -143,7 +146,7 @@ def broker(name, root, quiet):
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
                         format="%(asctime)s %(message)s", stream=sys.stderr)
     try:
-        b = Broker(name, root=root)
+        b = Broker(name, root=root) if spin is None else Broker(name, root=root, spin=spin)
         click.echo(f"broker {name!r} running under {root.spec()} (pid {os.getpid()}); "
                    "Ctrl-C stops it", err=True)
         b.run()

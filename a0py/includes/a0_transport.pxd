@@ -8,6 +8,8 @@ from .a0_err cimport a0_err_t, c_bool
 
 cdef extern from "a0_transport.h" nogil:
     uint32_t A0_READ_TRIES
+    uint32_t A0_SPIN_MAX_NS
+    uint32_t A0_SPIN_MAX_LIMIT_NS
 
     ctypedef struct a0_transport_t:
         uint8_t* base
@@ -20,6 +22,9 @@ cdef extern from "a0_transport.h" nogil:
         uint32_t spin_adaptive
         uint32_t spin
         uint32_t spin_ns
+        uint32_t spin_max_ns
+        uint64_t spins
+        uint64_t sleeps
         uint32_t locked
         uint32_t pending
         uint32_t recovered

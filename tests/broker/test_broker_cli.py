@@ -108,3 +108,9 @@ def test_bad_text_and_no_broker_are_clear_errors(name):
     assert rc == 2 and "expected a value or pattern" in err and "^" in err
     rc, _, err = run(name, "facts", "--timeout", "0.3")
     assert rc == 1 and err.startswith(f"a0py: error: no broker {name!r} is running")
+
+
+def test_broker_spin_out_of_range_is_refused_before_serving(name):
+    rc, _, err = run(name, "broker", "--spin", "2")
+    assert rc == 2 and "'--spin': 2.0 is not in the range 0<=x<=1" in err
+    assert a0py.broker.broker_pid(name) is None
