@@ -34,11 +34,13 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     private final ReadOptions read;
     private final Predicate predicate;
     private final StructType schema;
+    private final Aggregates aggregates;
 
-    Factory(ReadOptions read, Predicate predicate, StructType schema) {
+    Factory(ReadOptions read, Predicate predicate, StructType schema, Aggregates aggregates) {
       this.read = read;
       this.predicate = predicate;
       this.schema = schema;
+      this.aggregates = aggregates;
     }
 
     @Override
@@ -48,7 +50,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-      return new A0PartitionReader((A0Scan.Partition) partition, read, predicate, schema);
+      return new A0PartitionReader((A0Scan.Partition) partition, read, predicate, schema, aggregates);
     }
 
     @Override
@@ -77,6 +79,8 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private final ReadOptions read;
   private final Predicate predicate;
   private final BatchColumns columns;
+  private final Aggregates.State aggregates; // pushed aggregates: the partition's partial results, else null
+  private ColumnarBatch aggregated; // their one-row batch, once given
   private final Map<Integer, CdrDecoder> decoders = new HashMap<>(); // by channel id, for the current slice
   private final Map<String, CdrDecoder> decoderCache = new HashMap<>();
 
@@ -108,11 +112,13 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private byte[] foundHdrBuf; // set by findHeaders
   private int foundHdrOff;
 
-  A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema) {
+  A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema,
+      Aggregates aggregates) {
     this.part = part;
     this.read = read;
     this.predicate = predicate;
     this.columns = new BatchColumns(schema);
+    this.aggregates = aggregates == null ? null : aggregates.new State();
   }
 
   @Override
@@ -135,6 +141,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       file = null;
       refIndex = 0;
       sliceIndex++;
+    }
+    if (aggregates != null && aggregated == null) {
+      aggregated = aggregates.batch();
+      return true;
     }
     return false;
   }
@@ -178,7 +188,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public ColumnarBatch get() {
-    return columns.batch;
+    return aggregated != null ? aggregated : columns.batch;
   }
 
   @Override
@@ -188,6 +198,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       file = null;
     }
     columns.batch.close();
+    if (aggregated != null) {
+      aggregated.close();
+    }
     chunk.close();
   }
 
@@ -214,6 +227,10 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     GapRow[] gapRows = gaps > 0 ? GapRow.of(recs, gapMsgs, gaps, where, predicate) : GapRow.NONE;
     int frames = rows.count;
     int total = frames + gapRows.length;
+    if (aggregates != null) {
+      aggregate(gapRows);
+      return 0; // no batch: the partition's results come after its last chunk
+    }
     columns.reset(recs, total);
     boolean decodes = columns.decodes();
     for (int r = 0; r < frames; r++) {
@@ -228,6 +245,16 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     }
     columns.batch.setNumRows(total);
     return total;
+  }
+
+  /** Adds the chunk's rows (its kept frame rows, then its gap rows) to the pushed aggregates. */
+  private void aggregate(GapRow[] gapRows) {
+    for (int r = 0; r < rows.count; r++) {
+      aggregates.add(rows.kind[r] != FrameRows.RAW, rows.seq[r]);
+    }
+    for (GapRow g : gapRows) {
+      aggregates.add(true, g.first());
+    }
   }
 
   /**

@@ -68,12 +68,14 @@ final class A0Scan implements Scan, Batch {
   /** How many chunks on each side of a typed chunk are looked at for them. */
   static final int NEAR_SCAN = 32;
 
-  static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
+  static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+      org.apache.spark.sql.connector.read.SupportsPushDownAggregates {
     private final Map<String, String> options;
     private final ReadOptions read;
     private Predicate predicate = new Predicate();
     private StructType schema;
     private Filter[] pushed = new Filter[0];
+    private Aggregates aggregates; // pushed aggregates, or null
     private final java.util.function.Supplier<ScanBuilder> python;
 
     Builder(Map<String, String> options, java.util.function.Supplier<ScanBuilder> python) {
@@ -113,9 +115,16 @@ final class A0Scan implements Scan, Batch {
       schema = required;
     }
 
+    /** Aggregates the reader computes from the records (see {@link Aggregates}), unless pushAggregates=false. */
+    @Override
+    public boolean pushAggregation(org.apache.spark.sql.connector.expressions.aggregate.Aggregation a) {
+      aggregates = read.pushAggregates ? Aggregates.of(a) : null;
+      return aggregates != null;
+    }
+
     @Override
     public Scan build() {
-      return new A0Scan(options, read, predicate, schema, python);
+      return new A0Scan(options, read, predicate, schema, aggregates, python);
     }
   }
 
@@ -123,11 +132,13 @@ final class A0Scan implements Scan, Batch {
   private final ReadOptions read;
   private final Predicate predicate;
   private final StructType schema;
+  private final Aggregates aggregates; // pushed aggregates (the scan's rows are their partial results), or null
   private final java.util.function.Supplier<ScanBuilder> python;
 
-  A0Scan(Map<String, String> options, ReadOptions read, Predicate predicate, StructType schema,
+  A0Scan(Map<String, String> options, ReadOptions read, Predicate predicate, StructType schema, Aggregates aggregates,
       java.util.function.Supplier<ScanBuilder> python) {
     this.python = python;
+    this.aggregates = aggregates;
     this.options = options;
     this.read = read;
     this.predicate = predicate;
@@ -136,7 +147,7 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public StructType readSchema() {
-    return schema;
+    return aggregates != null ? aggregates.schema() : schema;
   }
 
   @Override
@@ -147,7 +158,7 @@ final class A0Scan implements Scan, Batch {
     } catch (RecordingOptionException e) {
       where = "(no path)";
     }
-    return "a0 (JVM) [" + where + "]";
+    return "a0 (JVM) [" + where + "]" + (aggregates != null ? " aggregates [" + aggregates + "]" : "");
   }
 
   @Override
@@ -175,12 +186,17 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new A0PartitionReader.Factory(read, predicate, schema);
+    return new A0PartitionReader.Factory(read, predicate, aggregates != null ? new StructType() : schema, aggregates);
   }
 
   // -- filters ------------------------------------------------------------------
 
   static Predicate narrow(Predicate p, Filter f) {
+    if (f instanceof org.apache.spark.sql.sources.IsNotNull) { // what Spark adds beside a comparison
+      String c = ((org.apache.spark.sql.sources.IsNotNull) f).attribute();
+      // a topic is never null; a seq is null on foreign rows only, which any seq bound leaves out
+      return c.equals("topic") ? p : c.equals("seq") ? p.andSeq(Long.MIN_VALUE, null, null) : null;
+    }
     String col;
     Object value;
     if (f instanceof EqualTo) {
