@@ -179,7 +179,12 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    int parallelism = org.apache.spark.sql.SparkSession.active().sparkContext().defaultParallelism();
+    int parallelism;
+    try {
+      parallelism = org.apache.spark.sql.SparkSession.active().sparkContext().defaultParallelism();
+    } catch (IllegalStateException e) { // no session here: partitions of maxPartitionBytes, not rounded
+      parallelism = 1;
+    }
     List<Partition> parts = PartitionPlan.plan(paths(options), predicate, read, parallelism);
     return parts.toArray(new InputPartition[0]);
   }
