@@ -7,6 +7,7 @@
     python bench/spark.py decode          # only the decoder, in this process
     python bench/spark.py decode-ros2     # decoded ROS 2 Imu rows: Spark, mcap-ros2-support, Parquet
     python bench/spark.py fleet           # 8 robots x 500 MB of ROS 2 recordings on a 2-worker cluster
+    python bench/spark.py parquet         # the JVM reader against Parquet: sum(length(payload)), max(seq); full rows
 
 Workloads (medians of --repeats runs):
 
@@ -28,6 +29,17 @@ Workloads (medians of --repeats runs):
            (``--cluster-repeats`` runs, 3 by default: about 16 minutes in
            all on 2 shared cores); ``--on local|cluster`` runs one of the
            two; a closing table of the three and their paired ratios;
+  parquet  the JVM reader against Parquet on 1 M rows of 64 B (--rows
+           with a number; the recording as bench ``read`` writes it, 4
+           topics, zstd 4 MiB chunks, and its Parquet copy written by Spark,
+           both kept in --dir when given): the query
+           ``agg(sum(length(payload)), max(seq))`` (``collect``) and the full
+           rows (``noop`` sink), a0 and Parquet alternating, --repeats rounds
+           (7); wall-time medians and ranges, the paired ratio of each round
+           (Parquet's time over a0's: above 1 is a0 faster), and the driver
+           JVM's CPU seconds; --jar names another build of the reader (run
+           the command once with each, alternately, for a before/after).
+           Targets (issue 33): >= 1.2x Parquet on the query, >= 1x on full rows;
   read-foreign
            rows/s of the JVM reader (``format("a0")``) on an MCAP file of
            raw 64 B messages on 4 channels written by the official ``mcap``
@@ -415,6 +427,56 @@ def bench_read(args, results):
                       f"{row['jvm_over_parquet_paired']:.2f}x |", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def bench_vs_parquet(args, results):
+    """a0 (JVM reader) against Parquet: the pruned aggregate and the full rows, alternating."""
+    from pyspark.sql import functions as F
+
+    rows = args.rows_parquet
+    work = args.dir or tempfile.mkdtemp(prefix="a0py-bench-")
+    rec, pq = os.path.join(work, f"rec-{rows}x64"), os.path.join(work, f"pq-{rows}x64")
+    try:
+        if not os.path.exists(rec):
+            make_recording(rec, rows, 64)
+        spark = spark_session(jar=args.jar)
+        try:
+            if not os.path.exists(pq):
+                spark.read.format("a0").load(rec).write.parquet(pq)
+
+            def agg(df):
+                return df.agg(F.sum(F.length("payload")), F.max("seq")).collect()
+
+            readers = {"a0_query": lambda: agg(spark.read.format("a0").load(rec)),
+                       "parquet_query": lambda: agg(spark.read.parquet(pq)),
+                       "a0_rows": lambda: noop(spark.read.format("a0").load(rec)),
+                       "parquet_rows": lambda: noop(spark.read.parquet(pq))}
+            same = agg(spark.read.format("a0").load(rec)) == agg(spark.read.parquet(pq))
+            parts = (spark.read.format("a0").load(rec).rdd.getNumPartitions(),
+                     spark.read.parquet(pq).rdd.getNumPartitions())
+            runs, cpus = alternate(readers, args.repeats_parquet, jvm_cpu(spark))
+        finally:
+            spark.stop()
+        load = os.getloadavg()[0]
+        row = {"rows": rows, "same_result": same, "partitions_a0_parquet": parts, "load1": load,
+               "jar": args.jar or jar_path()}
+        print(f"a0 (JVM reader) against Parquet, {rows} rows of 64 B, local[2], {args.repeats_parquet} alternating "
+              f"rounds (partitions a0 {parts[0]}, Parquet {parts[1]}; results equal: {same}; load {load:.1f}):")
+        for what in ("query", "rows"):
+            a, p = runs[f"a0_{what}"], runs[f"parquet_{what}"]
+            ratios = [q / t for t, q in zip(a, p)]
+            row[what] = {"a0_s": a, "parquet_s": p, "ratios": ratios, "a0_cpu_s": cpus[f"a0_{what}"],
+                         "parquet_cpu_s": cpus[f"parquet_{what}"]}
+            label = "sum(length(payload)), max(seq)" if what == "query" else "full rows (noop)"
+            print(f"  {label}: a0 {statistics.median(a):.2f} s ({min(a):.2f}-{max(a):.2f}), Parquet "
+                  f"{statistics.median(p):.2f} s ({min(p):.2f}-{max(p):.2f}); Parquet / a0 paired "
+                  f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f}); JVM CPU a0 "
+                  f"{statistics.median(cpus[f'a0_{what}']):.2f} s, Parquet "
+                  f"{statistics.median(cpus[f'parquet_{what}']):.2f} s", flush=True)
+        results["parquet"] = row
+    finally:
+        if not args.dir:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def make_foreign(path, frames, payload_size, topics=4):
@@ -979,7 +1041,7 @@ def bench_latency(args, results):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("what", nargs="*", metavar="WHAT",
-                    help="read, read-foreign, record, capacity, jsoncap, decode, decode-ros2, latency, fleet (default: "
+                    help="read, read-foreign, record, capacity, jsoncap, decode, decode-ros2, latency, fleet, parquet (default: "
                     "read record capacity)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=None, help="runs of each reader (default 5; 3 for decode-ros2)")
@@ -987,31 +1049,33 @@ def main():
     ap.add_argument("--rate", type=float, default=None,
                     help="record: the publisher paces itself to this many frames/s (default: as fast as it can)")
     ap.add_argument("--rows", type=int, default=None,
-                    help="decode-ros2: Imu messages in the file (default 200000; 20000 with --quick)")
+                    help="decode-ros2: Imu messages in the file (default 200000; 20000 with --quick); parquet: rows (1 M; 100 k)")
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--on", choices=("local", "cluster", "both"), default="both",
                     help="read: on local[2], on a standalone cluster of two workers started here, or both (default)")
     ap.add_argument("--cluster-repeats", type=int, default=3,
                     help="read: runs of each reader on the cluster (default 3: the Python source takes about a "
                          "minute a run there for 1 M rows)")
-    ap.add_argument("--jar", help="read: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
+    ap.add_argument("--jar", help="read, parquet: the JVM reader's jar (default: the package's, a0py.spark.jar_path())")
     ap.add_argument("--robots", type=int, default=8, help="fleet: robots (default 8)")
     ap.add_argument("--mb", type=int, default=500, help="fleet: MB of recording per robot (default 500)")
-    ap.add_argument("--dir", help="fleet: where the recordings are written or reused (default "
-                    "$TMPDIR/a0py-fleet-<robots>x<mb>MB)")
+    ap.add_argument("--dir", help="fleet, parquet: where the recordings are written or reused (default "
+                    "$TMPDIR/a0py-fleet-<robots>x<mb>MB; parquet: a temporary directory, removed)")
     ap.add_argument("--jobs", type=int, default=2, help="fleet: processes writing the recordings (default 2)")
     ap.add_argument("--remove-after", action="store_true",
                     help="fleet: remove the recordings and their fleet.json at the end (else they are kept)")
     args = ap.parse_args()
     unknown = sorted(set(args.what) - {"read", "read-foreign", "record", "capacity", "jsoncap", "decode", "decode-ros2",
-                                          "latency", "fleet"})
+                                          "latency", "fleet", "parquet"})
     if unknown:
         ap.error(f"unknown workload(s) {', '.join(unknown)}: choose from read, read-foreign, record, capacity, "
-                 "jsoncap, decode, decode-ros2, latency, fleet")
+                 "jsoncap, decode, decode-ros2, latency, fleet, parquet")
     args.small, args.large = (1_000_000, 10_000) if not args.quick else (100_000, 1_000)
     if args.quick:
         args.repeats, args.cluster_repeats, args.seconds = 1, 1, 2.0
     args.ros2_repeats = args.repeats or 3
+    args.repeats_parquet = args.repeats or 7
+    args.rows_parquet = args.rows or (100_000 if args.quick else 1_000_000)
     args.fleet_repeats = args.repeats or 1
     args.repeats = args.repeats or 5
     if args.rows is None:
@@ -1020,7 +1084,7 @@ def main():
     for what in args.what or ["read", "record", "capacity"]:
         {"read": bench_read, "record": bench_record, "capacity": bench_capacity, "jsoncap": bench_json_capacity,
          "decode": bench_decode, "latency": bench_latency, "read-foreign": bench_read_foreign,
-         "decode-ros2": bench_decode_ros2, "fleet": bench_fleet}[what](args, results)
+         "decode-ros2": bench_decode_ros2, "fleet": bench_fleet, "parquet": bench_vs_parquet}[what](args, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -88,7 +88,8 @@ MCAP_DDL = (", log_time timestamp, publish_time timestamp, sequence bigint, sche
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _KNOWN_OPTIONS = {"path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc",
                   "topics", "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime",
-                  "headers", "mcapcolumns", "decode", "maxfilespertrigger", "readunfinishedafter"}
+                  "headers", "mcapcolumns", "decode", "maxfilespertrigger", "readunfinishedafter",
+                  "pushaggregates"}  # the JVM reader's; here Spark aggregates the rows either way
 # Options of one kind of stream only (the two are told apart by the path: see streamReader).
 _LIVE_STREAM_OPTIONS = {"startingoffsets": "startingOffsets", "failondataloss": "failOnDataLoss",
                         "maxframespertrigger": "maxFramesPerTrigger", "root": "root"}
@@ -112,7 +113,7 @@ def _check_options(options):
             raise RecordingOptionError(
                 f"unknown option {k!r} of the a0 source; known: gaps, payload, payloadSchema, maxPartitionBytes, "
                 "validateCrc, recordTime, headers, mcapColumns, decode, root, topics, startingOffsets, failOnDataLoss, "
-                "maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter")
+                "maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter, pushAggregates")
 
 
 def _payload_ddl(options):

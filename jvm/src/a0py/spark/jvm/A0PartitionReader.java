@@ -34,11 +34,13 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
     private final ReadOptions read;
     private final Predicate predicate;
     private final StructType schema;
+    private final Aggregates aggregates;
 
-    Factory(ReadOptions read, Predicate predicate, StructType schema) {
+    Factory(ReadOptions read, Predicate predicate, StructType schema, Aggregates aggregates) {
       this.read = read;
       this.predicate = predicate;
       this.schema = schema;
+      this.aggregates = aggregates;
     }
 
     @Override
@@ -48,13 +50,19 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-      return new A0PartitionReader((A0Scan.Partition) partition, read, predicate, schema);
+      return new A0PartitionReader((A0Scan.Partition) partition, read, predicate, schema, aggregates);
     }
 
     @Override
     public boolean supportColumnarReads(InputPartition partition) {
       return true;
     }
+  }
+
+  /** The offsets of a chunk's message records, in [0, count). */
+  private static final class Offsets {
+    int[] at = new int[256];
+    int count;
   }
 
   /** A chunk read for the headers messages it holds: (headers channel, sequence) -> record offset. */
@@ -71,13 +79,17 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private final ReadOptions read;
   private final Predicate predicate;
   private final BatchColumns columns;
+  private final Aggregates.State aggregates; // pushed aggregates: the partition's partial results, else null
+  private ColumnarBatch aggregated; // their one-row batch, once given
   private final Map<Integer, CdrDecoder> decoders = new HashMap<>(); // by channel id, for the current slice
   private final Map<String, CdrDecoder> decoderCache = new HashMap<>();
 
   private int sliceIndex;
   private int refIndex;
   private FileChannel file;
-  private final Map<Integer, RowChannel> channels = new HashMap<>();
+  private final McapChunk.Reader chunk = new McapChunk.Reader(true); // the current chunk's records
+  private final Offsets msgs = new Offsets(); // the current chunk's message records
+  private RowChannel[] channels = new RowChannel[0]; // by channel id: the current file's, null for none
   private final Map<Long, Companion> companions = new java.util.LinkedHashMap<>(8, 0.75f, true) {
     private static final long serialVersionUID = 1L;
 
@@ -104,11 +116,13 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   private byte[] cutRecs = new byte[0];
   private int cutUsed;
 
-  A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema) {
+  A0PartitionReader(A0Scan.Partition part, ReadOptions read, Predicate predicate, StructType schema,
+      Aggregates aggregates) {
     this.part = part;
     this.read = read;
     this.predicate = predicate;
     this.columns = new BatchColumns(schema);
+    this.aggregates = aggregates == null ? null : aggregates.new State();
   }
 
   @Override
@@ -132,16 +146,20 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       refIndex = 0;
       sliceIndex++;
     }
+    if (aggregates != null && aggregated == null) {
+      aggregated = aggregates.batch();
+      return true;
+    }
     return false;
   }
 
   private void openSlice(A0Scan.Slice slice) {
     file = McapLayout.open(slice.path);
-    channels.clear();
+    java.util.Arrays.fill(channels, null);
     companions.clear();
     decoders.clear();
     for (int i = 0; i < slice.channelIds.length; i++) {
-      channels.put(slice.channelIds[i], new RowChannel(slice.topics[i], slice.kinds[i], slice.schemaNames[i],
+      putChannel(slice.channelIds[i], new RowChannel(slice.topics[i], slice.kinds[i], slice.schemaNames[i],
           slice.encodings[i], slice.headerIds[i]));
       if (columns.decodes() && slice.decodeSchemas != null && slice.decodeSchemas[i] != null) {
         decoders.put(slice.channelIds[i], decoder(slice.schemaNames[i], slice.decodeSchemas[i]));
@@ -174,7 +192,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
 
   @Override
   public ColumnarBatch get() {
-    return columns.batch;
+    return aggregated != null ? aggregated : columns.batch;
   }
 
   @Override
@@ -184,42 +202,72 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       file = null;
     }
     columns.batch.close();
+    if (aggregated != null) {
+      aggregated.close();
+    }
+    chunk.close();
+  }
+
+  private RowChannel channel(int id) {
+    return id < channels.length ? channels[id] : null;
+  }
+
+  private void putChannel(int id, RowChannel ch) {
+    if (id >= channels.length) {
+      channels = Arrays.copyOf(channels, Math.max(id + 1, 2 * channels.length));
+    }
+    channels[id] = ch;
   }
 
   /** Decodes one chunk into the batch; returns its row count. */
   private int readChunk(String path, McapLayout.Ref ref, McapLayout.Ref[] near) {
-    byte[] recs = McapChunk.records(file, ref, path, read.validateCrc);
+    McapChunk.read(chunk, file, ref, path, read.validateCrc);
+    byte[] recs = chunk.records;
     bytesRead += ref.length;
     chunksRead++;
     String where = path + ": " + (ref.region ? "message region" : "chunk") + " at byte " + ref.offset;
-    int[] msgs = walk(recs, path, ref, where);
-    selectRows(path, recs, msgs, near, where);
+    walk(recs, chunk.length, path, ref, where, msgs);
+    selectRows(path, recs, near, where);
     GapRow[] gapRows = gaps > 0 ? GapRow.of(recs, gapMsgs, gaps, where, predicate) : GapRow.NONE;
     int frames = rows.count;
     int total = frames + gapRows.length;
-    columns.reset(total);
+    if (aggregates != null) {
+      aggregate(gapRows);
+      return 0; // no batch: the partition's results come after its last chunk
+    }
+    columns.reset(recs, total);
+    boolean decodes = columns.decodes();
     for (int r = 0; r < frames; r++) {
-      int o = msgs[rows.msg[r]];
+      int o = msgs.at[rows.msg[r]];
       int cid = MessageRecords.channelId(recs, o);
-      CdrDecoder dec = rows.kind[r] == FrameRows.RAW && columns.decodes() ? decoders.get(cid) : null;
-      columns.putFrameRow(r, rows, recs, o, cid, channels.get(cid), dec, where);
+      CdrDecoder dec = decodes && rows.kind[r] == FrameRows.RAW ? decoders.get(cid) : null;
+      columns.putFrameRow(r, rows, recs, o, cid, channel(cid), dec, where);
     }
     for (int g = 0; g < gapRows.length; g++) {
-      RowChannel ch = channels.get(MessageRecords.channelId(recs, gapRows[g].recordOffset()));
+      RowChannel ch = channel(MessageRecords.channelId(recs, gapRows[g].recordOffset()));
       columns.putGapRow(frames + g, gapRows[g], recs, ch);
     }
     columns.batch.setNumRows(total);
     return total;
   }
 
+  /** Adds the chunk's rows (its kept frame rows, then its gap rows) to the pushed aggregates. */
+  private void aggregate(GapRow[] gapRows) {
+    for (int r = 0; r < rows.count; r++) {
+      aggregates.add(rows.kind[r] != FrameRows.RAW, rows.seq[r]);
+    }
+    for (GapRow g : gapRows) {
+      aggregates.add(true, g.first());
+    }
+  }
+
   /**
-   * The records of a chunk: the offset of each message record, each checked to hold a message's
-   * fixed fields; a channel record the plan did not know is learnt.
+   * The records of a chunk (recs[0, n)): the offset of each message record into {@code into},
+   * each checked to hold a message's fixed fields; a channel record the plan did not know is learnt.
    */
-  private int[] walk(byte[] recs, String path, McapLayout.Ref ref, String where) {
-    int n = recs.length;
+  private void walk(byte[] recs, int n, String path, McapLayout.Ref ref, String where, Offsets into) {
     int head = McapRecords.RECORD_HEADER;
-    int[] msgs = new int[256];
+    int[] msgs = into.at;
     int count = 0;
     int pos = 0;
     while (pos < n) {
@@ -249,14 +297,15 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       }
       pos = end;
     }
-    return Arrays.copyOf(msgs, count);
+    into.at = msgs;
+    into.count = count;
   }
 
   /** A channel the plan did not know (its record only inside this chunk): no schema name to give. */
   private void learnChannel(McapLayout.Channel ch) {
     byte kind = A0Scan.kindOf(ch);
-    if (kind != 0 && !channels.containsKey(ch.id)) {
-      channels.put(ch.id, new RowChannel(A0Scan.rowTopic(ch, kind), kind, null, ch.encoding, headersIdOf(ch, kind)));
+    if (kind != 0 && channel(ch.id) == null) {
+      putChannel(ch.id, new RowChannel(A0Scan.rowTopic(ch, kind), kind, null, ch.encoding, headersIdOf(ch, kind)));
     }
   }
 
@@ -265,9 +314,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       return -1;
     }
     String t = ch.metadata.get(A0Scan.HEADERS_KEY);
-    for (Map.Entry<Integer, RowChannel> e : channels.entrySet()) {
-      if (e.getValue().kind == A0Scan.KIND_HEADERS && e.getValue().topic.equals(t)) {
-        return e.getKey();
+    for (int id = 0; id < channels.length; id++) {
+      if (channels[id] != null && channels[id].kind == A0Scan.KIND_HEADERS && channels[id].topic.equals(t)) {
+        return id;
       }
     }
     return -1;
@@ -278,14 +327,15 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
    * messages into {@link #gapMsgs} (when gaps are read); a typed message's headers message is
    * looked up in this chunk, then in the chunks near it.
    */
-  private void selectRows(String path, byte[] recs, int[] msgs, McapLayout.Ref[] near, String where) {
+  private void selectRows(String path, byte[] recs, McapLayout.Ref[] near, String where) {
     rows.clear();
     gaps = 0;
     ownHeaders = null;
     loadedNear = false;
-    for (int i = 0; i < msgs.length; i++) {
-      int o = msgs[i];
-      RowChannel ch = channels.get(MessageRecords.channelId(recs, o));
+    int[] at = msgs.at;
+    for (int i = 0; i < msgs.count; i++) {
+      int o = at[i];
+      RowChannel ch = channel(MessageRecords.channelId(recs, o));
       if (ch == null || ch.kind == A0Scan.KIND_HEADERS) {
         continue;
       }
@@ -305,7 +355,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
         continue;
       }
       if (ch.kind == A0Scan.KIND_TYPED && ch.headersId >= 0
-          && findHeaders(path, recs, msgs, hdrKey(ch.headersId, MessageRecords.sequence(recs, o)), near)) {
+          && findHeaders(path, recs, hdrKey(ch.headersId, MessageRecords.sequence(recs, o)), near)) {
         if (predicate.wallOk(MessageRecords.wallUs(foundHdrBuf, foundHdrOff))) {
           keepPacket(i, foundHdrBuf, foundHdrOff, FrameRows.JOINED, where);
         }
@@ -358,10 +408,11 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
   }
 
   /** Indexes the headers messages among msgs of recs by (headers channel, sequence); the first of a key wins. */
-  private void indexHeaders(byte[] recs, int[] msgs, HashMap<Long, Integer> into) {
-    for (int o : msgs) {
+  private void indexHeaders(byte[] recs, Offsets msgs, HashMap<Long, Integer> into) {
+    for (int i = 0; i < msgs.count; i++) {
+      int o = msgs.at[i];
       int cid = MessageRecords.channelId(recs, o);
-      RowChannel ch = channels.get(cid);
+      RowChannel ch = channel(cid);
       if (ch != null && ch.kind == A0Scan.KIND_HEADERS) {
         into.putIfAbsent(hdrKey(cid, MessageRecords.sequence(recs, o)), o);
       }
@@ -372,7 +423,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
    * The headers message of key: in this chunk, else in the chunks near it (read once and kept
    * for the next chunk); found into foundHdrBuf and foundHdrOff.
    */
-  private boolean findHeaders(String path, byte[] recs, int[] msgs, long key, McapLayout.Ref[] near) {
+  private boolean findHeaders(String path, byte[] recs, long key, McapLayout.Ref[] near) {
     if (ownHeaders == null) {
       ownHeaders = new HashMap<>();
       indexHeaders(recs, msgs, ownHeaders);
@@ -438,8 +489,9 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
       bytesRead += ref.length;
       chunksRead++;
       c = new Companion(recs);
-      int[] msgs = walk(recs, path, ref, path + ": chunk at byte " + ref.offset);
-      indexHeaders(recs, msgs, c.index);
+      Offsets its = new Offsets();
+      walk(recs, recs.length, path, ref, path + ": chunk at byte " + ref.offset, its);
+      indexHeaders(recs, its, c.index);
       companions.put(ref.offset, c);
     }
     return c;

@@ -68,12 +68,14 @@ final class A0Scan implements Scan, Batch {
   /** How many chunks on each side of a typed chunk are looked at for them. */
   static final int NEAR_SCAN = 32;
 
-  static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
+  static final class Builder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+      org.apache.spark.sql.connector.read.SupportsPushDownAggregates {
     private final Map<String, String> options;
     private final ReadOptions read;
     private Predicate predicate = new Predicate();
     private StructType schema;
     private Filter[] pushed = new Filter[0];
+    private Aggregates aggregates; // pushed aggregates, or null
     private final java.util.function.Supplier<ScanBuilder> python;
 
     Builder(Map<String, String> options, java.util.function.Supplier<ScanBuilder> python) {
@@ -113,9 +115,16 @@ final class A0Scan implements Scan, Batch {
       schema = required;
     }
 
+    /** Aggregates the reader computes from the records (see {@link Aggregates}), unless pushAggregates=false. */
+    @Override
+    public boolean pushAggregation(org.apache.spark.sql.connector.expressions.aggregate.Aggregation a) {
+      aggregates = read.pushAggregates ? Aggregates.of(a) : null;
+      return aggregates != null;
+    }
+
     @Override
     public Scan build() {
-      return new A0Scan(options, read, predicate, schema, python);
+      return new A0Scan(options, read, predicate, schema, aggregates, python);
     }
   }
 
@@ -123,11 +132,13 @@ final class A0Scan implements Scan, Batch {
   private final ReadOptions read;
   private final Predicate predicate;
   private final StructType schema;
+  private final Aggregates aggregates; // pushed aggregates (the scan's rows are their partial results), or null
   private final java.util.function.Supplier<ScanBuilder> python;
 
-  A0Scan(Map<String, String> options, ReadOptions read, Predicate predicate, StructType schema,
+  A0Scan(Map<String, String> options, ReadOptions read, Predicate predicate, StructType schema, Aggregates aggregates,
       java.util.function.Supplier<ScanBuilder> python) {
     this.python = python;
+    this.aggregates = aggregates;
     this.options = options;
     this.read = read;
     this.predicate = predicate;
@@ -136,7 +147,7 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public StructType readSchema() {
-    return schema;
+    return aggregates != null ? aggregates.schema() : schema;
   }
 
   @Override
@@ -147,7 +158,7 @@ final class A0Scan implements Scan, Batch {
     } catch (RecordingOptionException e) {
       where = "(no path)";
     }
-    return "a0 (JVM) [" + where + "]";
+    return "a0 (JVM) [" + where + "]" + (aggregates != null ? " aggregates [" + aggregates + "]" : "");
   }
 
   @Override
@@ -168,18 +179,29 @@ final class A0Scan implements Scan, Batch {
 
   @Override
   public InputPartition[] planInputPartitions() {
-    List<Partition> parts = plan(paths(options), predicate, read);
+    int parallelism;
+    try {
+      parallelism = org.apache.spark.sql.SparkSession.active().sparkContext().defaultParallelism();
+    } catch (IllegalStateException e) { // no session here: partitions of maxPartitionBytes, not rounded
+      parallelism = 1;
+    }
+    List<Partition> parts = PartitionPlan.plan(paths(options), predicate, read, parallelism);
     return parts.toArray(new InputPartition[0]);
   }
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new A0PartitionReader.Factory(read, predicate, schema);
+    return new A0PartitionReader.Factory(read, predicate, aggregates != null ? new StructType() : schema, aggregates);
   }
 
   // -- filters ------------------------------------------------------------------
 
   static Predicate narrow(Predicate p, Filter f) {
+    if (f instanceof org.apache.spark.sql.sources.IsNotNull) { // what Spark adds beside a comparison
+      String c = ((org.apache.spark.sql.sources.IsNotNull) f).attribute();
+      // a topic is never null; a seq is null on foreign rows only, which any seq bound leaves out
+      return c.equals("topic") ? p : c.equals("seq") ? p.andSeq(Long.MIN_VALUE, null, null) : null;
+    }
     String col;
     Object value;
     if (f instanceof EqualTo) {
@@ -601,187 +623,5 @@ final class A0Scan implements Scan, Batch {
       }
     }
     return false;
-  }
-
-  static List<Partition> plan(List<String> spec, Predicate predicate, ReadOptions read) {
-    List<Partition> parts = new ArrayList<>();
-    Partition cur = new Partition();
-    for (String src : expandPaths(spec)) {
-      String empty = McapLayout.noRecordYet(src);
-      if (empty != null) {
-        System.err.println("a0py: warning: skipping " + empty);
-        continue;
-      }
-      McapLayout lay = McapLayout.cached(src);
-      Channels chans = new Channels(lay, read.decode);
-      Set<Integer> wanted = new HashSet<>();
-      Set<Integer> typed = new HashSet<>();
-      Map<Integer, Integer> headersOf = new HashMap<>();
-      for (int i = 0; i < chans.ids.length; i++) {
-        byte k = chans.kinds[i];
-        int id = chans.ids[i];
-        boolean selected = predicate.topicOk(chans.topics[i]);
-        if (((k == KIND_PACKET || k == KIND_TYPED) && selected)
-            || (k == KIND_FOREIGN && selected && !predicate.hasSeqBound()) // its rows' seq is NULL
-            || (k == KIND_GAP && read.gaps && !predicate.empty)) {
-          wanted.add(id);
-        }
-        if (k == KIND_TYPED && selected && chans.headerIds[i] >= 0) {
-          typed.add(id);
-          headersOf.put(id, chans.headerIds[i]);
-        }
-      }
-      Map<Long, long[][]> meta = chunkMeta(lay);
-      List<McapLayout.Ref> refs = new ArrayList<>();
-      for (McapLayout.Ref ref : lay.chunks) {
-        if (ref.channelIds != null && java.util.Arrays.stream(ref.channelIds).noneMatch(wanted::contains)) {
-          continue;
-        }
-        long[][] info = meta.get(ref.offset);
-        // a0py.chunks ranges hold for a0py's channels: a chunk that may hold another channel is kept.
-        if (info != null && info.length > 0 && covers(info, ref.channelIds)) {
-          boolean any = false;
-          for (long[] i : info) {
-            if (wanted.contains((int) i[0]) && predicate.seqRangeOk(i[1], i[2])
-                && predicate.wallRangeOk(Math.floorDiv(i[3], 1000L), Math.floorDiv(i[4], 1000L))) {
-              any = true;
-              break;
-            }
-          }
-          if (!any) {
-            continue;
-          }
-        }
-        // The chunk index's message time range is of log times (a foreign chunk, which has no
-        // a0py.chunks ranges, is never skipped by a time_wall filter: its publish times are unknown).
-        if (!predicate.logRangeOk(capped(ref.startTime) / 1000, capped(ref.endTime) / 1000)) {
-          continue;
-        }
-        refs.add(ref);
-      }
-      refs.addAll(lay.regions);
-      if (refs.isEmpty()) {
-        continue;
-      }
-      List<McapLayout.Ref> run = new ArrayList<>();
-      List<McapLayout.Ref[]> runCompanions = new ArrayList<>();
-      long runWeight = 0;
-      for (McapLayout.Ref ref : refs) {
-        long w = ref.uncompressedSize;
-        if (!run.isEmpty() && cur.weight + runWeight + w > read.partitionBytes) {
-          cur.slices.add(new Slice(src, chans, run.toArray(new McapLayout.Ref[0]),
-              runCompanions.toArray(new McapLayout.Ref[0][])));
-          cur.weight += runWeight;
-          parts.add(cur);
-          cur = new Partition();
-          run = new ArrayList<>();
-          runCompanions = new ArrayList<>();
-          runWeight = 0;
-        }
-        run.add(ref);
-        runCompanions.add(companions(lay, ref, typed, headersOf));
-        runWeight += w;
-      }
-      if (!run.isEmpty()) {
-        cur.slices.add(new Slice(src, chans, run.toArray(new McapLayout.Ref[0]),
-            runCompanions.toArray(new McapLayout.Ref[0][])));
-        cur.weight += runWeight;
-      }
-    }
-    if (!cur.slices.isEmpty()) {
-      parts.add(cur);
-    }
-    if (parts.isEmpty()) {
-      parts.add(new Partition());
-    }
-    return parts;
-  }
-
-  private static boolean covers(long[][] info, int[] ids) {
-    if (ids == null) {
-      return true;
-    }
-    for (int id : ids) {
-      boolean found = false;
-      for (long[] i : info) {
-        found |= i[0] == id;
-      }
-      if (!found) {
-        return false;
-      }
-    }
-    return true;
-  }
-
-  static long capped(long u64) {
-    return u64 < 0 ? Long.MAX_VALUE : u64;
-  }
-
-  /**
-   * The chunks that may hold the headers messages of chunk {@code ref}'s typed messages: the writer
-   * puts them in a chunk of the same times next to it, so chunks whose log-time range overlaps
-   * ref's and that may hold a headers channel of a selected typed channel, nearest first, at most
-   * COMPANIONS of them. Read by the reader only when a typed message's headers are not in ref itself.
-   */
-  private static McapLayout.Ref[] companions(McapLayout lay, McapLayout.Ref ref, Set<Integer> typed,
-      Map<Integer, Integer> headersOf) {
-    if (typed.isEmpty() || ref.region) {
-      return null;
-    }
-    Set<Integer> hids = new HashSet<>();
-    for (int t : typed) {
-      if (ref.holds(t)) {
-        hids.add(headersOf.get(t));
-      }
-    }
-    if (hids.isEmpty()) {
-      return null;
-    }
-    // lay.chunks is in file order: look outward from ref, the chunk before it first.
-    List<McapLayout.Ref> chunks = lay.chunks;
-    int at = java.util.Collections.binarySearch(chunks, ref, (a, b) -> Long.compare(a.offset, b.offset));
-    if (at < 0) {
-      return null;
-    }
-    List<McapLayout.Ref> out = new ArrayList<>();
-    for (int d = 1; d <= NEAR_SCAN && out.size() < COMPANIONS; d++) {
-      for (int i : new int[] {at - d, at + d}) {
-        if (i >= 0 && i < chunks.size() && out.size() < COMPANIONS) {
-          McapLayout.Ref c = chunks.get(i);
-          if (c.overlaps(ref.startTime, ref.endTime) && hids.stream().anyMatch(c::holds)) {
-            out.add(c);
-          }
-        }
-      }
-    }
-    return out.isEmpty() ? null : out.toArray(new McapLayout.Ref[0]);
-  }
-
-  /** chunk offset -> [channel, seq_lo, seq_hi, pub_lo, pub_hi] from a0py.chunks (empty when unreadable). */
-  private static Map<Long, long[][]> chunkMeta(McapLayout lay) {
-    Map<Long, long[][]> out = new HashMap<>();
-    try {
-      for (Map.Entry<String, String> e : lay.chunkMeta.entrySet()) {
-        List<long[]> items = new ArrayList<>();
-        for (String item : e.getValue().split(";")) {
-          if (item.isEmpty()) {
-            continue;
-          }
-          String[] f = item.split(":");
-          if (f.length != 5) {
-            return new HashMap<>();
-          }
-          long[] v = new long[5];
-          for (int i = 0; i < 5; i++) {
-            v[i] = Long.parseLong(f[i].trim());
-          }
-          items.add(v);
-        }
-        out.put(Long.parseLong(e.getKey().trim()), items.toArray(new long[0][]));
-      }
-    } catch (NumberFormatException ex) {
-      return new HashMap<>();
-    }
-    return out;
   }
 }

@@ -42,6 +42,8 @@ final class BatchColumns {
   final StructType messageType;
   private final int[] nullInGapRows; // the frame-only columns the query asks for
   private final HeadersColumn headers = new HeadersColumn();
+  /** The payload column (binary): slices of the chunk's records, or null when not asked for. */
+  private final SliceColumn payload;
   private WritableColumnVector msgVec; // the message column of the current batch, or null
   // Per batch: a channel's topic bytes are copied into the column once, and each row points at them.
   private int batchStamp;
@@ -50,7 +52,6 @@ final class BatchColumns {
 
   BatchColumns(StructType schema) {
     this.vectors = OnHeapColumnVector.allocateColumns(4096, schema);
-    this.batch = new ColumnarBatch(vectors);
     cTopic = index(schema, "topic");
     cSeq = index(schema, "seq");
     cMono = index(schema, "time_mono");
@@ -69,8 +70,23 @@ final class BatchColumns {
     cMessage = index(schema, "message");
     cDecodeError = index(schema, "decode_error");
     messageType = cMessage >= 0 ? (StructType) schema.fields()[cMessage].dataType() : null;
-    nullInGapRows = java.util.stream.IntStream.of(cMono, cHeaders, cPayload, cMessage, cDecodeError)
+    nullInGapRows = java.util.stream.IntStream.of(cMono, cHeaders, cMessage, cDecodeError)
         .filter(c -> c >= 0).toArray();
+    org.apache.spark.sql.vectorized.ColumnVector[] cols =
+        java.util.Arrays.copyOf(vectors, vectors.length, org.apache.spark.sql.vectorized.ColumnVector[].class);
+    if (cPayload >= 0) {
+      if (!(schema.fields()[cPayload].dataType() instanceof org.apache.spark.sql.types.BinaryType)) {
+        throw new IllegalStateException("the JVM reader's payload column is binary, not "
+            + schema.fields()[cPayload].dataType().simpleString());
+      }
+      vectors[cPayload].close();
+      vectors[cPayload] = null;
+      payload = new SliceColumn();
+      cols[cPayload] = payload;
+    } else {
+      payload = null;
+    }
+    this.batch = new ColumnarBatch(cols);
   }
 
   private static int index(StructType schema, String name) {
@@ -88,11 +104,16 @@ final class BatchColumns {
     return cMessage >= 0 || cDecodeError >= 0;
   }
 
-  /** Empties the batch for {@code total} rows. */
-  void reset(int total) {
+  /** Empties the batch for {@code total} rows of the chunk's records {@code recs}. */
+  void reset(byte[] recs, int total) {
     for (OnHeapColumnVector v : vectors) {
-      v.reset();
-      v.reserve(Math.max(total, 1));
+      if (v != null) {
+        v.reset();
+        v.reserve(Math.max(total, 1));
+      }
+    }
+    if (payload != null) {
+      payload.reset(recs, total);
     }
     msgVec = cMessage >= 0 ? vectors[cMessage] : null;
     if (msgVec != null) {
@@ -135,12 +156,12 @@ final class BatchColumns {
         vectors[cHeaders].putNull(r);
       }
     }
-    if (cPayload >= 0) {
+    if (payload != null) {
       if (kind == FrameRows.PACKET) {
         int poff = PacketFields.payloadOffset(recs, p);
-        vectors[cPayload].putByteArray(r, recs, p + poff, size - poff);
+        payload.put(r, p + poff, size - poff);
       } else {
-        vectors[cPayload].putByteArray(r, recs, p, size);
+        payload.put(r, p, size);
       }
     }
     if (cLog >= 0) {
@@ -201,6 +222,9 @@ final class BatchColumns {
     putGapColumns(r, g, g.logUs());
     for (int c : nullInGapRows) {
       vectors[c].putNull(r);
+    }
+    if (payload != null) {
+      payload.putNull(r);
     }
   }
 

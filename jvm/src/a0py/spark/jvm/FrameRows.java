@@ -40,8 +40,10 @@ final class FrameRows {
     seq[count] = rowSeq;
     mono[count] = rowMono;
     kind[count] = rowKind;
-    hdrBuf[count] = rowHdrBuf;
-    hdrOff[count] = rowHdrOff;
+    if (rowKind == JOINED) { // read for JOINED rows only: no reference stored (nor its GC barrier) for the others
+      hdrBuf[count] = rowHdrBuf;
+      hdrOff[count] = rowHdrOff;
+    }
     count++;
   }
 }

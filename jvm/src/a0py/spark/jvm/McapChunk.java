@@ -2,7 +2,7 @@ package a0py.spark.jvm;
 
 import static a0py.spark.jvm.LittleEndian.le64;
 
-import com.github.luben.zstd.Zstd;
+import com.github.luben.zstd.ZstdDecompressCtx;
 import com.github.luben.zstd.ZstdInputStreamNoFinalizer;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
@@ -32,18 +32,65 @@ final class McapChunk {
 
   private McapChunk() {}
 
-  /** The decompressed records of chunk (or region) {@code ref}, CRC-checked when asked. */
+  /**
+   * Where a chunk's records are read: the buffers (the chunk record as read, its records
+   * decompressed) and the zstd context, kept from chunk to chunk by a partition reader, or
+   * fresh and sized exactly for one chunk. {@link #records} holds the records in [0, {@link
+   * #length}) until the next chunk is read into it.
+   */
+  static final class Reader implements AutoCloseable {
+    private final boolean reused;
+    private byte[] record = new byte[0];
+    byte[] records = new byte[0];
+    int length;
+    private ZstdDecompressCtx zstd;
+
+    /** reused: buffers kept and grown with some slack (else sized exactly for one chunk). */
+    Reader(boolean reused) {
+      this.reused = reused;
+    }
+
+    private byte[] fit(byte[] buf, long n) {
+      if (buf.length >= n) {
+        return buf;
+      }
+      return new byte[(int) (reused ? Math.min(MAX_CHUNK_SIZE, n + (n >> 3)) : n)];
+    }
+
+    @Override
+    public void close() {
+      if (zstd != null) {
+        zstd.close();
+        zstd = null;
+      }
+    }
+  }
+
+  /** The decompressed records of chunk (or region) {@code ref}, CRC-checked when asked, in an array of their own. */
   static byte[] records(FileChannel ch, McapLayout.Ref ref, String path, boolean validateCrc) {
+    try (Reader r = new Reader(false)) {
+      read(r, ch, ref, path, validateCrc);
+      return r.length == r.records.length ? r.records : Arrays.copyOf(r.records, r.length);
+    }
+  }
+
+  /** Reads the decompressed records of chunk (or region) {@code ref} into {@code into}, CRC-checked when asked. */
+  static void read(Reader into, FileChannel ch, McapLayout.Ref ref, String path, boolean validateCrc) {
     if (ref.region) {
       byte[] data = McapLayout.pread(ch, ref.length, ref.offset, path);
       if (data.length != ref.length) {
         throw RecordingFormatException.at(path, ref.offset,
             "file shorter than its planned message region (changed since planning?)");
       }
-      return data;
+      into.records = data;
+      into.length = data.length;
+      return;
     }
-    byte[] rec = McapLayout.pread(ch, ref.length, ref.offset, path);
-    if (rec.length != ref.length) {
+    McapLayout.checkReadSize(ref.length, ref.offset, path);
+    into.record = into.fit(into.record, ref.length);
+    byte[] rec = into.record;
+    int got = McapLayout.preadInto(ch, rec, (int) ref.length, ref.offset, path);
+    if (got != ref.length) {
       throw RecordingFormatException.at(path, ref.offset, "chunk record of " + ref.length
           + " bytes runs past the end of the file");
     }
@@ -54,7 +101,7 @@ final class McapChunk {
           + (ref.length - McapRecords.RECORD_HEADER) + " bytes, found opcode 0x" + Integer.toHexString(op) + " of "
           + Long.toUnsignedString(n) + " bytes");
     }
-    RecordBody b = new RecordBody(rec, path, ref.offset, "chunk record", McapRecords.RECORD_HEADER, rec.length);
+    RecordBody b = new RecordBody(rec, path, ref.offset, "chunk record", McapRecords.RECORD_HEADER, got);
     b.u64("message_start_time");
     b.u64("message_end_time");
     long usize = b.u64("uncompressed_size");
@@ -62,31 +109,33 @@ final class McapChunk {
     String comp = b.string("compression");
     long clen = b.u64("records length");
     b.need(clen, "records");
-    byte[] records = decompress(rec, b.pos, (int) clen, comp, usize, path, ref.offset);
+    decompress(into, rec, b.pos, (int) clen, comp, usize, path, ref.offset);
     if (validateCrc && crc != 0) {
       CRC32 c = new CRC32();
-      c.update(records);
+      c.update(into.records, 0, into.length);
       if (c.getValue() != crc) {
         throw RecordingFormatException.at(path, ref.offset, String.format("chunk CRC mismatch (record says 0x%08x, "
             + "the data gives 0x%08x): the chunk is damaged", crc, c.getValue()));
       }
     }
-    return records;
   }
 
-  static byte[] decompress(byte[] src, int off, int len, String comp, long size, String path, long at) {
+  private static void decompress(Reader into, byte[] src, int off, int len, String comp, long size, String path,
+      long at) {
     if (size < 0 || size > MAX_CHUNK_SIZE) {
       throw RecordingFormatException.at(path, at, "chunk of " + Long.toUnsignedString(size)
           + " uncompressed bytes: chunks above 2 GiB are not supported");
     }
-    byte[] out;
     try {
       if (comp.isEmpty()) {
-        out = Arrays.copyOfRange(src, off, off + len);
+        into.records = into.fit(into.records, len);
+        System.arraycopy(src, off, into.records, 0, len);
+        into.length = len;
       } else if (comp.equals("zstd")) {
-        out = zstd(src, off, len, size);
+        zstd(into, src, off, len, size);
       } else if (comp.equals("lz4")) {
-        out = drain(new LZ4FrameInputStream(new ByteArrayInputStream(src, off, len)), len, size);
+        into.records = drain(new LZ4FrameInputStream(new ByteArrayInputStream(src, off, len)), len, size);
+        into.length = into.records.length;
       } else {
         throw RecordingFormatException.at(path, at, "chunk compression '" + comp
             + "' is not supported (zstd, lz4 or none)");
@@ -97,24 +146,28 @@ final class McapChunk {
       throw RecordingFormatException.at(path, at, comp + " chunk does not decompress ("
           + e.getClass().getSimpleName() + ": " + e.getMessage() + "): the chunk is damaged");
     }
-    if (out.length != size) {
-      throw RecordingFormatException.at(path, at, "chunk decompressed to " + out.length + " bytes, its record says "
+    if (into.length != size) {
+      throw RecordingFormatException.at(path, at, "chunk decompressed to " + into.length + " bytes, its record says "
           + size);
     }
-    return out;
   }
 
-  /** One call into a buffer of the declared size when the compressed bytes plausibly reach it, else streamed. */
-  private static byte[] zstd(byte[] src, int off, int len, long size) throws IOException {
+  /**
+   * One call (with the reader's context) into its buffer, grown to the declared size, when the
+   * compressed bytes plausibly reach it, else streamed.
+   */
+  private static void zstd(Reader into, byte[] src, int off, int len, long size) throws IOException {
     if (size > len * PLAUSIBLE_RATIO + PLAUSIBLE_SLACK) {
-      return drain(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(src, off, len)), len, size);
+      into.records = drain(new ZstdInputStreamNoFinalizer(new ByteArrayInputStream(src, off, len)), len, size);
+      into.length = into.records.length;
+      return;
     }
-    byte[] dst = new byte[(int) size];
-    long got = Zstd.decompressByteArray(dst, 0, dst.length, src, off, len);
-    if (Zstd.isError(got)) {
-      throw new IOException(Zstd.getErrorName(got));
+    into.records = into.fit(into.records, size);
+    if (into.zstd == null) {
+      into.zstd = new ZstdDecompressCtx();
     }
-    return got == size ? dst : Arrays.copyOf(dst, (int) got);
+    // a frame larger than size fails here (dstSize too small): reported as damaged by the caller
+    into.length = into.zstd.decompressByteArray(into.records, 0, (int) size, src, off, len);
   }
 
   /** Reads a stream to its end, growing the buffer with the data, never past size + 1 bytes. */

@@ -127,23 +127,33 @@ final class McapLayout {
 
   /** Up to n bytes at offset (fewer at the end of the file). */
   static byte[] pread(FileChannel ch, long n, long offset, String path) {
+    checkReadSize(n, offset, path);
+    byte[] out = new byte[(int) n];
+    int got = preadInto(ch, out, (int) n, offset, path);
+    return got == n ? out : Arrays.copyOf(out, got);
+  }
+
+  /** A read of n bytes at offset fits an array, else a RecordingFormatException. */
+  static void checkReadSize(long n, long offset, String path) {
     if (n < 0 || n > Integer.MAX_VALUE - 16) {
       throw RecordingFormatException.at(path, offset, "a read of " + Long.toUnsignedString(n)
           + " bytes is beyond any record");
     }
-    byte[] out = new byte[(int) n];
-    ByteBuffer bb = ByteBuffer.wrap(out);
+  }
+
+  /** Reads n bytes at offset into out[0, n); returns the bytes read (fewer at the end of the file). */
+  static int preadInto(FileChannel ch, byte[] out, int n, long offset, String path) {
+    ByteBuffer bb = ByteBuffer.wrap(out, 0, n);
     try {
       while (bb.hasRemaining()) {
-        int got = ch.read(bb, offset + bb.position());
-        if (got < 0) {
-          return Arrays.copyOf(out, bb.position());
+        if (ch.read(bb, offset + bb.position()) < 0) {
+          break;
         }
       }
     } catch (IOException e) {
       throw new RecordingFormatException(path + ": at byte " + offset + ": read failed (" + e + ")");
     }
-    return out;
+    return bb.position();
   }
 
   static Channel parseChannel(byte[] buf, int start, int end, String path, long base) {

@@ -18,7 +18,7 @@ final class ReadOptions implements Serializable {
   private static final Set<String> KNOWN = new HashSet<>(Arrays.asList(
       "path", "paths", "gaps", "payload", "payloadschema", "maxpartitionbytes", "validatecrc", "topics",
       "startingoffsets", "failondataloss", "maxframespertrigger", "root", "recordtime", "headers", "decode",
-      "mcapcolumns", "maxfilespertrigger", "readunfinishedafter"));
+      "mcapcolumns", "maxfilespertrigger", "readunfinishedafter", "pushaggregates"));
 
   final boolean gaps;
   final boolean validateCrc;
@@ -28,6 +28,8 @@ final class ReadOptions implements Serializable {
   final boolean decode;
   final long partitionBytes;
   final Set<String> topics; // the topics option, null when absent
+  /** Option pushAggregates (true): count(*) and min/max(seq) without GROUP BY computed by the reader. */
+  final boolean pushAggregates;
   /** Option mcapColumns: null for auto (decided from the channels a read selects), else true or false. */
   final Boolean mcapColumns;
 
@@ -36,7 +38,8 @@ final class ReadOptions implements Serializable {
       if (!KNOWN.contains(k.toLowerCase(Locale.ROOT))) {
         throw new RecordingOptionException("unknown option '" + k + "' of the a0 source; known: gaps, payload, "
             + "payloadSchema, maxPartitionBytes, validateCrc, recordTime, headers, root, topics, decode, mcapColumns, "
-            + "startingOffsets, failOnDataLoss, maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter");
+            + "startingOffsets, failOnDataLoss, maxFramesPerTrigger, maxFilesPerTrigger, readUnfinishedAfter, "
+            + "pushAggregates");
       }
     }
     String payload = get(options, "payload");
@@ -61,6 +64,7 @@ final class ReadOptions implements Serializable {
     validateCrc = bool(options, "validatecrc", true);
     recordTime = bool(options, "recordtime", false);
     headers = bool(options, "headers", true);
+    pushAggregates = bool(options, "pushaggregates", true);
     String n = get(options, "maxpartitionbytes");
     if (n == null) {
       partitionBytes = DEFAULT_PARTITION_BYTES;
