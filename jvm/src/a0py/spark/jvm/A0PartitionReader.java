@@ -451,7 +451,7 @@ final class A0PartitionReader implements PartitionReader<ColumnarBatch> {
    * turned into a message record of the cut packet it holds (HeadersMessage), appended to cutRecs.
    */
   private boolean found(byte[] recs, int o, long key, String path) {
-    RowChannel ch = channels.get((int) (key >>> 32));
+    RowChannel ch = channel((int) (key >>> 32));
     byte fmt = ch.headersFormat;
     if (fmt == HeadersMessage.PACKET) {
       foundHdrBuf = recs;
