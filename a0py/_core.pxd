@@ -80,6 +80,13 @@ cdef class Deadman:
     cdef readonly Arena arena
 
 
+cdef class LayoutHook:
+    # A compiled layout cache pub() asks first (a0py.proto._ndarray.ArrayLayouts):
+    # the prefix to write before `size` bytes at `data` (the value's own memory),
+    # or None for a value whose layout it does not know.
+    cdef object known(self, object value, const char** data, Py_ssize_t* size)
+
+
 cdef class ArrayHook:
     # A compiled pkt.array() tried first (a0py.proto._ndarray.PacketArrays):
     # the array of a payload, or None to leave it to the typing's array(pkt).
