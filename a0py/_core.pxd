@@ -89,8 +89,9 @@ cdef class LayoutHook:
 
 cdef class ArrayHook:
     # A compiled pkt.array() tried first (a0py.proto._ndarray.PacketArrays):
-    # the array of a payload, or None to leave it to the typing's array(pkt).
-    cdef object view(self, object payload)
+    # the array of the payload of `size` bytes at `data`, kept alive by `owner`
+    # (its base), or None to leave it to the typing's array(pkt).
+    cdef object view(self, object owner, const char* data, Py_ssize_t size)
 
 
 cdef class PacketTyping:

@@ -112,19 +112,25 @@ cdef class ArrayViewer:
         """The read-only array over `payload` (bytes, or a memoryview), or None
         if it is not laid out as this viewer's header says."""
         cdef Py_buffer buf
-        cdef Py_ssize_t hlen = PyBytes_GET_SIZE(self.header)
         PyObject_GetBuffer(payload, &buf, PyBUF_SIMPLE)
         try:
-            if buf.len != self.size or memcmp(buf.buf, PyBytes_AS_STRING(self.header), hlen) != 0:
-                return None
-            Py_INCREF(self.descr)  # PyArray_NewFromDescr takes a reference to it
-            arr = PyArray_NewFromDescr(
-                <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims,
-                self.strides, <char*>buf.buf + hlen, 0, NULL)  # flags 0: not writeable
-            cnp.set_array_base(<cnp.ndarray>arr, _base_of(payload))
-            return arr
+            return self.view_at(_base_of(payload), <const char*>buf.buf, buf.len)
         finally:
             PyBuffer_Release(&buf)
+
+    cdef object view_at(self, object owner, const char* data, Py_ssize_t size):
+        """The read-only array over the `size` bytes at `data`, which `owner`
+        keeps alive (it becomes the array's base), or None if they are not
+        laid out as this viewer's header says."""
+        cdef Py_ssize_t hlen = PyBytes_GET_SIZE(self.header)
+        if size != self.size or memcmp(data, PyBytes_AS_STRING(self.header), hlen) != 0:
+            return None
+        Py_INCREF(self.descr)  # PyArray_NewFromDescr takes a reference to it
+        arr = PyArray_NewFromDescr(
+            <PyTypeObject*>cnp.ndarray, <cnp.PyArray_Descr*>self.descr, self.ndim, self.dims,
+            self.strides, <char*>data + hlen, 0, NULL)  # flags 0: not writeable
+        cnp.set_array_base(<cnp.ndarray>arr, owner)
+        return arr
 
 
 cdef class PacketArrays(ArrayHook):
@@ -139,11 +145,11 @@ cdef class PacketArrays(ArrayHook):
     def __init__(self):
         self.viewer = None
 
-    cdef object view(self, object payload):
+    cdef object view(self, object owner, const char* data, Py_ssize_t size):
         cdef ArrayViewer viewer = self.viewer
         if viewer is None:
             return None
-        return viewer.view(payload)
+        return viewer.view_at(owner, data, size)
 
 
 cdef enum:
