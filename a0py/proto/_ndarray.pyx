@@ -1,6 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The read side of array topics, compiled: a read-only numpy view of a payload
-whose header is that of an array layout read before, made without parsing.
+"""Array topics, compiled. The read side: a read-only numpy view of a payload
+whose header is that of an array layout read before, made without parsing
+(ArrayViewer, PacketArrays). The write side: ArrayLayouts, the publisher's
+layout hook, which matches an array of a layout published before by its own
+fields, so the writer copies its memory after the remembered header.
 
 :mod:`a0py.proto.arrays` parses and checks an ``a0py.NDArray`` header the first
 time a layout (dtype, shape, strides) is seen; an :class:`ArrayViewer` keeps the
