@@ -80,10 +80,18 @@ cdef class Deadman:
     cdef readonly Arena arena
 
 
+cdef class LayoutHook:
+    # A compiled layout cache pub() asks first (a0py.proto._ndarray.ArrayLayouts):
+    # the prefix to write before `size` bytes at `data` (the value's own memory),
+    # or None for a value whose layout it does not know.
+    cdef object known(self, object value, const char** data, Py_ssize_t* size)
+
+
 cdef class ArrayHook:
     # A compiled pkt.array() tried first (a0py.proto._ndarray.PacketArrays):
-    # the array of a payload, or None to leave it to the typing's array(pkt).
-    cdef object view(self, object payload)
+    # the array of the payload of `size` bytes at `data`, kept alive by `owner`
+    # (its base), or None to leave it to the typing's array(pkt).
+    cdef object view(self, object owner, const char* data, Py_ssize_t size)
 
 
 cdef class PacketTyping:

@@ -24,12 +24,14 @@ Workloads (medians of --repeats runs, the variants interleaved within a repeat):
            subscriber's wait and read), median over the repeats.
   small    a 4 KiB array, one process, CPU ns per message: raw ``pub(bytes)`` +
            ``read()`` (one copy out) vs ``pub(ndarray)`` + ``read_view`` +
-           ``pkt.array()`` (no copy out) vs ``pub(ndarray)`` + ``read().array()``.
+           ``pkt.array()`` (no copy out) vs ``pub(ndarray)`` + ``read().array()``,
+           in interleaved blocks; "x raw" is the median of each block's ratio to
+           the raw block beside it.
 
 ``--loop MODE --count N`` runs only N iterations of one small-array loop (``raw``,
 ``view``, ``copy``, as in ``small``) and prints nothing: for counting instructions,
-which a loaded machine does not change (``valgrind --tool=callgrind``, the run with
-``--count 0`` subtracted, divided by N; docs/performance.md).
+which a loaded machine does not change (``valgrind --tool=callgrind --trace-children=yes``,
+the run with ``--count 0`` subtracted, divided by N; docs/performance.md).
 
 A script, not a test: it asserts nothing about speed. The targets: image CPU per frame
 (publisher + subscriber) at most 1.5x one memcpy of the frame; small typed at most 1.5x
@@ -339,7 +341,14 @@ def memcpy_ns(repeats=30):
 # ------------------------------------------------------------ small arrays, one process
 
 
-def small(n):
+SMALL_BLOCKS = 10
+
+
+def small(n, blocks=SMALL_BLOCKS):
+    """CPU ns per message of the three small-array loops, `n` messages each, run
+    in `blocks` interleaved blocks (the order rotating): the median block of each,
+    and ``<name>_x_raw``, the median of its ratios to the raw block next to it
+    (on a loaded machine the blocks of one moment share its load)."""
     # 4 MiB rings (about 950 frames): the untimed first pass writes through them.
     topic_raw, topic_typed = fresh_topic("raw", size=4 << 20), fresh_topic("typed", size=4 << 20)
     try:
@@ -347,29 +356,41 @@ def small(n):
         raw_sub, typed_sub = a0py.SubscriberSync(topic_raw), a0py.SubscriberSync(topic_typed)
         array = np.arange(512, dtype=np.float64)  # 4 KiB
         data = array.tobytes()
-        out = {}
+        per = max(1, n // blocks)
 
-        def raw():
-            for _ in range(n):
+        def raw(count):
+            for _ in range(count):
                 raw_pub.pub(data)
                 _ = raw_sub.read().payload
 
-        def typed_view():
-            for _ in range(n):
+        def typed_view(count):
+            for _ in range(count):
                 typed_pub.pub(array)
                 with typed_sub.read_view(0) as pkt:
                     pkt.array()[0]
 
-        def typed_copy():
-            for _ in range(n):
+        def typed_copy(count):
+            for _ in range(count):
                 typed_pub.pub(array)
                 typed_sub.read().array()[0]
 
-        for name, fn in (("raw", raw), ("typed_view", typed_view), ("typed_copy", typed_copy)):
-            fn()  # warm: the ring written through once, caches filled
-            t0 = time.process_time_ns()
-            fn()
-            out[name] = (time.process_time_ns() - t0) / n
+        loops = (raw, typed_view, typed_copy)
+        for fn in loops:
+            fn(max(per, 2000))  # warm: the ring written through once, caches filled
+        times = {fn.__name__: [] for fn in loops}
+        ratios = {fn.__name__: [] for fn in loops[1:]}
+        for b in range(blocks):
+            block = {}
+            for fn in loops[b % 3:] + loops[:b % 3]:
+                t0 = time.process_time_ns()
+                fn(per)
+                block[fn.__name__] = (time.process_time_ns() - t0) / per
+            for name, value in block.items():
+                times[name].append(value)
+                if name in ratios:
+                    ratios[name].append(value / block["raw"])
+        out = {name: statistics.median(values) for name, values in times.items()}
+        out.update({f"{name}_x_raw": statistics.median(values) for name, values in ratios.items()})
         return out
     finally:
         drop_topic(topic_raw)
@@ -453,12 +474,14 @@ def main():
               f"{(pub + sub) / paced_cp:8.2f} {(pub + sub) / memcpy:9.2f} {(pub + sub) / hot:6.2f} "
               f"{summary[peer]['missed']:7d} {summary[peer]['wrong']:6d} "
               f"{summary[peer]['pub_p99_ns'] / 1e3:8.0f} {summary[peer]['sub_p99_ns'] / 1e3:8.0f}")
-    print(f"\n4 KiB array, one process, CPU ns per message (pub + read), medians of {repeats}:")
-    raw = med(runs["small"], "raw")
+    print(f"\n4 KiB array, one process, CPU ns per message (pub + read), medians of {repeats} "
+          f"(x raw: each block against the raw block beside it, {SMALL_BLOCKS} blocks a repeat):")
     for name in ("raw", "typed_view", "typed_copy"):
         value = med(runs["small"], name)
+        ratio = med(runs["small"], f"{name}_x_raw") if name != "raw" else 1.0
         summary.setdefault("small", {})[name] = value
-        print(f"  {name:11} {value:8.0f} ns  {value / raw:5.2f}x raw")
+        summary["small"][f"{name}_x_raw"] = ratio
+        print(f"  {name:11} {value:8.0f} ns  {ratio:5.2f}x raw")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"summary": summary, "runs": runs}, f, indent=1)

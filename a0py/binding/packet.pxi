@@ -238,11 +238,14 @@ cdef class PacketView  # below: the zero-copy read whose block lends a packet it
 
 cdef class ArrayHook:
     """A compiled ``pkt.array()`` for the packets of a :class:`PacketTyping`
-    (``array_hook``): ``view(payload)`` (a C method) gives the array of a
-    payload, or None to leave the packet to the typing's ``array(pkt)``.
-    This base gives None; a0py.proto's array topics subclass it."""
+    (``array_hook``): ``view(owner, data, size)`` (a C method) gives the
+    array of the payload of `size` bytes at `data`, which `owner` keeps
+    alive (the packet's bytes, or the arena buffer lent to a zero-copy
+    read: what the array must keep as its base), or None to leave the
+    packet to the typing's ``array(pkt)``. This base gives None; a0py.proto's
+    array topics subclass it."""
 
-    cdef object view(self, object payload):
+    cdef object view(self, object owner, const char* data, Py_ssize_t size):
         return None
 
 
@@ -372,14 +375,21 @@ cdef class Packet:
             self._payload = lease._view
         return self._payload
 
-    cdef object _array_source(self):
-        """What the array hook views: a zero-copy packet's lent buffer while
-        no memoryview of it was made (the hook needs none), else the payload.
-        ClosedError after its block."""
+    cdef object _hook_view(self, ArrayHook hook):
+        """The hook's array of the payload (None: the hook does not know it).
+        A zero-copy packet's payload is the buffer its view lends (which an
+        array keeps as its base, holding the mapping), a copied one's its
+        bytes; anything else is left to the typing. ClosedError after a
+        zero-copy packet's block."""
+        cdef _LentBuffer lent
         self._check_lease()
-        if self._payload is None and self._lease is not None:
-            return (<PacketView>self._lease)._buf
-        return self._payload
+        if self._lease is not None:
+            lent = (<PacketView>self._lease)._buf
+            return hook.view(lent, <const char*>lent.ptr, lent.size)
+        if type(self._payload) is bytes:
+            return hook.view(self._payload, PyBytes_AS_STRING(self._payload),
+                             PyBytes_GET_SIZE(self._payload))
+        return None
 
     @property
     def payload(self):
@@ -450,7 +460,7 @@ cdef class Packet:
         if isinstance(self._typing, PacketTyping):
             hook = (<PacketTyping>self._typing).array_hook
             if hook is not None:
-                found = hook.view(self._array_source())
+                found = self._hook_view(hook)
                 if found is not None:
                     return found
         return self._typing.array(self)

@@ -44,6 +44,10 @@ os.register_at_fork(after_in_child=_packet_after_fork_in_child)
 # Measured with numpy 2.4.6 (callgrind, bench/typed.py --loop view,
 # 2026-12-07): the export fell from ≈ 610 to ≈ 360 instructions, the
 # getattr of the dtype costs ≈ 160, so ≈ 90 fewer a pub(ndarray) in all.
+# A LayoutHook (below) does better where one is given: a0py.proto's
+# compiled ArrayLayouts reads the array's own fields (no getattr, no export,
+# no key): ≈ 110 instructions instead of ≈ 760 (same run), so this cache
+# serves only where that module is not built.
 from cpython.buffer cimport PyBUF_STRIDES
 cdef enum:
     # Layouts a writer remembers (see PacketWriter._remember_layout), and the
@@ -104,6 +108,24 @@ cdef Py_ssize_t _layout_key(Py_buffer* buf, char* key, bint with_format) noexcep
     return n
 
 
+cdef class LayoutHook:
+    """A compiled layout cache a writer consults first for values that are not
+    bytes, a str or a Packet (``PacketWriter._set_layout_hook``):
+    ``known(value, &data, &size)`` (a C method) gives the prefix (bytes) to
+    write before `size` bytes at `data`, the value's own memory, when `value`
+    has a layout published before; or None, and the value goes on to the
+    writer's other paths. This base knows nothing; a0py.proto's array topics
+    subclass it (a0py.proto._ndarray.ArrayLayouts), so that the binding does
+    not depend on numpy.
+
+    Contract for subclasses: `data` must point into memory that `value`
+    itself keeps alive (the writer holds a reference to `value` until the
+    copy is made), `size` bytes of it one block; nothing may raise."""
+
+    cdef object known(self, object value, const char** data, Py_ssize_t* size):
+        return None
+
+
 cdef class PacketWriter:
     """Writes packets to an arena, each with the standard headers
     (``a0_time_mono``, ``a0_time_wall``: nanoseconds of CLOCK_MONOTONIC and
@@ -129,6 +151,7 @@ cdef class PacketWriter:
     cdef object _layout_type   # the type whose buffer layouts have prefixes remembered, or None
     cdef object _token_attr    # the layout token's attribute name (str), or None: see _remember_layout
     cdef list _layouts         # [(layout key bytes, prefix bytes, token or None)], see _remember_layout
+    cdef readonly LayoutHook layout_hook  # consulted first by pub(), or None: see _set_layout_hook
 
     def __cinit__(self, *args, **kwargs):
         self.arena = None
@@ -150,6 +173,18 @@ cdef class PacketWriter:
         self._layout_type = None
         self._token_attr = None
         self._layouts = []
+        self.layout_hook = None
+
+    def _set_layout_hook(self, hook):
+        """`hook` (a :class:`LayoutHook`, or None) is asked first by
+        :meth:`pub` for every value that goes to the encoder otherwise: a
+        value it knows is written as its prefix and its own memory, with no
+        encoder call and no buffer export. Set after :meth:`_set_encoder`
+        (which forgets it, with every layout remembered for the old encoder).
+        ArgumentError for anything else."""
+        if hook is not None and not isinstance(hook, LayoutHook):
+            raise ArgumentError(f"a layout hook must be an a0py LayoutHook, not {type(hook).__name__}")
+        self.layout_hook = hook
 
     def _remember_layout(self, value, prefix, token_attr=None):
         """Remembers that a value of ``type(value)`` with `value`'s buffer
@@ -382,10 +417,12 @@ cdef class PacketWriter:
         Raises ArgumentError (bad data or headers, a standard header in
         `headers`), FrameTooLargeError (the packet cannot fit the arena),
         LockError, ClosedError, and the encoder's errors."""
-        cdef Py_buffer buf
-        cdef Py_buffer pre
-        cdef bint has_prefix = False
-        cdef bint has_buf = False
+        cdef Py_buffer buf      # the body's buffer, when one is held (release_buf)
+        cdef Py_buffer pre      # the encoder's prefix's buffer, when one is held (release_pre)
+        cdef bint release_buf = False, release_pre = False, has_body = False
+        cdef const char* body = NULL   # the payload: head_len bytes at head, then body_len at body
+        cdef const char* head = NULL
+        cdef Py_ssize_t body_len = 0, head_len = 0
         cdef tuple user
         cdef const uint8_t* id = NULL
         cdef uint8_t idbuf[16]
@@ -395,7 +432,6 @@ cdef class PacketWriter:
         cdef uint64_t seq, total
         cdef a0_err_t err
         cdef Packet pkt
-        pre.len = 0
         self._check_bound()
         cdef Arena arena = self.arena  # close() from another thread must not pull it away
         user = _check_headers(headers, True) if headers is not None else ()
@@ -413,47 +449,63 @@ cdef class PacketWriter:
             data = _payload_object(data)
         elif type(data) is not bytes and self._encoder is not None:
             prefix = None
-            if type(data) is self._layout_type:
+            if self.layout_hook is not None:
+                # A layout the hook knows: its prefix, and the value's own
+                # memory (kept alive by `data`), no buffer export.
+                prefix = self.layout_hook.known(data, &body, &body_len)
+                if prefix is not None and type(prefix) is not bytes:
+                    raise ArgumentError(f"a layout hook gave a {type(prefix).__name__} prefix, not bytes")
+            if prefix is None and type(data) is self._layout_type:
                 try:
-                    prefix = self._known_layout(data, &buf)
+                    prefix = self._known_layout(data, &buf)  # bytes (_remember_layout checks)
                 except (TypeError, BufferError, ValueError, AttributeError):
                     prefix = None
-            if prefix is not None:  # a layout written before: its buffer is held in buf
-                _get_buffer(prefix, &pre)
-                has_prefix = has_buf = True
+                if prefix is not None:  # buf holds the value's buffer
+                    release_buf = True
+                    body = <const char*>buf.buf
+                    body_len = buf.len
+            if prefix is not None:  # a layout written before: the prefix, then the value's memory
+                head = PyBytes_AS_STRING(prefix)
+                head_len = PyBytes_GET_SIZE(prefix)
+                has_body = True
             else:
                 data = self._encoder(data)
                 if type(data) is tuple:
                     prefix, data = data
                     _get_buffer(prefix, &pre)
-                    has_prefix = True
+                    release_pre = True
+                    head = <const char*>pre.buf
+                    head_len = pre.len
         if id == NULL:
             a0_packet_id_next(&self.idgen, idbuf)
             id = idbuf
-        if not has_buf:
+        if not has_body:
             try:
                 PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
             except (TypeError, BufferError):
-                if has_prefix:
+                if release_pre:
                     PyBuffer_Release(&pre)
                 raise ArgumentError(f"pub() takes bytes, a bytes-like object, str or a Packet, "
                                     f"not {type(data).__name__}") from None
+            release_buf = True
+            body = <const char*>buf.buf
+            body_len = buf.len
         try:
             t = self.proto_t
             _lock_arena(arena, &t, &lk)
             try:
-                self._encode_locked(lk, id, user, <uint64_t>(buf.len + pre.len), &dst, &seq, &total)
+                self._encode_locked(lk, id, user, <uint64_t>(body_len + head_len), &dst, &seq, &total)
             except BaseException:
                 _unlock_arena(arena, lk)
                 raise
-            if has_prefix:
-                memcpy(dst, pre.buf, pre.len)
-                dst += pre.len
-            if buf.len >= _NOGIL_COPY:
+            if head_len:
+                memcpy(dst, head, head_len)
+                dst += head_len
+            if body_len >= _NOGIL_COPY:
                 with nogil:
-                    memcpy(dst, buf.buf, buf.len)
+                    memcpy(dst, body, body_len)
             else:
-                memcpy(dst, buf.buf, buf.len)
+                memcpy(dst, body, body_len)
             self.wseq += 1  # under the lock: the next writer thread numbers after us
             # Wakes sleepers after unlocking, so they find the lock free.
             err = a0_transport_commit_unlock(lk)
@@ -462,8 +514,9 @@ cdef class PacketWriter:
             if err:
                 _raise(err, f"committing to {self._label}")
         finally:
-            PyBuffer_Release(&buf)
-            if has_prefix:
+            if release_buf:
+                PyBuffer_Release(&buf)
+            if release_pre:
                 PyBuffer_Release(&pre)
         if total > self.large_above:
             self._after_large(total)

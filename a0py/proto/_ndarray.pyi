@@ -4,7 +4,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core import ArrayHook
+from .._core import ArrayHook, LayoutHook
 
 class ArrayViewer:
     def __init__(self, header: bytes, size: int, dtype: np.dtype[Any], shape: tuple[int, ...],
@@ -14,3 +14,8 @@ class ArrayViewer:
 class PacketArrays(ArrayHook):
     viewer: ArrayViewer | None
     def __init__(self) -> None: ...
+
+class ArrayLayouts(LayoutHook):
+    def __init__(self) -> None: ...
+    def remember(self, array: np.ndarray[Any, Any], prefix: bytes) -> bool: ...
+    def __len__(self) -> int: ...

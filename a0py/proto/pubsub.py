@@ -38,7 +38,7 @@ import warnings
 
 from .. import _core
 from ..errors import A0TimeoutError, ArgumentError, FrameEvictedError, PacketCorruptError
-from . import _dispatch
+from . import _dispatch, arrays
 from ._subscriber import ReaderCounts, WatchedReader, iter_code, reader_start
 from .schema import Schema, declare_schema
 from .sizes import PACKET_OVERHEAD, power_of_two_size, size_text
@@ -177,10 +177,24 @@ class Publisher(_core.PacketWriter):
         self._typing = typing
         self._set_encoder(typing.encode)
         # Arrays of a layout encoded once are written by the compiled writer itself
-        # (PacketWriter._remember_layout): no encoder call, no dict lookup a frame.
-        typing.remember = self._remember_layout
+        # (_remember_array): no encoder call, no dict lookup a frame.
+        typing.remember = self._remember_array
         if like is not None:
             typing.encode(like)  # declares its schema, as its first publish would
+
+    def _remember_array(self, array, prefix):
+        """Lets the writer publish later arrays of `array`'s layout as `prefix` + their
+        memory, with no encoder call (for the encoder, once it has checked `array`):
+        through the compiled :class:`a0py.proto._ndarray.ArrayLayouts` where it is
+        built, else the writer's generic cache keyed by the dtype object."""
+        hook = self.layout_hook
+        if hook is None:
+            compiled = arrays.compiled_module()
+            if compiled is None:
+                return self._remember_layout(array, prefix, "dtype")
+            hook = compiled.ArrayLayouts()
+            self._set_layout_hook(hook)
+        return hook.remember(array, prefix)
 
     def _pubsub_arena(self, like_size):
         topic = self.topic

@@ -32,7 +32,7 @@ Invariants:
 * **Per-value work is a dict lookup, or none.** Encoders are chosen once per value
   type, and schemas checked once per message class; an array layout (dtype, shape,
   strides) encoded once is then written by the publisher's compiled writer with no
-  call here (``PacketWriter._remember_layout``), and read back by a compiled viewer
+  call here (``Publisher._remember_array``), and read back by a compiled viewer
   (``array_hook``, :mod:`a0py.proto._ndarray`) with no parsing.
 * numpy, protobuf and the Foxglove packages are imported on first use; without them
   the error names the extra (``a0py[typed]``).
@@ -150,7 +150,7 @@ class PublisherTyping:
         self._array_type = None  # numpy.ndarray, once this publisher has published an array
         self._json_ready = False
         self._ros2 = None  # the Ros2Codec of the topic's ros2msg schema, once used
-        # The writer's layout cache (PacketWriter._remember_layout), once the publisher
+        # The writer's layout cache (Publisher._remember_array), once the publisher
         # binds one: an array layout encoded here is then written by the writer itself.
         self.remember = None
         if schema is not None:
@@ -253,7 +253,7 @@ class PublisherTyping:
             self._prefixes[(array.dtype, array.shape, array.strides)] = (prefix, c_order)
             self._array_type = type(array)
         if self.remember is not None:  # and the writer, without calling encode()
-            self.remember(array, prefix, "dtype")  # check_array: a plain dtype, fixing the format
+            self.remember(array, prefix)
         return prefix, (array if c_order else array.T)
 
     def _encode_protobuf(self, message):

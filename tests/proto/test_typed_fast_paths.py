@@ -116,6 +116,98 @@ def test_remember_layout_with_a_token_checks_its_attribute(root):
         pub._remember_layout(np.arange(4.0), b"head", 3)
 
 
+def test_the_compiled_layout_hook_follows_every_change_of_layout_on_one_writer(root):
+    # The publisher's ArrayLayouts (its writer's layout_hook) matches an array by its
+    # type, dtype object, shape and strides, read from the array itself each time: a
+    # shape changed in place, another dtype of the same size, more layouts than it
+    # keeps, an ndarray subclass, all publish exactly what the encoder makes.
+    class Sub(np.ndarray):
+        pass
+
+    pub = a0py.Publisher("hook")
+    sent = []
+
+    def publish(value):
+        pub.pub(value)
+        sent.append(_encoded(np.asarray(value)))
+
+    publish(np.arange(6.0))
+    hook = pub.layout_hook
+    assert type(hook).__name__ == "ArrayLayouts" and len(hook) == 1
+    reshaped = np.arange(6.0) + 1
+    publish(reshaped)
+    reshaped.shape = (2, 3)  # in place, after its layout was remembered
+    publish(reshaped)
+    publish(np.arange(6, dtype=np.int64))  # same size and shape, another dtype
+    publish(np.arange(6.0).view(np.int64))
+    for k in range(10):  # more layouts than it keeps
+        publish(np.full(k + 1, k, np.int16))
+    publish(np.arange(6.0).view(Sub))  # another array type, then back
+    publish(np.arange(6.0) + 3)
+    publish(np.arange(6.0) + 4)
+    assert pub.layout_hook is hook and len(hook) == 1  # the last type's layouts only
+    assert _payloads("hook") == sent
+
+
+def test_array_layouts_keep_only_one_block_arrays_and_a_bounded_number(root):
+    from a0py.proto import _ndarray
+
+    layouts = _ndarray.ArrayLayouts()
+    assert layouts.remember(np.arange(8.0)[::2], b"head") is False  # strided
+    assert layouts.remember(np.zeros((1,) * 33), b"head") is False  # deeper than it keeps
+    assert all(layouts.remember(np.zeros(k), b"head") for k in range(8))
+    assert layouts.remember(np.zeros(9), b"head") is False and len(layouts) == 8
+    with pytest.raises(TypeError):
+        layouts.remember(np.zeros(3), "head")
+    with pytest.raises(TypeError):
+        layouts.remember([1.0], b"head")
+
+
+def test_a_writer_takes_only_layout_hooks_and_a_hook_that_knows_nothing_changes_nothing(root):
+    pub = a0py.Publisher("basehook")
+    with pytest.raises(ArgumentError, match="layout hook must be an a0py LayoutHook"):
+        pub._set_layout_hook(3)
+    pub.pub(np.arange(3.0))
+    pub._set_layout_hook(a0py._core.LayoutHook())  # knows no layout: the encoder serves
+    pub.pub(np.arange(3.0) + 1)
+    pub._set_layout_hook(None)
+    pub.pub(np.arange(3.0) + 2)
+    assert _payloads("basehook") == [_encoded(np.arange(3.0) + k) for k in range(3)]
+
+
+def test_without_the_compiled_module_the_writer_keeps_layouts_by_dtype(root, monkeypatch):
+    monkeypatch.setattr(arrays, "_compiled", [None])
+    pub = a0py.Publisher("nohook")
+    sent = [np.arange(4.0), np.arange(4.0) + 1, np.arange(4, dtype=np.int64), np.arange(4.0) + 2]
+    for value in sent:
+        pub.pub(value)
+    assert pub.layout_hook is None
+    assert _payloads("nohook") == [_encoded(value) for value in sent]
+
+
+@pytest.mark.parametrize("zero_copy", [False, True])
+@pytest.mark.parametrize("payload", [
+    b"\x0a\x03<f8\x12\x01\x04\x22\x10" + bytes(16),              # shape 4 of f8 needs 32 bytes
+    b"\x0a\x03<f8\x12\x01\x02\x1a\x02\x08\x10\x22\x10" + bytes(16),  # strides (8, 16) for shape (2,)
+    b"\x0a\x03<f8\x12\x01\x04\x22\x20" + bytes(24),              # the known header, 8 bytes short
+], ids=["size", "strides", "short"])
+def test_a_bad_layout_after_a_compiled_view_is_a_decode_error(root, payload, zero_copy):
+    pub = a0py.Publisher("badlayout")
+    sub = a0py.SubscriberSync("badlayout", init=a0py.INIT_OLDEST)
+    pub.pub(np.zeros(4))
+    pub.pub(payload)
+    pub.pub(np.ones(4))
+    sub.read().array()  # the compiled viewer of (f8, 4) is made
+    assert typed.typing_for("badlayout").array_hook.viewer is not None
+    with pytest.raises(DecodeError, match=r"topic 'badlayout' seq 2: "):
+        if zero_copy:
+            with sub.read_view(0) as pkt:
+                pkt.array()
+        else:
+            sub.read().array()
+    assert (sub.read().array() == 1).all()  # the next one is read as before
+
+
 def test_the_reader_views_known_layouts_in_compiled_code(root):
     assert arrays.compiled_module() is not None  # built here (numpy at build time)
     pub = a0py.Publisher("viewer")
