@@ -15,6 +15,7 @@ from ros2_samples import TEST_MSGS, codec, sample
 
 import a0py
 from a0py import Schema
+from a0py.recording.format import HEADERS_TOPIC_PREFIX
 from a0py.ros2 import PUBLICATION_SEQ, SOURCE_TIME, Ros2Bridge, Ros2ConfigError, read_status
 
 pytestmark = pytest.mark.slow
@@ -163,29 +164,27 @@ def test_recording_of_imported_topics_reads_in_rosbags_and_mcap_ros2_support(bri
     Recorder(["ros/rec"], out=tmp_path, init="oldest").run(1.0)
     (path,) = [p for p in tmp_path.iterdir() if p.suffix == ".mcap"]
     want = [sample("sensor_msgs/msg/Imu", seed=i) for i in range(20)]
-    channels = _ros2_channels(path)
+    # No topic filter: the whole recording decodes, the headers channel too
+    # (CDR, a0py_msgs/msg/PacketHeaders, beside its ROS 2 payloads).
     with open(path, "rb") as f:
-        by_mcap_ros2 = [m.ros_msg for m in read_ros2_messages(f, topics=channels)]
+        decoded = list(read_ros2_messages(f))
+    by_mcap_ros2 = [m.ros_msg for m in decoded if not m.channel.topic.startswith(HEADERS_TOPIC_PREFIX)]
+    heads = [m.ros_msg for m in decoded if m.channel.topic.startswith(HEADERS_TOPIC_PREFIX)]
+    assert {m.channel.topic for m in decoded} == {"ros/rec", HEADERS_TOPIC_PREFIX + "ros/rec"}
+    assert len(heads) == 20 and [h.transport_seq for h in heads] == list(range(1, 21))
     store = get_typestore(Stores.EMPTY)
-    by_rosbags = []
+    by_rosbags, rosbags_heads = [], []
     with open(path, "rb") as f:
-        for schema, _, message in make_reader(f).iter_messages(topics=channels):
+        for schema, channel, message in make_reader(f).iter_messages():
             if schema.name not in store.fielddefs:
                 store.register(get_types_from_msg(schema.data.decode(), schema.name))
-            by_rosbags.append(store.deserialize_cdr(message.data, schema.name))
+            got = store.deserialize_cdr(message.data, schema.name)
+            (rosbags_heads if channel.topic.startswith(HEADERS_TOPIC_PREFIX) else by_rosbags).append(got)
+    assert [h.transport_seq for h in rosbags_heads] == [h.transport_seq for h in heads]
     for got in (by_mcap_ros2, by_rosbags):
         assert [m.header.frame_id for m in got] == [w["header"]["frame_id"] for w in want]
         assert [m.linear_acceleration.x for m in got] == [w["linear_acceleration"]["x"] for w in want]
         assert [list(m.orientation_covariance) for m in got] == [w["orientation_covariance"] for w in want]
-
-
-def _ros2_channels(path):
-    from mcap.reader import make_reader
-
-    with open(path, "rb") as f:
-        summary = make_reader(f).get_summary()
-    return [c.topic for c in summary.channels.values()
-            if summary.schemas[c.schema_id].encoding == "ros2msg"]
 
 
 @pytest.mark.parametrize("kwargs, match", [
