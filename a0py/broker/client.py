@@ -108,7 +108,7 @@ class BrokerClient(Closeable):
 
     ``spin``: the longest spin, in seconds, of the reader thread's wait for the broker's
     next reply or notification before it sleeps (default :data:`a0py.broker.wire.SPIN`,
-    2 ms; ``0``: never spin), as ``Broker(spin=)`` for the broker's side (docs/broker.md,
+    50 µs; ``0``: never spin), as ``Broker(spin=)`` for the broker's side (docs/broker.md,
     "Latency and the spin").
 
     Raises :class:`BrokerNameError` (bad or taken names), :class:`BrokerTypeError` (a

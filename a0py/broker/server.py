@@ -121,7 +121,7 @@ class Broker:
     automatic collection off, and reference cycles would pile up while the broker runs).
 
     ``spin``: the longest spin, in seconds, of the broker's wait for the next request
-    before it sleeps (default :data:`a0py.broker.wire.SPIN`, 2 ms; ``0``: never spin).
+    before it sleeps (default :data:`a0py.broker.wire.SPIN`, 50 µs; ``0``: never spin).
     The wait is the transport's adaptive one (:attr:`a0py.Transport.spin_max`): it spins
     only while requests have been coming within that time, and past 50 µs only if every
     runnable task of the machine has a CPU then. Raises (at once)

@@ -10,7 +10,7 @@ from a0py.dataspace import parse
 
 
 def test_the_default_spin_is_the_module_constant_on_both_paths(name):
-    assert wire.SPIN == 2e-3
+    assert wire.SPIN == 50e-6
     with Broker(name) as b, BrokerClient(name) as c:
         assert b.spin == c.spin == wire.SPIN
         c.ping()
