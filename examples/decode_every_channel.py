@@ -29,12 +29,17 @@ def main():
     out = tempfile.mkdtemp(prefix="a0py-decode-")
     os.environ.setdefault("A0PY_ROOT", f"shm:a0py-decode-{os.getpid()}")
     raw, js = a0py.Publisher("demo/raw"), a0py.Publisher("demo/json")
-    ros = a0py.Publisher("demo/ros", schema=a0py.Schema.ros2("std_msgs/msg/String"))
-    for i in range(N):
-        raw.pub(b"raw %d" % i)
-        js.pub_json({"i": i})
-        ros.pub({"data": f"hello {i}"}, headers={"frame": str(i)})
-    Recorder(["demo/raw", "demo/json", "demo/ros"], out=out, init="oldest").run(1.0)
+    try:
+        # The definition given, so no ROS 2 package need be installed for it.
+        ros = a0py.Publisher("demo/ros", schema=a0py.Schema.ros2("std_msgs/msg/String", "string data"))
+        for i in range(N):
+            raw.pub(b"raw %d" % i)
+            js.pub_json({"i": i})
+            ros.pub({"data": f"hello {i}"}, headers={"frame": str(i)})
+        Recorder(["demo/raw", "demo/json", "demo/ros"], out=out, init="oldest").run(1.0)
+    finally:
+        for topic in ("demo/raw", "demo/json", "demo/ros"):
+            a0py.proto.topic.unlink_topic(topic)
     counts = collections.Counter()
     for name in sorted(os.listdir(out)):
         if not name.endswith(".mcap"):
@@ -47,8 +52,6 @@ def main():
                     print(f"{channel.topic:28} {channel.message_encoding:12} {value!r:.70}")
     for topic, n in sorted(counts.items()):
         print(f"{topic}: {n} messages decoded")
-    for topic in ("demo/raw", "demo/json", "demo/ros"):
-        a0py.proto.topic.unlink_topic(topic)
     # five channels: the three topics, and the headers channels of the two typed ones
     return 0 if len(counts) == 5 and set(counts.values()) == {N} else 1
 
