@@ -20,6 +20,7 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory as Ros2Decoders
 
 import a0py
+from a0py.proto.topic import unlink_topic
 from a0py.recording import DecoderFactory, Recorder
 
 N = 5
@@ -39,7 +40,7 @@ def main():
         Recorder(["demo/raw", "demo/json", "demo/ros"], out=out, init="oldest").run(1.0)
     finally:
         for topic in ("demo/raw", "demo/json", "demo/ros"):
-            a0py.proto.topic.unlink_topic(topic)
+            unlink_topic(topic)
     counts = collections.Counter()
     for name in sorted(os.listdir(out)):
         if not name.endswith(".mcap"):
